@@ -1,0 +1,116 @@
+// Package result holds the raw facts of one streamed request: when it was
+// sent, when each token was emitted and when it arrived, and how it ended.
+// Every statistic in the tool is derived from these records; nothing here
+// computes one.
+package result
+
+import "strconv"
+
+// Kind classifies how a request ended. The zero value is OK.
+type Kind int
+
+// The ways a request can end. The texts of the failure kinds are those of the
+// reference tool (SPEC §4), reproduced by Failure.Error.
+const (
+	OK               Kind = iota // [DONE] arrived after at least one token
+	NoTokens                     // "no content tokens received"
+	ClosedBeforeDone             // "connection closed before [DONE]"
+	BadStatus                    // "status <first bytes of the head>"
+	ShortResponse                // "short response"
+	HeadTooLarge                 // "response headers too large"
+	Timeout                      // "timeout after <w>ms"
+	Connect                      // "connect(): <reason>"
+	RecvError                    // "recv error"
+	BadFraming                   // "malformed response: <detail>" (Go tool: the reference does not check)
+	Interrupted                  // "interrupted" (Go tool: the run was stopped by a signal)
+)
+
+var kindNames = [...]string{
+	OK:               "ok",
+	NoTokens:         "no_tokens",
+	ClosedBeforeDone: "closed_before_done",
+	BadStatus:        "bad_status",
+	ShortResponse:    "short_response",
+	HeadTooLarge:     "head_too_large",
+	Timeout:          "timeout",
+	Connect:          "connect",
+	RecvError:        "recv_error",
+	BadFraming:       "bad_framing",
+	Interrupted:      "interrupted",
+}
+
+// String returns a short snake_case name for the kind, suitable as a key in
+// machine-readable reports.
+func (k Kind) String() string {
+	if k >= 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Failure says why a request did not end OK. Detail completes the text for
+// the kinds that carry one (the status line, the timeout, the connect reason).
+type Failure struct {
+	Kind   Kind
+	Detail string
+}
+
+// Error returns the failure text exactly as the reference tool prints it
+// after "FAILED: ".
+func (f Failure) Error() string {
+	switch f.Kind {
+	case OK:
+		return "ok"
+	case NoTokens:
+		return "no content tokens received"
+	case ClosedBeforeDone:
+		return "connection closed before [DONE]"
+	case BadStatus:
+		return "status " + f.Detail
+	case ShortResponse:
+		return "short response"
+	case HeadTooLarge:
+		return "response headers too large"
+	case Timeout:
+		return "timeout after " + f.Detail + "ms"
+	case Connect:
+		return "connect(): " + f.Detail
+	case RecvError:
+		if f.Detail != "" {
+			return "recv error: " + f.Detail
+		}
+		return "recv error"
+	case BadFraming:
+		return "malformed response: " + f.Detail
+	case Interrupted:
+		return "interrupted"
+	}
+	return f.Kind.String()
+}
+
+// Token is one content token as the client saw it. Times are nanoseconds on
+// the process clock (see package clock).
+type Token struct {
+	Emitted int64 // pi_ts carried by the chunk: when the server wrote it
+	Arrived int64 // when the Read that delivered its last byte returned
+	Read    int32 // index of that Read within the response (0-based)
+}
+
+// Request is the record of one streamed request.
+type Request struct {
+	Batch string // "loop" for the calibration batch, "gw" for the gateway batch
+	Index int    // position in start order within its batch
+
+	Start int64 // when the connection attempt began
+	Sent  int64 // when the last request byte was written (0 if never)
+	End   int64 // when the request ended, ok or not
+
+	Tokens []Token // content tokens in arrival order
+	Reads  int     // number of Reads that returned data after the request was sent
+	Bytes  int64   // response bytes received, head included
+
+	Failure Failure // Kind OK when the request succeeded
+}
+
+// OK reports whether the request ended with [DONE] after at least one token.
+func (r *Request) OK() bool { return r.Failure.Kind == OK }

@@ -1,0 +1,168 @@
+package stats
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// MaxFailureTexts bounds the distinct failure texts a Batch keeps per failure
+// kind; failures with further texts are only counted (FailureTally.Other).
+const MaxFailureTexts = 10
+
+// Batch aggregates the records of one batch of requests (SPEC §4, §6). Create
+// it with NewBatch. A Batch is not safe for concurrent use: the caller
+// serialises Add and Merge.
+type Batch struct {
+	Requests int   // requests added
+	OK       int   // of which ok
+	Failed   int   // of which failed
+	Tokens   int64 // tokens of the ok requests only (SPEC §4)
+
+	// Unstamped counts tokens without an emission stamp (Emitted == 0),
+	// left out of FirstEmitRecv and EmitRecv only.
+	Unstamped int64
+
+	// The samples, of ok and failed requests alike (SPEC §4), in ns.
+	TTFT          *Metric // first token's arrival − request sent, one per request with a token and Sent > 0
+	FirstEmitRecv *Metric // first token's arrival − its emission, one per request with a stamped first token
+	InterToken    *Metric // arrival gap between consecutive tokens, n−1 per request
+	EmitRecv      *Metric // arrival − emission of tokens 2..n, n−1 per request (stamped tokens only)
+
+	failures map[result.Kind]*FailureTally
+}
+
+// FailureTally counts the failures of one kind and keeps their first
+// MaxFailureTexts distinct texts (result.Failure.Error).
+type FailureTally struct {
+	Kind  result.Kind
+	Count int         // failures of this kind
+	Texts []TextCount // at most MaxFailureTexts distinct texts, the first seen
+	Other int         // failures whose text did not fit in Texts
+}
+
+// TextCount is a failure text and how many failures had it.
+type TextCount struct {
+	Text  string
+	Count int
+}
+
+// NewBatch returns an empty Batch.
+func NewBatch() *Batch {
+	return &Batch{
+		TTFT:          NewMetric(),
+		FirstEmitRecv: NewMetric(),
+		InterToken:    NewMetric(),
+		EmitRecv:      NewMetric(),
+		failures:      make(map[result.Kind]*FailureTally),
+	}
+}
+
+// Add accounts for one finished request. It does not retain r, and does not
+// allocate for an ok request.
+func (b *Batch) Add(r *result.Request) {
+	b.Requests++
+	if r.OK() {
+		b.OK++
+		b.Tokens += int64(len(r.Tokens))
+	} else {
+		b.Failed++
+		b.tally(r.Failure.Kind, r.Failure.Error(), 1)
+	}
+	toks := r.Tokens
+	if len(toks) == 0 {
+		return
+	}
+	first := toks[0]
+	if r.Sent > 0 {
+		b.TTFT.Record(first.Arrived - r.Sent)
+	}
+	if first.Emitted != 0 {
+		b.FirstEmitRecv.Record(first.Arrived - first.Emitted)
+	} else {
+		b.Unstamped++
+	}
+	prev := first.Arrived
+	for _, t := range toks[1:] {
+		b.InterToken.Record(t.Arrived - prev)
+		prev = t.Arrived
+		if t.Emitted != 0 {
+			b.EmitRecv.Record(t.Arrived - t.Emitted)
+		} else {
+			b.Unstamped++
+		}
+	}
+}
+
+// tallyOf returns the tally of kind k, creating it if needed.
+func (b *Batch) tallyOf(k result.Kind) *FailureTally {
+	t := b.failures[k]
+	if t == nil {
+		t = &FailureTally{Kind: k}
+		b.failures[k] = t
+	}
+	return t
+}
+
+// tally counts n failures of kind k with the given text.
+func (b *Batch) tally(k result.Kind, text string, n int) {
+	t := b.tallyOf(k)
+	t.Count += n
+	for i := range t.Texts {
+		if t.Texts[i].Text == text {
+			t.Texts[i].Count += n
+			return
+		}
+	}
+	if len(t.Texts) < MaxFailureTexts {
+		t.Texts = append(t.Texts, TextCount{Text: strings.Clone(text), Count: n})
+		return
+	}
+	t.Other += n
+}
+
+// Merge adds everything o holds to b. o is left unchanged.
+func (b *Batch) Merge(o *Batch) {
+	if o == nil {
+		return
+	}
+	b.Requests += o.Requests
+	b.OK += o.OK
+	b.Failed += o.Failed
+	b.Tokens += o.Tokens
+	b.Unstamped += o.Unstamped
+	b.TTFT.Merge(o.TTFT)
+	b.FirstEmitRecv.Merge(o.FirstEmitRecv)
+	b.InterToken.Merge(o.InterToken)
+	b.EmitRecv.Merge(o.EmitRecv)
+	for _, t := range o.Failures() {
+		for _, tc := range t.Texts {
+			b.tally(t.Kind, tc.Text, tc.Count)
+		}
+		if t.Other > 0 { // their texts are lost; keep the counts
+			bt := b.tallyOf(t.Kind)
+			bt.Count += t.Other
+			bt.Other += t.Other
+		}
+	}
+}
+
+// Failures returns copies of the failure tallies in ascending order of kind,
+// each with its texts by descending count, then text.
+func (b *Batch) Failures() []FailureTally {
+	out := make([]FailureTally, 0, len(b.failures))
+	for _, t := range b.failures {
+		c := *t
+		c.Texts = slices.Clone(t.Texts)
+		slices.SortFunc(c.Texts, func(x, y TextCount) int {
+			if x.Count != y.Count {
+				return y.Count - x.Count
+			}
+			return strings.Compare(x.Text, y.Text)
+		})
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(x, y FailureTally) int { return int(x.Kind) - int(y.Kind) })
+	return out
+}

@@ -1,0 +1,190 @@
+package stats
+
+import (
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// values returns the metric's samples, which must all be below 2048 ns (so
+// that the histogram holds them exactly), in ascending order.
+func values(m *Metric) []int64 {
+	var out []int64
+	for _, b := range m.Snapshot().Histogram.Buckets {
+		for range b.Count {
+			out = append(out, b.FromNs)
+		}
+	}
+	return out
+}
+
+func TestBatchAdd(t *testing.T) {
+	b := NewBatch()
+	// ok: TTFT 500, first emit->recv 100, gaps 1000 and 1100, emit->recv 200, 600.
+	b.Add(&result.Request{Batch: "gw", Start: 900, Sent: 1000, End: 4000, Tokens: []result.Token{
+		{Emitted: 1400, Arrived: 1500},
+		{Emitted: 2300, Arrived: 2500},
+		{Emitted: 3000, Arrived: 3600},
+	}})
+	// failed after 2 tokens: its samples count, its tokens do not.
+	b.Add(&result.Request{Batch: "gw", Index: 1, Start: 900, Sent: 1100, End: 5000, Tokens: []result.Token{
+		{Emitted: 1150, Arrived: 1200},
+		{Emitted: 1250, Arrived: 1300},
+	}, Failure: result.Failure{Kind: result.ClosedBeforeDone}})
+	// never sent: no TTFT, but the tokens' own samples count.
+	b.Add(&result.Request{Batch: "gw", Index: 2, Tokens: []result.Token{
+		{Emitted: 10, Arrived: 17},
+		{Emitted: 0, Arrived: 30},
+	}})
+	// unstamped first token; failed without tokens.
+	b.Add(&result.Request{Batch: "gw", Index: 3, Sent: 100, Tokens: []result.Token{{Arrived: 140}}})
+	b.Add(&result.Request{Batch: "gw", Index: 4, Sent: 100, Failure: result.Failure{Kind: result.Timeout, Detail: "300000"}})
+
+	if b.Requests != 5 || b.OK != 3 || b.Failed != 2 || b.Tokens != 6 || b.Unstamped != 2 {
+		t.Errorf("Requests, OK, Failed, Tokens, Unstamped = %d, %d, %d, %d, %d; want 5, 3, 2, 6, 2",
+			b.Requests, b.OK, b.Failed, b.Tokens, b.Unstamped)
+	}
+	for _, tt := range []struct {
+		name string
+		m    *Metric
+		want []int64
+	}{
+		{"TTFT", b.TTFT, []int64{40, 100, 500}},
+		{"FirstEmitRecv", b.FirstEmitRecv, []int64{7, 50, 100}},
+		{"InterToken", b.InterToken, []int64{13, 100, 1000, 1100}},
+		{"EmitRecv", b.EmitRecv, []int64{50, 200, 600}},
+	} {
+		if got := values(tt.m); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s samples = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	want := []FailureTally{
+		{Kind: result.ClosedBeforeDone, Count: 1, Texts: []TextCount{{"connection closed before [DONE]", 1}}},
+		{Kind: result.Timeout, Count: 1, Texts: []TextCount{{"timeout after 300000ms", 1}}},
+	}
+	if got := b.Failures(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Failures() = %+v, want %+v", got, want)
+	}
+}
+
+func TestBatchFailureTextsBounded(t *testing.T) {
+	b := NewBatch()
+	for i := range MaxFailureTexts + 2 {
+		b.Add(&result.Request{Failure: result.Failure{Kind: result.Connect, Detail: "reason " + strconv.Itoa(i)}})
+	}
+	b.Add(&result.Request{Failure: result.Failure{Kind: result.Connect, Detail: "reason 0"}})
+	b.Add(&result.Request{Failure: result.Failure{Kind: result.NoTokens}})
+	got := b.Failures()
+	if len(got) != 2 || got[0].Kind != result.NoTokens || got[1].Kind != result.Connect {
+		t.Fatalf("Failures() kinds = %+v, want no_tokens then connect", got)
+	}
+	c := got[1]
+	if c.Count != MaxFailureTexts+3 || len(c.Texts) != MaxFailureTexts || c.Other != 2 ||
+		c.Texts[0] != (TextCount{"connect(): reason 0", 2}) {
+		t.Errorf("connect tally = %+v; want Count %d, %d texts, Other 2, first text counted twice", c, MaxFailureTexts+3, MaxFailureTexts)
+	}
+	// Failures returns copies.
+	got[1].Texts[0].Count = 99
+	if b.Failures()[1].Texts[0].Count != 2 {
+		t.Errorf("changing the result of Failures() changed the Batch")
+	}
+}
+
+// requests returns a varied set of records for merge tests.
+func requests() []*result.Request {
+	var rs []*result.Request
+	for i := range 40 {
+		r := &result.Request{Batch: "gw", Index: i, Start: 1, Sent: 1000, End: 9000}
+		for k := range i % 7 {
+			r.Tokens = append(r.Tokens, result.Token{Emitted: int64(2000 + 100*k), Arrived: int64(2000 + 100*k + i + k)})
+		}
+		switch i % 5 {
+		case 3:
+			r.Failure = result.Failure{Kind: result.Connect, Detail: "reason " + strconv.Itoa(i)}
+		case 4:
+			r.Failure = result.Failure{Kind: result.ClosedBeforeDone}
+		}
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func sameBatch(t *testing.T, what string, a, b *Batch) {
+	t.Helper()
+	if a.Requests != b.Requests || a.OK != b.OK || a.Failed != b.Failed || a.Tokens != b.Tokens || a.Unstamped != b.Unstamped {
+		t.Errorf("%s: counts differ: %d %d %d %d %d and %d %d %d %d %d", what,
+			a.Requests, a.OK, a.Failed, a.Tokens, a.Unstamped, b.Requests, b.OK, b.Failed, b.Tokens, b.Unstamped)
+	}
+	if !reflect.DeepEqual(a.Failures(), b.Failures()) {
+		t.Errorf("%s: failures differ:\n%+v\n%+v", what, a.Failures(), b.Failures())
+	}
+	sameMetric(t, what+" TTFT", a.TTFT, b.TTFT)
+	sameMetric(t, what+" FirstEmitRecv", a.FirstEmitRecv, b.FirstEmitRecv)
+	sameMetric(t, what+" InterToken", a.InterToken, b.InterToken)
+	sameMetric(t, what+" EmitRecv", a.EmitRecv, b.EmitRecv)
+}
+
+func TestBatchMerge(t *testing.T) {
+	all, x, y := NewBatch(), NewBatch(), NewBatch()
+	for i, r := range requests() {
+		all.Add(r)
+		if i%2 == 0 {
+			x.Add(r)
+		} else {
+			y.Add(r)
+		}
+	}
+	x.Merge(y)
+	sameBatch(t, "x.Merge(y)", x, all)
+	if c := all.Failures()[1]; c.Kind != result.Connect || c.Count != 8 || c.Other != 0 {
+		t.Errorf("connect tally = %+v, want 8 failures, all texts kept", c)
+	}
+
+	// Texts beyond the bound stay counted through merges.
+	p, q := NewBatch(), NewBatch()
+	for i := range MaxFailureTexts + 3 {
+		p.Add(&result.Request{Failure: result.Failure{Kind: result.Connect, Detail: "p" + strconv.Itoa(i)}})
+		q.Add(&result.Request{Failure: result.Failure{Kind: result.Connect, Detail: "q" + strconv.Itoa(i)}})
+	}
+	p.Merge(q)
+	if c := p.Failures()[0]; c.Count != 2*(MaxFailureTexts+3) || len(c.Texts) != MaxFailureTexts || c.Other != MaxFailureTexts+6 {
+		t.Errorf("merged connect tally: Count %d, %d texts, Other %d; want %d, %d, %d",
+			c.Count, len(c.Texts), c.Other, 2*(MaxFailureTexts+3), MaxFailureTexts, MaxFailureTexts+6)
+	}
+
+	empty := NewBatch()
+	empty.Merge(all)
+	sameBatch(t, "empty.Merge(all)", empty, all)
+	all.Merge(nil)
+	all.Merge(NewBatch())
+	sameBatch(t, "all.Merge(nil, empty)", empty, all)
+}
+
+func TestBatchAddOKDoesNotAllocate(t *testing.T) {
+	b := NewBatch()
+	r := thousandTokens()
+	if a := testing.AllocsPerRun(100, func() { b.Add(r) }); a != 0 {
+		t.Errorf("Add of an ok request allocates %v times, want 0", a)
+	}
+}
+
+// thousandTokens returns an ok request of 1000 tokens 5 ms apart.
+func thousandTokens() *result.Request {
+	r := &result.Request{Batch: "gw", Start: 1e9, Sent: 1e9 + 1e5, End: 1e9 + 5e9}
+	for i := range 1000 {
+		emit := int64(1e9 + 2e5 + 5e6*i)
+		r.Tokens = append(r.Tokens, result.Token{Emitted: emit, Arrived: emit + 30_000 + int64(i%17)*1000})
+	}
+	return r
+}
+
+func BenchmarkBatchAdd(b *testing.B) {
+	batch := NewBatch()
+	r := thousandTokens()
+	b.ReportAllocs()
+	for b.Loop() {
+		batch.Add(r)
+	}
+}
