@@ -1,0 +1,291 @@
+// Package cli is the command line of sse-latency: it turns argv into a
+// Config, starts the dummy server, runs the calibration and gateway batches,
+// prints the report and returns the exit status. It is the only package that
+// knows about stdout, stderr and exit codes; cmd/sse-latency only calls Main.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sse-latency/sse-latency/internal/batch"
+	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/report"
+	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/stats"
+)
+
+// Exit statuses.
+const (
+	ExitOK          = 0   // every gateway request succeeded (or server-only mode ended)
+	ExitFailure     = 1   // usage error, setup error, or at least one gateway request failed
+	ExitInterrupted = 130 // the run was interrupted; the report covers what finished
+)
+
+// calibrationMaxTokens caps the tokens of each calibration request
+// (SPEC §5: min(n, 200)).
+const calibrationMaxTokens = 200
+
+// LatenessWarnNs is the emission-lateness p99 above which the tool warns
+// that it is measuring its own overload.
+const LatenessWarnNs = 1_000_000
+
+// Main runs sse-latency with args (without the program name) and returns the
+// exit status. Cancelling ctx (Ctrl-C) stops the run: requests in flight end
+// as interrupted and the report covers everything measured so far.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseArgs(args)
+	switch {
+	case errors.Is(err, errHelp):
+		fmt.Fprint(stderr, usage)
+		return ExitOK
+	case errors.Is(err, errVersion):
+		fmt.Fprintln(stdout, "sse-latency", Version())
+		return ExitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "sse-latency: %v\n%s", err, usage)
+		return ExitFailure
+	}
+	r := &run{cfg: cfg, out: &console{stdout: stdout, stderr: stderr, tty: isTerminal(stderr)}}
+	return r.main(ctx)
+}
+
+// Version is the module version from the build info ("(devel)" when built
+// from a work tree), with the VCS revision when known.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v
+}
+
+// run is one invocation's state.
+type run struct {
+	cfg Config
+	out *console
+	srv *server.Server
+}
+
+func (r *run) main(ctx context.Context) int {
+	cfg := r.cfg
+	laddr, _ := listenAddr(cfg.Listen)
+	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs}
+	if cfg.Verbose {
+		srvCfg.Logf = r.out.debugf
+	}
+	srv, err := server.Listen(laddr, srvCfg)
+	if err != nil {
+		r.out.errorf("sse-latency: cannot listen on %s: %v\n", cfg.Listen, err)
+		return ExitFailure
+	}
+	r.srv = srv
+	srvCtx, stopSrv := context.WithCancel(context.Background())
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Serve(srvCtx) }()
+	defer func() {
+		stopSrv()
+		<-srvDone
+	}()
+	r.out.errorf("dummy OpenAI-like SSE server listening on %s (POST /v1/chat/completions)\n", displayListen(srv.Addr()))
+
+	if cfg.Target == "" {
+		r.out.errorf("no -t given: running as server only. Ctrl-C to stop.\n")
+		select {
+		case <-ctx.Done():
+		case err := <-srvDone:
+			srvDone <- err
+			r.out.errorf("sse-latency: server stopped: %v\n", err)
+			return ExitFailure
+		}
+		return ExitOK
+	}
+
+	target, err := destAddr(ctx, cfg.Target)
+	if err != nil {
+		r.out.errorf("sse-latency: -t: %v\n", err)
+		return ExitFailure
+	}
+	// The calibration target is the listen address as the server really
+	// bound it (so -L :0 works), wildcard meaning loopback.
+	self, err := destAddr(ctx, srvAddrString(srv, cfg.Listen))
+	if err != nil {
+		r.out.errorf("sse-latency: -L: %v\n", err)
+		return ExitFailure
+	}
+
+	var loop *stats.Batch
+	if !cfg.NoLoopback && self == target {
+		r.out.errorf("note: -t equals -L, skipping loopback calibration\n")
+	} else if !cfg.NoLoopback {
+		k := min(max(cfg.Concurrency, 3), cfg.Requests)
+		m := min(cfg.Tokens, calibrationMaxTokens)
+		c := min(cfg.Concurrency, k)
+		r.out.errorf("loop: calibrating the noise floor with %d request(s) of %d tokens to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
+			k, m, self, c, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		req := client.NewChatRequest(self, m, time.Duration(cfg.TimeoutMs)*time.Millisecond)
+		req.ExpectTokens = m
+		loop = r.runBatch(ctx, batch.Spec{Name: "loop", Requests: k, Concurrency: c, Request: req})
+	}
+
+	var gw *stats.Batch
+	if ctx.Err() == nil {
+		r.out.errorf("gw: sending %d request(s) to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
+			cfg.Requests, target, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, cfg.Requests, cfg.Concurrency); ok {
+			r.out.errorf("%s\n", line)
+		}
+		req := client.NewChatRequest(target, -1, time.Duration(cfg.TimeoutMs)*time.Millisecond)
+		req.ExpectTokens = cfg.Tokens
+		gw = r.runBatch(ctx, batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req})
+	} else {
+		gw = stats.NewBatch()
+	}
+
+	if err := r.out.report(loop, gw); err != nil {
+		r.out.errorf("sse-latency: writing the report: %v\n", err)
+	}
+	r.checkLateness()
+	switch {
+	case ctx.Err() != nil:
+		r.out.errorf("interrupted: the report covers the requests that finished or were cut short\n")
+		return ExitInterrupted
+	case gw.Failed > 0:
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+// runBatch runs one batch, printing per-request lines and the progress line,
+// and returns its statistics.
+func (r *run) runBatch(ctx context.Context, spec batch.Spec) *stats.Batch {
+	b := stats.NewBatch()
+	sink := func(rec *result.Request) {
+		b.Add(rec)
+		if !r.cfg.Quiet {
+			r.out.requestLine(rec)
+		}
+		if r.cfg.Verbose {
+			r.out.debugf("%s %d: %d tokens in %d reads, %d bytes", rec.Batch, rec.Index, len(rec.Tokens), rec.Reads, rec.Bytes)
+		}
+	}
+	var progress func(batch.Progress)
+	if r.out.tty {
+		progress = r.out.progress
+	}
+	batch.Run(ctx, spec, sink, progress)
+	r.out.clearProgress()
+	return b
+}
+
+// checkLateness warns, after the report, when the tool itself fell behind
+// its emission schedule: the figures then describe its overload.
+func (r *run) checkLateness() {
+	late := r.srv.Lateness()
+	if late.N() == 0 {
+		return
+	}
+	p50, p99 := late.Percentile(0.50), late.Percentile(0.99)
+	if r.cfg.Verbose {
+		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
+			late.N(), ms(p50), ms(p99), ms(late.Max()))
+	}
+	if p99 > LatenessWarnNs {
+		r.out.errorf("warning: sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): "+
+			"these figures describe the tool's overload, not the gateway; lower -c or raise -d\n", ms(p99), ms(LatenessWarnNs))
+	}
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// fmtMs prints a millisecond setting as compactly as C's %g would.
+func fmtMs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// srvAddrString returns the bound address in the -L syntax, keeping the
+// host the user gave (so a wildcard stays a wildcard) with the real port (so
+// -L :0 works).
+func srvAddrString(srv *server.Server, listen string) string {
+	host, _, _ := splitAddr(listen)
+	port := 0
+	if a, ok := srv.Addr().(*net.TCPAddr); ok {
+		port = a.Port
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// console serialises everything printed while batches run: per-request
+// lines on stdout, and on a terminal the progress line on stderr, which is
+// erased before any other line.
+type console struct {
+	mu            sync.Mutex
+	stdout        io.Writer
+	stderr        io.Writer
+	tty           bool
+	progressShown bool
+}
+
+func (c *console) erase() {
+	if c.progressShown {
+		io.WriteString(c.stderr, report.EraseLine)
+		c.progressShown = false
+	}
+}
+
+func (c *console) errorf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.erase()
+	fmt.Fprintf(c.stderr, format, args...)
+}
+
+func (c *console) debugf(format string, args ...any) {
+	c.errorf(format+"\n", args...)
+}
+
+func (c *console) requestLine(rec *result.Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.erase()
+	report.WriteRequestLine(c.stdout, rec)
+}
+
+func (c *console) progress(p batch.Progress) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	io.WriteString(c.stderr, report.ProgressLine(p.Elapsed, p.Done, p.Total, p.InFlight, p.Tokens))
+	c.progressShown = true
+}
+
+func (c *console) clearProgress() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.erase()
+}
+
+func (c *console) report(loop, gw *stats.Batch) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.erase()
+	return report.WriteReport(c.stdout, loop, gw)
+}
+
+// isTerminal reports whether w is a terminal (for the progress line).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && fileIsTerminal(f)
+}

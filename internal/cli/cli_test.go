@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// runMain calls Main in-process with a deadline and returns its outputs.
+func runMain(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	if ctx == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+	}
+	var out, errb bytes.Buffer
+	code = Main(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestUsagePinned(t *testing.T) {
+	golden := filepath.Join("testdata", "usage.txt")
+	if *update {
+		os.WriteFile(golden, []byte(usage), 0o644)
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usage != string(want) {
+		t.Errorf("usage text drifted from %s (run go test -update to accept):\n%s", golden, usage)
+	}
+}
+
+// TestUsageNamesEveryFlag keeps the hand-written usage in step with the flag
+// set: every long and short name must appear in it.
+func TestUsageNamesEveryFlag(t *testing.T) {
+	for _, name := range []string{"listen", "target", "requests", "concurrency", "tokens", "think", "delay",
+		"timeout", "no-loopback", "quiet", "verbose", "help", "version"} {
+		if !strings.Contains(usage, "--"+name) {
+			t.Errorf("usage does not mention --%s", name)
+		}
+	}
+	for _, short := range "LtrcnTdwlqvh" {
+		if !strings.Contains(usage, "-"+string(short)+",") {
+			t.Errorf("usage does not mention -%c", short)
+		}
+	}
+}
+
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"--help"}} {
+		code, out, errOut := runMain(t, nil, args...)
+		if code != ExitOK || out != "" || errOut != usage {
+			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 0 and the usage on stderr", args, code, out, errOut)
+		}
+	}
+	code, out, _ := runMain(t, nil, "--version")
+	if code != ExitOK || !strings.HasPrefix(out, "sse-latency ") {
+		t.Errorf("Main(--version) = %d, %q; want 0 and a version line", code, out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-x"}, "unknown shorthand flag: 'x'"},
+		{[]string{"--bogus"}, "unknown flag: --bogus"},
+		{[]string{"-r"}, "flag needs an argument"},
+		{[]string{"-r", "many"}, "invalid argument \"many\""},
+		{[]string{"-d", "fast"}, "invalid argument \"fast\""},
+		{[]string{"-L", "nope"}, "bad port"},
+		{[]string{"-L", ":99999"}, "bad port"},
+		{[]string{"-t", "host:"}, "bad port"},
+		{[]string{"-T", "NaN", "-t", ":1"}, "finite"},
+		{[]string{"extra"}, "unexpected argument \"extra\""},
+	}
+	for _, tt := range tests {
+		code, out, errOut := runMain(t, nil, tt.args...)
+		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage) {
+			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 1, an error containing %q, then the usage", tt.args, code, out, errOut, tt.want)
+		}
+	}
+}
+
+func TestClamps(t *testing.T) {
+	tests := []struct {
+		args []string
+		want Config
+	}{
+		{nil, DefaultConfig()},
+		{[]string{"-r", "0", "-c", "-4"}, func() Config { c := DefaultConfig(); return c }()},
+		{[]string{"-r", "5", "-c", "50"}, func() Config { c := DefaultConfig(); c.Requests, c.Concurrency = 5, 5; return c }()},
+		{[]string{"--requests=7", "--concurrency", "3", "-n", "-1", "-T", "-2", "-d", "-1", "-w", "0"},
+			func() Config {
+				c := DefaultConfig()
+				c.Requests, c.Concurrency, c.Tokens, c.ThinkMs, c.DelayMs, c.TimeoutMs = 7, 3, 0, 0, 0, 1
+				return c
+			}()},
+		{[]string{"-lqv", "-t", "127.0.0.1:8080", "-L", "*:9000", "-d", "2.5"},
+			func() Config {
+				c := DefaultConfig()
+				c.NoLoopback, c.Quiet, c.Verbose, c.Target, c.Listen, c.DelayMs = true, true, true, "127.0.0.1:8080", "*:9000", 2.5
+				return c
+			}()},
+	}
+	for _, tt := range tests {
+		got, err := parseArgs(tt.args)
+		if err != nil || got != tt.want {
+			t.Errorf("parseArgs(%q) = %+v, %v; want %+v", tt.args, got, err, tt.want)
+		}
+	}
+}
+
+func TestAddressForms(t *testing.T) {
+	tests := []struct {
+		in         string
+		listen     string
+		dest       string
+		wantErrSub string
+	}{
+		{"8090", ":8090", "127.0.0.1:8090", ""},
+		{":8090", ":8090", "127.0.0.1:8090", ""},
+		{"*:8090", ":8090", "127.0.0.1:8090", ""},
+		{"127.0.0.2:80", "127.0.0.2:80", "127.0.0.2:80", ""},
+		{"localhost:80", "localhost:80", "127.0.0.1:80", ""},
+		{"::1:8090", "[::1]:8090", "[::1]:8090", ""},
+		{"[::1]:8090", "[::1]:8090", "[::1]:8090", ""},
+		{"0.0.0.0:1", "0.0.0.0:1", "127.0.0.1:1", ""},
+		{"", "", "", "empty address"},
+		{"host:x", "", "", "bad port"},
+		{"[::1:80", "", "", "bad address"},
+	}
+	for _, tt := range tests {
+		l, err := listenAddr(tt.in)
+		if tt.wantErrSub != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErrSub) {
+				t.Errorf("listenAddr(%q) = %q, %v; want an error containing %q", tt.in, l, err, tt.wantErrSub)
+			}
+			continue
+		}
+		d, derr := destAddr(context.Background(), tt.in)
+		if err != nil || derr != nil || l != tt.listen || d != tt.dest {
+			t.Errorf("listenAddr(%q), destAddr = %q, %q (%v, %v); want %q, %q", tt.in, l, d, err, derr, tt.listen, tt.dest)
+		}
+	}
+}
+
+func TestServerOnlyStopsOnCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	done := make(chan struct{})
+	var code int
+	var errOut string
+	go func() {
+		code, _, errOut = runMain(t, ctx, "-L", "127.0.0.1:0")
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("server-only mode did not stop after its context was cancelled")
+	}
+	if code != ExitOK || !strings.Contains(errOut, "no -t given: running as server only. Ctrl-C to stop.\n") ||
+		!regexp.MustCompile(`dummy OpenAI-like SSE server listening on 127\.0\.0\.1:\d+ \(POST /v1/chat/completions\)`).MatchString(errOut) {
+		t.Errorf("server-only: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestListenFailure(t *testing.T) {
+	code, _, errOut := runMain(t, nil, "-L", "192.0.2.1:1", "-t", "127.0.0.1:1")
+	if code != ExitFailure || !strings.Contains(errOut, "cannot listen on 192.0.2.1:1") {
+		t.Errorf("code %d stderr %q; want 1 and a listen error", code, errOut)
+	}
+}

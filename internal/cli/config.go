@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/spf13/pflag"
+)
+
+// Config is the whole measurement, as given on the command line, with the
+// reference's defaults (SPEC §2) and, after Validate, its clamps.
+type Config struct {
+	Listen      string  // -L: listen address of the dummy server
+	Target      string  // -t: gateway address; empty = server only
+	Requests    int     // -r: number of gateway requests (>= 1)
+	Concurrency int     // -c: requests in flight (1..Requests)
+	Tokens      int     // -n: tokens per response (>= 0)
+	ThinkMs     float64 // -T: delay before the first token, ms (>= 0)
+	DelayMs     float64 // -d: delay between tokens, ms (>= 0)
+	TimeoutMs   int     // -w: per-request timeout, ms (>= 1)
+	NoLoopback  bool    // -l: skip the loopback calibration batch
+	Quiet       bool    // -q: no per-request lines
+	Verbose     bool    // -v: debug lines on stderr
+}
+
+// DefaultConfig returns the reference tool's defaults.
+func DefaultConfig() Config {
+	return Config{
+		Listen:      ":8090",
+		Requests:    1,
+		Concurrency: 1,
+		Tokens:      1000,
+		DelayMs:     5,
+		TimeoutMs:   300000,
+	}
+}
+
+// Validate applies the reference's clamps: -r and -c below 1 become 1, -c is
+// capped to -r; the Go tool also turns negative -n/-T/-d into 0 and a
+// non-positive -w into 1 ms, and rejects non-finite numbers.
+func (c *Config) Validate() error {
+	if math.IsNaN(c.ThinkMs) || math.IsInf(c.ThinkMs, 0) || math.IsNaN(c.DelayMs) || math.IsInf(c.DelayMs, 0) {
+		return errors.New("-T and -d must be finite numbers of milliseconds")
+	}
+	c.Requests = max(c.Requests, 1)
+	c.Concurrency = min(max(c.Concurrency, 1), c.Requests)
+	c.Tokens = max(c.Tokens, 0)
+	c.ThinkMs = max(c.ThinkMs, 0)
+	c.DelayMs = max(c.DelayMs, 0)
+	c.TimeoutMs = max(c.TimeoutMs, 1)
+	return nil
+}
+
+// errHelp and errVersion are not errors but requests to print and exit 0.
+var (
+	errHelp    = errors.New("help requested")
+	errVersion = errors.New("version requested")
+)
+
+// parseArgs parses argv (without the program name) into a validated Config.
+func parseArgs(args []string) (Config, error) {
+	cfg := DefaultConfig()
+	fs := pflag.NewFlagSet("sse-latency", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.SortFlags = false
+	var help, version bool
+	fs.StringVarP(&cfg.Listen, "listen", "L", cfg.Listen, "")
+	fs.StringVarP(&cfg.Target, "target", "t", cfg.Target, "")
+	fs.IntVarP(&cfg.Requests, "requests", "r", cfg.Requests, "")
+	fs.IntVarP(&cfg.Concurrency, "concurrency", "c", cfg.Concurrency, "")
+	fs.IntVarP(&cfg.Tokens, "tokens", "n", cfg.Tokens, "")
+	fs.Float64VarP(&cfg.ThinkMs, "think", "T", cfg.ThinkMs, "")
+	fs.Float64VarP(&cfg.DelayMs, "delay", "d", cfg.DelayMs, "")
+	fs.IntVarP(&cfg.TimeoutMs, "timeout", "w", cfg.TimeoutMs, "")
+	fs.BoolVarP(&cfg.NoLoopback, "no-loopback", "l", false, "")
+	fs.BoolVarP(&cfg.Quiet, "quiet", "q", false, "")
+	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
+	fs.BoolVarP(&help, "help", "h", false, "")
+	fs.BoolVar(&version, "version", false, "")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	switch {
+	case help:
+		return cfg, errHelp
+	case version:
+		return cfg, errVersion
+	case fs.NArg() > 0:
+		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if _, err := listenAddr(cfg.Listen); err != nil {
+		return cfg, fmt.Errorf("-L: %v", err)
+	}
+	if cfg.Target != "" {
+		if _, _, err := splitAddr(cfg.Target); err != nil {
+			return cfg, fmt.Errorf("-t: %v", err)
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+// usage is the help text; a test pins it and checks that it names every flag.
+const usage = `usage: sse-latency [options]
+
+Measures how much latency an HTTP gateway adds to streamed (SSE) LLM
+responses. One process is both a dummy OpenAI-like server (-L) and a client
+that streams through the gateway under test (-t); every token carries its
+emission time, so its one-way delay through the gateway is exact.
+
+Options:
+  -L, --listen <[ip:]port>   listen address of the dummy OpenAI-like server (def :8090)
+  -t, --target <[ip:]port>   gateway address; empty = server only
+  -r, --requests <n>         number of requests (def 1)
+  -c, --concurrency <n>      concurrency (def 1)
+  -n, --tokens <n>           tokens per response (def 1000)
+  -T, --think <ms>           think delay before first token (def 0)
+  -d, --delay <ms>           inter-token delay (def 5, float ok)
+  -w, --timeout <ms>         per-request timeout (def 300000)
+  -l, --no-loopback          disable the loopback calibration batch
+  -q, --quiet                quiet, no per-request lines
+  -v, --verbose              verbose
+  -h, --help                 help
+      --version              print the version and exit
+
+Addresses: port, :port, *:port, ip:port, host:port, [v6]:port.
+Example: sse-latency -L :8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 1000
+`

@@ -1,0 +1,14 @@
+//go:build linux
+
+package cli
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+func fileIsTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

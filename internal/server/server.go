@@ -1,0 +1,207 @@
+// Package server is the dummy model backend: an OpenAI-style endpoint that
+// streams deterministic tokens on a precise, absolute schedule and stamps every
+// chunk with pi_ts, the process-clock time taken immediately before the bytes
+// are handed to the socket.
+//
+// Each connection has a goroutine that reads the request and writes the
+// response head; the token emissions themselves are driven by a few emission
+// shards (one per GOMAXPROCS), each a min-heap of stream deadlines woken by a
+// clock.Waker (a timerfd on Linux, so wake-ups are accurate to microseconds
+// rather than the millisecond of Go's timers). A shard writes each token with
+// a non-blocking write; a connection whose socket buffer is full is handed
+// back to its own goroutine to drain, so one slow reader never stalls the
+// other streams.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/schedule"
+	"github.com/sse-latency/sse-latency/internal/stats"
+)
+
+// Config is the server's behaviour. Requests may override Tokens, ThinkMs and
+// DelayMs individually (pi_tokens, pi_think_ms, pi_delay_ms).
+type Config struct {
+	Tokens  int     // tokens per response
+	ThinkMs float64 // delay before the first token, ms
+	DelayMs float64 // delay between tokens, ms
+
+	// Logf, when set, receives debug lines (the -v flag).
+	Logf func(format string, args ...any)
+
+	// Shards is the number of emission shards; 0 means GOMAXPROCS.
+	Shards int
+	// WakeInterval is the shortest time between two wake-ups of one shard:
+	// under load, tokens due within this window are written in one pass
+	// (0 means DefaultWakeInterval). A quiet stream is never delayed by it.
+	WakeInterval time.Duration
+	// WriteTimeout bounds how long a stream may wait for its client to
+	// accept bytes before it is dropped (0 means DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// ReadTimeout bounds how long a client may take to send its request
+	// (0 means DefaultReadTimeout).
+	ReadTimeout time.Duration
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultWakeInterval = 100 * time.Microsecond
+	DefaultWriteTimeout = 60 * time.Second
+	DefaultReadTimeout  = 60 * time.Second
+)
+
+// Server is a running dummy backend. Create it with Listen, run it with
+// Serve.
+type Server struct {
+	cfg    Config
+	ln     net.Listener
+	shards []*shard
+	start  time.Time
+
+	streamNo atomic.Uint64
+
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// Listen binds addr (host:port, host may be empty for all interfaces) and
+// returns a server ready to Serve.
+func Listen(addr string, cfg Config) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return New(ln, cfg), nil
+}
+
+// New returns a server that will accept connections on ln.
+func New(ln net.Listener, cfg Config) *Server {
+	if cfg.Shards <= 0 {
+		cfg.Shards = runtime.GOMAXPROCS(0)
+	}
+	if cfg.WakeInterval <= 0 {
+		cfg.WakeInterval = DefaultWakeInterval
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	s := &Server{cfg: cfg, ln: ln, start: time.Now(), conns: make(map[net.Conn]struct{})}
+	for i := 0; i < cfg.Shards; i++ {
+		s.shards = append(s.shards, newShard(clock.NewWaker(), int64(cfg.WakeInterval)))
+	}
+	return s
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve accepts connections until ctx is cancelled, then closes the listener
+// and every open connection and returns once all goroutines have ended. It
+// returns nil after a cancellation and the accept error otherwise.
+func (s *Server) Serve(ctx context.Context) error {
+	for _, sh := range s.shards {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); sh.run() }()
+	}
+	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
+	defer stop()
+	var err error
+	for {
+		var c net.Conn
+		c, err = s.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			break
+		}
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(c)
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+	s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	for _, sh := range s.shards {
+		sh.close()
+	}
+	s.wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Lateness returns how late token emissions were against their deadlines,
+// in nanoseconds (early emissions count as 0), merged over all shards.
+func (s *Server) Lateness() *stats.Metric {
+	m := stats.NewMetric()
+	for _, sh := range s.shards {
+		sh.mu.Lock()
+		m.Merge(sh.lateness)
+		sh.mu.Unlock()
+	}
+	return m
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.cfg.Logf != nil {
+		s.cfg.Logf(format, args...)
+	}
+}
+
+// plan resolves the per-request overrides against the server defaults.
+func (s *Server) plan(start int64, tokens *int64, thinkMs, delayMs *float64) schedule.Plan {
+	p := schedule.Plan{
+		Start:  start,
+		Think:  schedule.MsToNs(s.cfg.ThinkMs),
+		Delay:  schedule.MsToNs(s.cfg.DelayMs),
+		Tokens: s.cfg.Tokens,
+	}
+	if tokens != nil {
+		p.Tokens = int(*tokens)
+	}
+	if thinkMs != nil {
+		p.Think = schedule.MsToNs(*thinkMs)
+	}
+	if delayMs != nil {
+		p.Delay = schedule.MsToNs(*delayMs)
+	}
+	if p.Tokens < 0 {
+		p.Tokens = 0
+	}
+	return p
+}
+
+func isClosed(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF)
+}
+
+func describe(c net.Conn) string { return fmt.Sprint(c.RemoteAddr()) }

@@ -1,0 +1,304 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sse-latency/sse-latency/internal/api"
+)
+
+// startServer runs a server on 127.0.0.1:0 for the duration of the test.
+func startServer(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	srv, err := Listen("127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve returned %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return within 10s of cancellation")
+		}
+	})
+	return srv
+}
+
+// exchange sends raw request parts (written separately, with a pause in
+// between) and returns the whole response.
+func exchange(t *testing.T, srv *Server, parts ...string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	for i, p := range parts {
+		if i > 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if _, err := io.WriteString(c, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("reading response: %v", err)
+	}
+	return string(b)
+}
+
+func chatRequest(body string) (head, payload string) {
+	return "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\nConnection: close\r\n\r\n", body
+}
+
+// dechunk splits a chunked body into its chunks, failing on bad framing.
+func dechunk(t *testing.T, body string) []string {
+	t.Helper()
+	var chunks []string
+	r := bufio.NewReader(strings.NewReader(body))
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("chunk size line: %v (after %d chunks)", err, len(chunks))
+		}
+		n, err := strconv.ParseInt(strings.TrimRight(line, "\r\n"), 16, 64)
+		if err != nil {
+			t.Fatalf("bad chunk size %q", line)
+		}
+		if n == 0 {
+			rest, _ := io.ReadAll(r)
+			if string(rest) != "\r\n" {
+				t.Fatalf("after last chunk: %q, want CRLF", rest)
+			}
+			return chunks
+		}
+		data := make([]byte, n+2)
+		if _, err := io.ReadFull(r, data); err != nil || string(data[n:]) != "\r\n" {
+			t.Fatalf("chunk of %d bytes not followed by CRLF: %q", n, data)
+		}
+		chunks = append(chunks, string(data[:n]))
+	}
+}
+
+func splitResponse(t *testing.T, resp string) (head, body string) {
+	t.Helper()
+	i := strings.Index(resp, "\r\n\r\n")
+	if i < 0 {
+		t.Fatalf("no head in response %q", resp)
+	}
+	return resp[:i+4], resp[i+4:]
+}
+
+var chunkRE = regexp.MustCompile(`^data: \{"id":"(chatcmpl-sse-latency-\d+)","object":"chat\.completion\.chunk","created":(\d+),"pi_ts":(\d+),"model":"sse-latency-1","choices":\[\{"index":0,"delta":(.*),"finish_reason":(null|"stop")\}\]\}\n\n$`)
+
+func TestStreamSequence(t *testing.T) {
+	srv := startServer(t, Config{Tokens: 1000, DelayMs: 5})
+	head, body := chatRequest(`{"model":"x","stream":true,"pi_tokens":30,"pi_delay_ms":0.2}`)
+	resp := exchange(t, srv, head+body)
+	h, b := splitResponse(t, resp)
+	if h != streamHead {
+		t.Errorf("response head = %q, want %q", h, streamHead)
+	}
+	chunks := dechunk(t, b)
+	if got, want := len(chunks), 1+30+1+1; got != want {
+		t.Fatalf("%d chunks, want %d (role, 30 tokens, finish, [DONE])", got, want)
+	}
+	if chunks[len(chunks)-1] != "data: [DONE]\n\n" {
+		t.Errorf("last event = %q, want data: [DONE]", chunks[len(chunks)-1])
+	}
+	var id string
+	var prevTs int64
+	for i, c := range chunks[:len(chunks)-1] {
+		m := chunkRE.FindStringSubmatch(c)
+		if m == nil {
+			t.Fatalf("chunk %d = %q: not a chat.completion.chunk in the SPEC's field order", i, c)
+		}
+		if id == "" {
+			id = m[1]
+		} else if m[1] != id {
+			t.Errorf("chunk %d id %s, want %s", i, m[1], id)
+		}
+		ts, _ := strconv.ParseInt(m[3], 10, 64)
+		created, _ := strconv.ParseInt(m[2], 10, 64)
+		if created != ts/1e9 {
+			t.Errorf("chunk %d created=%d, want pi_ts/1e9=%d", i, created, ts/1e9)
+		}
+		if ts < prevTs {
+			t.Errorf("chunk %d pi_ts %d before previous %d", i, ts, prevTs)
+		}
+		prevTs = ts
+		var want, finish string
+		switch {
+		case i == 0:
+			want, finish = `{"role":"assistant"}`, "null"
+		case i == len(chunks)-2:
+			want, finish = `{}`, `"stop"`
+		default:
+			want, finish = `{"content":"`+api.Token(i-1)+`"}`, "null"
+		}
+		if m[4] != want || m[5] != finish {
+			t.Errorf("chunk %d delta=%s finish_reason=%s, want %s %s", i, m[4], m[5], want, finish)
+		}
+	}
+}
+
+func TestTokenWords(t *testing.T) {
+	// letter j of token i is alphabet[(7i+13j) mod 26] (SPEC §3).
+	want := []string{"anan", "huhu", "obob", "vivi", "cpcp", "jwjw", "qdqd", "xkxk", "erer", "lyly",
+		"sfsf", "zmzm", "gtgt", "nana", "uhuh", "bobo", "iviv", "pcpc", "wjwj", "dqdq", "kxkx", "rere",
+		"ylyl", "fsfs", "mzmz", "tgtg"}
+	for i, w := range want {
+		if got := api.Token(i); got != w {
+			t.Errorf("Token(%d) = %q, want %q", i, got, w)
+		}
+	}
+	if api.Token(26) != api.Token(0) {
+		t.Errorf("Token(26) = %q, want the cycle to restart at %q", api.Token(26), api.Token(0))
+	}
+}
+
+// TestBodyInSeparateWrite is the Caddy case: the head arrives first, the
+// body in a later packet. The reference answered before the body and lost
+// pi_tokens; the server must wait for Content-Length bytes.
+func TestBodyInSeparateWrite(t *testing.T) {
+	srv := startServer(t, Config{Tokens: 1000, DelayMs: 0.1})
+	head, body := chatRequest(`{"stream":true,"pi_tokens":3}`)
+	resp := exchange(t, srv, head, body[:5], body[5:])
+	_, b := splitResponse(t, resp)
+	if got := len(dechunk(t, b)); got != 1+3+2 {
+		t.Errorf("%d chunks, want %d: pi_tokens from a body sent separately was not honoured", got, 1+3+2)
+	}
+}
+
+func TestChunkedRequestBody(t *testing.T) {
+	srv := startServer(t, Config{Tokens: 1000, DelayMs: 0.1})
+	body := `{"stream":true,"pi_tokens":2}`
+	req := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+	_, b := splitResponse(t, exchange(t, srv, req))
+	if got := len(dechunk(t, b)); got != 1+2+2 {
+		t.Errorf("%d chunks, want %d", got, 1+2+2)
+	}
+}
+
+func TestNonStreaming(t *testing.T) {
+	srv := startServer(t, Config{Tokens: 1000, DelayMs: 0.01})
+	for _, body := range []string{`{"pi_tokens":4}`, `{"stream":false,"pi_tokens":4}`} {
+		head, b := chatRequest(body)
+		h, rb := splitResponse(t, exchange(t, srv, head+b))
+		if !strings.HasPrefix(h, "HTTP/1.1 200 OK\r\n") || !strings.Contains(h, "Content-Type: application/json\r\n") {
+			t.Fatalf("%s: head %q", body, h)
+		}
+		var got struct {
+			Object  string
+			Model   string
+			Choices []struct {
+				Message      struct{ Role, Content string }
+				FinishReason string `json:"finish_reason"`
+			}
+			Usage struct {
+				CompletionTokens int `json:"completion_tokens"`
+			}
+		}
+		if err := json.Unmarshal([]byte(rb), &got); err != nil {
+			t.Fatalf("%s: body %q: %v", body, rb, err)
+		}
+		want := api.Token(0) + api.Token(1) + api.Token(2) + api.Token(3)
+		if got.Object != "chat.completion" || len(got.Choices) != 1 || got.Choices[0].Message.Content != want ||
+			got.Choices[0].FinishReason != "stop" || got.Usage.CompletionTokens != 4 || got.Model != api.Model {
+			t.Errorf("%s: got %+v, want a chat.completion with content %q", body, got, want)
+		}
+	}
+}
+
+func TestRouting(t *testing.T) {
+	srv := startServer(t, Config{Tokens: 1, DelayMs: 1})
+	tests := []struct {
+		req        string
+		wantStatus string
+		wantBody   string
+	}{
+		{"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n", "200 OK", `"id":"sse-latency-1"`},
+		{"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", "404 Not Found", `unknown path /nope`},
+		{"POST /v2/other HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", "404 Not Found", `"error":{"message"`},
+		{"GET /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n", "405 Method Not Allowed", `use POST`},
+		{"DELETE /v1/models HTTP/1.1\r\nHost: x\r\n\r\n", "405 Method Not Allowed", `use GET`},
+		{"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n{nope", "400 Bad Request", `invalid JSON body`},
+		{"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 22\r\n\r\n{\"pi_tokens\":\"many\"}  ", "400 Bad Request", `pi_tokens must be a number`},
+		{"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n", "413 Content Too Large", `larger than the limit`},
+		{"BROKEN\r\n\r\n", "400 Bad Request", `malformed request head`},
+	}
+	for _, tt := range tests {
+		resp := exchange(t, srv, tt.req)
+		h, b := splitResponse(t, resp)
+		if !strings.HasPrefix(h, "HTTP/1.1 "+tt.wantStatus+"\r\n") {
+			t.Errorf("%q: status line of %q, want %s", tt.req, h, tt.wantStatus)
+			continue
+		}
+		if !strings.Contains(b, tt.wantBody) {
+			t.Errorf("%q: body %q, want it to contain %q", tt.req, b, tt.wantBody)
+		}
+		if !json.Valid([]byte(b)) {
+			t.Errorf("%q: body %q is not JSON", tt.req, b)
+		}
+	}
+}
+
+func TestShutdownEndsStreams(t *testing.T) {
+	srv, err := Listen("127.0.0.1:0", Config{Tokens: 1000, ThinkMs: 60_000, DelayMs: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx) }()
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	head, body := chatRequest(`{"stream":true}`)
+	io.WriteString(c, head+body)
+	buf := make([]byte, 4096)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(buf); err != nil { // the role chunk
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve = %v, want nil after cancel", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return while a stream waited for its 60 s think time")
+	}
+}
+
+func TestLatenessRecorded(t *testing.T) {
+	srv := startServer(t, Config{Tokens: 1000, DelayMs: 0.5})
+	head, body := chatRequest(`{"stream":true,"pi_tokens":20}`)
+	exchange(t, srv, head+body)
+	if got := srv.Lateness().N(); got != 20 {
+		t.Errorf("Lateness().N() = %d, want one sample per emitted token (20)", got)
+	}
+}

@@ -1,0 +1,158 @@
+package server
+
+import (
+	"container/heap"
+	"math"
+	"sync"
+
+	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/stats"
+)
+
+// earlySlack is how early a token may be written when its shard is already
+// awake: waking again for a deadline a few microseconds away costs more than
+// the error it avoids.
+const earlySlack = 10_000 // ns
+
+// shard is one emission loop: a min-heap of streams ordered by their next
+// deadline, and the Waker that wakes it at the earliest one.
+type shard struct {
+	waker   clock.Waker
+	minGap  int64 // ns between two wake-ups at most once per minGap
+	mu      sync.Mutex
+	streams streamHeap // guarded by mu
+	armed   int64      // deadline the waker is armed for; MaxInt64 if none
+	closed  bool
+	// lateness holds, per emitted token, how late it was written (ns).
+	lateness *stats.Metric
+	due      []*stream // scratch, owned by run
+}
+
+func newShard(w clock.Waker, minGap int64) *shard {
+	return &shard{waker: w, minGap: minGap, armed: math.MaxInt64, lateness: stats.NewMetric()}
+}
+
+// add schedules st at st.next. It may be called from any goroutine.
+func (sh *shard) add(st *stream) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.closed {
+		st.notify(evFailed)
+		return
+	}
+	heap.Push(&sh.streams, st)
+	if st.next < sh.armed {
+		sh.armed = st.next
+		if err := sh.waker.Arm(st.next); err != nil {
+			heap.Remove(&sh.streams, st.heapIndex)
+			st.notify(evFailed)
+		}
+	}
+}
+
+// start hands st to the shard, first writing from the calling goroutine
+// (which owns st) the tokens already due — the first token when there is no
+// think time — so they do not wait for a shard wake-up.
+func (sh *shard) start(st *stream) {
+	for st.k < st.plan.Tokens && st.next <= clock.Now()+earlySlack {
+		ev := st.emitToken()
+		sh.mu.Lock()
+		sh.lateness.Record(st.lastLate)
+		sh.mu.Unlock()
+		if ev != 0 {
+			st.notify(ev)
+			return
+		}
+	}
+	if st.k >= st.plan.Tokens {
+		st.notify(evFinish)
+		return
+	}
+	sh.add(st)
+}
+
+// run is the shard's emission loop; it returns when the shard is closed.
+func (sh *shard) run() {
+	for {
+		if err := sh.waker.Wait(); err != nil {
+			return
+		}
+		woke := clock.Now()
+		sh.mu.Lock()
+		sh.armed = math.MaxInt64
+		due := sh.due[:0]
+		for len(sh.streams) > 0 && sh.streams[0].next <= woke+earlySlack {
+			due = append(due, heap.Pop(&sh.streams).(*stream))
+		}
+		sh.mu.Unlock()
+
+		for _, st := range due {
+			st.result = st.emitToken()
+		}
+
+		sh.mu.Lock()
+		for i, st := range due {
+			sh.lateness.Record(st.lastLate)
+			switch {
+			case st.result != 0:
+				st.notify(st.result)
+			case sh.closed:
+				st.notify(evFailed)
+			default:
+				heap.Push(&sh.streams, st)
+			}
+			due[i] = nil
+		}
+		sh.due = due[:0]
+		if len(sh.streams) > 0 && !sh.closed {
+			next := sh.streams[0].next
+			if next < woke+sh.minGap {
+				next = woke + sh.minGap
+			}
+			sh.armed = next
+			if err := sh.waker.Arm(next); err != nil {
+				sh.mu.Unlock()
+				return
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// close stops the shard: streams still scheduled are failed so their
+// connection goroutines end, and run returns.
+func (sh *shard) close() {
+	sh.mu.Lock()
+	sh.closed = true
+	for _, st := range sh.streams {
+		st.notify(evFailed)
+	}
+	sh.streams = nil
+	sh.mu.Unlock()
+	sh.waker.Close()
+}
+
+// streamHeap orders streams by their next deadline (container/heap).
+type streamHeap []*stream
+
+func (h streamHeap) Len() int           { return len(h) }
+func (h streamHeap) Less(i, j int) bool { return h[i].next < h[j].next }
+func (h streamHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].heapIndex = i
+	h[j].heapIndex = j
+}
+func (h *streamHeap) Push(x any) {
+	st := x.(*stream)
+	st.heapIndex = len(*h)
+	*h = append(*h, st)
+}
+func (h *streamHeap) Pop() any {
+	old := *h
+	n := len(old)
+	st := old[n-1]
+	old[n-1] = nil
+	st.heapIndex = -1
+	*h = old[:n-1]
+	return st
+}
