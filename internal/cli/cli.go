@@ -190,6 +190,11 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec) *stats.Batch {
 	}
 	batch.Run(ctx, spec, sink, progress)
 	r.out.clearProgress()
+	if r.cfg.Verbose {
+		r.out.debugf("%s: inter-token p1=%.3fms p50=%.3fms p99=%.3fms; emit->recv p50=%.3fms p99=%.3fms p99.9=%.3fms",
+			spec.Name, ms(b.InterToken.Percentile(0.01)), ms(b.InterToken.Percentile(0.50)), ms(b.InterToken.Percentile(0.99)),
+			ms(b.EmitRecv.Percentile(0.50)), ms(b.EmitRecv.Percentile(0.99)), ms(b.EmitRecv.Percentile(0.999)))
+	}
 	return b
 }
 

@@ -27,7 +27,7 @@ import (
 )
 
 // ReadBufferSize is the size of the buffer each request reads into.
-const ReadBufferSize = 32 << 10
+const ReadBufferSize = 4 << 10
 
 // statusDetailBytes is how much of a bad response head a failure quotes
 // (SPEC §4: "status <first 32 bytes of the head>").

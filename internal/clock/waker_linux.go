@@ -5,6 +5,8 @@ package clock
 import (
 	"errors"
 	"os"
+	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +25,15 @@ var monoBaseNs = func() int64 {
 
 type timerfdWaker struct {
 	f   *os.File
+	rc  syscall.RawConn
 	buf [8]byte
+
+	// The settime callback and its argument and result live here, under
+	// armMu, so that Arm does not allocate a closure on every call.
+	armMu   sync.Mutex
+	spec    unix.ItimerSpec
+	setErr  error
+	setTime func(fd uintptr)
 }
 
 // NewWaker returns a timerfd-backed Waker on Linux, or a timer-backed one if
@@ -35,7 +45,17 @@ func NewWaker() Waker {
 	}
 	// A non-blocking fd wrapped by os.NewFile is registered with the
 	// runtime netpoller, so Read parks the goroutine instead of a thread.
-	return &timerfdWaker{f: os.NewFile(uintptr(fd), "timerfd")}
+	w := &timerfdWaker{f: os.NewFile(uintptr(fd), "timerfd")}
+	rc, err := w.f.SyscallConn()
+	if err != nil {
+		w.f.Close()
+		return newTimerWaker()
+	}
+	w.rc = rc
+	w.setTime = func(fd uintptr) {
+		w.setErr = unix.TimerfdSettime(int(fd), unix.TFD_TIMER_ABSTIME, &w.spec, nil)
+	}
+	return w
 }
 
 func (w *timerfdWaker) Arm(deadline int64) error {
@@ -43,18 +63,13 @@ func (w *timerfdWaker) Arm(deadline int64) error {
 	if mono <= 0 {
 		mono = 1 // zero would disarm the timer
 	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(mono)}
-	rc, err := w.f.SyscallConn()
-	if err != nil {
+	w.armMu.Lock()
+	defer w.armMu.Unlock()
+	w.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(mono)}
+	if err := w.rc.Control(w.setTime); err != nil {
 		return err
 	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		serr = unix.TimerfdSettime(int(fd), unix.TFD_TIMER_ABSTIME, &spec, nil)
-	}); err != nil {
-		return err
-	}
-	return serr
+	return w.setErr
 }
 
 func (w *timerfdWaker) Wait() error {

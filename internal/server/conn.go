@@ -46,9 +46,9 @@ type httpError struct {
 func (e *httpError) Error() string { return e.message }
 
 // serveConn serves one connection: one request, then close (the reference
-// always answers Connection: close).
-func (s *Server) serveConn(c net.Conn) {
-	defer c.Close()
+// always answers Connection: close). It returns true when it handed the
+// connection to a stream, which then closes it; otherwise the caller does.
+func (s *Server) serveConn(c net.Conn) (handedOff bool) {
 	req, err := s.readRequest(c)
 	if err != nil {
 		var he *httpError
@@ -58,7 +58,7 @@ func (s *Server) serveConn(c net.Conn) {
 		} else if !isClosed(err) {
 			s.logf("server: %s: reading request: %v", describe(c), err)
 		}
-		return
+		return false
 	}
 	path := req.head.Target
 	if i := strings.IndexByte(path, '?'); i >= 0 {
@@ -69,20 +69,21 @@ func (s *Server) serveConn(c net.Conn) {
 		if req.head.Method != "POST" {
 			s.writeError(c, &httpError{status: 405, code: "method_not_allowed", allow: "POST",
 				message: fmt.Sprintf("method %s not allowed on %s: use POST", req.head.Method, path)})
-			return
+			return false
 		}
-		s.serveChat(c, req)
+		return s.serveChat(c, req)
 	case strings.HasSuffix(path, "/models"):
 		if req.head.Method != "GET" && req.head.Method != "HEAD" {
 			s.writeError(c, &httpError{status: 405, code: "method_not_allowed", allow: "GET",
 				message: fmt.Sprintf("method %s not allowed on %s: use GET", req.head.Method, path)})
-			return
+			return false
 		}
 		s.serveModels(c, req.head.Method == "HEAD")
 	default:
 		s.writeError(c, &httpError{status: 404, code: "unknown_url",
 			message: fmt.Sprintf("unknown path %s: this server serves POST /v1/chat/completions and GET /v1/models", path)})
 	}
+	return false
 }
 
 // readRequest reads a request head and its whole body: the answer must not
@@ -186,19 +187,20 @@ func readChunkedBody(c net.Conn, rest []byte) ([]byte, error) {
 }
 
 // serveChat answers a Chat Completions request: a stream, or one JSON
-// object when the request did not ask for a stream.
-func (s *Server) serveChat(c net.Conn, req request) {
+// object when the request did not ask for a stream. It returns true when a
+// stream took the connection over.
+func (s *Server) serveChat(c net.Conn, req request) bool {
 	cr, err := api.ParseChatRequest(req.body)
 	if err != nil {
 		s.writeError(c, &httpError{status: 400, code: "invalid_request_error", message: err.Error()})
-		return
+		return false
 	}
 	no := s.streamNo.Add(1)
 	o := cr.Overrides
 	if !cr.Stream {
 		p := s.plan(clock.Now(), o.Tokens, o.ThinkMs, o.DelayMs)
 		s.serveCompletion(c, no, p)
-		return
+		return false
 	}
 	var head []byte
 	head = append(head, streamHead...)
@@ -208,27 +210,35 @@ func (s *Server) serveChat(c net.Conn, req request) {
 	st.payload = st.chunk.AppendRole(st.payload[:0], start)
 	head = wire.AppendChunkedSSEData(head, st.payload)
 	if _, err := c.Write(head); err != nil {
-		return
+		return false
 	}
 	s.logf("server: %s: stream %d: %d tokens, think %dns, delay %dns", describe(c), no, p.Tokens, p.Think, p.Delay)
-	sh := s.shards[no%uint64(len(s.shards))]
-	sh.start(st)
-	for ev := range st.signal {
-		switch ev {
-		case evFlush:
-			c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-			if _, err := c.Write(st.pending); err != nil {
-				s.logf("server: %s: stream %d dropped: %v", describe(c), no, err)
-				return
-			}
-			c.SetWriteDeadline(time.Time{})
-			sh.start(st)
-		case evFinish:
-			s.finish(c, st)
-			return
-		case evFailed:
+	st.shard = s.shards[no%uint64(len(s.shards))]
+	st.onEvent = s.streamEvent
+	st.shard.start(st)
+	return true
+}
+
+// streamEvent does, on its own goroutine, what a stream's shard handed
+// back: drain a full socket and give the stream back, or finish it, or drop
+// it. The connection is released when the stream ends.
+func (s *Server) streamEvent(st *stream, ev event) {
+	c := st.conn
+	switch ev {
+	case evFlush:
+		c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		if _, err := c.Write(st.pending); err != nil {
+			s.logf("server: %s: stream dropped: %v", describe(c), err)
+			s.release(c)
 			return
 		}
+		c.SetWriteDeadline(time.Time{})
+		st.shard.start(st)
+	case evFinish:
+		s.finish(c, st)
+		s.release(c)
+	default:
+		s.release(c)
 	}
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"container/heap"
 	"math"
+
 	"sync"
 
 	"github.com/sse-latency/sse-latency/internal/clock"
@@ -17,19 +18,20 @@ const earlySlack = 10_000 // ns
 // shard is one emission loop: a min-heap of streams ordered by their next
 // deadline, and the Waker that wakes it at the earliest one.
 type shard struct {
-	waker   clock.Waker
-	minGap  int64 // ns between two wake-ups at most once per minGap
-	mu      sync.Mutex
-	streams streamHeap // guarded by mu
-	armed   int64      // deadline the waker is armed for; MaxInt64 if none
-	closed  bool
+	waker     clock.Waker
+	minGap    int64 // ns: at most one timer wake-up per minGap
+	spinAhead int64 // ns: the timer fires this much early, the rest is spun
+	mu        sync.Mutex
+	streams   streamHeap // guarded by mu
+	armed     int64      // deadline the waker is armed for; MaxInt64 if none
+	closed    bool
 	// lateness holds, per emitted token, how late it was written (ns).
 	lateness *stats.Metric
 	due      []*stream // scratch, owned by run
 }
 
-func newShard(w clock.Waker, minGap int64) *shard {
-	return &shard{waker: w, minGap: minGap, armed: math.MaxInt64, lateness: stats.NewMetric()}
+func newShard(w clock.Waker, minGap, spinAhead int64) *shard {
+	return &shard{waker: w, minGap: minGap, spinAhead: spinAhead, armed: math.MaxInt64, lateness: stats.NewMetric()}
 }
 
 // add schedules st at st.next. It may be called from any goroutine.
@@ -41,9 +43,9 @@ func (sh *shard) add(st *stream) {
 		return
 	}
 	heap.Push(&sh.streams, st)
-	if st.next < sh.armed {
-		sh.armed = st.next
-		if err := sh.waker.Arm(st.next); err != nil {
+	if at := st.next - sh.spinAhead; at < sh.armed {
+		sh.armed = at
+		if err := sh.waker.Arm(at); err != nil {
 			heap.Remove(&sh.streams, st.heapIndex)
 			st.notify(evFailed)
 		}
@@ -77,6 +79,7 @@ func (sh *shard) run() {
 		if err := sh.waker.Wait(); err != nil {
 			return
 		}
+		sh.spinUntilDue()
 		woke := clock.Now()
 		sh.mu.Lock()
 		sh.armed = math.MaxInt64
@@ -105,7 +108,7 @@ func (sh *shard) run() {
 		}
 		sh.due = due[:0]
 		if len(sh.streams) > 0 && !sh.closed {
-			next := sh.streams[0].next
+			next := sh.streams[0].next - sh.spinAhead
 			if next < woke+sh.minGap {
 				next = woke + sh.minGap
 			}
@@ -116,6 +119,27 @@ func (sh *shard) run() {
 			}
 		}
 		sh.mu.Unlock()
+	}
+}
+
+// spinUntilDue waits, without sleeping, for the earliest deadline when it
+// is at most spinAhead away. A sleeping CPU takes tens to hundreds of
+// microseconds to wake on virtual machines, whatever the timer, so the
+// timer fires early and the last stretch is spun; runtime.Gosched lets the
+// other goroutines of this P run meanwhile.
+func (sh *shard) spinUntilDue() {
+	for {
+		sh.mu.Lock()
+		next := int64(math.MaxInt64)
+		if len(sh.streams) > 0 {
+			next = sh.streams[0].next
+		}
+		sh.mu.Unlock()
+		now := clock.Now()
+		if next <= now+earlySlack || next-now > sh.spinAhead {
+			return
+		}
+		// busy: a Gosched here lets the runtime wake an idle P, slowly
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
-// event is what a shard tells a stream's connection goroutine.
+// event is what a shard hands back to the server about a stream.
 type event uint8
 
 const (
@@ -22,9 +22,11 @@ const (
 	evFailed                  // the stream cannot go on (client gone, server closing)
 )
 
-// stream is one streaming response in progress. Between add and the next
-// emission it belongs to its shard; while handed off (evFlush) it belongs to
-// its connection goroutine. Never to both at once.
+// stream is one streaming response in progress. While scheduled it belongs
+// to its shard; an event hands it to a short-lived goroutine (onEvent) that
+// does what may block — drain a full socket, finish, close — and gives it
+// back to the shard or ends it. Never two owners at once, and no goroutine
+// (with its stack) waits for the whole length of a stream.
 type stream struct {
 	conn  net.Conn
 	raw   syscall.RawConn // nil when the conn has no file descriptor
@@ -40,7 +42,16 @@ type stream struct {
 	payload []byte // JSON of the chunk being written
 	out     []byte // the HTTP chunk being written
 	pending []byte // bytes a non-blocking write could not take
-	signal  chan event
+
+	shard   *shard
+	onEvent func(st *stream, ev event) // run on its own goroutine by notify
+
+	// The raw write and its results live in the stream so that the
+	// callback given to RawConn.Write is built once, not once per token.
+	writeFn func(fd uintptr) bool
+	wbuf    []byte
+	wn      int
+	werr    error
 }
 
 func newStream(c net.Conn, no uint64, p schedule.Plan) *stream {
@@ -51,7 +62,13 @@ func newStream(c net.Conn, no uint64, p schedule.Plan) *stream {
 		next:    p.Deadline(0),
 		payload: make([]byte, 0, 256),
 		out:     make([]byte, 0, 320),
-		signal:  make(chan event, 1),
+	}
+	st.writeFn = func(fd uintptr) bool {
+		st.wn, st.werr = unix.Write(int(fd), st.wbuf)
+		if st.wn < 0 {
+			st.wn = 0
+		}
+		return true // never wait for writability: that is onEvent's job
 	}
 	if sc, ok := c.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
@@ -61,16 +78,9 @@ func newStream(c net.Conn, no uint64, p schedule.Plan) *stream {
 	return st
 }
 
-// notify hands ev to the connection goroutine. The goroutine waits for one
-// event at a time, and a stream produces one event per hand-off, so the
-// buffered channel never blocks; a second event (a close racing a flush) is
-// dropped as the first already ends the wait.
-func (st *stream) notify(ev event) {
-	select {
-	case st.signal <- ev:
-	default:
-	}
-}
+// notify hands the stream and ev to onEvent on a new goroutine. It is called
+// by the stream's current owner, which gives the stream up by calling it.
+func (st *stream) notify(ev event) { go st.onEvent(st, ev) }
 
 // emitToken writes token st.k now, from the shard goroutine, without
 // blocking. It returns 0 when the stream should go back on the heap, or the
@@ -108,20 +118,14 @@ func (st *stream) tryWrite(b []byte) (int, error) {
 	if st.raw == nil {
 		return 0, unix.EAGAIN
 	}
-	var n int
-	var werr error
-	err := st.raw.Write(func(fd uintptr) bool {
-		n, werr = unix.Write(int(fd), b)
-		if n < 0 {
-			n = 0
-		}
-		return true // never wait for writability: that is the connection goroutine's job
-	})
+	st.wbuf = b
+	err := st.raw.Write(st.writeFn)
+	st.wbuf = nil
 	if err != nil {
 		return 0, err
 	}
-	if werr == unix.EINTR {
-		werr = unix.EAGAIN
+	if st.werr == unix.EINTR {
+		return st.wn, unix.EAGAIN
 	}
-	return n, werr
+	return st.wn, st.werr
 }
