@@ -22,6 +22,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
 // Exit statuses.
@@ -43,20 +44,36 @@ const LatenessWarnNs = 1_000_000
 // exit status. Cancelling ctx (Ctrl-C) stops the run: requests in flight end
 // as interrupted and the report covers everything measured so far.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	code, _ := Measure(ctx, args, stdout, stderr)
+	return code
+}
+
+// Summary is what a measurement produced, for callers (tests, tools built
+// on this package) that want more than the printed report.
+type Summary struct {
+	Config  Config
+	Loop    *stats.Batch     // the calibration batch; nil when none ran
+	Gateway *stats.Batch     // the gateway batch; nil in server-only mode
+	Verdict *verdict.Verdict // nil when no gateway batch ran
+}
+
+// Measure is Main that also returns the Summary of the run (nil when the
+// command line was wrong or only asked for help or the version).
+func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int, *Summary) {
 	cfg, err := parseArgs(args)
 	switch {
 	case errors.Is(err, errHelp):
 		fmt.Fprint(stderr, usage)
-		return ExitOK
+		return ExitOK, nil
 	case errors.Is(err, errVersion):
 		fmt.Fprintln(stdout, "sse-latency", Version())
-		return ExitOK
+		return ExitOK, nil
 	case err != nil:
 		fmt.Fprintf(stderr, "sse-latency: %v\n%s", err, usage)
-		return ExitFailure
+		return ExitFailure, nil
 	}
-	r := &run{cfg: cfg, out: &console{stdout: stdout, stderr: stderr, tty: isTerminal(stderr)}}
-	return r.main(ctx)
+	r := &run{cfg: cfg, out: &console{stdout: stdout, stderr: stderr, tty: isTerminal(stderr)}, sum: &Summary{Config: cfg}}
+	return r.main(ctx), r.sum
 }
 
 // Version is the module version from the build info ("(devel)" when built
@@ -80,6 +97,9 @@ type run struct {
 	cfg Config
 	out *console
 	srv *server.Server
+	sum *Summary
+
+	loopBursts, gwBursts *verdict.Accumulator
 }
 
 func (r *run) main(ctx context.Context) int {
@@ -140,7 +160,8 @@ func (r *run) main(ctx context.Context) int {
 			k, m, self, c, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
 		req := client.NewChatRequest(self, m, time.Duration(cfg.TimeoutMs)*time.Millisecond)
 		req.ExpectTokens = m
-		loop = r.runBatch(ctx, batch.Spec{Name: "loop", Requests: k, Concurrency: c, Request: req})
+		r.loopBursts = verdict.NewAccumulator()
+		loop = r.runBatch(ctx, batch.Spec{Name: "loop", Requests: k, Concurrency: c, Request: req}, r.loopBursts)
 	}
 
 	var gw *stats.Batch
@@ -152,13 +173,22 @@ func (r *run) main(ctx context.Context) int {
 		}
 		req := client.NewChatRequest(target, -1, time.Duration(cfg.TimeoutMs)*time.Millisecond)
 		req.ExpectTokens = cfg.Tokens
-		gw = r.runBatch(ctx, batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req})
+		r.gwBursts = verdict.NewAccumulator()
+		gw = r.runBatch(ctx, batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req}, r.gwBursts)
 	} else {
 		gw = stats.NewBatch()
+		r.gwBursts = verdict.NewAccumulator()
 	}
+	v := verdict.Classify(r.loopBursts, r.gwBursts, loop, gw)
+	r.sum.Loop, r.sum.Gateway, r.sum.Verdict = loop, gw, &v
 
 	if err := r.out.report(loop, gw); err != nil {
 		r.out.errorf("sse-latency: writing the report: %v\n", err)
+	}
+	if !cfg.Compat {
+		if err := r.out.verdict(v); err != nil {
+			r.out.errorf("sse-latency: writing the report: %v\n", err)
+		}
 	}
 	r.checkLateness()
 	switch {
@@ -173,10 +203,11 @@ func (r *run) main(ctx context.Context) int {
 
 // runBatch runs one batch, printing per-request lines and the progress line,
 // and returns its statistics.
-func (r *run) runBatch(ctx context.Context, spec batch.Spec) *stats.Batch {
+func (r *run) runBatch(ctx context.Context, spec batch.Spec, bursts *verdict.Accumulator) *stats.Batch {
 	b := stats.NewBatch()
 	sink := func(rec *result.Request) {
 		b.Add(rec)
+		bursts.Add(rec)
 		if !r.cfg.Quiet {
 			r.out.requestLine(rec)
 		}
@@ -287,6 +318,13 @@ func (c *console) report(loop, gw *stats.Batch) error {
 	defer c.mu.Unlock()
 	c.erase()
 	return report.WriteReport(c.stdout, loop, gw)
+}
+
+func (c *console) verdict(v verdict.Verdict) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.erase()
+	return report.WriteVerdict(c.stdout, v)
 }
 
 // isTerminal reports whether w is a terminal (for the progress line).

@@ -23,6 +23,7 @@ type Config struct {
 	NoLoopback  bool    // -l: skip the loopback calibration batch
 	Quiet       bool    // -q: no per-request lines
 	Verbose     bool    // -v: debug lines on stderr
+	Compat      bool    // --compat: print only what the reference prints (no verdict block)
 }
 
 // DefaultConfig returns the reference tool's defaults.
@@ -78,6 +79,7 @@ func parseArgs(args []string) (Config, error) {
 	fs.BoolVarP(&cfg.NoLoopback, "no-loopback", "l", false, "")
 	fs.BoolVarP(&cfg.Quiet, "quiet", "q", false, "")
 	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
+	fs.BoolVar(&cfg.Compat, "compat", false, "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	if err := fs.Parse(args); err != nil {
@@ -122,6 +124,7 @@ Options:
   -l, --no-loopback          disable the loopback calibration batch
   -q, --quiet                quiet, no per-request lines
   -v, --verbose              verbose
+      --compat               output byte for byte as the reference tool (no verdict block)
   -h, --help                 help
       --version              print the version and exit
 
