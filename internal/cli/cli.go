@@ -158,7 +158,7 @@ func (r *run) main(ctx context.Context) int {
 		c := min(cfg.Concurrency, k)
 		r.out.errorf("loop: calibrating the noise floor with %d request(s) of %d tokens to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
 			k, m, self, c, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-		req := client.NewChatRequest(self, m, time.Duration(cfg.TimeoutMs)*time.Millisecond)
+		req := client.NewChatRequest(self, m, time.Duration(cfg.TimeoutMs)*time.Millisecond, r.extraHeaders()...)
 		req.ExpectTokens = m
 		r.loopBursts = verdict.NewAccumulator()
 		loop = r.runBatch(ctx, batch.Spec{Name: "loop", Requests: k, Concurrency: c, Request: req}, r.loopBursts)
@@ -171,7 +171,7 @@ func (r *run) main(ctx context.Context) int {
 		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, cfg.Requests, cfg.Concurrency); ok {
 			r.out.errorf("%s\n", line)
 		}
-		req := client.NewChatRequest(target, -1, time.Duration(cfg.TimeoutMs)*time.Millisecond)
+		req := client.NewChatRequest(target, -1, time.Duration(cfg.TimeoutMs)*time.Millisecond, r.extraHeaders()...)
 		req.ExpectTokens = cfg.Tokens
 		r.gwBursts = verdict.NewAccumulator()
 		gw = r.runBatch(ctx, batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req}, r.gwBursts)
@@ -199,6 +199,14 @@ func (r *run) main(ctx context.Context) int {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// extraHeaders are the request headers the flags add to the reference's.
+func (r *run) extraHeaders() []string {
+	if r.cfg.Compressed {
+		return []string{"Accept-Encoding: gzip"}
+	}
+	return nil
 }
 
 // runBatch runs one batch, printing per-request lines and the progress line,

@@ -24,6 +24,7 @@ type Config struct {
 	Quiet       bool    // -q: no per-request lines
 	Verbose     bool    // -v: debug lines on stderr
 	Compat      bool    // --compat: print only what the reference prints (no verdict block)
+	Compressed  bool    // --compressed: ask for gzip (Accept-Encoding: gzip); gzip bodies are always decoded
 }
 
 // DefaultConfig returns the reference tool's defaults.
@@ -80,6 +81,7 @@ func parseArgs(args []string) (Config, error) {
 	fs.BoolVarP(&cfg.Quiet, "quiet", "q", false, "")
 	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
 	fs.BoolVar(&cfg.Compat, "compat", false, "")
+	fs.BoolVar(&cfg.Compressed, "compressed", false, "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	if err := fs.Parse(args); err != nil {
@@ -125,6 +127,7 @@ Options:
   -q, --quiet                quiet, no per-request lines
   -v, --verbose              verbose
       --compat               output byte for byte as the reference tool (no verdict block)
+      --compressed           send Accept-Encoding: gzip (gzip responses are always decoded)
   -h, --help                 help
       --version              print the version and exit
 

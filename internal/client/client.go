@@ -48,14 +48,19 @@ type Request struct {
 }
 
 // NewChatRequest prepares the Chat Completions request of SPEC §4 for addr.
-// tokens >= 0 asks the server for that many tokens with pi_tokens.
-func NewChatRequest(addr string, tokens int, timeout time.Duration) *Request {
+// tokens >= 0 asks the server for that many tokens with pi_tokens. Each
+// extra header ("Name: value") is sent after the reference's headers.
+func NewChatRequest(addr string, tokens int, timeout time.Duration, extraHeaders ...string) *Request {
 	body := api.AppendChatRequest(nil, tokens)
 	raw := make([]byte, 0, 256+len(body))
 	raw = append(raw, "POST "+api.ChatPath+" HTTP/1.1\r\nHost: "+addr+
 		"\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: "...)
 	raw = strconv.AppendInt(raw, int64(len(body)), 10)
-	raw = append(raw, "\r\nConnection: close\r\n\r\n"...)
+	raw = append(raw, "\r\nConnection: close\r\n"...)
+	for _, h := range extraHeaders {
+		raw = append(raw, h+"\r\n"...)
+	}
+	raw = append(raw, "\r\n"...)
 	raw = append(raw, body...)
 	return &Request{Addr: addr, Timeout: timeout, raw: raw}
 }
@@ -96,6 +101,7 @@ func (q *Request) Do(ctx context.Context, rec *result.Request) {
 		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
 	}
 	r := reader{rec: rec, received: q.Received}
+	defer r.close()
 	buf := make([]byte, ReadBufferSize)
 	for {
 		n, err := conn.Read(buf)
@@ -162,6 +168,8 @@ type reader struct {
 	dechunk wire.ChunkedDecoder
 	lines   wire.LineSplitter
 	readIdx int32
+	now     int64     // arrival time of the Read being processed
+	gunzip  *inflater // set when the body is gzip-encoded
 }
 
 // feed processes one Read's bytes, all arrived at now. It returns true when
@@ -194,6 +202,14 @@ func (r *reader) feed(p []byte, now int64) bool {
 			}
 			r.gotHead = true
 			r.chunked = h.Chunked
+			switch enc := h.Header("Content-Encoding"); enc {
+			case "", "identity":
+			case "gzip", "x-gzip":
+				r.gunzip = newInflater(func(p []byte) bool { return r.sse(p, r.now) })
+			default:
+				r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unsupported Content-Encoding " + strconv.Quote(enc)}
+				return true
+			}
 			p = r.head[n:]
 			break
 		}
@@ -220,10 +236,12 @@ func badStatus(head []byte) result.Failure {
 	return result.Failure{Kind: result.BadStatus, Detail: string(line)}
 }
 
-// body de-chunks p if needed and hands the data to the SSE splitter.
+// body de-chunks p if needed and hands the data to the SSE splitter,
+// through the gzip decoder when the body is compressed.
 func (r *reader) body(p []byte, now int64) bool {
+	r.now = now
 	if !r.chunked {
-		return r.sse(p, now)
+		return r.decoded(p, now)
 	}
 	for len(p) > 0 && !r.dechunk.Done() {
 		data, used, err := r.dechunk.Next(p)
@@ -235,11 +253,34 @@ func (r *reader) body(p []byte, now int64) bool {
 			return true
 		}
 		p = p[used:]
-		if len(data) > 0 && r.sse(data, now) {
+		if len(data) > 0 && r.decoded(data, now) {
 			return true
 		}
 	}
 	return false
+}
+
+// decoded passes body bytes to the SSE splitter, decompressing them first
+// when the body is gzip-encoded.
+func (r *reader) decoded(data []byte, now int64) bool {
+	if r.gunzip == nil {
+		return r.sse(data, now)
+	}
+	if r.gunzip.feed(data) {
+		return false
+	}
+	if errors.Is(r.gunzip.err, errSinkEnded) {
+		return true // the sink saw [DONE] or a failure
+	}
+	r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "gzip: " + r.gunzip.err.Error()}
+	return true
+}
+
+// close releases what the reader holds (the gzip decoder's goroutine).
+func (r *reader) close() {
+	if r.gunzip != nil {
+		r.gunzip.close()
+	}
 }
 
 // sse splits data into lines and inspects every data: payload.

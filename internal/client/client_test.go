@@ -1,6 +1,8 @@
 package client
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"io"
@@ -183,5 +185,58 @@ func TestRequestBytes(t *testing.T) {
 		`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words"}],"pi_tokens":200}`
 	if got := string(NewChatRequest("127.0.0.1:8080", 200, time.Second).Bytes()); got != want {
 		t.Errorf("request =\n%q\nwant\n%q", got, want)
+	}
+}
+
+// gzipStream compresses events with a sync flush after each, the way a
+// gateway that compresses SSE without holding it back would.
+func gzipStream(t *testing.T, events ...string) []string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	var pieces []string
+	for _, e := range events {
+		zw.Write([]byte(e))
+		zw.Flush()
+		pieces = append(pieces, buf.String())
+		buf.Reset()
+	}
+	zw.Close()
+	pieces[len(pieces)-1] += buf.String()
+	return pieces
+}
+
+func TestGzipBody(t *testing.T) {
+	z := gzipStream(t, event(1, "anan"), event(2, "huhu")+event(3, "obob"), "data: [DONE]\n\n")
+	head := sseHead + "Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+	pieces := []string{head + chunk(z[0]), chunk(z[1]), chunk(z[2]) + "0\r\n\r\n"}
+	rec := do(t, scripted(t, pieces...))
+	if !rec.OK() || len(rec.Tokens) != 3 {
+		t.Fatalf("%q with %d tokens, want ok with 3 from a gzip-encoded stream", rec.Failure.Error(), len(rec.Tokens))
+	}
+	// Each piece was its own Read: the tokens decoded from the second one
+	// share its arrival, later than the first's.
+	if rec.Tokens[1].Arrived != rec.Tokens[2].Arrived || rec.Tokens[1].Arrived <= rec.Tokens[0].Arrived {
+		t.Errorf("arrivals %d, %d, %d: want the 2nd and 3rd equal and after the 1st", rec.Tokens[0].Arrived, rec.Tokens[1].Arrived, rec.Tokens[2].Arrived)
+	}
+}
+
+func TestBadEncodings(t *testing.T) {
+	tests := []struct{ head, body, want string }{
+		{sseHead + "Content-Encoding: br\r\n\r\n", "xxxx", `malformed response: unsupported Content-Encoding "br"`},
+		{sseHead + "Content-Encoding: gzip\r\n\r\n", "this is not gzip at all", "malformed response: gzip: gzip: invalid header"},
+	}
+	for _, tt := range tests {
+		rec := do(t, scripted(t, tt.head+tt.body))
+		if got := rec.Failure.Error(); got != tt.want {
+			t.Errorf("%q: failure %q, want %q", tt.head, got, tt.want)
+		}
+	}
+}
+
+func TestExtraHeaders(t *testing.T) {
+	raw := string(NewChatRequest("h:1", -1, time.Second, "Accept-Encoding: gzip", "X-A: b").Bytes())
+	if !strings.Contains(raw, "Connection: close\r\nAccept-Encoding: gzip\r\nX-A: b\r\n\r\n{") {
+		t.Errorf("extra headers not sent after the reference's: %q", raw)
 	}
 }
