@@ -3,6 +3,45 @@
 // them in bursts — and, if it did, how big and how often the bursts were, how
 // much delay that added, and which settings usually cause it. It also flags
 // a first-token hold: the first event delayed much more than the rest.
+//
+// # Bursts
+//
+// Within one request, two consecutive tokens that both carry an emission
+// stamp are joined into the same burst when their arrival gap is below
+// JoinFraction of their emission gap: tokens emitted 5 ms apart that arrive
+// less than 1.25 ms apart travelled together. A burst is a maximal run of
+// joined tokens; only bursts of 2 or more count as bursts. A token without a
+// stamp ends the run. The analysable tokens are the stamped tokens with a
+// stamped neighbour; CoalescedFraction is the share of them in bursts.
+//
+// # Thresholds
+//
+// Every threshold is a named constant of this package:
+//
+//   - MinTokens (20): fewer analysable gateway tokens give Unknown.
+//   - MinEmitGapNs (0.1 ms): a typical emission gap below it (-d 0) gives
+//     Unknown: tokens written back to back arrive together anyway.
+//   - JoinFraction (0.25): the arrival/emission gap ratio below which two
+//     tokens belong to one burst.
+//   - BufferedFraction (0.5) and BufferedMargin (0.3): Buffers when at least
+//     half the tokens came in bursts and 30 points more than in the
+//     calibration batch;
+//   - or DelayGaps (2) and BurstsPresentMargin (0.1): Buffers when the added
+//     mean emit->recv exceeds 2 emission gaps while the gateway coalesces at
+//     least 10 points more than the calibration batch.
+//   - NoisyLoopFraction (0.1): a calibration batch coalescing this much
+//     means the tool itself was overloaded (Verdict.Noisy).
+//   - HoldMinNs (10 ms) and HoldFactor (5): FirstTokenHold when the typical
+//     first-token hold exceeds the calibration's by more than 10 ms and is
+//     more than 5 times the typical emit->recv of the following tokens.
+//   - NagleTimingsMs (40, 200) and NagleTolerance (0.25): a burst period
+//     within ±25 % of one of them points to Nagle/delayed-ACK timers.
+//
+// # Memory
+//
+// An Accumulator keeps counters and stats.Metric distributions only (about
+// 1.4 MB, whatever the batch size), plus one scratch slice as long as the
+// longest request, reused to find a request's median delay.
 package verdict
 
 import (
@@ -37,12 +76,14 @@ type Verdict struct {
 	Class  Class
 	Reason string // why Class is Unknown, empty otherwise
 
-	Tokens            int64   // tokens analysed in the gateway batch
+	Tokens            int64   // analysable tokens of the gateway batch: stamped, with a stamped neighbour
 	CoalescedFraction float64 // share of those tokens that arrived in a burst of 2 or more
 	LoopCoalesced     float64 // the same share in the calibration batch (the tool's own noise); -1 without one
+	Noisy             bool    // LoopCoalesced >= NoisyLoopFraction: the tool itself was overloaded
 	BurstSizeP50      float64 // tokens per burst, over bursts of 2 or more (p50)
 	BurstSizeMax      int64   // largest burst seen
-	BurstPeriodMs     float64 // typical time between the starts of consecutive bursts (p50), ms
+	Bursts            int64   // bursts of 2 or more tokens
+	BurstPeriodMs     float64 // typical time between the starts of consecutive bursts of a request (p50), ms; 0 if no request had two
 	EmitGapMs         float64 // typical gap at which tokens were emitted (p50), ms
 
 	AddedMeanMs float64 // emit->recv (tokens), gateway minus loopback (absolute when no loopback), ms
@@ -50,8 +91,10 @@ type Verdict struct {
 	AddedP99Ms  float64
 	Relative    bool // Added* are gateway minus loopback
 
-	FirstTokenHold   bool    // the first token was held much longer than the rest
+	FirstTokenHold   bool    // the first token was held much longer than the rest (HoldMinNs, HoldFactor)
 	FirstTokenHoldMs float64 // first-token emit->recv minus the typical emit->recv of the others (p50 over requests), ms
+	FollowingMs      float64 // typical emit->recv of the tokens after the first (p50 over requests of each request's median), ms
+	HoldRequests     int64   // requests that gave a first-token hold sample
 
 	Causes []string // likely causes and the knobs to try, most likely first
 }

@@ -1,0 +1,150 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sse-latency/sse-latency/internal/verdict"
+)
+
+// verdicts are rendered by TestVerdictGolden into testdata/verdict_<name>.golden
+// (go test -update rewrites them). They are literal, so that the goldens pin
+// the layout, not the classifier's thresholds.
+var verdicts = map[string]verdict.Verdict{
+	// haproxy without http-no-delay, older: 40-token bursts every 200 ms.
+	"buffers": {
+		Class: verdict.Buffers, Tokens: 3996, CoalescedFraction: 0.99925, LoopCoalesced: 0.002,
+		BurstSizeP50: 40, BurstSizeMax: 41, Bursts: 100, BurstPeriodMs: 200.0448, EmitGapMs: 5.0001,
+		AddedMeanMs: 97.52061, AddedP50Ms: 97.5, AddedP99Ms: 195.0123, Relative: true,
+		Causes: []string{verdict.CauseNagle, verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+	},
+	// -l and a gateway that holds the whole response: one burst per request
+	// (the first token waits 995 ms, 497.5 ms longer than the typical one:
+	// buffering, not a hold).
+	"buffers_no_calibration": {
+		Class: verdict.Buffers, Tokens: 1000, CoalescedFraction: 1, LoopCoalesced: -1,
+		BurstSizeP50: 200, BurstSizeMax: 200, Bursts: 5, EmitGapMs: 5,
+		AddedMeanMs: 497.5, AddedP50Ms: 497.5, AddedP99Ms: 990.1,
+		FirstTokenHoldMs: 497.5, FollowingMs: 497.5, HoldRequests: 5,
+		Causes: []string{verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+	},
+	// nginx honouring X-Accel-Buffering: no.
+	"flushes": {
+		Class: verdict.Flushes, Tokens: 20000, CoalescedFraction: 0.004, LoopCoalesced: 0.002,
+		EmitGapMs: 5, AddedMeanMs: 0.034, AddedP50Ms: 0.036, AddedP99Ms: -0.0004, Relative: true,
+		FirstTokenHoldMs: 0.01, FollowingMs: 0.05, HoldRequests: 20,
+	},
+	// An AI gateway holding the first event, measured by an overloaded tool.
+	"flushes_hold": {
+		Class: verdict.Flushes, Tokens: 4000, CoalescedFraction: 0.65, LoopCoalesced: 0.6, Noisy: true,
+		BurstSizeP50: 3, BurstSizeMax: 9, Bursts: 800, BurstPeriodMs: 25, EmitGapMs: 5,
+		AddedMeanMs: 0.7, AddedP50Ms: 0.02, AddedP99Ms: 30.5, Relative: true,
+		FirstTokenHold: true, FirstTokenHoldMs: 39.98, FollowingMs: 0.02, HoldRequests: 20,
+		Causes: []string{verdict.CauseFirstTokenHold},
+	},
+	"unknown": {
+		Class: verdict.Unknown, Reason: "too few tokens to judge (19 analysable, need 20)", Tokens: 19, LoopCoalesced: 0,
+	},
+}
+
+func TestVerdictGolden(t *testing.T) {
+	for name, v := range verdicts {
+		var b bytes.Buffer
+		if err := WriteVerdict(&b, v); err != nil {
+			t.Fatalf("WriteVerdict(%s): %v", name, err)
+		}
+		path := filepath.Join("testdata", "verdict_"+name+".golden")
+		if *update {
+			if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v (run go test -update to create it)", name, err)
+		}
+		if !bytes.Equal(b.Bytes(), want) {
+			t.Errorf("WriteVerdict(%s) differs from %s:\n--- got\n%s--- want\n%s", name, path, b.Bytes(), want)
+		}
+	}
+}
+
+// TestVerdictLines pins the lines that carry each field, independently of
+// the goldens.
+func TestVerdictLines(t *testing.T) {
+	tests := []struct {
+		name string
+		want string
+	}{
+		{"buffers", "gateway buffers: 99.9% of 3996 tokens in bursts (loopback 0.2%)"},
+		{"buffers", "bursts                   typical 40 tokens, max 41, one every ~200.04 ms; tokens emitted every 5.00 ms"},
+		{"buffers", "added emit->recv         mean +97.521ms  p50 +97.500ms  p99 +195.012ms  (gateway minus loopback)"},
+		{"buffers", "  - " + verdict.CauseNagle},
+		{"buffers_no_calibration", "gateway buffers: 100.0% of 1000 tokens in bursts"},
+		{"buffers_no_calibration", "bursts                   typical 200 tokens, max 200, at most one per response; tokens emitted every 5.00 ms"},
+		{"buffers_no_calibration", "emit->recv (gateway)     mean +497.500ms  p50 +497.500ms  p99 +990.100ms  (no calibration to subtract)"},
+		{"flushes", "gateway flushes every event: 0.4% of 20000 tokens in bursts (loopback 0.2%), emitted every 5.00 ms"},
+		{"flushes", "added emit->recv         mean +0.034ms  p50 +0.036ms  p99 -0.000ms  (gateway minus loopback)"},
+		{"flushes_hold", "first token held         +39.98ms beyond the following tokens' 0.02ms (p50 over 20 requests)"},
+		{"flushes_hold", "  - " + verdict.CauseFirstTokenHold},
+		{"unknown", "verdict: unknown — too few tokens to judge (19 analysable, need 20)"},
+	}
+	for _, tt := range tests {
+		var b bytes.Buffer
+		if err := WriteVerdict(&b, verdicts[tt.name]); err != nil {
+			t.Fatalf("WriteVerdict(%s): %v", tt.name, err)
+		}
+		if !containsLine(b.String(), tt.want) {
+			t.Errorf("WriteVerdict(%s) wrote\n%s\nwant the line\n%s", tt.name, b.String(), tt.want)
+		}
+	}
+	// What must not be printed.
+	absent := []struct{ name, substr string }{
+		{"flushes", "first token held"}, // not flagged, though measured
+		{"flushes", "likely causes"},    // no causes
+		{"flushes", "bursts   "},        // no bursts line for a flushing gateway
+		{"flushes", "note:"},            // calibration not noisy
+		{"unknown", "added"},            // no figures without a verdict
+		{"buffers_no_calibration", "loopback"},
+		{"buffers_no_calibration", "first token held"},
+	}
+	for _, a := range absent {
+		var b bytes.Buffer
+		if err := WriteVerdict(&b, verdicts[a.name]); err != nil {
+			t.Fatalf("WriteVerdict(%s): %v", a.name, err)
+		}
+		if strings.Contains(b.String(), a.substr) {
+			t.Errorf("WriteVerdict(%s) wrote %q, want no %q in it", a.name, b.String(), a.substr)
+		}
+	}
+}
+
+// TestVerdictWriteErrors checks that WriteVerdict returns the first failing
+// write, whichever it is.
+func TestVerdictWriteErrors(t *testing.T) {
+	for name, v := range verdicts {
+		var all bytes.Buffer
+		if err := WriteVerdict(&all, v); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Count(all.String(), "\n")
+		n := 0
+		for ; ; n++ {
+			err := WriteVerdict(&failAfter{n: n}, v)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, errWrite) {
+				t.Errorf("WriteVerdict(%s) with write %d failing: error %v, want %v", name, n, err, errWrite)
+			}
+		}
+		if n != lines {
+			t.Errorf("WriteVerdict(%s) failed for the first %d failing writes, want all %d (one per line)", name, n, lines)
+		}
+	}
+}
