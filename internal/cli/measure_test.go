@@ -324,3 +324,23 @@ func TestInterruptKeepsResults(t *testing.T) {
 		t.Errorf("stderr does not say the run was interrupted:\n%s", errOut)
 	}
 }
+
+// TestCompatOmitsVerdict: the verdict block is the Go tool's; --compat
+// keeps the output to what the reference prints.
+func TestCompatOmitsVerdict(t *testing.T) {
+	for _, compat := range []bool{false, true} {
+		addr := freePort(t)
+		args := []string{"-L", addr, "-t", addr, "-n", "40", "-d", "1", "-q"}
+		if compat {
+			args = append(args, "--compat")
+		}
+		var stdout strings.Builder
+		code, sum := Measure(context.Background(), args, &stdout, io.Discard)
+		if code != ExitOK || sum == nil || sum.Verdict == nil || sum.Gateway.OK != 1 {
+			t.Fatalf("compat=%v: exit %d, summary %+v", compat, code, sum)
+		}
+		if has := strings.Contains(stdout.String(), "=== verdict ==="); has == compat {
+			t.Errorf("compat=%v: verdict block present=%v\n%s", compat, has, stdout.String())
+		}
+	}
+}
