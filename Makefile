@@ -1,0 +1,18 @@
+# Shortcuts for the commands of README.md and docs/. Each target is one
+# command that can also be run by hand.
+
+.PHONY: test e2e-report bench
+
+# The README's test command (what CI runs after gofmt, go vet and staticcheck).
+test:
+	go test -race -timeout 15m ./...
+
+# Regenerates docs/gateways.md: every configuration of examples/ measured
+# through the real gateway (haproxy, nginx and caddy must be installed).
+# Run it on an otherwise idle machine.
+e2e-report:
+	SSE_LATENCY_GATEWAY_REPORT=$(CURDIR)/docs/gateways.md go test -run TestGatewayReport -count=1 -timeout 20m -v ./e2e/
+
+# Whole-tool figures of docs/PERF.md.
+bench:
+	bench/run.sh

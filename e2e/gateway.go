@@ -1,0 +1,402 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The addresses written in the example configurations: the gateway listens
+// on ExampleGatewayAddr and forwards to sse-latency's server on
+// ExampleBackendAddr. Render replaces them with free ports.
+const (
+	ExampleGatewayAddr = "127.0.0.1:8080"
+	ExampleBackendAddr = "127.0.0.1:8090"
+)
+
+// Bounds on the life of a gateway process.
+const (
+	ListenTimeout = 10 * time.Second // from start until the gateway accepts connections
+	StopGrace     = 5 * time.Second  // from SIGTERM until SIGKILL
+	CommandLimit  = 30 * time.Second // a validation or version command
+)
+
+// Gateway is a gateway program and how to drive it. The functions receive
+// the configuration file to use and dir, a private directory for everything
+// the gateway writes.
+type Gateway struct {
+	Name    string // as shown in reports: "haproxy"
+	Program string // executable name, looked up by LookPath
+	Package string // Debian package that provides it
+
+	ConfName    string   // file name of the rendered configuration inside dir
+	VersionArgs []string // arguments that print the version
+
+	// RunArgs returns the arguments that run the gateway in the foreground.
+	RunArgs func(conf, dir string) []string
+	// CheckArgs returns the arguments that only validate the configuration.
+	CheckArgs func(conf, dir string) []string
+	// Env returns environment variables added to the gateway's (nil: none).
+	Env func(dir string) []string
+}
+
+// HAProxy runs in the foreground (-db); it writes nothing.
+var HAProxy = &Gateway{
+	Name:        "haproxy",
+	Program:     "haproxy",
+	Package:     "haproxy",
+	ConfName:    "haproxy.cfg",
+	VersionArgs: []string{"-v"},
+	RunArgs:     func(conf, _ string) []string { return []string{"-db", "-f", conf} },
+	CheckArgs:   func(conf, _ string) []string { return []string{"-c", "-f", conf} },
+}
+
+// Nginx runs in the foreground with dir as its prefix: the examples keep
+// their temp paths relative to it and turn the access log off; the pid file
+// goes there too and the error log to stderr. Under root the worker runs as
+// root, so that it can use the private (0700) directory.
+var Nginx = &Gateway{
+	Name:        "nginx",
+	Program:     "nginx",
+	Package:     "nginx",
+	ConfName:    "nginx.conf",
+	VersionArgs: []string{"-v"},
+	RunArgs: func(conf, dir string) []string {
+		g := "daemon off; pid nginx.pid; error_log stderr;"
+		if os.Geteuid() == 0 {
+			g += " user root;"
+		}
+		return []string{"-p", dir, "-e", "stderr", "-c", conf, "-g", g}
+	},
+	CheckArgs: func(conf, dir string) []string {
+		return []string{"-t", "-q", "-p", dir, "-e", "stderr", "-c", conf, "-g", "pid nginx.pid; error_log stderr;"}
+	},
+}
+
+// Caddy runs with its admin endpoint and automatic HTTPS off (the example
+// says so) and HOME and the XDG directories in dir, so that it writes
+// nothing elsewhere.
+var Caddy = &Gateway{
+	Name:        "caddy",
+	Program:     "caddy",
+	Package:     "caddy",
+	ConfName:    "Caddyfile",
+	VersionArgs: []string{"version"},
+	RunArgs: func(conf, _ string) []string {
+		return []string{"run", "--config", conf, "--adapter", "caddyfile"}
+	},
+	CheckArgs: func(conf, _ string) []string {
+		return []string{"validate", "--config", conf, "--adapter", "caddyfile"}
+	},
+	Env: func(dir string) []string {
+		return []string{
+			"HOME=" + dir,
+			"XDG_DATA_HOME=" + filepath.Join(dir, "data"),
+			"XDG_CONFIG_HOME=" + filepath.Join(dir, "config"),
+		}
+	},
+}
+
+// Example is one configuration shipped in examples/.
+type Example struct {
+	Name       string // test name: "haproxy-no-delay"
+	Gateway    *Gateway
+	File       string // path from the repository root
+	Compressed bool   // measured with --compressed (Accept-Encoding: gzip)
+}
+
+// Examples are the shipped configurations, in the order of the report.
+var Examples = []Example{
+	{Name: "haproxy", Gateway: HAProxy, File: "examples/haproxy/haproxy.cfg"},
+	{Name: "haproxy-no-delay", Gateway: HAProxy, File: "examples/haproxy/haproxy-no-delay.cfg"},
+	{Name: "nginx", Gateway: Nginx, File: "examples/nginx/nginx.conf"},
+	{Name: "nginx-unbuffered", Gateway: Nginx, File: "examples/nginx/nginx-unbuffered.conf"},
+	{Name: "nginx-gzip", Gateway: Nginx, File: "examples/nginx/nginx-gzip.conf", Compressed: true},
+	{Name: "caddy", Gateway: Caddy, File: "examples/caddy/Caddyfile"},
+}
+
+// sbinDirs are searched after PATH: haproxy and nginx live in /usr/sbin,
+// which a non-root PATH often lacks.
+var sbinDirs = []string{"/usr/local/sbin", "/usr/sbin", "/sbin"}
+
+// LookPath returns the path of program, searching PATH then the sbin
+// directories.
+func LookPath(program string) (string, error) {
+	if p, err := exec.LookPath(program); err == nil {
+		return p, nil
+	}
+	for _, d := range sbinDirs {
+		p := filepath.Join(d, program)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in PATH nor in %s", program, strings.Join(sbinDirs, ", "))
+}
+
+// Render returns the example configuration with the conventional addresses
+// replaced by gatewayAddr and backendAddr. Both must appear outside
+// comments ('#' lines), or the gateway would not use the ports the test
+// chose.
+func Render(example []byte, gatewayAddr, backendAddr string) ([]byte, error) {
+	for _, a := range []string{ExampleGatewayAddr, ExampleBackendAddr} {
+		found := false
+		for line := range strings.Lines(string(example)) {
+			if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, a) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("the configuration does not use %s outside comments", a)
+		}
+	}
+	out := bytes.ReplaceAll(example, []byte(ExampleGatewayAddr), []byte(gatewayAddr))
+	return bytes.ReplaceAll(out, []byte(ExampleBackendAddr), []byte(backendAddr)), nil
+}
+
+// FreePorts returns n distinct loopback addresses that were free a moment
+// ago (they are held together, then released: another process may take
+// one before the caller binds it).
+func FreePorts(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs, nil
+}
+
+// Process is a running gateway: the leader of its own process group, its
+// output in a log file.
+type Process struct {
+	Cmdline string // the command as run, for messages
+	LogPath string // stdout and stderr of the gateway
+
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the leader has been reaped
+	waitErr error         // valid once done is closed
+	stop    sync.Once
+	stopErr error
+}
+
+// Start starts bin with args and env added to the environment, in dir, in a
+// new process group, with stdout and stderr in logPath. The process group is
+// killed if the caller's thread dies, so a crashed test leaves no gateway
+// behind (the leader gets SIGKILL; see Stop for the rest of the group).
+func Start(bin string, args, env []string, dir, logPath string) (*Process, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close() // the child has its own copy
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &Process{Cmdline: shellQuote(append([]string{bin}, args...)), LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", p.Cmdline, err)
+	}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Log returns what the gateway has written so far.
+func (p *Process) Log() string {
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", p.LogPath, err)
+	}
+	if len(b) == 0 {
+		return "(empty)"
+	}
+	return string(b)
+}
+
+// ErrExited is returned by WaitListening when the gateway exited first.
+var ErrExited = errors.New("gateway exited before accepting connections")
+
+// WaitListening dials addr until the gateway accepts a connection, it exits
+// (ErrExited) or ctx ends.
+func (p *Process) WaitListening(ctx context.Context, addr string) error {
+	var d net.Dialer
+	for {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%w (%v)", ErrExited, p.waitErr)
+		default:
+		}
+		dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		c, err := d.DialContext(dctx, "tcp", addr)
+		cancel()
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%w (%v)", ErrExited, p.waitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("%s not accepting connections: %w (last dial: %v)", addr, ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Stop sends SIGTERM to the gateway's process group, waits up to grace for
+// the leader to exit, then sends SIGKILL; finally it kills what is left of
+// the group (workers whose master died). It returns an error only when the
+// gateway had to be killed. Stop may be called more than once.
+func (p *Process) Stop(grace time.Duration) error {
+	p.stop.Do(func() {
+		pgid := p.cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-p.done:
+		case <-t.C:
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-p.done
+			p.stopErr = fmt.Errorf("%s did not exit within %v of SIGTERM: killed", p.Cmdline, grace)
+		}
+		if syscall.Kill(-pgid, 0) == nil { // members left after the leader
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	})
+	return p.stopErr
+}
+
+// RunCommand runs bin with args and env (added to the environment) in dir,
+// bounded by CommandLimit, and returns its combined output.
+func RunCommand(ctx context.Context, bin string, args, env []string, dir string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, CommandLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Version returns the gateway's version: the first word with a digit of the
+// first line it prints about it, without a "name/" or "v" prefix
+// ("HAProxy version 2.6.12-1+deb12u4 2026/10/17" gives "2.6.12-1+deb12u4",
+// "nginx version: nginx/1.22.1" gives "1.22.1").
+func Version(ctx context.Context, g *Gateway, bin, dir string) (string, error) {
+	out, err := RunCommand(ctx, bin, g.VersionArgs, envOf(g, dir), dir)
+	if err != nil {
+		return "", fmt.Errorf("%s: %v: %s", shellQuote(append([]string{bin}, g.VersionArgs...)), err, out)
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	for _, f := range strings.Fields(line) {
+		if strings.ContainsAny(f, "0123456789") {
+			if i := strings.LastIndexByte(f, '/'); i >= 0 {
+				f = f[i+1:]
+			}
+			return strings.TrimPrefix(f, "v"), nil
+		}
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// Launched is a gateway started by Launch.
+type Launched struct {
+	*Process
+	Addr        string // where the gateway listens
+	BackendAddr string // where it forwards: sse-latency's -L
+	ConfPath    string // the rendered configuration
+}
+
+// Launch renders example for two free ports into dir, starts the gateway
+// and waits until it accepts connections. When the gateway exits before
+// that (a port taken in the meantime, say) it tries once more with new
+// ports. The error includes the command and the gateway's log.
+func Launch(ctx context.Context, g *Gateway, bin string, example []byte, dir string) (*Launched, error) {
+	var errs []error
+	for attempt := 1; attempt <= 2; attempt++ {
+		l, err := launchOnce(ctx, g, bin, example, dir, attempt)
+		if err == nil {
+			return l, nil
+		}
+		if l == nil {
+			return nil, errors.Join(append(errs, err)...)
+		}
+		l.Stop(StopGrace)
+		errs = append(errs, fmt.Errorf("attempt %d: %s: %w\n--- gateway log (%s) ---\n%s", attempt, l.Cmdline, err, l.LogPath, l.Log()))
+		if !errors.Is(err, ErrExited) {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+func launchOnce(ctx context.Context, g *Gateway, bin string, example []byte, dir string, attempt int) (*Launched, error) {
+	ports, err := FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	conf, err := Render(example, ports[0], ports[1])
+	if err != nil {
+		return nil, err
+	}
+	confPath := filepath.Join(dir, g.ConfName)
+	if err := os.WriteFile(confPath, conf, 0o644); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, fmt.Sprintf("gateway-%d.log", attempt))
+	p, err := Start(bin, g.RunArgs(confPath, dir), envOf(g, dir), dir, logPath)
+	if err != nil {
+		return nil, err
+	}
+	l := &Launched{Process: p, Addr: ports[0], BackendAddr: ports[1], ConfPath: confPath}
+	wctx, cancel := context.WithTimeout(ctx, ListenTimeout)
+	defer cancel()
+	return l, p.WaitListening(wctx, l.Addr)
+}
+
+func envOf(g *Gateway, dir string) []string {
+	if g.Env == nil {
+		return nil
+	}
+	return g.Env(dir)
+}
+
+// shellQuote renders argv as a shell command line, for messages.
+func shellQuote(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,+@%", r))
+		}) < 0 {
+			q[i] = a
+			continue
+		}
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}

@@ -1,0 +1,190 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests check the harness itself, with ordinary programs standing in
+// for gateways; they need no gateway installed.
+
+func TestRender(t *testing.T) {
+	example := []byte("# listens on 127.0.0.1:8080\nbind 127.0.0.1:8080\nserver 127.0.0.1:8090\n")
+	got, err := Render(example, "127.0.0.1:1111", "127.0.0.1:2222")
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	if want := "# listens on 127.0.0.1:1111\nbind 127.0.0.1:1111\nserver 127.0.0.1:2222\n"; string(got) != want {
+		t.Errorf("Render = %q, want %q", got, want)
+	}
+	for _, bad := range []string{
+		"bind 127.0.0.1:8080\n# server 127.0.0.1:8090\n",
+		"  # bind 127.0.0.1:8080\nserver 127.0.0.1:8090\n",
+	} {
+		if _, err := Render([]byte(bad), "a", "b"); err == nil {
+			t.Errorf("Render(%q) succeeded; want an error: an address is only in a comment", bad)
+		}
+	}
+}
+
+func TestFreePortsDistinct(t *testing.T) {
+	ports, err := FreePorts(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, p := range ports {
+		if !strings.HasPrefix(p, "127.0.0.1:") || seen[p] {
+			t.Errorf("FreePorts(3) = %v: want 3 distinct loopback addresses", ports)
+		}
+		seen[p] = true
+	}
+}
+
+func TestLookPathMissing(t *testing.T) {
+	if p, err := LookPath("sse-latency-no-such-gateway"); err == nil {
+		t.Errorf("LookPath of a missing program = %q, want an error", p)
+	}
+}
+
+func TestVersionParsing(t *testing.T) {
+	sh, err := LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, tt := range []struct{ printed, want string }{
+		{"HAProxy version 2.6.12-1+deb12u4 2026/10/17 - https://haproxy.org/\nStatus: ...", "2.6.12-1+deb12u4"},
+		{"nginx version: nginx/1.22.1", "1.22.1"},
+		{"v2.7.6 h1:w0NymbG2m9PcvKWsrXO6EEkY9Ru4FJK8uQbYcev1p3A=", "2.7.6"},
+		{"2.6.2", "2.6.2"},
+	} {
+		g := &Gateway{Name: "fake", VersionArgs: []string{"-c", "printf '%s\\n' \"$0\" >&2", tt.printed}}
+		got, err := Version(t.Context(), g, sh, t.TempDir())
+		if err != nil || got != tt.want {
+			t.Errorf("Version from %q = %q, %v; want %q", tt.printed, got, err, tt.want)
+		}
+	}
+}
+
+// fakeGateway runs sh -c script as a gateway.
+func fakeGateway(t *testing.T, script string) (*Gateway, string) {
+	t.Helper()
+	sh, err := LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	return &Gateway{
+		Name:     "fake",
+		ConfName: "fake.conf",
+		RunArgs:  func(conf, _ string) []string { return []string{"-c", script, "fake", conf} },
+	}, sh
+}
+
+func TestLaunchRetriesAGatewayThatExits(t *testing.T) {
+	checkGoroutines(t)
+	g, sh := fakeGateway(t, `echo "cannot bind: $(grep bind "$1")" >&2; exit 3`)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	l, err := Launch(ctx, g, sh, []byte("bind 127.0.0.1:8080\nserver 127.0.0.1:8090\n"), t.TempDir())
+	if err == nil {
+		l.Stop(StopGrace)
+		t.Fatal("Launch of a gateway that exits succeeded")
+	}
+	t.Logf("Launch error, as a failing test would show it:\n%v", err)
+	msg := err.Error()
+	for _, want := range []string{"attempt 1:", "attempt 2:", "exit status 3", "cannot bind: bind 127.0.0.1:", "--- gateway log"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Launch error lacks %q:\n%s", want, msg)
+		}
+	}
+	if !errors.Is(err, ErrExited) {
+		t.Errorf("Launch error is not ErrExited: %v", err)
+	}
+}
+
+func TestLaunchGivesUpOnAGatewayThatNeverListens(t *testing.T) {
+	checkGoroutines(t)
+	g, sh := fakeGateway(t, `echo starting >&2; exec sleep 30`)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	l, err := Launch(ctx, g, sh, []byte("127.0.0.1:8080 127.0.0.1:8090"), t.TempDir())
+	if err == nil {
+		l.Stop(StopGrace)
+		t.Fatal("Launch of a gateway that never listens succeeded")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Launch took %v with a 300 ms context", d)
+	}
+	for _, want := range []string{"not accepting connections", "context deadline exceeded", "starting"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Launch error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "attempt 2") {
+		t.Errorf("Launch retried a gateway that was still running:\n%v", err)
+	}
+}
+
+func TestStopKillsWhatIgnoresSIGTERM(t *testing.T) {
+	checkGoroutines(t)
+	sh, err := LookPath("sh")
+	if err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	// The leader ignores SIGTERM; so does the child it leaves in the group.
+	p, err := Start(sh, []string{"-c", `trap "" TERM; (trap "" TERM; sleep 30) & echo $! > child.pid; echo ready; wait`}, nil, dir, filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(p.Log(), "ready") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	err = p.Stop(200 * time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("Stop = %v, want a report that the gateway was killed", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Stop took %v with a 200 ms grace", d)
+	}
+	if p.Stop(time.Second) != err {
+		t.Errorf("a second Stop did not return the first one's result")
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "child.pid"))
+	pid := strings.TrimSpace(string(b))
+	for range 100 {
+		if _, err := os.Stat("/proc/" + pid); err != nil {
+			return
+		}
+		st, _ := os.ReadFile("/proc/" + pid + "/stat")
+		if strings.Contains(string(st), ") Z ") { // a zombie awaiting its reaper
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("the gateway's child %s survived Stop", pid)
+}
+
+func TestMissingProgramSkipsOutsideCI(t *testing.T) {
+	t.Setenv("CI", "")
+	g := &Gateway{Name: "fake", Program: "sse-latency-no-such-gateway", Package: "fake-package"}
+	skipped := false
+	t.Run("missing", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		requireProgram(t, g)
+		t.Error("requireProgram returned for a missing program")
+	})
+	if !skipped {
+		t.Error("a missing gateway program did not skip the test outside CI")
+	}
+}
