@@ -123,6 +123,7 @@ var Examples = []Example{
 	{Name: "nginx", Gateway: Nginx, File: "examples/nginx/nginx.conf"},
 	{Name: "nginx-unbuffered", Gateway: Nginx, File: "examples/nginx/nginx-unbuffered.conf"},
 	{Name: "nginx-gzip", Gateway: Nginx, File: "examples/nginx/nginx-gzip.conf", Compressed: true},
+	{Name: "nginx-gzip-buffered", Gateway: Nginx, File: "examples/nginx/nginx-gzip-buffered.conf", Compressed: true},
 	{Name: "caddy", Gateway: Caddy, File: "examples/caddy/Caddyfile"},
 }
 

@@ -100,7 +100,7 @@ func renderReport(rows []*reportRow, now time.Time) []byte {
 	p("Machine: %s; Linux %s; %s; sse-latency %s.\n\n", cpus(), kernel(), runtime.Version(), cli.Version())
 	p("Each configuration is the file of `examples/` as shipped, run as its README says, and measured with\n\n")
 	p("```sh\nsse-latency -L %s -t %s %s\n```\n\n", ExampleBackendAddr, ExampleGatewayAddr, strings.Join(reportArgs, " "))
-	p("(`--compressed` added for the gzip configuration). The test replaces the two\n")
+	p("(`--compressed` added for the gzip configurations). The test replaces the two\n")
 	p("addresses by free loopback ports; everything else is what users copy.\n\n")
 	p("Figures are the gateway's overhead in milliseconds: the statistic through\n")
 	p("the gateway minus the same straight to sse-latency's server (the loopback\n")
@@ -158,6 +158,9 @@ func burstCell(v *verdict.Verdict) string {
 	if v.Class != verdict.Buffers {
 		return "—"
 	}
+	if v.BurstPeriodMs == 0 { // no request had two bursts
+		return fmt.Sprintf("%.0f tokens, one burst per response", v.BurstSizeP50)
+	}
 	return fmt.Sprintf("%.0f tokens every %.0f ms", v.BurstSizeP50, v.BurstPeriodMs)
 }
 
@@ -209,7 +212,7 @@ func TestRenderReport(t *testing.T) {
 	}}
 	rows := []*reportRow{
 		{ex: Examples[0], version: "2.6.12", m: &measurement{ex: Examples[0], gw: gw, sum: sum, stderr: "warning: sse-latency fell behind its own emission schedule"}},
-		{ex: Examples[5], status: "not measured: caddy is not installed (apt-get install caddy)"},
+		{ex: Examples[len(Examples)-1], status: "not measured: caddy is not installed (apt-get install caddy)"},
 	}
 	doc := string(renderReport(rows, time.Date(2026, 11, 30, 1, 2, 0, 0, time.UTC)))
 	for _, want := range []string{
