@@ -23,6 +23,7 @@ const (
 	RecvError                    // "recv error"
 	BadFraming                   // "malformed response: <detail>" (Go tool: the reference does not check)
 	Interrupted                  // "interrupted" (Go tool: the run was stopped by a signal)
+	Integrity                    // "integrity: <detail>" (Go tool: the content differs from what was emitted)
 )
 
 var kindNames = [...]string{
@@ -37,6 +38,7 @@ var kindNames = [...]string{
 	RecvError:        "recv_error",
 	BadFraming:       "bad_framing",
 	Interrupted:      "interrupted",
+	Integrity:        "integrity",
 }
 
 // String returns a short snake_case name for the kind, suitable as a key in
@@ -84,6 +86,8 @@ func (f Failure) Error() string {
 		return "malformed response: " + f.Detail
 	case Interrupted:
 		return "interrupted"
+	case Integrity:
+		return "integrity: " + f.Detail
 	}
 	return f.Kind.String()
 }
@@ -91,9 +95,10 @@ func (f Failure) Error() string {
 // Token is one content token as the client saw it. Times are nanoseconds on
 // the process clock (see package clock).
 type Token struct {
-	Emitted int64 // pi_ts carried by the chunk: when the server wrote it
+	Emitted int64 // when the server wrote it: its pi_ts, or from the emission registry; 0 if unknown
 	Arrived int64 // when the Read that delivered its last byte returned
 	Read    int32 // index of that Read within the response (0-based)
+	Index   int32 // position of the token in the stream (0-based), from its content
 }
 
 // Request is the record of one streamed request.
@@ -105,9 +110,20 @@ type Request struct {
 	Sent  int64 // when the last request byte was written (0 if never)
 	End   int64 // when the request ended, ok or not
 
+	ID string // request id sent to the server as a hint ("" if none)
+
 	Tokens []Token // content tokens in arrival order
 	Reads  int     // number of Reads that returned data after the request was sent
 	Bytes  int64   // response bytes received, head included
+	Events int     // SSE data events received
+
+	// How the emission time of each token was found: from the pi_ts of the
+	// event that carried it alone, or by content through the emission
+	// registry (the token's text tells its index). The rest have none.
+	ByPiTs    int
+	ByContent int
+	// MaxTokensPerRead is the largest number of tokens one Read delivered.
+	MaxTokensPerRead int
 
 	Failure Failure // Kind OK when the request succeeded
 }

@@ -1,0 +1,150 @@
+// Package emission is the in-process record of when the dummy server wrote
+// each token of each request, keyed by the request id the client sent as a
+// hint. It is what lets the client measure the one-way delay of tokens whose
+// pi_ts a gateway removed: the client knows from the content which token
+// arrived, and asks the registry when that token left.
+//
+// Memory is bounded: an entry lives from the first token of its stream until
+// the client takes it, or until it has been finished for TTL (a request the
+// client gave up on, or one from another client), and the registry holds at
+// most MaxEntries entries (the oldest finished ones go first, then the
+// oldest).
+package emission
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of a Registry.
+const (
+	DefaultTTL        = 2 * time.Minute
+	DefaultMaxEntries = 100_000
+)
+
+// Times holds the emission times of one stream's tokens, indexed by token.
+// The server stores into it as it emits; readers load atomically.
+type Times struct {
+	ns       []atomic.Int64 // process-clock ns; 0 = not emitted (yet)
+	finished atomic.Int64   // wall time (Unix ns) the stream ended; 0 while streaming
+	created  int64
+}
+
+// Set records that token k was written at ts.
+func (t *Times) Set(k int, ts int64) {
+	if t != nil && k >= 0 && k < len(t.ns) {
+		t.ns[k].Store(ts)
+	}
+}
+
+// Finish marks the stream as ended (no more tokens will be set).
+func (t *Times) Finish() {
+	if t != nil {
+		t.finished.Store(time.Now().UnixNano())
+	}
+}
+
+// Len is the number of tokens of the stream.
+func (t *Times) Len() int { return len(t.ns) }
+
+// At returns when token k was written, or 0 if it was not (or k is out of
+// range).
+func (t *Times) At(k int) int64 {
+	if t == nil || k < 0 || k >= len(t.ns) {
+		return 0
+	}
+	return t.ns[k].Load()
+}
+
+// Registry maps request ids to their emission times. A nil *Registry is
+// valid and records nothing.
+type Registry struct {
+	TTL        time.Duration // how long a finished entry waits to be taken
+	MaxEntries int           // cap on live entries
+
+	mu      sync.Mutex
+	entries map[string]*Times
+	sweeps  int
+}
+
+// New returns an empty Registry with the default limits.
+func New() *Registry {
+	return &Registry{TTL: DefaultTTL, MaxEntries: DefaultMaxEntries, entries: make(map[string]*Times)}
+}
+
+// Start creates the entry of a stream of tokens tokens for id, replacing any
+// earlier one (a gateway retrying upstream), and returns it for the server
+// to fill. It returns nil for an empty id or a nil Registry.
+func (r *Registry) Start(id string, tokens int) *Times {
+	if r == nil || id == "" || tokens < 0 {
+		return nil
+	}
+	t := &Times{ns: make([]atomic.Int64, tokens), created: time.Now().UnixNano()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.entries == nil {
+		r.entries = make(map[string]*Times)
+	}
+	r.sweeps++
+	if r.sweeps%64 == 0 || len(r.entries) >= r.maxEntries() {
+		r.sweepLocked()
+	}
+	r.entries[id] = t
+	return t
+}
+
+// Take returns the emission times recorded for id and forgets them; nil if
+// there are none.
+func (r *Registry) Take(id string) *Times {
+	if r == nil || id == "" {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.entries[id]
+	delete(r.entries, id)
+	return t
+}
+
+// Len is the number of entries held.
+func (r *Registry) Len() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.entries)
+}
+
+func (r *Registry) maxEntries() int {
+	if r.MaxEntries > 0 {
+		return r.MaxEntries
+	}
+	return DefaultMaxEntries
+}
+
+// sweepLocked drops finished entries older than the TTL and, while over the
+// cap, the oldest entries.
+func (r *Registry) sweepLocked() {
+	ttl := r.TTL
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	now := time.Now().UnixNano()
+	for id, t := range r.entries {
+		if f := t.finished.Load(); f != 0 && now-f > int64(ttl) {
+			delete(r.entries, id)
+		}
+	}
+	for len(r.entries) >= r.maxEntries() {
+		var oldest string
+		var at int64
+		for id, t := range r.entries {
+			if oldest == "" || t.created < at {
+				oldest, at = id, t.created
+			}
+		}
+		delete(r.entries, oldest)
+	}
+}

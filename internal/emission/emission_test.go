@@ -1,0 +1,46 @@
+package emission
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestStartSetTake(t *testing.T) {
+	r := New()
+	tm := r.Start("a", 3)
+	tm.Set(0, 10)
+	tm.Set(2, 30)
+	tm.Set(5, 99) // out of range: ignored
+	tm.Finish()
+	got := r.Take("a")
+	if got == nil || got.Len() != 3 || got.At(0) != 10 || got.At(1) != 0 || got.At(2) != 30 || got.At(5) != 0 {
+		t.Fatalf("Take(a) = %+v, want times 10, 0, 30", got)
+	}
+	if r.Take("a") != nil || r.Len() != 0 {
+		t.Error("an entry survived Take")
+	}
+	var nilReg *Registry
+	if nilReg.Start("x", 1) != nil || nilReg.Take("x") != nil {
+		t.Error("a nil Registry recorded something")
+	}
+	if r.Start("", 5) != nil {
+		t.Error("an empty id got an entry")
+	}
+}
+
+func TestBounded(t *testing.T) {
+	r := &Registry{TTL: time.Nanosecond, MaxEntries: 10}
+	for i := 0; i < 1000; i++ {
+		tm := r.Start("id"+strconv.Itoa(i), 1)
+		if i%2 == 0 {
+			tm.Finish()
+		}
+	}
+	if n := r.Len(); n > 10 {
+		t.Errorf("%d entries held, want at most MaxEntries=10", n)
+	}
+	if r.Take("id999") == nil {
+		t.Error("the newest entry was evicted")
+	}
+}
