@@ -64,27 +64,31 @@ func (s *Server) serveConn(c net.Conn) (handedOff bool) {
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
 	}
-	switch {
-	case strings.HasSuffix(path, "/chat/completions"):
+	if d, ok := api.DialectForPath(path); ok {
 		if req.head.Method != "POST" {
 			s.writeError(c, &httpError{status: 405, code: "method_not_allowed", allow: "POST",
 				message: fmt.Sprintf("method %s not allowed on %s: use POST", req.head.Method, path)})
 			return false
 		}
-		return s.serveChat(c, req)
-	case strings.HasSuffix(path, "/models"):
+		return s.serveAnswer(c, req, d)
+	}
+	if strings.HasSuffix(path, "/models") {
 		if req.head.Method != "GET" && req.head.Method != "HEAD" {
 			s.writeError(c, &httpError{status: 405, code: "method_not_allowed", allow: "GET",
 				message: fmt.Sprintf("method %s not allowed on %s: use GET", req.head.Method, path)})
 			return false
 		}
 		s.serveModels(c, req.head.Method == "HEAD")
-	default:
-		s.writeError(c, &httpError{status: 404, code: "unknown_url",
-			message: fmt.Sprintf("unknown path %s: this server serves POST /v1/chat/completions and GET /v1/models", path)})
+		return false
 	}
+	s.writeError(c, &httpError{status: 404, code: "unknown_url",
+		message: fmt.Sprintf("unknown path %s: %s", path, endpoints)})
 	return false
 }
+
+// endpoints is what the 404 message says the server serves.
+const endpoints = "this server serves POST /v1/chat/completions, POST /v1/completions, " +
+	"POST /v1/responses, POST /v1/messages (any path ending in one of these) and GET /v1/models"
 
 // readRequest reads a request head and its whole body: the answer must not
 // start before the pi_* hints have arrived, even when a gateway sends the
@@ -186,33 +190,46 @@ func readChunkedBody(c net.Conn, rest []byte) ([]byte, error) {
 	}
 }
 
-// serveChat answers a Chat Completions request: a stream, or one JSON
-// object when the request did not ask for a stream. It returns true when a
-// stream took the connection over.
-func (s *Server) serveChat(c net.Conn, req request) bool {
-	cr, err := api.ParseChatRequest(req.body)
+// serveAnswer answers a request of dialect d: a stream, or one JSON object
+// when the request did not ask for a stream. It returns true when a stream
+// took the connection over.
+func (s *Server) serveAnswer(c net.Conn, req request, d api.Dialect) bool {
+	sr, err := api.ParseServerRequest(req.body)
 	if err != nil {
 		s.writeError(c, &httpError{status: 400, code: "invalid_request_error", message: err.Error()})
 		return false
 	}
+	// Each hint from the JSON fields, else the header, else the prompt
+	// marker: a gateway that rebuilds the body drops the pi_* fields, one
+	// that filters headers drops the header, and the prompt survives both.
+	h := sr.Hints.
+		Merge(api.ParseHintHeader(req.head.Header(api.HintHeader))).
+		Merge(api.FindPromptHints(req.body))
 	no := s.streamNo.Add(1)
-	o := cr.Overrides
-	if !cr.Stream {
-		p := s.plan(clock.Now(), o.Tokens, o.ThinkMs, o.DelayMs)
-		s.serveCompletion(c, no, p)
+	a := api.Answer{No: no, Model: sr.Model, IncludeUsage: sr.IncludeUsage}
+	if !sr.Stream {
+		p := s.plan(clock.Now(), h)
+		a.Tokens = p.Tokens
+		s.serveCompletion(c, d, a, p)
 		return false
 	}
-	var head []byte
-	head = append(head, streamHead...)
 	start := clock.Now()
-	p := s.plan(start, o.Tokens, o.ThinkMs, o.DelayMs)
-	st := newStream(c, no, p)
-	st.payload = st.chunk.AppendRole(st.payload[:0], start)
-	head = wire.AppendChunkedSSEData(head, st.payload)
+	p := s.plan(start, h)
+	a.Tokens = p.Tokens
+	a.Created = start / 1e9
+	st := newStream(c, api.NewEncoder(d, a), p)
+	head := append(st.out[:0], streamHead...)
+	for i := range st.enc.StartEvents() {
+		st.payload = st.enc.AppendStart(st.payload[:0], i, start)
+		head = wire.AppendChunk(head, st.payload)
+	}
+	st.out = head
 	if _, err := c.Write(head); err != nil {
 		return false
 	}
-	s.logf("server: %s: stream %d: %d tokens, think %dns, delay %dns", describe(c), no, p.Tokens, p.Think, p.Delay)
+	st.times = s.cfg.Emissions.Start(h.ID, p.Tokens)
+	s.logf("server: %s: %s stream %d (id %q): %d tokens, think %dns, delay %dns",
+		describe(c), d, no, h.ID, p.Tokens, p.Think, p.Delay)
 	st.shard = s.shards[no%uint64(len(s.shards))]
 	st.onEvent = s.streamEvent
 	st.shard.start(st)
@@ -229,6 +246,7 @@ func (s *Server) streamEvent(st *stream, ev event) {
 		c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 		if _, err := c.Write(st.pending); err != nil {
 			s.logf("server: %s: stream dropped: %v", describe(c), err)
+			st.times.Finish()
 			s.release(c)
 			return
 		}
@@ -238,17 +256,23 @@ func (s *Server) streamEvent(st *stream, ev event) {
 		s.finish(c, st)
 		s.release(c)
 	default:
+		st.times.Finish()
 		s.release(c)
 	}
 }
 
-// finish writes the finish chunk, [DONE] and the last HTTP chunk in one write.
+// finish writes the dialect's end events (finish chunk and [DONE], or the
+// .done/.stop events) and the last HTTP chunk in one write.
 func (s *Server) finish(c net.Conn, st *stream) {
+	st.times.Finish()
 	out := st.out[:0]
-	st.payload = st.chunk.AppendFinish(st.payload[:0], clock.Now())
-	out = wire.AppendChunkedSSEData(out, st.payload)
-	out = wire.AppendChunkedSSEData(out, []byte(api.Done))
+	ts := clock.Now()
+	for i := range st.enc.EndEvents() {
+		st.payload = st.enc.AppendEnd(st.payload[:0], i, ts)
+		out = wire.AppendChunk(out, st.payload)
+	}
 	out = append(out, wire.LastChunk...)
+	st.out = out
 	c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	c.Write(out)
 }
@@ -256,7 +280,7 @@ func (s *Server) finish(c net.Conn, st *stream) {
 // serveCompletion answers a non-streaming request once the whole answer
 // would have been generated. A client that goes away (or a server shutdown,
 // which closes the connection) ends the wait early.
-func (s *Server) serveCompletion(c net.Conn, no uint64, p schedule.Plan) {
+func (s *Server) serveCompletion(c net.Conn, d api.Dialect, a api.Answer, p schedule.Plan) {
 	if wait := time.Until(clock.ToTime(p.End())); wait > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
@@ -275,8 +299,8 @@ func (s *Server) serveCompletion(c net.Conn, no uint64, p schedule.Plan) {
 			return
 		}
 	}
-	body := api.AppendChatCompletion(nil, no, clock.Now()/1e9, p.Tokens)
-	s.writeJSON(c, 200, "OK", body, "")
+	a.Created = clock.Now() / 1e9
+	s.writeJSON(c, 200, "OK", api.NewEncoder(d, a).AppendBody(nil), "")
 }
 
 func (s *Server) serveModels(c net.Conn, headOnly bool) {

@@ -1,7 +1,10 @@
-// Package server is the dummy model backend: an OpenAI-style endpoint that
-// streams deterministic tokens on a precise, absolute schedule and stamps every
-// chunk with pi_ts, the process-clock time taken immediately before the bytes
-// are handed to the socket.
+// Package server is the dummy model backend: it speaks the dialects of package
+// api (OpenAI Chat Completions, legacy Completions and Responses, Anthropic
+// Messages), on any path ending in their endpoint, and streams deterministic
+// tokens on a precise, absolute schedule, stamping every token event with
+// pi_ts, the process-clock time taken immediately before the bytes are
+// handed to the socket (and recording it in Config.Emissions under the
+// request's id).
 //
 // Each connection has a goroutine that reads the request and writes the
 // response head; the token emissions themselves are driven by a few emission
@@ -24,17 +27,26 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/schedule"
 	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
 // Config is the server's behaviour. Requests may override Tokens, ThinkMs and
-// DelayMs individually (pi_tokens, pi_think_ms, pi_delay_ms).
+// DelayMs individually with hints (api.Hints: the pi_tokens, pi_think_ms and
+// pi_delay_ms JSON fields, else the api.HintHeader header, else the prompt
+// marker).
 type Config struct {
 	Tokens  int     // tokens per response
 	ThinkMs float64 // delay before the first token, ms
 	DelayMs float64 // delay between tokens, ms
+
+	// Emissions, when set, receives the emission time (the pi_ts) of every
+	// token of every stream whose request carries an id hint, keyed by that
+	// id. nil records nothing.
+	Emissions *emission.Registry
 
 	// Logf, when set, receives debug lines (the -v flag).
 	Logf func(format string, args ...any)
@@ -197,22 +209,22 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
-// plan resolves the per-request overrides against the server defaults.
-func (s *Server) plan(start int64, tokens *int64, thinkMs, delayMs *float64) schedule.Plan {
+// plan resolves the request's hints against the server defaults.
+func (s *Server) plan(start int64, h api.Hints) schedule.Plan {
 	p := schedule.Plan{
 		Start:  start,
 		Think:  schedule.MsToNs(s.cfg.ThinkMs),
 		Delay:  schedule.MsToNs(s.cfg.DelayMs),
 		Tokens: s.cfg.Tokens,
 	}
-	if tokens != nil {
-		p.Tokens = int(*tokens)
+	if h.Tokens != nil {
+		p.Tokens = int(*h.Tokens)
 	}
-	if thinkMs != nil {
-		p.Think = schedule.MsToNs(*thinkMs)
+	if h.ThinkMs != nil {
+		p.Think = schedule.MsToNs(*h.ThinkMs)
 	}
-	if delayMs != nil {
-		p.Delay = schedule.MsToNs(*delayMs)
+	if h.DelayMs != nil {
+		p.Delay = schedule.MsToNs(*h.DelayMs)
 	}
 	if p.Tokens < 0 {
 		p.Tokens = 0

@@ -108,7 +108,9 @@ func splitResponse(t *testing.T, resp string) (head, body string) {
 	return resp[:i+4], resp[i+4:]
 }
 
-var chunkRE = regexp.MustCompile(`^data: \{"id":"(chatcmpl-sse-latency-\d+)","object":"chat\.completion\.chunk","created":(\d+),"pi_ts":(\d+),"model":"sse-latency-1","choices":\[\{"index":0,"delta":(.*),"finish_reason":(null|"stop")\}\]\}\n\n$`)
+// chunkRE matches a chat chunk of TestStreamSequence, whose request asks for
+// model "x" (the server echoes it).
+var chunkRE = regexp.MustCompile(`^data: \{"id":"(chatcmpl-sse-latency-\d+)","object":"chat\.completion\.chunk","created":(\d+),"pi_ts":(\d+),"model":"x","choices":\[\{"index":0,"delta":(.*),"finish_reason":(null|"stop")\}\]\}\n\n$`)
 
 func TestStreamSequence(t *testing.T) {
 	srv := startServer(t, Config{Tokens: 1000, DelayMs: 5})

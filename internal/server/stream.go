@@ -9,6 +9,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/schedule"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
@@ -18,7 +19,7 @@ type event uint8
 
 const (
 	evFlush  event = iota + 1 // the socket was full: write st.pending, then reschedule
-	evFinish                  // every token is out: write the finish chunk and [DONE]
+	evFinish                  // every token is out: write the end events (finish chunk, [DONE], …)
 	evFailed                  // the stream cannot go on (client gone, server closing)
 )
 
@@ -30,7 +31,8 @@ const (
 type stream struct {
 	conn  net.Conn
 	raw   syscall.RawConn // nil when the conn has no file descriptor
-	chunk api.ChatChunk
+	enc   api.Encoder     // the dialect's events
+	times *emission.Times // where each token's pi_ts is recorded; nil records nothing
 	plan  schedule.Plan
 	k     int   // next token to emit
 	next  int64 // deadline of token k
@@ -39,8 +41,8 @@ type stream struct {
 	result    event // what the last emitToken asked for (0: reschedule)
 	lastLate  int64 // lateness of the last emission, ns (0 if early)
 
-	payload []byte // JSON of the chunk being written
-	out     []byte // the HTTP chunk being written
+	payload []byte // the SSE event being written
+	out     []byte // the HTTP chunk(s) being written
 	pending []byte // bytes a non-blocking write could not take
 
 	shard   *shard
@@ -54,14 +56,14 @@ type stream struct {
 	werr    error
 }
 
-func newStream(c net.Conn, no uint64, p schedule.Plan) *stream {
+func newStream(c net.Conn, enc api.Encoder, p schedule.Plan) *stream {
 	st := &stream{
 		conn:    c,
-		chunk:   api.NewChatChunk(no),
+		enc:     enc,
 		plan:    p,
 		next:    p.Deadline(0),
-		payload: make([]byte, 0, 256),
-		out:     make([]byte, 0, 320),
+		payload: make([]byte, 0, 512),
+		out:     make([]byte, 0, 576),
 	}
 	st.writeFn = func(fd uintptr) bool {
 		st.wn, st.werr = unix.Write(int(fd), st.wbuf)
@@ -89,8 +91,9 @@ func (st *stream) notify(ev event) { go st.onEvent(st, ev) }
 // accounted for before its client can see the stream end.
 func (st *stream) emitToken() event {
 	ts := clock.Now()
-	st.payload = st.chunk.AppendToken(st.payload[:0], ts, st.k)
-	st.out = wire.AppendChunkedSSEData(st.out[:0], st.payload)
+	st.times.Set(st.k, ts)
+	st.payload = st.enc.AppendToken(st.payload[:0], st.k, ts)
+	st.out = wire.AppendChunk(st.out[:0], st.payload)
 	st.lastLate = max(ts-st.next, 0)
 	n, err := st.tryWrite(st.out)
 	st.k++

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// ServerRequest is what the server reads from a request body of any dialect
+// (Chat, Completions, Responses, Anthropic): the fields they share are
+// enough to answer. Unknown fields are ignored, as a real backend would.
+type ServerRequest struct {
+	Stream       bool   // "stream": true
+	Model        string // "model"; "" when absent or null
+	IncludeUsage bool   // "stream_options":{"include_usage":true} (Chat, Completions)
+	Hints        Hints  // the JSON hint fields pi_id, pi_tokens, pi_think_ms, pi_delay_ms
+}
+
+// ParseServerRequest decodes a request body. An empty body is a
+// non-streaming request without hints. It fails on malformed JSON, on a
+// field of the wrong type and on a bad hint (ErrBadHint): a pi_* number that
+// is not a number or is too large, a pi_id that is not a valid id (ValidID).
+// A negative number hint becomes 0 (SPEC §3). The hints of the
+// HintHeader header and of the prompt marker (FindPromptHints) are the
+// caller's to merge, with the JSON fields first.
+func ParseServerRequest(body []byte) (ServerRequest, error) {
+	var req ServerRequest
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, nil
+	}
+	var raw struct {
+		Stream        *bool   `json:"stream"`
+		Model         *string `json:"model"`
+		StreamOptions *struct {
+			IncludeUsage *bool `json:"include_usage"`
+		} `json:"stream_options"`
+		PiID      json.RawMessage `json:"pi_id"`
+		PiTokens  json.RawMessage `json:"pi_tokens"`
+		PiThinkMs json.RawMessage `json:"pi_think_ms"`
+		PiDelayMs json.RawMessage `json:"pi_delay_ms"`
+	}
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return req, fmt.Errorf("invalid JSON body: %w", err)
+	}
+	if raw.Stream != nil {
+		req.Stream = *raw.Stream
+	}
+	if raw.Model != nil {
+		req.Model = *raw.Model
+	}
+	if o := raw.StreamOptions; o != nil && o.IncludeUsage != nil {
+		req.IncludeUsage = *o.IncludeUsage
+	}
+	var err error
+	if req.Hints.ID, err = idHint(raw.PiID); err != nil {
+		return req, err
+	}
+	if req.Hints.Tokens, err = intHint("pi_tokens", raw.PiTokens); err != nil {
+		return req, err
+	}
+	if req.Hints.ThinkMs, err = floatHint("pi_think_ms", raw.PiThinkMs); err != nil {
+		return req, err
+	}
+	if req.Hints.DelayMs, err = floatHint("pi_delay_ms", raw.PiDelayMs); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+// idHint reads pi_id: absent or null is no id; otherwise a string that
+// ValidID accepts.
+func idHint(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var id string
+	if err := json.Unmarshal(raw, &id); err != nil || !ValidID(id) {
+		return "", fmt.Errorf("%w: pi_id must be a string of 1 to %d letters, digits, '-', '_' or '.', got %.40s",
+			ErrBadHint, MaxIDLen, raw)
+	}
+	return id, nil
+}
