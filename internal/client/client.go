@@ -1,18 +1,28 @@
 // Package client sends one streaming request to the gateway under test and
 // turns what comes back into a result.Request: when the request was sent,
-// and for every content token when it was emitted (its pi_ts) and when the
-// socket Read that delivered it returned.
+// and for every content token which token it is, when the socket Read that
+// delivered its last byte returned, and when it was emitted.
 //
 // It speaks raw HTTP/1.1 over TCP, the way the reference tool does, so that
 // nothing between the socket and the timestamp buffers or reorders bytes: a
-// Read returns, its arrival time is taken at once, and every token decoded
-// from that Read shares it.
+// Read returns, its arrival time is taken at once, and every token completed
+// by that Read shares it.
+//
+// Tokens are recognised by their content, not by their framing: the client
+// knows the text of every token (api.AppendToken), so the bytes of content
+// received so far tell which tokens have arrived, however a gateway merged,
+// split, re-serialised or translated the events. A token's emission time is
+// the pi_ts of the event that carried it alone, when there is one; otherwise
+// it comes from the in-process server's emission registry, by request id and
+// token index, once the request has ended. At the end the received text is
+// checked against the emitted one (missing, duplicated, reordered or
+// corrupted tokens, a missing finish or usage), and a mismatch fails the
+// request as result.Integrity.
 package client
 
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"strconv"
@@ -22,8 +32,8 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
-	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
 // ReadBufferSize is the size of the buffer each request reads into.
@@ -33,45 +43,145 @@ const ReadBufferSize = 4 << 10
 // (SPEC §4: "status <first 32 bytes of the head>").
 const statusDetailBytes = 32
 
-// Request is a prepared request: the bytes to send and where to send them.
-// One Request serves every request of a batch; it is read-only once built.
-type Request struct {
-	Addr    string        // host:port to dial
-	Timeout time.Duration // per-request timeout (-w), from the first connect attempt
+// Options describe the requests of a batch.
+type Options struct {
+	Dialect api.Dialect
+	Addr    string // host:port to dial
+	Host    string // Host header; "" means Addr
+	Path    string // request path; "" means Dialect.Path()
+	Model   string // model to ask for; "" means api.Model
+
+	// Tokens >= 0 asks for that many tokens (pi_tokens and the hints);
+	// < 0 leaves the number to the server.
+	Tokens int
+	// ExpectTokens is the number of tokens the response should carry: the
+	// expected text for content correlation and the integrity checks. <= 0
+	// means unknown: the content is still checked token by token, but not
+	// its length.
+	ExpectTokens int
+	// IncludeUsage asks Chat and Completions streams for their usage chunk
+	// (stream_options.include_usage), and fails a request as an integrity
+	// error when no usage arrives — in every dialect (Responses and
+	// Anthropic always send it).
+	IncludeUsage bool
+	// ExtraHeaders are "Name: value" lines sent after the standard ones.
+	ExtraHeaders []string
+	// Timeout bounds each request, from its connect attempt.
+	Timeout time.Duration
+
+	// Registry holds the in-process server's emission times, by request id.
+	// nil: only pi_ts gives emission times.
+	Registry *emission.Registry
+	// IDPrefix names the requests: request ids are IDPrefix-<batch>-<index>
+	// (rec.Batch, rec.Index), sent as hints, and the key into Registry.
+	// "" sends no id (the server then records no emission times for it).
+	IDPrefix string
+
 	// Received, when set, counts the content tokens received (for the
 	// progress line).
 	Received *atomic.Int64
-	// ExpectTokens sizes the token buffer of each request.
-	ExpectTokens int
-
-	raw []byte // the full HTTP request
 }
 
-// NewChatRequest prepares the Chat Completions request of SPEC §4 for addr.
-// tokens >= 0 asks the server for that many tokens with pi_tokens. Each
-// extra header ("Name: value") is sent after the reference's headers.
+// Request sends the requests of a batch. Its Options may be changed until
+// the first Do; Do only reads them, and may run concurrently.
+type Request struct {
+	Options
+}
+
+// New returns the Request for o.
+func New(o Options) *Request { return &Request{Options: o} }
+
+// NewChatRequest is the reference's request (SPEC §4): Chat Completions to
+// addr, tokens >= 0 asking for that many tokens, each extra header
+// ("Name: value") sent after the standard ones. Set ExpectTokens to check
+// the content's length.
 func NewChatRequest(addr string, tokens int, timeout time.Duration, extraHeaders ...string) *Request {
-	body := api.AppendChatRequest(nil, tokens)
-	raw := make([]byte, 0, 256+len(body))
-	raw = append(raw, "POST "+api.ChatPath+" HTTP/1.1\r\nHost: "+addr+
-		"\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: "...)
-	raw = strconv.AppendInt(raw, int64(len(body)), 10)
-	raw = append(raw, "\r\nConnection: close\r\n"...)
-	for _, h := range extraHeaders {
-		raw = append(raw, h+"\r\n"...)
-	}
-	raw = append(raw, "\r\n"...)
-	raw = append(raw, body...)
-	return &Request{Addr: addr, Timeout: timeout, raw: raw}
+	return New(Options{Dialect: api.Chat, Addr: addr, Tokens: tokens, Timeout: timeout, ExtraHeaders: extraHeaders})
 }
 
-// Bytes returns the raw request as it goes on the wire.
-func (q *Request) Bytes() []byte { return q.raw }
+// ID returns the request id of request index of batch, "" when no id is to
+// be sent (no IDPrefix, or the result would not be a valid id).
+func (q *Request) ID(batch string, index int) string {
+	if q.IDPrefix == "" {
+		return ""
+	}
+	id := q.IDPrefix + "-" + batch + "-" + strconv.Itoa(index)
+	if !api.ValidID(id) {
+		return ""
+	}
+	return id
+}
 
-// Do performs one request and records it into rec (whose Batch and Index the
-// caller sets). It never returns early without filling rec.Failure and
+// hints returns what the request tells the server besides its body's
+// fixed fields.
+func (q *Request) hints(id string) api.Hints {
+	h := api.Hints{ID: id}
+	if q.Tokens >= 0 {
+		n := int64(q.Tokens)
+		h.Tokens = &n
+	}
+	return h
+}
+
+// AppendHTTP appends the request with id id ("" for none) as it goes on the
+// wire: head and body.
+//
+//	POST <path> HTTP/1.1
+//	Host: <host>
+//	Content-Type: application/json
+//	Accept: text/event-stream
+//	Content-Length: <n>
+//	Connection: close
+//	X-SSE-Latency: <hints>          (when there are hints)
+//	anthropic-version: 2023-06-01   (Anthropic)
+//	<extra headers>
+func (q *Request) AppendHTTP(dst []byte, id string) []byte {
+	h := q.hints(id)
+	body := api.AppendRequestBody(make([]byte, 0, 256), q.Dialect, api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage})
+	path, host := q.Path, q.Host
+	if path == "" {
+		path = q.Dialect.Path()
+	}
+	if host == "" {
+		host = q.Addr
+	}
+	dst = append(dst, "POST "...)
+	dst = append(dst, path...)
+	dst = append(dst, " HTTP/1.1\r\nHost: "...)
+	dst = append(dst, host...)
+	dst = append(dst, "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: "...)
+	dst = strconv.AppendInt(dst, int64(len(body)), 10)
+	dst = append(dst, "\r\nConnection: close\r\n"...)
+	if !h.Empty() {
+		dst = append(dst, api.HintHeader+": "...)
+		dst = append(dst, h.HeaderValue()...)
+		dst = append(dst, "\r\n"...)
+	}
+	if q.Dialect == api.Anthropic {
+		dst = append(dst, "anthropic-version: "+anthropicVersion+"\r\n"...)
+	}
+	for _, x := range q.ExtraHeaders {
+		dst = append(dst, x...)
+		dst = append(dst, "\r\n"...)
+	}
+	dst = append(dst, "\r\n"...)
+	return append(dst, body...)
+}
+
+// anthropicVersion is the API version an Anthropic request names (the
+// Messages API requires the header; gateways may check it).
+const anthropicVersion = "2023-06-01"
+
+// Do performs one request and records it into rec, whose Batch and Index
+// the caller sets. It never returns early without filling rec.Failure and
 // rec.End. Cancelling ctx ends the request as result.Interrupted.
 func (q *Request) Do(ctx context.Context, rec *result.Request) {
+	rec.ID = q.ID(rec.Batch, rec.Index)
+	raw := q.AppendHTTP(make([]byte, 0, 512), rec.ID)
+	// Whatever the outcome, the tokens that arrived without a usable pi_ts
+	// get their emission times from the registry (and the entry is freed),
+	// once the request has ended.
+	defer q.fillEmitted(rec)
 	rec.Start = clock.Now()
 	deadline := clock.ToTime(rec.Start).Add(q.Timeout)
 	defer func() { rec.End = clock.Now() }()
@@ -91,7 +201,7 @@ func (q *Request) Do(ctx context.Context, rec *result.Request) {
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
-	if _, err := conn.Write(q.raw); err != nil {
+	if _, err := conn.Write(raw); err != nil {
 		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
 		return
 	}
@@ -100,21 +210,43 @@ func (q *Request) Do(ctx context.Context, rec *result.Request) {
 	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
 		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
 	}
-	r := reader{rec: rec, received: q.Received}
+	r := newReader(rec, &q.Options)
 	defer r.close()
 	buf := make([]byte, ReadBufferSize)
 	for {
 		n, err := conn.Read(buf)
 		if n > 0 {
 			now := clock.Now()
+			rec.Reads++
 			if r.feed(buf[:n], now) {
 				return
 			}
-			rec.Reads++
 		}
 		if err != nil {
 			rec.Failure = q.classify(ctx, err, r.endOfStream(err))
 			return
+		}
+	}
+}
+
+// fillEmitted gives the tokens that have no emission time yet the one the
+// server recorded for their index, and counts them as measured by content.
+func (q *Request) fillEmitted(rec *result.Request) {
+	if rec.ID == "" {
+		return
+	}
+	times := q.Registry.Take(rec.ID)
+	if times == nil {
+		return
+	}
+	for i := range rec.Tokens {
+		t := &rec.Tokens[i]
+		if t.Emitted != 0 {
+			continue
+		}
+		if ts := times.At(int(t.Index)); ts != 0 {
+			t.Emitted = ts
+			rec.ByContent++
 		}
 	}
 }
@@ -154,175 +286,4 @@ func errText(err error) string {
 		return dnsErr.Error()
 	}
 	return err.Error()
-}
-
-// reader is the response parser of one request: head, then chunked or raw
-// body, then SSE lines, then the chat event scan.
-type reader struct {
-	rec      *result.Request
-	received *atomic.Int64
-
-	head    []byte // head bytes gathered until it is complete
-	gotHead bool
-	chunked bool
-	dechunk wire.ChunkedDecoder
-	lines   wire.LineSplitter
-	readIdx int32
-	now     int64     // arrival time of the Read being processed
-	gunzip  *inflater // set when the body is gzip-encoded
-}
-
-// feed processes one Read's bytes, all arrived at now. It returns true when
-// the request has ended (rec.Failure set).
-func (r *reader) feed(p []byte, now int64) bool {
-	r.rec.Bytes += int64(len(p))
-	defer func() { r.readIdx++ }()
-	if !r.gotHead {
-		r.head = append(r.head, p...)
-		for {
-			h, n, err := wire.ParseResponseHead(r.head)
-			if errors.Is(err, wire.ErrHeadTooLarge) {
-				r.rec.Failure = result.Failure{Kind: result.HeadTooLarge}
-				return true
-			}
-			if err != nil {
-				r.rec.Failure = badStatus(r.head)
-				return true
-			}
-			if n == 0 {
-				return false
-			}
-			if h.IsInformational() {
-				r.head = r.head[n:]
-				continue
-			}
-			if h.StatusCode < 200 || h.StatusCode > 299 {
-				r.rec.Failure = badStatus(r.head)
-				return true
-			}
-			r.gotHead = true
-			r.chunked = h.Chunked
-			switch enc := h.Header("Content-Encoding"); enc {
-			case "", "identity":
-			case "gzip", "x-gzip":
-				r.gunzip = newInflater(func(p []byte) bool { return r.sse(p, r.now) })
-			default:
-				r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unsupported Content-Encoding " + strconv.Quote(enc)}
-				return true
-			}
-			p = r.head[n:]
-			break
-		}
-	}
-	before := len(r.rec.Tokens)
-	ended := r.body(p, now)
-	if got := len(r.rec.Tokens) - before; got > 0 && r.received != nil {
-		r.received.Add(int64(got))
-	}
-	return ended
-}
-
-func badStatus(head []byte) result.Failure {
-	line := head
-	for i, c := range line {
-		if c == '\r' || c == '\n' {
-			line = line[:i]
-			break
-		}
-	}
-	if len(line) > statusDetailBytes {
-		line = line[:statusDetailBytes]
-	}
-	return result.Failure{Kind: result.BadStatus, Detail: string(line)}
-}
-
-// body de-chunks p if needed and hands the data to the SSE splitter,
-// through the gzip decoder when the body is compressed.
-func (r *reader) body(p []byte, now int64) bool {
-	r.now = now
-	if !r.chunked {
-		return r.decoded(p, now)
-	}
-	for len(p) > 0 && !r.dechunk.Done() {
-		data, used, err := r.dechunk.Next(p)
-		if errors.Is(err, io.EOF) {
-			return false // the last chunk: [DONE] never came; the close will tell
-		}
-		if err != nil {
-			r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: err.Error()}
-			return true
-		}
-		p = p[used:]
-		if len(data) > 0 && r.decoded(data, now) {
-			return true
-		}
-	}
-	return false
-}
-
-// decoded passes body bytes to the SSE splitter, decompressing them first
-// when the body is gzip-encoded.
-func (r *reader) decoded(data []byte, now int64) bool {
-	if r.gunzip == nil {
-		return r.sse(data, now)
-	}
-	if r.gunzip.feed(data) {
-		return false
-	}
-	if errors.Is(r.gunzip.err, errSinkEnded) {
-		return true // the sink saw [DONE] or a failure
-	}
-	r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "gzip: " + r.gunzip.err.Error()}
-	return true
-}
-
-// close releases what the reader holds (the gzip decoder's goroutine).
-func (r *reader) close() {
-	if r.gunzip != nil {
-		r.gunzip.close()
-	}
-}
-
-// sse splits data into lines and inspects every data: payload.
-func (r *reader) sse(data []byte, now int64) bool {
-	r.lines.Feed(data)
-	for {
-		line, ok := r.lines.Next()
-		if !ok {
-			break
-		}
-		payload, ok := wire.DataPayload(line)
-		if !ok {
-			continue
-		}
-		ev := api.ScanChatEvent(payload)
-		switch {
-		case ev.Done:
-			if len(r.rec.Tokens) == 0 {
-				r.rec.Failure = result.Failure{Kind: result.NoTokens}
-			}
-			return true
-		case ev.Content && ev.PiTs != 0:
-			r.rec.Tokens = append(r.rec.Tokens, result.Token{Emitted: ev.PiTs, Arrived: now, Read: r.readIdx})
-		}
-	}
-	if err := r.lines.Err(); err != nil {
-		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: err.Error()}
-		return true
-	}
-	return false
-}
-
-// endOfStream classifies a Read error that arrived before [DONE].
-func (r *reader) endOfStream(err error) result.Failure {
-	if !r.gotHead {
-		if errors.Is(err, io.EOF) {
-			return result.Failure{Kind: result.ShortResponse}
-		}
-		return result.Failure{Kind: result.RecvError, Detail: errText(err)}
-	}
-	if errors.Is(err, io.EOF) {
-		return result.Failure{Kind: result.ClosedBeforeDone}
-	}
-	return result.Failure{Kind: result.RecvError, Detail: errText(err)}
 }

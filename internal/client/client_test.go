@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
-	"github.com/sse-latency/sse-latency/internal/server"
 )
 
 // scripted serves one canned response per connection, written in the given
 // pieces with a pause between them so that each lands in its own Read.
-func scripted(t *testing.T, pieces ...string) string {
+func scripted(t testing.TB, pieces ...string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,11 +50,16 @@ func scripted(t *testing.T, pieces ...string) string {
 	return ln.Addr().String()
 }
 
+// do sends the reference's chat request to addr.
 func do(t *testing.T, addr string) *result.Request {
 	t.Helper()
-	q := NewChatRequest(addr, -1, 10*time.Second)
+	return doWith(t, Options{Dialect: api.Chat, Addr: addr, Tokens: -1, Timeout: 10 * time.Second})
+}
+
+func doWith(t *testing.T, o Options) *result.Request {
+	t.Helper()
 	rec := &result.Request{Batch: "gw"}
-	q.Do(context.Background(), rec)
+	New(o).Do(context.Background(), rec)
 	if rec.End < rec.Start || rec.Start == 0 {
 		t.Errorf("Start=%d End=%d: the record's times are not filled", rec.Start, rec.End)
 	}
@@ -62,35 +68,157 @@ func do(t *testing.T, addr string) *result.Request {
 
 const sseHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
 
-func event(ts int64, content string) string {
-	return fmt.Sprintf(`data: {"id":"x","object":"chat.completion.chunk","created":1,"pi_ts":%d,"model":"m","choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`+"\n\n", ts, content)
+// Events exactly as the server writes them (the task's wire formats), built
+// from a raw JSON string content (escapes allowed) and a pi_ts (0: none).
+
+func piTs(ts int64) string {
+	if ts == 0 {
+		return ""
+	}
+	return fmt.Sprintf(`"pi_ts":%d,`, ts)
+}
+
+func chatTok(ts int64, raw string) string {
+	return `data: {"id":"chatcmpl-sse-latency-1","object":"chat.completion.chunk","created":1,` + piTs(ts) +
+		`"model":"sse-latency-1","choices":[{"index":0,"delta":{"content":"` + raw + `"},"finish_reason":null}]}` + "\n\n"
+}
+
+// event is the chat token event of the reference tests.
+func event(ts int64, content string) string { return chatTok(ts, content) }
+
+const (
+	chatRole   = `data: {"id":"chatcmpl-sse-latency-1","object":"chat.completion.chunk","created":1,"pi_ts":5,"model":"sse-latency-1","choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]}` + "\n\n"
+	chatFinish = `data: {"id":"chatcmpl-sse-latency-1","object":"chat.completion.chunk","created":1,"pi_ts":9,"model":"sse-latency-1","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n"
+	chatUsage  = `data: {"id":"chatcmpl-sse-latency-1","object":"chat.completion.chunk","created":1,"pi_ts":9,"model":"sse-latency-1","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}` + "\n\n"
+	done       = "data: [DONE]\n\n"
+)
+
+func complTok(ts int64, raw string) string {
+	return `data: {"id":"cmpl-sse-latency-1","object":"text_completion","created":1,` + piTs(ts) +
+		`"model":"sse-latency-1","choices":[{"text":"` + raw + `","index":0,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+}
+
+const (
+	complFinish = `data: {"id":"cmpl-sse-latency-1","object":"text_completion","created":1,"pi_ts":9,"model":"sse-latency-1","choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"stop"}]}` + "\n\n"
+	complUsage  = `data: {"id":"cmpl-sse-latency-1","object":"text_completion","created":1,"pi_ts":9,"model":"sse-latency-1","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8}}` + "\n\n"
+)
+
+func respEv(typ, rest string) string {
+	return "event: " + typ + "\ndata: " + `{"type":"` + typ + `","sequence_number":1` + rest + "}\n\n"
+}
+
+func respTok(ts int64, raw string) string {
+	s := respEv("response.output_text.delta", `,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"`+raw+`","logprobs":[]`)
+	if ts != 0 {
+		s = strings.Replace(s, "}\n\n", fmt.Sprintf(`,"pi_ts":%d}`, ts)+"\n\n", 1)
+	}
+	return s
+}
+
+var (
+	respPre = []string{
+		respEv("response.created", `,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}`),
+		respEv("response.in_progress", `,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}`),
+		respEv("response.output_item.added", `,"output_index":0,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}`),
+		respEv("response.content_part.added", `,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]}`),
+	}
+	respFinish = respEv("response.output_text.done", `,"item_id":"msg_1","output_index":0,"content_index":0,"text":"ananhuhu","logprobs":[]`)
+	respAfter  = []string{
+		respEv("response.content_part.done", `,"item_id":"msg_1","output_index":0,"content_index":0,"part":{"type":"output_text","text":"ananhuhu","annotations":[]}`),
+		respEv("response.output_item.done", `,"output_index":0,"item":{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"ananhuhu","annotations":[]}]}`),
+	}
+	respCompleted = respEv("response.completed", `,"response":{"id":"resp_1","object":"response","status":"completed","output":[{"id":"msg_1","type":"message","content":[{"type":"output_text","text":"ananhuhu","annotations":[]}]}],"usage":{"input_tokens":5,"output_tokens":2,"total_tokens":7}}`)
+)
+
+func anthEv(typ, rest string) string {
+	return "event: " + typ + "\ndata: " + `{"type":"` + typ + `"` + rest + "}\n\n"
+}
+
+func anthTok(ts int64, raw string) string {
+	s := anthEv("content_block_delta", `,"index":0,"delta":{"type":"text_delta","text":"`+raw+`"}`)
+	if ts != 0 {
+		s = strings.Replace(s, "}\n\n", fmt.Sprintf(`,"pi_ts":%d}`, ts)+"\n\n", 1)
+	}
+	return s
+}
+
+var (
+	anthPre = []string{
+		anthEv("message_start", `,"message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"sse-latency-1","stop_reason":null,"usage":{"input_tokens":5,"output_tokens":1}}`),
+		anthEv("content_block_start", `,"index":0,"content_block":{"type":"text","text":""}`),
+		anthEv("ping", ""),
+	}
+	anthBlockStop    = anthEv("content_block_stop", `,"index":0`)
+	anthMessageDelta = anthEv("message_delta", `,"delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":2}`)
+	anthMessageStop  = anthEv("message_stop", "")
+)
+
+// dialectStream builds the events of a stream in one dialect.
+type dialectStream struct {
+	d     api.Dialect
+	pre   []string                          // before the first token
+	tok   func(ts int64, raw string) string // one token event
+	fin   []string                          // the finish event and what follows it up to the usage
+	usage string                            // the usage event asked for ("" : in fin or term)
+	term  string                            // the terminal event
+}
+
+var dialectStreams = []dialectStream{
+	{api.Chat, []string{chatRole}, chatTok, []string{chatFinish}, chatUsage, done},
+	{api.Completions, nil, complTok, []string{complFinish}, complUsage, done},
+	{api.Responses, respPre, respTok, append([]string{respFinish}, respAfter...), "", respCompleted},
+	{api.Anthropic, anthPre, anthTok, []string{anthBlockStop, anthMessageDelta}, "", anthMessageStop},
+}
+
+// events returns the events of a whole stream carrying the given token
+// events, with the usage event when usage is set.
+func (s dialectStream) events(usage bool, toks ...string) string {
+	var b strings.Builder
+	for _, e := range s.pre {
+		b.WriteString(e)
+	}
+	for _, e := range toks {
+		b.WriteString(e)
+	}
+	for _, e := range s.fin {
+		b.WriteString(e)
+	}
+	if usage {
+		b.WriteString(s.usage)
+	}
+	b.WriteString(s.term)
+	return b.String()
+}
+
+// tokens returns the events of tokens 0..n-1, one per event, stamped
+// 100, 200, ... (0: no pi_ts).
+func (s dialectStream) tokens(n int, stamped bool) []string {
+	var out []string
+	for i := 0; i < n; i++ {
+		var ts int64
+		if stamped {
+			ts = int64(100 * (i + 1))
+		}
+		out = append(out, s.tok(ts, api.Token(i)))
+	}
+	return out
 }
 
 func chunk(s string) string { return fmt.Sprintf("%x\r\n%s\r\n", len(s), s) }
 
-func TestAgainstOurServer(t *testing.T) {
-	srv, err := server.Listen("127.0.0.1:0", server.Config{Tokens: 25, DelayMs: 0.2})
-	if err != nil {
-		t.Fatal(err)
+// text returns the text of tokens from..to-1.
+func text(from, to int) string {
+	var b []byte
+	for i := from; i < to; i++ {
+		b = api.AppendToken(b, i)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go srv.Serve(ctx)
-	defer cancel()
-	rec := do(t, srv.Addr().String())
-	if !rec.OK() || len(rec.Tokens) != 25 {
-		t.Fatalf("failure %q, %d tokens; want ok with 25 tokens", rec.Failure.Error(), len(rec.Tokens))
-	}
-	for i, tok := range rec.Tokens {
-		if tok.Emitted <= 0 || tok.Arrived < tok.Emitted || tok.Arrived < rec.Sent {
-			t.Errorf("token %d: emitted %d, arrived %d, sent %d: want sent, emitted <= arrived", i, tok.Emitted, tok.Arrived, rec.Sent)
-		}
-	}
+	return string(b)
 }
 
 // TestSplitEverywhere feeds the same chunked stream cut at every byte
 // boundary: every token must be found whatever the cut.
 func TestSplitEverywhere(t *testing.T) {
-	body := chunk(event(100, "anan")) + chunk(event(200, "huhu")+event(300, "obob")) + chunk("data: [DONE]\n\n") + "0\r\n\r\n"
+	body := chunk(chatRole+event(100, "anan")) + chunk(event(200, "huhu")+event(300, "obob")) + chunk(chatFinish+done) + "0\r\n\r\n"
 	full := sseHead + "Transfer-Encoding: chunked\r\n\r\n" + body
 	for cut := 1; cut < len(full); cut += 7 {
 		addr := scripted(t, full[:cut], full[cut:])
@@ -98,8 +226,8 @@ func TestSplitEverywhere(t *testing.T) {
 		if !rec.OK() || len(rec.Tokens) != 3 {
 			t.Fatalf("cut at %d: %q with %d tokens, want ok with 3", cut, rec.Failure.Error(), len(rec.Tokens))
 		}
-		if rec.Tokens[1].Emitted != 200 || rec.Tokens[2].Emitted != 300 {
-			t.Errorf("cut at %d: pi_ts %d, %d; want 200, 300", cut, rec.Tokens[1].Emitted, rec.Tokens[2].Emitted)
+		if rec.Tokens[1].Emitted != 200 || rec.Tokens[2].Emitted != 300 || rec.ByPiTs != 3 {
+			t.Errorf("cut at %d: pi_ts %d, %d, %d by pi_ts; want 200, 300, 3", cut, rec.Tokens[1].Emitted, rec.Tokens[2].Emitted, rec.ByPiTs)
 		}
 	}
 }
@@ -107,7 +235,7 @@ func TestSplitEverywhere(t *testing.T) {
 // TestTokensOfOneReadShareArrival: the arrival time is the Read's, so two
 // tokens delivered by one Read share it and a later Read's token does not.
 func TestTokensOfOneReadShareArrival(t *testing.T) {
-	addr := scripted(t, sseHead+"\r\n"+event(1, "anan")+event(2, "huhu"), event(3, "obob"), "data: [DONE]\n\n")
+	addr := scripted(t, sseHead+"\r\n"+event(1, "anan")+event(2, "huhu"), event(3, "obob"), chatFinish+done)
 	rec := do(t, addr)
 	if !rec.OK() || len(rec.Tokens) != 3 {
 		t.Fatalf("%q with %d tokens, want ok with 3 (a raw, unchunked body)", rec.Failure.Error(), len(rec.Tokens))
@@ -119,6 +247,12 @@ func TestTokensOfOneReadShareArrival(t *testing.T) {
 	if c.Arrived <= b.Arrived || c.Read == b.Read {
 		t.Errorf("token of a later Read: arrived %d (read %d) vs %d (read %d), want later", c.Arrived, c.Read, b.Arrived, b.Read)
 	}
+	if rec.Reads != 3 || rec.Events != 5 || rec.MaxTokensPerRead != 2 {
+		t.Errorf("reads %d, events %d, max tokens per read %d; want 3, 5, 2", rec.Reads, rec.Events, rec.MaxTokensPerRead)
+	}
+	if want := int64(len(sseHead + "\r\n" + event(1, "anan") + event(2, "huhu") + event(3, "obob") + chatFinish + done)); rec.Bytes != want {
+		t.Errorf("bytes %d, want %d", rec.Bytes, want)
+	}
 }
 
 func TestFailureTexts(t *testing.T) {
@@ -128,14 +262,15 @@ func TestFailureTexts(t *testing.T) {
 		want   string
 	}{
 		{"closed before done", []string{sseHead + "\r\n" + event(1, "anan")}, "connection closed before [DONE]"},
-		{"no tokens", []string{sseHead + "\r\n" + event(1, "") + "data: [DONE]\n\n"}, "no content tokens received"},
+		{"no tokens", []string{sseHead + "\r\n" + event(1, "") + chatFinish + done}, "no content tokens received"},
 		{"status", []string{"HTTP/1.1 503 Service Unavailable For A Long Reason\r\nContent-Length: 0\r\n\r\n"}, "status HTTP/1.1 503 Service Unavailable"},
 		{"short", []string{"HTTP/1.1 200 OK\r\nContent-"}, "short response"},
 		{"empty", nil, "short response"},
 		{"head too large", []string{"HTTP/1.1 200 OK\r\nX: " + strings.Repeat("a", 70<<10)}, "response headers too large"},
 		{"bad chunk", []string{sseHead + "Transfer-Encoding: chunked\r\n\r\nzz\r\n"}, "malformed response: "},
-		{"interim then ok", []string{"HTTP/1.1 100 Continue\r\n\r\n", sseHead + "\r\n" + event(1, "anan") + "data: [DONE]\n\n"}, "ok"},
-		{"CRLF events", []string{sseHead + "\r\n" + strings.ReplaceAll(event(1, "anan"), "\n", "\r\n") + "data:[DONE]\r\n\r\n"}, "ok"},
+		{"interim then ok", []string{"HTTP/1.1 100 Continue\r\n\r\n", sseHead + "\r\n" + event(1, "anan") + chatFinish + done}, "ok"},
+		{"CRLF events", []string{sseHead + "\r\n" + strings.ReplaceAll(event(1, "anan")+chatFinish, "\n", "\r\n") + "data:[DONE]\r\n\r\n"}, "ok"},
+		{"error event", []string{sseHead + "\r\n" + event(1, "anan") + `data: {"error":{"message":"upstream gone","type":"server_error"}}` + "\n\n"}, "stream error: error: server_error: upstream gone"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,12 +314,16 @@ func TestTimeoutAndInterrupt(t *testing.T) {
 	}
 }
 
-func TestRequestBytes(t *testing.T) {
-	want := "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: application/json\r\n" +
-		"Accept: text/event-stream\r\nContent-Length: 115\r\nConnection: close\r\n\r\n" +
-		`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words"}],"pi_tokens":200}`
-	if got := string(NewChatRequest("127.0.0.1:8080", 200, time.Second).Bytes()); got != want {
-		t.Errorf("request =\n%q\nwant\n%q", got, want)
+func TestConnectFailure(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	rec := do(t, addr)
+	if got := rec.Failure.Error(); got != "connect(): Connection refused" {
+		t.Errorf("closed port: %q, want connect(): Connection refused", got)
 	}
 }
 
@@ -207,7 +346,7 @@ func gzipStream(t *testing.T, events ...string) []string {
 }
 
 func TestGzipBody(t *testing.T) {
-	z := gzipStream(t, event(1, "anan"), event(2, "huhu")+event(3, "obob"), "data: [DONE]\n\n")
+	z := gzipStream(t, event(1, "anan"), event(2, "huhu")+event(3, "obob"), chatFinish+done)
 	head := sseHead + "Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
 	pieces := []string{head + chunk(z[0]), chunk(z[1]), chunk(z[2]) + "0\r\n\r\n"}
 	rec := do(t, scripted(t, pieces...))
@@ -234,9 +373,338 @@ func TestBadEncodings(t *testing.T) {
 	}
 }
 
+// request returns the raw request New(o) sends for gw request 3.
+func request(o Options) string {
+	q := New(o)
+	return string(q.AppendHTTP(nil, q.ID("gw", 3)))
+}
+
+func TestRequestBytes(t *testing.T) {
+	const std = "Content-Type: application/json\r\nAccept: text/event-stream\r\n"
+	tests := []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"the reference's gateway request", Options{Addr: "127.0.0.1:8080", Tokens: -1},
+			"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n" + std + "Content-Length: 99\r\nConnection: close\r\n\r\n" +
+				`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words"}]}`},
+		{"chat with hints and usage", Options{Addr: "h:1", Tokens: 200, IDPrefix: "k2f9ab", IncludeUsage: true},
+			"POST /v1/chat/completions HTTP/1.1\r\nHost: h:1\r\n" + std + "Content-Length: N\r\nConnection: close\r\n" +
+				"X-SSE-Latency: id=k2f9ab-gw-3; tokens=200\r\n\r\n" +
+				`{"model":"sse-latency-1","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Say 4-letter words [sse-latency id=k2f9ab-gw-3 tokens=200]"}],"pi_id":"k2f9ab-gw-3","pi_tokens":200}`},
+		{"completions, other model, path and host", Options{Dialect: api.Completions, Addr: "h:1", Host: "gw.example", Path: "/openai/v1/completions", Model: `m"1`, Tokens: -1, IDPrefix: "r"},
+			"POST /openai/v1/completions HTTP/1.1\r\nHost: gw.example\r\n" + std + "Content-Length: N\r\nConnection: close\r\n" +
+				"X-SSE-Latency: id=r-gw-3\r\n\r\n" +
+				`{"model":"m\"1","stream":true,"prompt":"Say 4-letter words [sse-latency id=r-gw-3]","pi_id":"r-gw-3"}`},
+		{"responses", Options{Dialect: api.Responses, Addr: "h:1", Tokens: 5, IDPrefix: "r", IncludeUsage: true},
+			"POST /v1/responses HTTP/1.1\r\nHost: h:1\r\n" + std + "Content-Length: N\r\nConnection: close\r\n" +
+				"X-SSE-Latency: id=r-gw-3; tokens=5\r\n\r\n" +
+				`{"model":"sse-latency-1","stream":true,"input":"Say 4-letter words [sse-latency id=r-gw-3 tokens=5]","pi_id":"r-gw-3","pi_tokens":5}`},
+		{"anthropic with an extra header", Options{Dialect: api.Anthropic, Addr: "h:1", Tokens: 5, IDPrefix: "r", ExtraHeaders: []string{"X-A: b"}},
+			"POST /v1/messages HTTP/1.1\r\nHost: h:1\r\n" + std + "Content-Length: N\r\nConnection: close\r\n" +
+				"X-SSE-Latency: id=r-gw-3; tokens=5\r\nanthropic-version: 2023-06-01\r\nX-A: b\r\n\r\n" +
+				`{"model":"sse-latency-1","stream":true,"max_tokens":4096,"messages":[{"role":"user","content":"Say 4-letter words [sse-latency id=r-gw-3 tokens=5]"}],"pi_id":"r-gw-3","pi_tokens":5}`},
+	}
+	for _, tt := range tests {
+		got := request(tt.o)
+		if head, body, ok := strings.Cut(tt.want, "\r\n\r\n"); ok {
+			tt.want = strings.Replace(head, "Content-Length: N", fmt.Sprintf("Content-Length: %d", len(body)), 1) + "\r\n\r\n" + body
+		}
+		if got != tt.want {
+			t.Errorf("%s: request =\n%q\nwant\n%q", tt.name, got, tt.want)
+		}
+		head, body, _ := strings.Cut(got, "\r\n\r\n")
+		if !strings.Contains(head, fmt.Sprintf("Content-Length: %d\r\n", len(body))) {
+			t.Errorf("%s: Content-Length does not match the body's %d bytes", tt.name, len(body))
+		}
+	}
+}
+
 func TestExtraHeaders(t *testing.T) {
-	raw := string(NewChatRequest("h:1", -1, time.Second, "Accept-Encoding: gzip", "X-A: b").Bytes())
+	raw := string(NewChatRequest("h:1", -1, time.Second, "Accept-Encoding: gzip", "X-A: b").AppendHTTP(nil, ""))
 	if !strings.Contains(raw, "Connection: close\r\nAccept-Encoding: gzip\r\nX-A: b\r\n\r\n{") {
 		t.Errorf("extra headers not sent after the reference's: %q", raw)
+	}
+}
+
+func TestIDs(t *testing.T) {
+	tests := []struct {
+		prefix, batch string
+		index         int
+		want          string
+	}{
+		{"k2f9ab", "gw", 17, "k2f9ab-gw-17"},
+		{"", "gw", 1, ""},
+		{"bad prefix", "gw", 1, ""},
+	}
+	for _, tt := range tests {
+		if got := New(Options{IDPrefix: tt.prefix}).ID(tt.batch, tt.index); got != tt.want {
+			t.Errorf("ID(%q, %q, %d) = %q, want %q", tt.prefix, tt.batch, tt.index, got, tt.want)
+		}
+	}
+}
+
+// newRegistry returns a registry holding the emission times of request id:
+// token k emitted at 1000+k.
+func newRegistry(id string, n int) *emission.Registry {
+	reg := emission.New()
+	times := reg.Start(id, n)
+	for k := 0; k < n; k++ {
+		times.Set(k, int64(1000+k))
+	}
+	times.Finish()
+	return reg
+}
+
+// correlate sends one chat request with id "t-gw-0" and a registry holding
+// its emission times, and returns its record.
+func correlate(t *testing.T, expect int, pieces ...string) *result.Request {
+	t.Helper()
+	reg := newRegistry("t-gw-0", expect)
+	rec := doWith(t, Options{Addr: scripted(t, pieces...), Tokens: expect, ExpectTokens: expect,
+		Timeout: 10 * time.Second, Registry: reg, IDPrefix: "t"})
+	if rec.ID != "t-gw-0" {
+		t.Errorf("request id %q, want t-gw-0", rec.ID)
+	}
+	if reg.Len() != 0 {
+		t.Errorf("the registry still holds %d entries: the request did not take its own", reg.Len())
+	}
+	return rec
+}
+
+// checkTokens compares the tokens' indexes, reads and emission times.
+func checkTokens(t *testing.T, rec *result.Request, reads []int32, emitted []int64) {
+	t.Helper()
+	if !rec.OK() || len(rec.Tokens) != len(reads) {
+		t.Fatalf("%q with %d tokens, want ok with %d", rec.Failure.Error(), len(rec.Tokens), len(reads))
+	}
+	for i, tok := range rec.Tokens {
+		if int(tok.Index) != i || tok.Read != reads[i] || tok.Emitted != emitted[i] {
+			t.Errorf("token %d: index %d, read %d, emitted %d; want index %d, read %d, emitted %d",
+				i, tok.Index, tok.Read, tok.Emitted, i, reads[i], emitted[i])
+		}
+		if i > 0 && (tok.Read == rec.Tokens[i-1].Read) != (tok.Arrived == rec.Tokens[i-1].Arrived) {
+			t.Errorf("token %d: tokens of one read must share its arrival, of different reads not", i)
+		}
+	}
+}
+
+func TestContentCorrelation(t *testing.T) {
+	head := sseHead + "\r\n" + chatRole
+	t.Run("merged deltas arrive together", func(t *testing.T) {
+		// Tokens 0-4 in one event, 5-6 in another (with a pi_ts that is not
+		// theirs alone), then one token per event without pi_ts.
+		rec := correlate(t, 9, head, chatTok(0, text(0, 5)), chatTok(777, text(5, 7)), chatTok(0, text(7, 8))+chatTok(0, text(8, 9)), chatFinish+done)
+		checkTokens(t, rec, []int32{1, 1, 1, 1, 1, 2, 2, 3, 3}, []int64{1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008})
+		if rec.ByContent != 9 || rec.ByPiTs != 0 || rec.MaxTokensPerRead != 5 {
+			t.Errorf("%d by content, %d by pi_ts, up to %d per read; want 9, 0, 5", rec.ByContent, rec.ByPiTs, rec.MaxTokensPerRead)
+		}
+	})
+	t.Run("split deltas count when their last byte arrives", func(t *testing.T) {
+		// Token 1 arrives as "hu" in read 1 and "hu" in read 2; token 2 as
+		// "o", "bo", "b" with a pi_ts on each piece (not usable).
+		rec := correlate(t, 3, head+chatTok(0, "ananhu"), chatTok(0, "hu")+chatTok(50, "o"), chatTok(51, "bo"), chatTok(52, "b")+chatFinish+done)
+		checkTokens(t, rec, []int32{0, 1, 3}, []int64{1000, 1001, 1002})
+		if rec.ByContent != 3 || rec.Events != 8 {
+			t.Errorf("%d by content, %d events; want 3, 8", rec.ByContent, rec.Events)
+		}
+	})
+	t.Run("pi_ts when each event carries one token", func(t *testing.T) {
+		rec := correlate(t, 3, head, chatTok(100, "anan"), chatTok(200, "huhu")+chatTok(0, "obob"), chatFinish+done)
+		checkTokens(t, rec, []int32{1, 2, 2}, []int64{100, 200, 1002})
+		if rec.ByPiTs != 2 || rec.ByContent != 1 {
+			t.Errorf("%d by pi_ts, %d by content; want 2, 1", rec.ByPiTs, rec.ByContent)
+		}
+	})
+	t.Run("escaped content", func(t *testing.T) {
+		rec := correlate(t, 2, head, chatTok(0, `\u0061nan`), chatTok(300, `h\u0075h\u0075`), chatFinish+done)
+		checkTokens(t, rec, []int32{1, 2}, []int64{1000, 300})
+	})
+	t.Run("no registry entry leaves tokens unmeasured", func(t *testing.T) {
+		rec := doWith(t, Options{Addr: scripted(t, head, chatTok(0, "ananhuhu")+chatFinish+done), ExpectTokens: 2,
+			Timeout: 10 * time.Second, Registry: emission.New(), IDPrefix: "t"})
+		checkTokens(t, rec, []int32{1, 1}, []int64{0, 0})
+		if rec.ByContent != 0 || rec.ByPiTs != 0 {
+			t.Errorf("%d by content, %d by pi_ts; want 0, 0", rec.ByContent, rec.ByPiTs)
+		}
+	})
+}
+
+// TestDialects runs each dialect's exact events, one token per event, with
+// and without pi_ts, and with merged deltas.
+func TestDialects(t *testing.T) {
+	for _, s := range dialectStreams {
+		t.Run(s.d.String(), func(t *testing.T) {
+			stream := s.events(true, s.tokens(3, true)...)
+			rec := doWith(t, Options{Dialect: s.d, Addr: scripted(t, sseHead+"Transfer-Encoding: chunked\r\n\r\n"+chunk(stream)+"0\r\n\r\n"),
+				Tokens: 3, ExpectTokens: 3, IncludeUsage: true, Timeout: 10 * time.Second})
+			checkTokens(t, rec, []int32{0, 0, 0}, []int64{100, 200, 300})
+			if rec.ByPiTs != 3 {
+				t.Errorf("%d tokens by pi_ts, want 3", rec.ByPiTs)
+			}
+
+			reg := newRegistry("t-gw-0", 3)
+			stream = s.events(true, s.tok(0, text(0, 2)), s.tok(9, "ob"), s.tok(9, "ob"))
+			rec = doWith(t, Options{Dialect: s.d, Addr: scripted(t, sseHead+"\r\n"+stream), ExpectTokens: 3, IncludeUsage: true,
+				Timeout: 10 * time.Second, Registry: reg, IDPrefix: "t"})
+			checkTokens(t, rec, []int32{0, 0, 0}, []int64{1000, 1001, 1002})
+		})
+	}
+}
+
+func TestIntegrity(t *testing.T) {
+	chat := dialectStreams[0]
+	toks := func(idx ...int) []string {
+		var out []string
+		for _, i := range idx {
+			out = append(out, chatTok(0, api.Token(i)))
+		}
+		return out
+	}
+	seq := func(from, to int) []int {
+		var out []int
+		for i := from; i < to; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	cat := func(parts ...[]int) []int {
+		var out []int
+		for _, p := range parts {
+			out = append(out, p...)
+		}
+		return out
+	}
+	tok40 := api.Token(40)
+	tests := []struct {
+		name   string
+		expect int
+		usage  bool // ask for usage
+		stream string
+		want   string
+	}{
+		{"intact", 30, false, chat.events(false, toks(seq(0, 30)...)...), "ok"},
+		{"missing tokens", 30, false, chat.events(false, toks(cat(seq(0, 17), seq(20, 30))...)...), "integrity: 3 tokens missing (first: token 17)"},
+		{"one missing", 30, false, chat.events(false, toks(cat(seq(0, 17), seq(18, 30))...)...), "integrity: 1 token missing (first: token 17)"},
+		{"27 missing (the text repeats every 26 tokens)", 60, false, chat.events(false, toks(cat(seq(0, 10), seq(37, 60))...)...), "integrity: 27 tokens missing (first: token 10)"},
+		{"missing at the end", 30, false, chat.events(false, toks(seq(0, 27)...)...), "integrity: 3 tokens missing (first: token 27)"},
+		{"last token cut short", 3, false, chat.events(false, chatTok(0, text(0, 2)+"ob")), "integrity: 1 token missing (first: token 2)"},
+		{"duplicated", 10, false, chat.events(false, toks(cat(seq(0, 6), []int{5}, seq(6, 10))...)...), "integrity: token 5 duplicated"},
+		{"out of order", 20, false, chat.events(false, toks(cat(seq(0, 12), []int{13, 12}, seq(14, 20))...)...), "integrity: tokens out of order from token 12"},
+		{"corrupted", 50, false, chat.events(false, chatTok(0, text(0, 40)), chatTok(0, tok40[:2]), chatTok(0, "X"+tok40[3:]+text(41, 50))),
+			`integrity: corrupted content at token 40 ("` + tok40[:2] + "X" + tok40[3:] + `")`},
+		{"no finish", 3, false, chatRole + strings.Join(toks(0, 1, 2), "") + done, "integrity: no finish event"},
+		{"no usage although asked", 3, true, chat.events(false, toks(0, 1, 2)...), "integrity: no usage although it was asked for"},
+		{"usage when asked", 3, true, chat.events(true, toks(0, 1, 2)...), "ok"},
+		{"extra content", 200, false, chat.events(false, chatTok(0, text(0, 200)+"abcdefghijkl")), "integrity: 12 bytes of unexpected content after token 199"},
+		{"extra token", 3, false, chat.events(false, toks(0, 1, 2, 3)...), "integrity: 4 bytes of unexpected content after token 2"},
+		{"unknown length, intact", 0, false, chat.events(false, toks(seq(0, 30)...)...), "ok"},
+		{"unknown length, corrupted", 0, false, chat.events(false, chatTok(0, "anan!!!!")), `integrity: corrupted content at token 1 ("!!!!")`},
+		{"nothing but garbage", 3, false, chat.events(false, chatTok(0, "hello world")), `integrity: corrupted content at token 0 ("hell")`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := doWith(t, Options{Addr: scripted(t, sseHead+"\r\n"+tt.stream), ExpectTokens: tt.expect, IncludeUsage: tt.usage, Timeout: 10 * time.Second})
+			if got := rec.Failure.Error(); got != tt.want {
+				t.Errorf("failure %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDialectEnds checks, per dialect, the terminal, finish and usage
+// events and the failed ends.
+func TestDialectEnds(t *testing.T) {
+	for _, s := range dialectStreams {
+		toks := s.tokens(2, true)
+		var before strings.Builder // everything up to the terminal event
+		for _, e := range s.pre {
+			before.WriteString(e)
+		}
+		before.WriteString(strings.Join(toks, ""))
+		for _, e := range s.fin {
+			before.WriteString(e)
+		}
+		before.WriteString(s.usage)
+		closed := "connection closed before [DONE]"
+		switch s.d {
+		case api.Responses:
+			closed = "connection closed before response.completed"
+		case api.Anthropic:
+			closed = "connection closed before message_stop"
+		}
+		finish := s.fin[0]
+		if s.d == api.Anthropic {
+			finish = anthMessageDelta // it carries the usage too: "no finish" is checked first
+		}
+		noFinish := strings.Replace(s.events(true, toks...), finish, "", 1)
+		noUsage := s.events(false, toks...)
+		switch s.d {
+		case api.Responses:
+			noUsage = strings.Replace(noUsage, `,"usage":{"input_tokens":5,"output_tokens":2,"total_tokens":7}`, "", 1)
+		case api.Anthropic:
+			noUsage = strings.Replace(noUsage, `,"usage":{"output_tokens":2}`, "", 1)
+		}
+		tests := []struct {
+			name, stream, want string
+		}{
+			{"whole", s.events(true, toks...), "ok"},
+			{"no terminal event", before.String(), closed},
+			{"no finish event", noFinish, "integrity: no finish event"},
+			{"no usage", noUsage, "integrity: no usage although it was asked for"},
+		}
+		switch s.d {
+		case api.Responses:
+			tests = append(tests,
+				struct{ name, stream, want string }{"failed", strings.Join(respPre, "") + toks[0] +
+					respEv("response.failed", `,"response":{"status":"failed","error":{"code":"server_error","message":"boom"}}`), "stream error: response.failed: boom"},
+				struct{ name, stream, want string }{"incomplete", strings.Join(respPre, "") + toks[0] +
+					respEv("response.incomplete", `,"response":{"status":"incomplete"}`), "stream error: response.incomplete"},
+				struct{ name, stream, want string }{"error", strings.Join(respPre, "") + toks[0] +
+					respEv("error", `,"code":"rate_limit","message":"slow down"`), "stream error: error: slow down"})
+		case api.Anthropic:
+			tests = append(tests, struct{ name, stream, want string }{"error", strings.Join(anthPre, "") + toks[0] +
+				anthEv("error", `,"error":{"type":"overloaded_error","message":"Overloaded"}`), "stream error: error: overloaded_error: Overloaded"})
+		}
+		for _, tt := range tests {
+			t.Run(s.d.String()+"/"+tt.name, func(t *testing.T) {
+				rec := doWith(t, Options{Dialect: s.d, Addr: scripted(t, sseHead+"\r\n"+tt.stream), ExpectTokens: 2, IncludeUsage: true, Timeout: 10 * time.Second})
+				if got := rec.Failure.Error(); got != tt.want {
+					t.Errorf("failure %q, want %q", got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+// TestReserialised feeds events the way a gateway that re-serialises
+// chunks may write them: other field order, spaces, escapes, no pi_ts, no
+// "event:" lines.
+func TestReserialised(t *testing.T) {
+	tests := []struct {
+		d      api.Dialect
+		stream string
+	}{
+		{api.Chat, `data:{ "choices" : [ { "finish_reason" : null , "delta" : { "content" : "\u0061nan" } } ] , "id" : "x" }` + "\n\n" +
+			`data: {"choices":[{"delta":{"content":"huhu","role":null},"finish_reason":null,"logprobs":{"content":[]}}],"usage":null}` + "\n\n" +
+			`data: {"choices":[{"delta":{"content":null},"finish_reason":"stop"}],"usage":null}` + "\n\n" +
+			`data: {"choices":[],"usage":{"completion_tokens":2}}` + "\n\n" + "data: [DONE]\n\n"},
+		{api.Completions, `data: {"choices":[{"index":0,"logprobs":null,"text":"ananhuhu"}]}` + "\n\n" +
+			`data: {"choices":[{"finish_reason":"length","text":""}],"usage":{"completion_tokens":2}}` + "\n\n" + "data: [DONE]\n\n"},
+		{api.Responses, `data: {"content_index":0,"delta":"an","item_id":"m","output_index":0,"sequence_number":4,"type":"response.output_text.delta"}` + "\n\n" +
+			`data: {"delta":"anhuhu","type":"response.output_text.delta"}` + "\n\n" +
+			`data: {"text":"ananhuhu","type":"response.output_text.done"}` + "\n\n" +
+			`data: {"response":{"output":[{"content":[{"text":"ananhuhu","type":"output_text"}],"type":"message"}],"usage":{"output_tokens":2}},"type":"response.completed"}` + "\n\n"},
+		{api.Anthropic, "event: content_block_delta\n" + `data: {"delta":{"text":"anan","type":"text_delta"},"index":0}` + "\n\n" +
+			`data: {"delta":{"text":"huhu","type":"text_delta"},"index":0,"type":"content_block_delta"}` + "\n\n" +
+			`data: {"delta":{"stop_reason":"end_turn"},"type":"message_delta","usage":{"output_tokens":2}}` + "\n\n" +
+			`data: {"type":"message_stop"}` + "\n\n"},
+	}
+	for _, tt := range tests {
+		rec := doWith(t, Options{Dialect: tt.d, Addr: scripted(t, sseHead+"\r\n"+tt.stream), ExpectTokens: 2, IncludeUsage: true, Timeout: 10 * time.Second})
+		if !rec.OK() || len(rec.Tokens) != 2 || rec.Tokens[1].Index != 1 {
+			t.Errorf("%s: %q with %d tokens, want ok with tokens 0 and 1", tt.d, rec.Failure.Error(), len(rec.Tokens))
+		}
 	}
 }

@@ -14,7 +14,7 @@ type Kind int
 const (
 	OK               Kind = iota // [DONE] arrived after at least one token
 	NoTokens                     // "no content tokens received"
-	ClosedBeforeDone             // "connection closed before [DONE]"
+	ClosedBeforeDone             // "connection closed before [DONE]" (Go tool: "before <Detail>" for a dialect whose stream ends otherwise)
 	BadStatus                    // "status <first bytes of the head>"
 	ShortResponse                // "short response"
 	HeadTooLarge                 // "response headers too large"
@@ -24,6 +24,7 @@ const (
 	BadFraming                   // "malformed response: <detail>" (Go tool: the reference does not check)
 	Interrupted                  // "interrupted" (Go tool: the run was stopped by a signal)
 	Integrity                    // "integrity: <detail>" (Go tool: the content differs from what was emitted)
+	StreamError                  // "stream error: <detail>" (Go tool: the stream ended with an error event)
 )
 
 var kindNames = [...]string{
@@ -39,6 +40,7 @@ var kindNames = [...]string{
 	BadFraming:       "bad_framing",
 	Interrupted:      "interrupted",
 	Integrity:        "integrity",
+	StreamError:      "stream_error",
 }
 
 // String returns a short snake_case name for the kind, suitable as a key in
@@ -51,7 +53,8 @@ func (k Kind) String() string {
 }
 
 // Failure says why a request did not end OK. Detail completes the text for
-// the kinds that carry one (the status line, the timeout, the connect reason).
+// the kinds that carry one (the status line, the timeout, the connect reason,
+// the terminal event a stream lacked, what an integrity check found).
 type Failure struct {
 	Kind   Kind
 	Detail string
@@ -66,6 +69,9 @@ func (f Failure) Error() string {
 	case NoTokens:
 		return "no content tokens received"
 	case ClosedBeforeDone:
+		if f.Detail != "" { // the terminal event of a dialect without [DONE]
+			return "connection closed before " + f.Detail
+		}
 		return "connection closed before [DONE]"
 	case BadStatus:
 		return "status " + f.Detail
@@ -88,6 +94,8 @@ func (f Failure) Error() string {
 		return "interrupted"
 	case Integrity:
 		return "integrity: " + f.Detail
+	case StreamError:
+		return "stream error: " + f.Detail
 	}
 	return f.Kind.String()
 }
@@ -115,7 +123,7 @@ type Request struct {
 	Tokens []Token // content tokens in arrival order
 	Reads  int     // number of Reads that returned data after the request was sent
 	Bytes  int64   // response bytes received, head included
-	Events int     // SSE data events received
+	Events int     // SSE data payloads received (one per event in every dialect)
 
 	// How the emission time of each token was found: from the pi_ts of the
 	// event that carried it alone, or by content through the emission
@@ -128,5 +136,6 @@ type Request struct {
 	Failure Failure // Kind OK when the request succeeded
 }
 
-// OK reports whether the request ended with [DONE] after at least one token.
+// OK reports whether the request ended with its stream's terminal event
+// ([DONE] and the like) after at least one token, its content intact.
 func (r *Request) OK() bool { return r.Failure.Kind == OK }

@@ -24,6 +24,24 @@ type Batch struct {
 	// left out of FirstEmitRecv and EmitRecv only.
 	Unstamped int64
 
+	// How the emission times of the tokens received (by ok and failed
+	// requests alike) were found, from each record's own accounting: the
+	// pi_ts of the event that carried the token alone, the token's content
+	// through the emission registry, or not at all.
+	ByPiTs, ByContent, Unmeasured int64
+
+	// The shape of the streams, over all requests: the Reads that returned
+	// data, the SSE data events and the response bytes (heads included),
+	// and the most tokens one Read delivered.
+	Reads, Events    int64
+	Bytes            int64
+	MaxTokensPerRead int
+
+	// IntegrityErrors counts the requests that failed with result.Integrity
+	// (their content differed from what was emitted). They are among Failed
+	// too.
+	IntegrityErrors int
+
 	// The samples, of ok and failed requests alike (SPEC §4), in ns.
 	TTFT          *Metric // first token's arrival − request sent, one per request with a token and Sent > 0
 	FirstEmitRecv *Metric // first token's arrival − its emission, one per request with a stamped first token
@@ -68,8 +86,18 @@ func (b *Batch) Add(r *result.Request) {
 		b.Tokens += int64(len(r.Tokens))
 	} else {
 		b.Failed++
+		if r.Failure.Kind == result.Integrity {
+			b.IntegrityErrors++
+		}
 		b.tally(r.Failure.Kind, r.Failure.Error(), 1)
 	}
+	b.ByPiTs += int64(r.ByPiTs)
+	b.ByContent += int64(r.ByContent)
+	b.Unmeasured += max(int64(len(r.Tokens)-r.ByPiTs-r.ByContent), 0)
+	b.Reads += int64(r.Reads)
+	b.Events += int64(r.Events)
+	b.Bytes += r.Bytes
+	b.MaxTokensPerRead = max(b.MaxTokensPerRead, r.MaxTokensPerRead)
 	toks := r.Tokens
 	if len(toks) == 0 {
 		return
@@ -132,6 +160,14 @@ func (b *Batch) Merge(o *Batch) {
 	b.Failed += o.Failed
 	b.Tokens += o.Tokens
 	b.Unstamped += o.Unstamped
+	b.ByPiTs += o.ByPiTs
+	b.ByContent += o.ByContent
+	b.Unmeasured += o.Unmeasured
+	b.Reads += o.Reads
+	b.Events += o.Events
+	b.Bytes += o.Bytes
+	b.MaxTokensPerRead = max(b.MaxTokensPerRead, o.MaxTokensPerRead)
+	b.IntegrityErrors += o.IntegrityErrors
 	b.TTFT.Merge(o.TTFT)
 	b.FirstEmitRecv.Merge(o.FirstEmitRecv)
 	b.InterToken.Merge(o.InterToken)

@@ -69,6 +69,22 @@ func TestBatchAdd(t *testing.T) {
 	}
 }
 
+func TestBatchStreamCounts(t *testing.T) {
+	b := NewBatch()
+	// ok: 3 tokens, 2 by pi_ts, 1 by content.
+	b.Add(&result.Request{Tokens: make([]result.Token, 3), ByPiTs: 2, ByContent: 1, Reads: 4, Events: 6, Bytes: 1000, MaxTokensPerRead: 2})
+	// integrity failure: 5 tokens, 4 by content, 1 unmeasured.
+	b.Add(&result.Request{Tokens: make([]result.Token, 5), ByContent: 4, Reads: 2, Events: 9, Bytes: 500, MaxTokensPerRead: 5,
+		Failure: result.Failure{Kind: result.Integrity, Detail: "no finish event"}})
+	// another failure, no tokens.
+	b.Add(&result.Request{Reads: 1, Bytes: 40, Failure: result.Failure{Kind: result.BadStatus, Detail: "HTTP/1.1 502"}})
+	want := batchCounts{Requests: 3, OK: 1, Failed: 2, Tokens: 3, Unstamped: 8, ByPiTs: 2, ByContent: 5, Unmeasured: 1,
+		Reads: 7, Events: 15, Bytes: 1540, MaxTokensPerRead: 5, IntegrityErrors: 1}
+	if got := counts(b); got != want {
+		t.Errorf("counts after 3 requests:\n%+v\nwant\n%+v", got, want)
+	}
+}
+
 func TestBatchFailureTextsBounded(t *testing.T) {
 	b := NewBatch()
 	for i := range MaxFailureTexts + 2 {
@@ -96,11 +112,16 @@ func TestBatchFailureTextsBounded(t *testing.T) {
 func requests() []*result.Request {
 	var rs []*result.Request
 	for i := range 40 {
-		r := &result.Request{Batch: "gw", Index: i, Start: 1, Sent: 1000, End: 9000}
+		r := &result.Request{Batch: "gw", Index: i, Start: 1, Sent: 1000, End: 9000,
+			Reads: i + 1, Events: 2*i + 3, Bytes: int64(100 * i), MaxTokensPerRead: i % 9}
 		for k := range i % 7 {
 			r.Tokens = append(r.Tokens, result.Token{Emitted: int64(2000 + 100*k), Arrived: int64(2000 + 100*k + i + k)})
 		}
+		r.ByPiTs = len(r.Tokens) / 2
+		r.ByContent = len(r.Tokens) / 3
 		switch i % 5 {
+		case 2:
+			r.Failure = result.Failure{Kind: result.Integrity, Detail: "token 1 duplicated"}
 		case 3:
 			r.Failure = result.Failure{Kind: result.Connect, Detail: "reason " + strconv.Itoa(i)}
 		case 4:
@@ -111,11 +132,23 @@ func requests() []*result.Request {
 	return rs
 }
 
+// batchCounts are the plain counters of a Batch.
+type batchCounts struct {
+	Requests, OK, Failed                             int
+	Tokens, Unstamped, ByPiTs, ByContent, Unmeasured int64
+	Reads, Events, Bytes                             int64
+	MaxTokensPerRead, IntegrityErrors                int
+}
+
+func counts(b *Batch) batchCounts {
+	return batchCounts{b.Requests, b.OK, b.Failed, b.Tokens, b.Unstamped, b.ByPiTs, b.ByContent, b.Unmeasured,
+		b.Reads, b.Events, b.Bytes, b.MaxTokensPerRead, b.IntegrityErrors}
+}
+
 func sameBatch(t *testing.T, what string, a, b *Batch) {
 	t.Helper()
-	if a.Requests != b.Requests || a.OK != b.OK || a.Failed != b.Failed || a.Tokens != b.Tokens || a.Unstamped != b.Unstamped {
-		t.Errorf("%s: counts differ: %d %d %d %d %d and %d %d %d %d %d", what,
-			a.Requests, a.OK, a.Failed, a.Tokens, a.Unstamped, b.Requests, b.OK, b.Failed, b.Tokens, b.Unstamped)
+	if ac, bc := counts(a), counts(b); ac != bc {
+		t.Errorf("%s: counts differ:\n%+v\n%+v", what, ac, bc)
 	}
 	if !reflect.DeepEqual(a.Failures(), b.Failures()) {
 		t.Errorf("%s: failures differ:\n%+v\n%+v", what, a.Failures(), b.Failures())

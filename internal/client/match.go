@@ -1,0 +1,105 @@
+package client
+
+import "github.com/sse-latency/sse-latency/internal/api"
+
+// periodTokens is the period of the token texts: token i and token i+26
+// are the same four letters (api.AppendToken), so the emitted text repeats
+// every periodBytes bytes.
+const (
+	periodTokens = 26
+	periodBytes  = periodTokens * api.TokenLen
+)
+
+// period is one period of the emitted text: tokens 0..25.
+var period = func() (p [periodBytes]byte) {
+	b := p[:0]
+	for i := 0; i < periodTokens; i++ {
+		b = api.AppendToken(b, i)
+	}
+	return p
+}()
+
+// Bounds on the content kept once it differs from the expected text, for the
+// analysis at the end of the request: the rest of the expected text plus
+// extraContentBytes, or unknownContentBytes when the length is not known.
+// Further bytes are only counted.
+const (
+	extraContentBytes   = 4 << 10
+	unknownContentBytes = 64 << 10
+)
+
+// matcher follows the content of one response against the text the server
+// emits. While the content matches, its work per content byte is one
+// compare and one increment: pos says how many bytes of the expected text
+// have arrived, so pos/4 tokens are complete. At the first byte that does
+// not match it stops recognising tokens and keeps the rest of the content
+// (bounded) for problem, which runs once, when the stream ends.
+type matcher struct {
+	expect   int   // bytes of content expected (4 per token); <= 0: unknown
+	pos      int   // bytes of the expected text received, in order
+	phase    int   // pos mod periodBytes
+	received int64 // content bytes received in all
+
+	diverged bool
+	from     int    // the token boundary at or before the first unexpected byte
+	rest     []byte // the content from there on, at most limit bytes
+	limit    int
+	dropped  int64 // content bytes beyond limit
+}
+
+func newMatcher(expectTokens int) matcher {
+	return matcher{expect: max(expectTokens, 0) * api.TokenLen}
+}
+
+// feed takes the content text of one event. It returns the tokens the text
+// completed, first..first+n-1, and whole: the text was exactly one whole
+// token (aligned on a token boundary, all of it expected), the case in which
+// the event's own pi_ts is that token's emission time.
+func (m *matcher) feed(text []byte) (first, n int, whole bool) {
+	m.received += int64(len(text))
+	start := m.pos
+	if !m.diverged {
+		for i, c := range text {
+			if (m.expect > 0 && m.pos >= m.expect) || c != period[m.phase] {
+				m.diverge()
+				m.keep(text[i:])
+				break
+			}
+			m.pos++
+			if m.phase++; m.phase == periodBytes {
+				m.phase = 0
+			}
+		}
+	} else {
+		m.keep(text)
+	}
+	first = start / api.TokenLen
+	n = m.pos/api.TokenLen - first
+	whole = start%api.TokenLen == 0 && len(text) == api.TokenLen && m.pos == start+api.TokenLen
+	return first, n, whole
+}
+
+// diverge starts keeping the content, from the start of the token in which
+// the first unexpected byte arrived.
+func (m *matcher) diverge() {
+	m.diverged = true
+	m.from = m.pos - m.pos%api.TokenLen
+	m.limit = unknownContentBytes
+	if m.expect > 0 {
+		m.limit = max(m.expect-m.from, 0) + extraContentBytes
+	}
+	// The part of that token that did arrive as expected.
+	for p := m.from; p < m.pos; p++ {
+		m.rest = append(m.rest, period[p%periodBytes])
+	}
+}
+
+// keep appends unexpected content to rest, up to the limit.
+func (m *matcher) keep(b []byte) {
+	room := m.limit - len(m.rest)
+	if room < len(b) {
+		m.dropped += int64(len(b) - max(room, 0))
+		b = b[:max(room, 0)]
+	}
+	m.rest = append(m.rest, b...)
+}

@@ -1,0 +1,313 @@
+package client
+
+import (
+	"errors"
+	"io"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/wire"
+)
+
+// maxEventName bounds the SSE "event:" value the reader remembers; longer
+// names are forgotten (no dialect uses one).
+const maxEventName = 64
+
+// reader is the response parser of one request: head, then chunked or raw
+// body (gzip-decoded if need be), then SSE lines, then the dialect's events,
+// whose content goes to the matcher.
+type reader struct {
+	rec      *result.Request
+	received *atomic.Int64
+	dialect  api.Dialect
+
+	head    []byte // head bytes gathered until it is complete
+	gotHead bool
+	chunked bool
+	dechunk wire.ChunkedDecoder
+	lines   wire.LineSplitter
+	gunzip  *inflater // set when the body is gzip-encoded
+	readIdx int32     // index of the Read being processed
+	now     int64     // its arrival time
+
+	event    [maxEventName]byte // the current SSE event's "event:" value
+	eventLen int
+	text     []byte // an escaped content string, resolved
+
+	match     matcher
+	finished  bool // a finish event arrived
+	usage     bool // a usage object arrived
+	wantUsage bool
+}
+
+func newReader(rec *result.Request, o *Options) *reader {
+	return &reader{
+		rec:       rec,
+		received:  o.Received,
+		dialect:   o.Dialect,
+		match:     newMatcher(o.ExpectTokens),
+		wantUsage: o.IncludeUsage,
+	}
+}
+
+// feed processes one Read's bytes, all arrived at now. It returns true when
+// the request has ended (rec.Failure set).
+func (r *reader) feed(p []byte, now int64) bool {
+	r.rec.Bytes += int64(len(p))
+	defer func() { r.readIdx++ }()
+	if !r.gotHead {
+		var ended bool
+		if p, ended = r.readHead(p); ended || !r.gotHead {
+			return ended
+		}
+	}
+	before := len(r.rec.Tokens)
+	ended := r.body(p, now)
+	if got := len(r.rec.Tokens) - before; got > 0 {
+		r.rec.MaxTokensPerRead = max(r.rec.MaxTokensPerRead, got)
+		if r.received != nil {
+			r.received.Add(int64(got))
+		}
+	}
+	return ended
+}
+
+// readHead gathers the response head. Once it is complete it returns the
+// body bytes of p that follow it; ended is true when the request has
+// failed.
+func (r *reader) readHead(p []byte) (body []byte, ended bool) {
+	r.head = append(r.head, p...)
+	for {
+		h, n, err := wire.ParseResponseHead(r.head)
+		if errors.Is(err, wire.ErrHeadTooLarge) {
+			r.rec.Failure = result.Failure{Kind: result.HeadTooLarge}
+			return nil, true
+		}
+		if err != nil {
+			r.rec.Failure = badStatus(r.head)
+			return nil, true
+		}
+		if n == 0 {
+			return nil, false
+		}
+		if h.IsInformational() {
+			r.head = r.head[n:]
+			continue
+		}
+		if h.StatusCode < 200 || h.StatusCode > 299 {
+			r.rec.Failure = badStatus(r.head)
+			return nil, true
+		}
+		r.gotHead = true
+		r.chunked = h.Chunked
+		switch enc := h.Header("Content-Encoding"); enc {
+		case "", "identity":
+		case "gzip", "x-gzip":
+			r.gunzip = newInflater(func(p []byte) bool { return r.sse(p, r.now) })
+		default:
+			r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unsupported Content-Encoding " + strconv.Quote(enc)}
+			return nil, true
+		}
+		return r.head[n:], false
+	}
+}
+
+func badStatus(head []byte) result.Failure {
+	line := head
+	for i, c := range line {
+		if c == '\r' || c == '\n' {
+			line = line[:i]
+			break
+		}
+	}
+	if len(line) > statusDetailBytes {
+		line = line[:statusDetailBytes]
+	}
+	return result.Failure{Kind: result.BadStatus, Detail: string(line)}
+}
+
+// body de-chunks p if needed and hands the data to the SSE splitter,
+// through the gzip decoder when the body is compressed.
+func (r *reader) body(p []byte, now int64) bool {
+	r.now = now
+	if !r.chunked {
+		return r.decoded(p, now)
+	}
+	for len(p) > 0 && !r.dechunk.Done() {
+		data, used, err := r.dechunk.Next(p)
+		if errors.Is(err, io.EOF) {
+			return false // the last chunk: the terminal event never came; the close will tell
+		}
+		if err != nil {
+			r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: err.Error()}
+			return true
+		}
+		p = p[used:]
+		if len(data) > 0 && r.decoded(data, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// decoded passes body bytes to the SSE splitter, decompressing them first
+// when the body is gzip-encoded.
+func (r *reader) decoded(data []byte, now int64) bool {
+	if r.gunzip == nil {
+		return r.sse(data, now)
+	}
+	if r.gunzip.feed(data) {
+		return false
+	}
+	if errors.Is(r.gunzip.err, errSinkEnded) {
+		return true // the sink saw the end of the stream or a failure
+	}
+	r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "gzip: " + r.gunzip.err.Error()}
+	return true
+}
+
+// close releases what the reader holds (the gzip decoder's goroutine).
+func (r *reader) close() {
+	if r.gunzip != nil {
+		r.gunzip.close()
+	}
+}
+
+// sse splits data into lines and hands every data payload to event, with
+// the event's name.
+func (r *reader) sse(data []byte, now int64) bool {
+	r.lines.Feed(data)
+	for {
+		line, ok := r.lines.Next()
+		if !ok {
+			break
+		}
+		if len(line) == 0 { // the end of an event
+			r.eventLen = 0
+			continue
+		}
+		payload, ok := wire.DataPayload(line)
+		if !ok {
+			if name, ok := eventField(line); ok {
+				r.eventLen = 0
+				if len(name) <= maxEventName {
+					r.eventLen = copy(r.event[:], name)
+				}
+			}
+			continue
+		}
+		r.rec.Events++
+		if r.handle(payload, now) {
+			return true
+		}
+	}
+	if err := r.lines.Err(); err != nil {
+		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: err.Error()}
+		return true
+	}
+	return false
+}
+
+// eventField returns the value of an SSE "event:" line (leading spaces and
+// tabs skipped).
+func eventField(line []byte) ([]byte, bool) {
+	const field = "event:"
+	if len(line) < len(field) || string(line[:len(field)]) != field {
+		return nil, false
+	}
+	v := line[len(field):]
+	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
+		v = v[1:]
+	}
+	return v, true
+}
+
+// handle scans one data payload. It returns true when the stream has ended
+// (rec.Failure set: ok or not).
+func (r *reader) handle(payload []byte, now int64) bool {
+	ev := api.ScanEvent(r.dialect, r.event[:r.eventLen], payload)
+	if ev.Flags&api.HasContent != 0 && len(ev.Content) > 0 {
+		text := ev.Content
+		if ev.Escaped {
+			r.text, _ = api.AppendUnescaped(r.text[:0], text)
+			text = r.text
+		}
+		r.content(text, ev.PiTs, now)
+	}
+	if ev.Flags&api.Finish != 0 {
+		r.finished = true
+	}
+	if ev.Flags&api.Usage != 0 {
+		r.usage = true
+	}
+	switch {
+	case ev.Flags&api.Failed != 0:
+		r.rec.Failure = result.Failure{Kind: result.StreamError, Detail: api.EventDescription(r.event[:r.eventLen], payload)}
+		return true
+	case ev.Flags&api.Terminal != 0:
+		r.rec.Failure = r.verdict()
+		return true
+	}
+	return false
+}
+
+// content matches the text of one event against the expected text and
+// records the tokens it completes. The event's pi_ts is used only when the
+// event carried exactly one whole token.
+func (r *reader) content(text []byte, piTs int64, now int64) {
+	first, n, whole := r.match.feed(text)
+	for k := first; k < first+n; k++ {
+		r.rec.Tokens = append(r.rec.Tokens, result.Token{Arrived: now, Read: r.readIdx, Index: int32(k)})
+	}
+	if whole && n == 1 && piTs > 0 {
+		r.rec.Tokens[len(r.rec.Tokens)-1].Emitted = piTs
+		r.rec.ByPiTs++
+	}
+}
+
+// verdict is the outcome of a stream that ended with its terminal event:
+// ok, or what it lacked.
+func (r *reader) verdict() result.Failure {
+	if r.match.received == 0 {
+		return result.Failure{Kind: result.NoTokens}
+	}
+	if p := r.match.problem(); p != "" {
+		return result.Failure{Kind: result.Integrity, Detail: p}
+	}
+	if len(r.rec.Tokens) == 0 {
+		return result.Failure{Kind: result.NoTokens}
+	}
+	if !r.finished {
+		return result.Failure{Kind: result.Integrity, Detail: "no finish event"}
+	}
+	if r.wantUsage && !r.usage {
+		return result.Failure{Kind: result.Integrity, Detail: "no usage although it was asked for"}
+	}
+	return result.Failure{}
+}
+
+// endOfStream classifies a Read error that arrived before the terminal
+// event.
+func (r *reader) endOfStream(err error) result.Failure {
+	if !errors.Is(err, io.EOF) {
+		return result.Failure{Kind: result.RecvError, Detail: errText(err)}
+	}
+	if !r.gotHead {
+		return result.Failure{Kind: result.ShortResponse}
+	}
+	return result.Failure{Kind: result.ClosedBeforeDone, Detail: terminalName(r.dialect)}
+}
+
+// terminalName names the event that ends a stream of dialect d when it is
+// not [DONE] ("" for [DONE], whose failure text is the reference's).
+func terminalName(d api.Dialect) string {
+	switch d {
+	case api.Responses:
+		return "response.completed"
+	case api.Anthropic:
+		return "message_stop"
+	}
+	return ""
+}

@@ -1,0 +1,150 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/server"
+)
+
+// ourServer starts the dummy server with an emission registry.
+func ourServer(t *testing.T) (addr string, reg *emission.Registry) {
+	t.Helper()
+	reg = emission.New()
+	srv, err := server.Listen("127.0.0.1:0", server.Config{Tokens: 1, DelayMs: 0.2, Emissions: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return srv.Addr().String(), reg
+}
+
+// strippingProxy is a gateway that re-serialises nothing but removes every
+// pi_ts from the events, the way one that drops unknown fields would.
+func strippingProxy(t *testing.T, backend string) string {
+	t.Helper()
+	u, _ := url.Parse("http://" + backend)
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.FlushInterval = -1
+	p.ModifyResponse = func(r *http.Response) error {
+		r.Body = &stripper{rc: r.Body}
+		return nil
+	}
+	gw := httptest.NewServer(p)
+	t.Cleanup(gw.Close)
+	return gw.Listener.Addr().String()
+}
+
+var piTsField = regexp.MustCompile(`,"pi_ts":[0-9]+|"pi_ts":[0-9]+,`)
+
+// stripper passes whole SSE events on, without their pi_ts.
+type stripper struct {
+	rc  io.ReadCloser
+	buf []byte // bytes read, not yet a whole event
+	out []byte // rewritten events, not yet returned
+}
+
+func (s *stripper) Read(p []byte) (int, error) {
+	for len(s.out) == 0 {
+		var tmp [4096]byte
+		n, err := s.rc.Read(tmp[:])
+		s.buf = append(s.buf, tmp[:n]...)
+		if i := bytes.LastIndex(s.buf, []byte("\n\n")); i >= 0 {
+			s.out = piTsField.ReplaceAll(s.buf[:i+2], nil)
+			s.buf = append([]byte(nil), s.buf[i+2:]...)
+		}
+		if err != nil {
+			if len(s.out) == 0 {
+				return 0, err
+			}
+			break
+		}
+	}
+	n := copy(p, s.out)
+	s.out = s.out[n:]
+	return n, nil
+}
+
+func (s *stripper) Close() error { return s.rc.Close() }
+
+// TestAgainstOurServer runs every dialect against the dummy server, then
+// through a gateway that strips pi_ts: the first measures every token by
+// pi_ts, the second every token by content, through the registry.
+func TestAgainstOurServer(t *testing.T) {
+	const n = 25
+	addr, reg := ourServer(t)
+	gw := strippingProxy(t, addr)
+	for _, d := range api.Dialects {
+		for _, via := range []struct {
+			name             string
+			addr             string
+			byPiTs, byContnt int
+		}{{"direct", addr, n, 0}, {"stripping gateway", gw, 0, n}} {
+			t.Run(d.String()+"/"+via.name, func(t *testing.T) {
+				q := New(Options{Dialect: d, Addr: via.addr, Tokens: n, ExpectTokens: n, IncludeUsage: true,
+					Timeout: 10 * time.Second, Registry: reg, IDPrefix: "srv"})
+				rec := &result.Request{Batch: "gw", Index: 1}
+				q.Do(context.Background(), rec)
+				if !rec.OK() || len(rec.Tokens) != n {
+					t.Fatalf("failure %q, %d tokens; want ok with %d tokens", rec.Failure.Error(), len(rec.Tokens), n)
+				}
+				if rec.ByPiTs != via.byPiTs || rec.ByContent != via.byContnt {
+					t.Errorf("%d tokens by pi_ts, %d by content; want %d, %d", rec.ByPiTs, rec.ByContent, via.byPiTs, via.byContnt)
+				}
+				for i, tok := range rec.Tokens {
+					if int(tok.Index) != i || tok.Emitted <= 0 || tok.Arrived < tok.Emitted || tok.Arrived < rec.Sent {
+						t.Errorf("token %d: index %d, emitted %d, arrived %d, sent %d: want index %d and sent, emitted <= arrived",
+							i, tok.Index, tok.Emitted, tok.Arrived, rec.Sent, i)
+					}
+				}
+			})
+		}
+	}
+	if reg.Len() != 0 {
+		t.Errorf("the registry holds %d entries after every request took its own", reg.Len())
+	}
+}
+
+// TestPromptMarkerSurvives: a gateway that rebuilds the request JSON and
+// drops the pi_* fields and the header still leaves the prompt; the server
+// reads the hints from it, and the client measures by content.
+func TestPromptMarkerSurvives(t *testing.T) {
+	addr, reg := ourServer(t)
+	u, _ := url.Parse("http://" + addr)
+	p := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(u)
+		r := pr.Out
+		r.Header.Del(api.HintHeader)
+		body, _ := io.ReadAll(r.Body)
+		body = regexp.MustCompile(`,"pi_[a-z]+":("[^"]*"|[0-9]+)`).ReplaceAll(body, nil)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}}
+	p.ModifyResponse = func(r *http.Response) error {
+		r.Body = &stripper{rc: r.Body}
+		return nil
+	}
+	gw := httptest.NewServer(p)
+	defer gw.Close()
+	const n = 7
+	rec := &result.Request{Batch: "gw"}
+	New(Options{Addr: gw.Listener.Addr().String(), Tokens: n, ExpectTokens: n, Timeout: 10 * time.Second,
+		Registry: reg, IDPrefix: "mk"}).Do(context.Background(), rec)
+	if !rec.OK() || len(rec.Tokens) != n || rec.ByContent != n {
+		t.Errorf("%q, %d tokens, %d by content; want ok with %d tokens, all by content", rec.Failure.Error(), len(rec.Tokens), rec.ByContent, n)
+	}
+}
