@@ -6,6 +6,7 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/report"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/server"
@@ -94,10 +96,12 @@ func Version() string {
 
 // run is one invocation's state.
 type run struct {
-	cfg Config
-	out *console
-	srv *server.Server
-	sum *Summary
+	cfg       Config
+	out       *console
+	srv       *server.Server
+	sum       *Summary
+	emissions *emission.Registry
+	runID     string
 
 	loopBursts, gwBursts *verdict.Accumulator
 }
@@ -105,7 +109,11 @@ type run struct {
 func (r *run) main(ctx context.Context) int {
 	cfg := r.cfg
 	laddr, _ := listenAddr(cfg.Listen)
-	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs}
+	// The server records when it wrote each token of each request id, so
+	// that the client can measure tokens whose pi_ts a gateway removed.
+	r.emissions = emission.New()
+	r.runID = newRunID()
+	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
@@ -123,6 +131,9 @@ func (r *run) main(ctx context.Context) int {
 		<-srvDone
 	}()
 	r.out.errorf("dummy OpenAI-like SSE server listening on %s (POST /v1/chat/completions)\n", displayListen(srv.Addr()))
+	if cfg.Verbose {
+		r.out.debugf("server: also POST /v1/completions, /v1/responses, /v1/messages (any path with these endings), GET /v1/models")
+	}
 
 	if cfg.Target == "" {
 		r.out.errorf("no -t given: running as server only. Ctrl-C to stop.\n")
@@ -158,8 +169,9 @@ func (r *run) main(ctx context.Context) int {
 		c := min(cfg.Concurrency, k)
 		r.out.errorf("loop: calibrating the noise floor with %d request(s) of %d tokens to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
 			k, m, self, c, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-		req := client.NewChatRequest(self, m, time.Duration(cfg.TimeoutMs)*time.Millisecond, r.extraHeaders()...)
-		req.ExpectTokens = m
+		// Straight to the server, on the dialect's own path (--path is the
+		// gateway's).
+		req := r.request(self, "", m, m)
 		r.loopBursts = verdict.NewAccumulator()
 		loop = r.runBatch(ctx, batch.Spec{Name: "loop", Requests: k, Concurrency: c, Request: req}, r.loopBursts)
 	}
@@ -171,8 +183,7 @@ func (r *run) main(ctx context.Context) int {
 		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, cfg.Requests, cfg.Concurrency); ok {
 			r.out.errorf("%s\n", line)
 		}
-		req := client.NewChatRequest(target, -1, time.Duration(cfg.TimeoutMs)*time.Millisecond, r.extraHeaders()...)
-		req.ExpectTokens = cfg.Tokens
+		req := r.request(target, cfg.Path, -1, cfg.Tokens)
 		r.gwBursts = verdict.NewAccumulator()
 		gw = r.runBatch(ctx, batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req}, r.gwBursts)
 	} else {
@@ -186,7 +197,7 @@ func (r *run) main(ctx context.Context) int {
 		r.out.errorf("sse-latency: writing the report: %v\n", err)
 	}
 	if !cfg.Compat {
-		if err := r.out.verdict(v); err != nil {
+		if err := r.out.goReport(v, loop, gw); err != nil {
 			r.out.errorf("sse-latency: writing the report: %v\n", err)
 		}
 	}
@@ -199,6 +210,37 @@ func (r *run) main(ctx context.Context) int {
 		return ExitFailure
 	}
 	return ExitOK
+}
+
+// request prepares the requests of a batch to addr. tokens >= 0 asks the
+// server for that many (the calibration does); expect is how many the
+// responses must carry.
+func (r *run) request(addr, path string, tokens, expect int) *client.Request {
+	return client.New(client.Options{
+		Dialect:      r.cfg.Dialect(),
+		Addr:         addr,
+		Path:         path,
+		Model:        r.cfg.Model,
+		Tokens:       tokens,
+		ExpectTokens: expect,
+		IncludeUsage: r.cfg.IncludeUsage,
+		ExtraHeaders: r.extraHeaders(),
+		Timeout:      time.Duration(r.cfg.TimeoutMs) * time.Millisecond,
+		Registry:     r.emissions,
+		IDPrefix:     r.runID,
+	})
+}
+
+// newRunID returns a short random id that prefixes this run's request ids,
+// so that two runs sharing a gateway (or a server) cannot mix them up.
+func newRunID() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	var b [6]byte
+	rand.Read(b[:])
+	for i := range b {
+		b[i] = letters[int(b[i])%len(letters)]
+	}
+	return string(b[:])
 }
 
 // extraHeaders are the request headers the flags add to the reference's.
@@ -328,11 +370,16 @@ func (c *console) report(loop, gw *stats.Batch) error {
 	return report.WriteReport(c.stdout, loop, gw)
 }
 
-func (c *console) verdict(v verdict.Verdict) error {
+// goReport writes the Go tool's blocks that follow the reference's report:
+// the verdict and the stream shape.
+func (c *console) goReport(v verdict.Verdict, loop, gw *stats.Batch) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.erase()
-	return report.WriteVerdict(c.stdout, v)
+	if err := report.WriteVerdict(c.stdout, v); err != nil {
+		return err
+	}
+	return report.WriteStream(c.stdout, loop, gw)
 }
 
 // isTerminal reports whether w is a terminal (for the progress line).

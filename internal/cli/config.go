@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
+
+	"github.com/sse-latency/sse-latency/internal/api"
 
 	"github.com/spf13/pflag"
 )
@@ -25,6 +28,11 @@ type Config struct {
 	Verbose     bool    // -v: debug lines on stderr
 	Compat      bool    // --compat: print only what the reference prints (no verdict block)
 	Compressed  bool    // --compressed: ask for gzip (Accept-Encoding: gzip); gzip bodies are always decoded
+
+	API          string // --api: chat, completions, responses or anthropic
+	Model        string // --model: model name the requests ask for
+	Path         string // --path: request path through the gateway; "" = the dialect's
+	IncludeUsage bool   // --include-usage: ask chat/completions streams for usage and check it
 }
 
 // DefaultConfig returns the reference tool's defaults.
@@ -36,7 +44,15 @@ func DefaultConfig() Config {
 		Tokens:      1000,
 		DelayMs:     5,
 		TimeoutMs:   300000,
+		API:         "chat",
+		Model:       api.Model,
 	}
+}
+
+// Dialect is the API named by --api (Validate has checked it).
+func (c *Config) Dialect() api.Dialect {
+	d, _ := api.ParseDialect(c.API)
+	return d
 }
 
 // Validate applies the reference's clamps: -r and -c below 1 become 1, -c is
@@ -52,6 +68,15 @@ func (c *Config) Validate() error {
 	c.ThinkMs = max(c.ThinkMs, 0)
 	c.DelayMs = max(c.DelayMs, 0)
 	c.TimeoutMs = max(c.TimeoutMs, 1)
+	if _, err := api.ParseDialect(c.API); err != nil {
+		return fmt.Errorf("--api: %v", err)
+	}
+	if c.Model == "" || strings.ContainsAny(c.Model, "\r\n") {
+		return errors.New("--model: must be a non-empty name on one line")
+	}
+	if c.Path != "" && (!strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, " \t\r\n")) {
+		return fmt.Errorf("--path: %q must start with / and contain no spaces", c.Path)
+	}
 	return nil
 }
 
@@ -82,6 +107,10 @@ func parseArgs(args []string) (Config, error) {
 	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
 	fs.BoolVar(&cfg.Compat, "compat", false, "")
 	fs.BoolVar(&cfg.Compressed, "compressed", false, "")
+	fs.StringVar(&cfg.API, "api", cfg.API, "")
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
+	fs.StringVar(&cfg.Path, "path", cfg.Path, "")
+	fs.BoolVar(&cfg.IncludeUsage, "include-usage", false, "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	if err := fs.Parse(args); err != nil {
@@ -128,6 +157,10 @@ Options:
   -v, --verbose              verbose
       --compat               output byte for byte as the reference tool (no verdict block)
       --compressed           send Accept-Encoding: gzip (gzip responses are always decoded)
+      --api <name>           API dialect: chat, completions, responses, anthropic (def chat)
+      --model <name>         model the requests ask for (def sse-latency-1)
+      --path <path>          request path through the gateway (def: the dialect's, e.g. /v1/messages)
+      --include-usage        ask chat/completions streams for usage and fail requests without it
   -h, --help                 help
       --version              print the version and exit
 

@@ -245,13 +245,20 @@ func TestFailures(t *testing.T) {
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/ev")
 			})
 		}, nil, "gw   0: FAILED: short response\n"},
-		{"no pi_ts", func(t *testing.T, _ string) string {
+		{"no content", func(t *testing.T, _ string) string {
 			return serveTCP(t, func(c net.Conn) {
 				c.Read(make([]byte, 4096))
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"+
-					"data: {\"choices\":[{\"delta\":{\"content\":\"anan\"}}]}\n\ndata: [DONE]\n\n")
+					"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: [DONE]\n\n")
 			})
 		}, nil, "gw   0: FAILED: no content tokens received\n"},
+		{"content cut short", func(t *testing.T, _ string) string {
+			return serveTCP(t, func(c net.Conn) {
+				c.Read(make([]byte, 4096))
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"+
+					"data: {\"choices\":[{\"delta\":{\"content\":\"anan\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
+			})
+		}, nil, "gw   0: FAILED: integrity: 199 tokens missing (first: token 1)\n"},
 		{"refused", func(t *testing.T, _ string) string {
 			return freePort(t) // nothing listens there any more
 		}, nil, "gw   0: FAILED: connect(): Connection refused\n"},
