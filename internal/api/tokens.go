@@ -1,10 +1,11 @@
 // Package api holds what travels inside the HTTP frames: the request bodies
-// the client sends, the chunk objects the server streams (stamped with pi_ts),
-// the tolerant scanner the client applies to every received event, and the
-// deterministic token text both sides agree on.
+// the client sends, the events the server streams (stamped with pi_ts), the
+// tolerant scanner the client applies to every received event, the hints
+// that carry a request's parameters through gateways, and the deterministic
+// token text both sides agree on.
 //
-// Only the OpenAI Chat Completions dialect exists today; each dialect lives in
-// its own file.
+// Four dialects: OpenAI Chat Completions (the reference's), legacy
+// Completions, Responses, and Anthropic Messages; each has its own file.
 package api
 
 // Model is the model name the dummy server serves and the client asks for.
