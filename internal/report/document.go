@@ -32,6 +32,10 @@ type Document struct {
 	Overhead *Overhead    `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
 	Verdict  *VerdictInfo `json:"verdict,omitempty"`
 	Self     Self         `json:"self"` // the tool's own behaviour: emission lateness, CPU
+
+	// Notes say what a merge could not combine exactly (see Merge); absent
+	// from a single run.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ToolInfo identifies the program that wrote the document.
@@ -113,6 +117,7 @@ type Stream struct {
 	Bytes            int64 `json:"bytes"`
 	MaxTokensPerRead int   `json:"max_tokens_per_read"`
 	IntegrityErrors  int   `json:"integrity_errors"`
+	Unstamped        int64 `json:"unstamped"` // tokens without an emission time, left out of the emit->recv metrics
 }
 
 // Samples are the few raw series the HTML report plots, bounded whatever
@@ -177,8 +182,10 @@ type VerdictInfo struct {
 	Tokens            int64    `json:"tokens"`
 	CoalescedFraction float64  `json:"coalesced_fraction"`
 	LoopCoalesced     float64  `json:"loop_coalesced_fraction"` // -1 without calibration
+	Noisy             bool     `json:"noisy"`                   // the calibration itself coalesced: the tool was overloaded
 	BurstSizeP50      float64  `json:"burst_size_p50"`
 	BurstSizeMax      int64    `json:"burst_size_max"`
+	Bursts            int64    `json:"bursts"` // bursts of 2 or more tokens
 	BurstPeriodMs     float64  `json:"burst_period_ms"`
 	EmitGapMs         float64  `json:"emit_gap_ms"`
 	AddedMeanMs       float64  `json:"added_mean_ms"`
@@ -187,6 +194,8 @@ type VerdictInfo struct {
 	Relative          bool     `json:"relative"` // added_* are gateway minus loopback
 	FirstTokenHold    bool     `json:"first_token_hold"`
 	FirstTokenHoldMs  float64  `json:"first_token_hold_ms"`
+	FollowingMs       float64  `json:"following_ms"`  // typical emit->recv of the tokens after the first
+	HoldRequests      int64    `json:"hold_requests"` // requests that gave a first-token hold sample
 	Causes            []string `json:"causes"`
 }
 

@@ -1,0 +1,230 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/sse-latency/sse-latency/internal/stats"
+)
+
+// Compare writes, for a user checking that a change helped, how the run
+// after differs from the run before:
+//
+//	=== compare: after minus before ===
+//	warning: the configurations differ in tokens (1000 vs 200); the figures may not be comparable
+//	=== gateway: 4 requests, 2 ok, 2 failed, 2000 tokens -> 4 requests, 3 ok, 1 failed, 600 tokens ===
+//	metric                   stat       before        after         diff   change
+//	TTFT (client)            mean     69.183ms      0.160ms    -69.023ms   -99.8%
+//	                         p50       0.200ms      0.160ms     -0.040ms   -20.0%
+//	                         …
+//
+// one such table per batch present in either document (loopback first),
+// with the mean, p50, p95 and p99 of each metric, recomputed from the
+// histograms; then the same table for the overhead block when either run
+// had a calibration, and the verdict's class, share of tokens in bursts,
+// added delay and first-token hold. A metric without samples on a side
+// prints "n/a" there; a change in percent is relative to the magnitude of
+// the value before, "n/a" when that is 0. Configurations that differ (but
+// for the fields MergeIgnoredConfig allows) get a warning line: the
+// comparison is still made.
+func Compare(w io.Writer, before, after *Document) error {
+	rb, err := before.rebuild()
+	if err != nil {
+		return fmt.Errorf("before: %w", err)
+	}
+	ra, err := after.rebuild()
+	if err != nil {
+		return fmt.Errorf("after: %w", err)
+	}
+	p := printer{w: w}
+	p.printf("=== compare: after minus before ===\n")
+	diffs, err := configDiff(before.Config, after.Config)
+	if err != nil {
+		return err
+	}
+	if len(diffs) > 0 {
+		p.printf("warning: the configurations differ in %s; the figures may not be comparable\n", strings.Join(diffs, ", "))
+	}
+	bl, al, bg, ag := rb.loop, ra.loop, rb.gw, ra.gw
+	compareBatch(&p, LoopbackTitle, bl, al)
+	compareBatch(&p, GatewayTitle, bg, ag)
+	compareOverhead(&p, overheadOf(bl, bg), overheadOf(al, ag))
+	compareVerdict(&p, before.Verdict, after.Verdict, bg, ag)
+	return p.err
+}
+
+// cmpColumns are the columns of the comparison tables: a name, a
+// statistic, then before, after, the difference and the change in percent.
+const cmpColumns = "%-24s %-4s %12s %12s %12s %8s\n"
+
+// cmpStat is one row of a comparison table, in milliseconds.
+type cmpStat struct {
+	name string
+	b, a float64
+}
+
+// cmpHeader writes the header line of a table.
+func cmpHeader(p *printer) {
+	p.printf(cmpColumns, "metric", "stat", "before", "after", "diff", "change")
+}
+
+// cmpRows writes the rows of one metric, its name on the first; signed
+// prints the values before and after with their sign (differences).
+func cmpRows(p *printer, name string, rows []cmpStat, signed bool) {
+	format := "%.3fms"
+	if signed {
+		format = "%+.3fms"
+	}
+	for j, s := range rows {
+		if j > 0 {
+			name = ""
+		}
+		p.printf(cmpColumns, name, s.name, fmt.Sprintf(format, s.b), fmt.Sprintf(format, s.a),
+			fmt.Sprintf("%+.3fms", s.a-s.b), change(s.b, s.a))
+	}
+}
+
+// compareBatch writes the table of one batch; nothing when neither run had
+// it.
+func compareBatch(p *printer, title string, before, after *stats.Batch) {
+	switch {
+	case before == nil && after == nil:
+		return
+	case before == nil:
+		p.printf("=== %s: only after ===\n", title)
+		return
+	case after == nil:
+		p.printf("=== %s: only before ===\n", title)
+		return
+	}
+	// Not a SPEC line: the batch titles of WriteBatch, before -> after.
+	p.printf("=== %s: %d requests, %d ok, %d failed, %d tokens -> %d requests, %d ok, %d failed, %d tokens ===\n",
+		title, before.Requests, before.OK, before.Failed, before.Tokens, after.Requests, after.OK, after.Failed, after.Tokens)
+	cmpHeader(p)
+	bm, am := batchMetrics(before), batchMetrics(after)
+	for i := range bm {
+		b, a := bm[i].m, am[i].m
+		if b.N() == 0 || a.N() == 0 {
+			p.printf("%-24s n/a (no samples %s)\n", bm[i].name, noSamples(b.N(), a.N()))
+			continue
+		}
+		cmpRows(p, bm[i].name, []cmpStat{
+			{"mean", b.Mean() / nsPerMs, a.Mean() / nsPerMs},
+			{"p50", ms(b.Percentile(0.50)), ms(a.Percentile(0.50))},
+			{"p95", ms(b.Percentile(0.95)), ms(a.Percentile(0.95))},
+			{"p99", ms(b.Percentile(0.99)), ms(a.Percentile(0.99))},
+		}, false)
+	}
+}
+
+// noSamples says which side had no samples.
+func noSamples(before, after int64) string {
+	switch {
+	case before == 0 && after == 0:
+		return "before or after"
+	case before == 0:
+		return "before"
+	}
+	return "after"
+}
+
+// change is the change from b to a in percent of |b|, "n/a" when b is 0.
+func change(b, a float64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*(a-b)/math.Abs(b))
+}
+
+// compareOverhead writes the table of the overhead blocks.
+func compareOverhead(p *printer, before, after *Overhead) {
+	switch {
+	case before == nil && after == nil:
+		return
+	case before == nil:
+		p.printf("=== gateway overhead: only after (no calibration before) ===\n")
+		return
+	case after == nil:
+		p.printf("=== gateway overhead: only before (no calibration after) ===\n")
+		return
+	}
+	p.printf("=== gateway overhead (gateway minus loopback): before -> after ===\n")
+	cmpHeader(p)
+	lines := []struct {
+		name string
+		b, a *Delta
+	}{
+		{"emit->recv (1st token)", before.FirstEmitRecv, after.FirstEmitRecv},
+		{"emit->recv (tokens)", before.EmitRecv, after.EmitRecv},
+		{"TTFT (client)", before.TTFT, after.TTFT},
+		{"inter-token (client)", before.InterToken, after.InterToken},
+	}
+	for _, l := range lines {
+		if l.b == nil || l.a == nil {
+			p.printf("%-24s n/a (no samples %s)\n", l.name, noSamples(boolN(l.b != nil), boolN(l.a != nil)))
+			continue
+		}
+		cmpRows(p, l.name, []cmpStat{
+			{"mean", l.b.MeanMs, l.a.MeanMs},
+			{"p50", l.b.P50Ms, l.a.P50Ms},
+			{"p95", l.b.P95Ms, l.a.P95Ms},
+			{"p99", l.b.P99Ms, l.a.P99Ms},
+		}, true)
+	}
+}
+
+func boolN(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// compareVerdict writes how the verdict changed. The added delay compares
+// gateway minus loopback when both runs had a calibration, else the
+// gateway's own emit->recv (tokens) of both, from the batches bg and ag.
+func compareVerdict(p *printer, before, after *VerdictInfo, bg, ag *stats.Batch) {
+	if before == nil && after == nil {
+		return
+	}
+	p.printf("=== verdict: before -> after ===\n")
+	class := func(v *VerdictInfo) string {
+		if v == nil {
+			return "none"
+		}
+		return v.Class
+	}
+	p.printf("%-24s %s -> %s\n", "class", class(before), class(after))
+	if before == nil || after == nil {
+		return
+	}
+	p.printf("%-24s %.1f%% of %d tokens -> %.1f%% of %d tokens (%+.1f points)\n", "tokens in bursts",
+		100*before.CoalescedFraction, before.Tokens, 100*after.CoalescedFraction, after.Tokens,
+		100*(after.CoalescedFraction-before.CoalescedFraction))
+	cmpHeader(p)
+	if before.Relative && after.Relative {
+		cmpRows(p, "added emit->recv", []cmpStat{
+			{"mean", before.AddedMeanMs, after.AddedMeanMs},
+			{"p50", before.AddedP50Ms, after.AddedP50Ms},
+			{"p99", before.AddedP99Ms, after.AddedP99Ms},
+		}, true)
+	} else if b, a := bg.EmitRecv, ag.EmitRecv; b.N() > 0 && a.N() > 0 {
+		// A side without calibration has no added delay to compare with.
+		cmpRows(p, "emit->recv (gateway)", []cmpStat{
+			{"mean", b.Mean() / nsPerMs, a.Mean() / nsPerMs},
+			{"p50", ms(b.Percentile(0.5)), ms(a.Percentile(0.5))},
+			{"p99", ms(b.Percentile(0.99)), ms(a.Percentile(0.99))},
+		}, true)
+	} else {
+		p.printf("%-24s n/a (no samples %s)\n", "emit->recv (gateway)", noSamples(b.N(), a.N()))
+	}
+	hold := func(v *VerdictInfo) string {
+		if !v.FirstTokenHold {
+			return "no"
+		}
+		return fmt.Sprintf("yes (%+.2fms)", v.FirstTokenHoldMs)
+	}
+	p.printf("%-24s %s -> %s\n", "first token held", hold(before), hold(after))
+}

@@ -1,0 +1,129 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// flushing is a gateway that forwards every token of the full scenario's
+// calibration at once, 0.1 ms late, with a shorter stream (-n 200): the
+// "after" of a user who fixed the gateway and changed the config too.
+var flushing = struct{ loop, gw []stream }{
+	loop: scenarios["full"].loop,
+	gw: []stream{
+		{batch: "gw", index: 0, ttft: 150_000, firstDelay: 40_000, tokens: 200, gaps: loopGaps, delays: repeat(mid(100_000), 7)},
+		{batch: "gw", index: 1, ttft: 170_000, firstDelay: 45_000, tokens: 200, gaps: loopGaps, delays: repeat(mid(110_000), 5)},
+		{batch: "gw", index: 2, ttft: 160_000, firstDelay: 42_000, tokens: 200, gaps: loopGaps, delays: loopDelays},
+		{batch: "gw", index: 3, failure: result.Failure{Kind: result.NoTokens}},
+	},
+}
+
+func flushingDoc(t *testing.T) *Document {
+	t.Helper()
+	ri := newFixture(flushing.loop, flushing.gw).info()
+	ri.Config = json.RawMessage(strings.Replace(strings.Replace(testConfig, `"tokens": 1000`, `"tokens": 200`, 1),
+		`"target": "127.0.0.1:8080"`, `"target": "127.0.0.1:8081"`, 1))
+	return fixEnv(NewDocument(ri))
+}
+
+func compareText(t *testing.T, before, after *Document) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Compare(&b, before, after); err != nil {
+		t.Fatalf("Compare: %v", err)
+	}
+	return b.Bytes()
+}
+
+func TestCompareGolden(t *testing.T) {
+	tests := []struct {
+		name          string
+		before, after func(*testing.T) *Document
+	}{
+		{"buffers_to_flushes", func(t *testing.T) *Document { return fixedDoc(t, "full") }, flushingDoc},
+		{"no_calibration_to_full", func(t *testing.T) *Document { return fixedDoc(t, "no_calibration") },
+			func(t *testing.T) *Document { return fixedDoc(t, "full") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			golden(t, "compare_"+tt.name+".golden", compareText(t, tt.before(t), tt.after(t)))
+		})
+	}
+}
+
+// TestCompareLines pins lines of the comparison independently of the
+// goldens.
+func TestCompareLines(t *testing.T) {
+	full := fixedDoc(t, "full")
+	tests := []struct {
+		name          string
+		before, after *Document
+		want          []string // lines of the output
+		absent        []string // substrings it must not contain
+	}{
+		{"config change", full, flushingDoc(t), []string{
+			"=== compare: after minus before ===",
+			"warning: the configurations differ in tokens (1000 vs 200); the figures may not be comparable",
+			"=== gateway: 4 requests, 2 ok, 2 failed, 2000 tokens -> 4 requests, 3 ok, 1 failed, 600 tokens ===",
+			"metric                   stat       before        after         diff   change",
+			"class                    buffers -> flushes",
+		}, []string{"target"}},
+		{"same run", full, full, []string{
+			"TTFT (client)            mean     69.183ms     69.183ms     +0.000ms    +0.0%",
+			"first token held         no -> no",
+		}, []string{"warning"}},
+		{"no calibration before", fixedDoc(t, "no_calibration"), full, []string{
+			"=== loopback (direct to listen address): only after ===",
+			"=== gateway overhead: only after (no calibration before) ===",
+			"emit->recv (gateway)     mean   +100.000ms    +97.986ms     -2.014ms    -2.0%",
+		}, nil},
+		{"no samples", fixedDoc(t, "empty"), full, []string{
+			"TTFT (client)            n/a (no samples before)",
+			"emit->recv (1st token)   n/a (no samples before)",
+		}, nil},
+	}
+	for _, tt := range tests {
+		out := string(compareText(t, tt.before, tt.after))
+		for _, w := range tt.want {
+			if !containsLine(out, w) {
+				t.Errorf("Compare(%s) wrote\n%s\nwant the line\n%s", tt.name, out, w)
+			}
+		}
+		for _, a := range tt.absent {
+			if strings.Contains(out, a) {
+				t.Errorf("Compare(%s) wrote\n%s\nwant no %q in it", tt.name, out, a)
+			}
+		}
+	}
+}
+
+func TestCompareErrors(t *testing.T) {
+	bad := fixedDoc(t, "full")
+	bad.EndReason = "crashed"
+	if err := Compare(&bytes.Buffer{}, fixedDoc(t, "full"), bad); err == nil || !strings.HasPrefix(err.Error(), "after: end_reason") {
+		t.Errorf("Compare(valid, invalid) = %v, want an error starting with \"after: end_reason\"", err)
+	}
+	if err := Compare(&bytes.Buffer{}, bad, fixedDoc(t, "full")); err == nil || !strings.HasPrefix(err.Error(), "before: end_reason") {
+		t.Errorf("Compare(invalid, valid) = %v, want an error starting with \"before: end_reason\"", err)
+	}
+	// Every write error is returned, whichever it is.
+	full, after := fixedDoc(t, "full"), flushingDoc(t)
+	n := 0
+	for ; ; n++ {
+		err := Compare(&failAfter{n: n}, full, after)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errWrite) {
+			t.Fatalf("Compare with write %d failing: %v, want %v", n, err, errWrite)
+		}
+	}
+	if n < 10 {
+		t.Errorf("Compare succeeded with write %d failing, want it to fail for every line", n)
+	}
+}

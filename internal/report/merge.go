@@ -1,0 +1,438 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/verdict"
+)
+
+// MergeIgnoredConfig names the configuration fields that may differ between
+// runs taken in parallel and merged, or compared without a warning
+// (compared after configKey, so "no_loopback" and "NoLoopback" are one
+// field): each instance needs its own listen address and usually its own
+// gateway frontend, and the console options do not change what was
+// measured. The merged document keeps the first run's values.
+var MergeIgnoredConfig = []string{"listen", "target", "quiet", "verbose", "compat"}
+
+// ignoredConfig reports whether config field k may differ between merged
+// runs.
+func ignoredConfig(k string) bool {
+	k = configKey(k)
+	for _, f := range MergeIgnoredConfig {
+		if configKey(f) == k {
+			return true
+		}
+	}
+	return false
+}
+
+// configDiff lists the fields of configuration a and b that differ, but
+// for those ignoredConfig allows, as "requests (20 vs 40)", by field name.
+func configDiff(a, b json.RawMessage) ([]string, error) {
+	var ma, mb map[string]json.RawMessage
+	if err := json.Unmarshal(a, &ma); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if err := json.Unmarshal(b, &mb); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	keys := make(map[string]string) // configKey -> the name as written
+	for k := range ma {
+		keys[configKey(k)] = k
+	}
+	for k := range mb {
+		if _, ok := keys[configKey(k)]; !ok {
+			keys[configKey(k)] = k
+		}
+	}
+	var diffs []string
+	for _, nk := range sortedKeys(keys) {
+		if ignoredConfig(nk) {
+			continue
+		}
+		va, vb := configValue(ma, nk), configValue(mb, nk)
+		if va != vb {
+			diffs = append(diffs, fmt.Sprintf("%s (%s vs %s)", keys[nk], va, vb))
+		}
+	}
+	return diffs, nil
+}
+
+// configValue returns the compact JSON of the field of m whose configKey is
+// nk, "absent" when there is none.
+func configValue(m map[string]json.RawMessage, nk string) string {
+	for k, v := range m {
+		if configKey(k) == nk {
+			var b bytes.Buffer
+			if json.Compact(&b, v) != nil {
+				return string(v)
+			}
+			return b.String()
+		}
+	}
+	return "absent"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Merge combines documents of runs of the same configuration taken in
+// parallel; see MergeNamed. Its errors name the documents "run 1", "run 2"…
+func Merge(docs []*Document) (*Document, error) { return MergeNamed(nil, docs) }
+
+// MergeNamed is Merge with the documents' names (their files) for the
+// error messages and notes.
+//
+// The documents must be valid (Validate), of this schema version, of the
+// same configuration but for the fields MergeIgnoredConfig allows, and
+// have the same batches; otherwise it refuses with an error naming the two
+// documents and the fields ("cannot merge A.json and B.json: config differs
+// in requests (20 vs 40)").
+//
+// The result is the document one run of all their requests would have
+// given, where that can be computed:
+//   - every batch's histograms are merged exactly (stats.Batch.Merge), so
+//     its metrics, the overhead block and the emission lateness are those
+//     of all the samples; counts, stream counters and CPU times are summed,
+//     max_tokens_per_read is the largest; failures are merged per kind and
+//     text (at most stats.MaxFailureTexts texts per kind, the rest counted
+//     in other);
+//   - targets: the distinct targets of the runs, comma-separated; tool,
+//     environment and config: the first document's (a note lists differing
+//     tool versions or hosts);
+//   - start is the earliest, end the latest, runs the sum, exit_code the
+//     largest; end_reason is "done" only when every run's is, else
+//     "setup_failed" if any run's is, else "interrupted"; the warnings of
+//     the runs are kept, one per line;
+//   - samples: the request samples of all runs, their indices offset by the
+//     requests of the runs before (run 2's request 0 follows run 1's last),
+//     then at most MaxRequestSamples of them taken uniformly (sampled is
+//     then true); of the series, for each label, the one with the lowest
+//     mean delay among the runs' "fastest", the highest among the
+//     "slowest", the median among the "median" (the first run's for
+//     another label), each request's series once;
+//   - the verdict cannot be recomputed without the token records: it is
+//     kept only if every run has one and they agree on the class, with the
+//     tokens, bursts, hold requests and share of tokens in bursts summed or
+//     weighted exactly, the added delay recomputed from the merged
+//     emit->recv histograms as the classifier computes it, the largest
+//     burst, and the median of the runs' values for the burst size, burst
+//     period, emission gap, loopback share and first-token figures; a
+//     first-token hold only if every run flagged one. Notes say so, or why
+//     the verdict was dropped.
+func MergeNamed(names []string, docs []*Document) (*Document, error) {
+	name := func(i int) string {
+		if i < len(names) && names[i] != "" {
+			return names[i]
+		}
+		return fmt.Sprintf("run %d", i+1)
+	}
+	if len(docs) == 0 {
+		return nil, errors.New("nothing to merge")
+	}
+	rs := make([]*rebuilt, len(docs))
+	for i, d := range docs {
+		r, err := d.rebuild()
+		if err != nil {
+			return nil, fmt.Errorf("cannot merge %s: %w", name(i), err)
+		}
+		rs[i] = r
+	}
+	first := docs[0]
+	for i, d := range docs[1:] {
+		diffs, err := configDiff(first.Config, d.Config)
+		if err != nil {
+			return nil, fmt.Errorf("cannot merge %s and %s: %w", name(0), name(i+1), err)
+		}
+		if len(diffs) > 0 {
+			return nil, fmt.Errorf("cannot merge %s and %s: config differs in %s", name(0), name(i+1), strings.Join(diffs, ", "))
+		}
+		if a, b := batchNames(first), batchNames(d); a != b {
+			return nil, fmt.Errorf("cannot merge %s and %s: batches differ (%s vs %s)", name(0), name(i+1), a, b)
+		}
+	}
+
+	out := &Document{
+		SchemaVersion: SchemaVersion,
+		Tool:          first.Tool,
+		Environment:   first.Environment,
+		Config:        slices.Clone(first.Config),
+		Start:         first.Start,
+		End:           first.End,
+		EndReason:     EndDone,
+		Batches:       []Batch{},
+	}
+	lateness := stats.NewMetric()
+	var warnings, versions, hosts []string
+	for i, d := range docs {
+		if d.Start.Before(out.Start) {
+			out.Start = d.Start
+		}
+		if d.End.After(out.End) {
+			out.End = d.End
+		}
+		out.Runs += d.Runs
+		out.ExitCode = max(out.ExitCode, d.ExitCode)
+		switch {
+		case d.EndReason == EndSetupFailed || out.EndReason == EndSetupFailed:
+			out.EndReason = EndSetupFailed
+		case d.EndReason == EndInterrupted:
+			out.EndReason = EndInterrupted
+		}
+		lateness.Merge(rs[i].lateness)
+		out.Self.UserS += d.Self.UserS
+		out.Self.SystemS += d.Self.SystemS
+		warnings = appendDistinct(warnings, d.Self.Warning)
+		versions = appendDistinct(versions, d.Tool.Version)
+		hosts = appendDistinct(hosts, d.Environment.Hostname)
+	}
+	out.Self.Lateness = docMetric(lateness)
+	out.Self.Warning = strings.Join(warnings, "\n")
+	if len(versions) > 1 {
+		out.Notes = append(out.Notes, "the runs were made by different versions of the tool: "+strings.Join(versions, ", "))
+	}
+	if len(hosts) > 1 {
+		out.Notes = append(out.Notes, "the runs were made on different hosts: "+strings.Join(hosts, ", "))
+	}
+
+	merged := make(map[string]*stats.Batch)
+	for _, b := range first.Batches {
+		sb := stats.NewBatch()
+		var targets []string
+		samples := make([]Samples, 0, len(docs))
+		offset := 0
+		for i, d := range docs {
+			db := d.batch(b.Name)
+			if b.Name == LoopbackBatch {
+				sb.Merge(rs[i].loop)
+			} else {
+				sb.Merge(rs[i].gw)
+			}
+			targets = appendDistinct(targets, db.Target)
+			samples = append(samples, offsetSamples(db.Samples, offset))
+			offset += db.Requests
+		}
+		merged[b.Name] = sb
+		out.Batches = append(out.Batches, docBatch(b.Name, strings.Join(targets, ", "), sb, mergeSamples(samples)))
+	}
+	out.Overhead = overheadOf(merged[LoopbackBatch], merged[GatewayBatch])
+	var notes []string
+	out.Verdict, notes = mergeVerdicts(docs, name, merged[LoopbackBatch], merged[GatewayBatch])
+	out.Notes = append(out.Notes, notes...)
+	return out, nil
+}
+
+// batchNames lists the batches of d, as "[loopback gateway]".
+func batchNames(d *Document) string {
+	names := make([]string, len(d.Batches))
+	for i, b := range d.Batches {
+		names[i] = b.Name
+	}
+	return "[" + strings.Join(names, " ") + "]"
+}
+
+// appendDistinct appends s to list unless it is empty or already there.
+func appendDistinct(list []string, s string) []string {
+	if s == "" || slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// offsetSamples returns a copy of s whose request indices are offset by n.
+func offsetSamples(s Samples, n int) Samples {
+	s = normSamples(s)
+	for i := range s.Requests {
+		s.Requests[i].Index += n
+	}
+	for i := range s.Series {
+		s.Series[i].Index += n
+	}
+	return s
+}
+
+// mergeSamples combines the samples of the runs (see MergeNamed).
+func mergeSamples(list []Samples) Samples {
+	var out Samples
+	byLabel := make(map[string][]Series)
+	var labels []string
+	for _, s := range list {
+		out.Requests = append(out.Requests, s.Requests...)
+		out.Sampled = out.Sampled || s.Sampled
+		for _, se := range s.Series {
+			if _, ok := byLabel[se.Label]; !ok {
+				labels = append(labels, se.Label)
+			}
+			byLabel[se.Label] = append(byLabel[se.Label], se)
+		}
+	}
+	if n := len(out.Requests); n > MaxRequestSamples {
+		kept := make([]RequestSample, MaxRequestSamples)
+		for i := range kept {
+			kept[i] = out.Requests[i*n/MaxRequestSamples]
+		}
+		out.Requests, out.Sampled = kept, true
+	}
+	used := make(map[int]bool) // as the collector, one series serves one label only
+	for _, l := range labels {
+		if se := pickSeries(l, byLabel[l]); !used[se.Index] {
+			used[se.Index] = true
+			out.Series = append(out.Series, se)
+		}
+	}
+	return normSamples(out)
+}
+
+// pickSeries chooses, among the runs' series of one label, the fastest of
+// the "fastest", the slowest of the "slowest" and the median of the
+// "median", by the mean delay of their points; the first for another label.
+func pickSeries(label string, ss []Series) Series {
+	sorted := slices.Clone(ss)
+	slices.SortStableFunc(sorted, func(a, b Series) int {
+		ma, mb := seriesMean(a), seriesMean(b)
+		switch {
+		case ma < mb:
+			return -1
+		case ma > mb:
+			return 1
+		}
+		return 0
+	})
+	switch label {
+	case "fastest":
+		return sorted[0]
+	case "slowest":
+		return sorted[len(sorted)-1]
+	case "median":
+		return sorted[(len(sorted)-1)/2]
+	}
+	return ss[0]
+}
+
+// seriesMean is the mean delay of s's points, +Inf without any (so that an
+// empty series is never the fastest).
+func seriesMean(s Series) float64 {
+	if len(s.Points) == 0 {
+		return math.Inf(1)
+	}
+	var sum float64
+	for _, p := range s.Points {
+		sum += p[1]
+	}
+	return sum / float64(len(s.Points))
+}
+
+// mergeVerdicts combines the runs' verdicts (see MergeNamed), with notes
+// saying how, or why there is none.
+func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batch) (*VerdictInfo, []string) {
+	var missing, classes []string
+	for i, d := range docs {
+		if d.Verdict == nil {
+			missing = append(missing, name(i))
+			continue
+		}
+		classes = append(classes, name(i)+": "+d.Verdict.Class)
+	}
+	switch {
+	case len(missing) == len(docs):
+		return nil, nil
+	case len(missing) > 0:
+		return nil, []string{"verdict dropped: " + strings.Join(missing, ", ") + " had none"}
+	}
+	first := docs[0].Verdict
+	for _, d := range docs[1:] {
+		if d.Verdict.Class != first.Class {
+			return nil, []string{"verdict dropped: the runs disagree (" + strings.Join(classes, ", ") + ")"}
+		}
+	}
+
+	v := &VerdictInfo{Class: first.Class, Reason: first.Reason, Causes: []string{}}
+	var coalesced float64
+	var loopShares, sizes, periods, gaps, holds, following []float64
+	holdRuns := 0
+	for _, d := range docs {
+		dv := d.Verdict
+		v.Tokens += dv.Tokens
+		coalesced += dv.CoalescedFraction * float64(dv.Tokens)
+		v.Bursts += dv.Bursts
+		v.BurstSizeMax = max(v.BurstSizeMax, dv.BurstSizeMax)
+		v.HoldRequests += dv.HoldRequests
+		loopShares = append(loopShares, dv.LoopCoalesced)
+		sizes = append(sizes, dv.BurstSizeP50)
+		periods = append(periods, dv.BurstPeriodMs)
+		gaps = append(gaps, dv.EmitGapMs)
+		holds = append(holds, dv.FirstTokenHoldMs)
+		following = append(following, dv.FollowingMs)
+		if dv.FirstTokenHold {
+			holdRuns++
+		}
+		for _, c := range dv.Causes {
+			v.Causes = appendDistinct(v.Causes, c)
+		}
+	}
+	if v.Tokens > 0 {
+		v.CoalescedFraction = coalesced / float64(v.Tokens)
+	}
+	v.LoopCoalesced = median(loopShares)
+	if slices.Min(loopShares) < 0 {
+		v.LoopCoalesced = -1
+	}
+	v.Noisy = v.LoopCoalesced >= verdict.NoisyLoopFraction
+	v.BurstSizeP50, v.BurstPeriodMs, v.EmitGapMs = median(sizes), median(periods), median(gaps)
+	v.FirstTokenHoldMs, v.FollowingMs = median(holds), median(following)
+	addedDelay(v, loop, gw)
+
+	notes := []string{fmt.Sprintf("verdict: the %d merged runs all found %q; tokens, bursts, hold requests, the share of tokens "+
+		"in bursts and the added delay are exact over all of them; the burst size, burst period, emission gap, loopback share "+
+		"and first-token figures are the median of the runs' values", len(docs), v.Class)}
+	v.FirstTokenHold = holdRuns == len(docs)
+	if holdRuns > 0 && !v.FirstTokenHold {
+		v.Causes = slices.DeleteFunc(v.Causes, func(c string) bool { return c == verdict.CauseFirstTokenHold })
+		notes = append(notes, fmt.Sprintf("first-token hold flagged by %d of %d runs: not kept", holdRuns, len(docs)))
+	}
+	return v, notes
+}
+
+// median is the SPEC's p50, floor((n−1)/2) of the sorted values; 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[(len(s)-1)/2]
+}
+
+// addedDelay sets v's added delay from the batches as the classifier does
+// (verdict.Verdict.AddedMeanMs): the gateway's emit->recv (tokens) minus the
+// calibration's when it has samples, the gateway's own otherwise.
+func addedDelay(v *VerdictInfo, loop, gw *stats.Batch) {
+	v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms, v.Relative = 0, 0, 0, false
+	if gw == nil || gw.EmitRecv.N() == 0 {
+		return
+	}
+	g := gw.EmitRecv
+	v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms = g.Mean()/nsPerMs, ms(g.Percentile(0.5)), ms(g.Percentile(0.99))
+	if loop == nil || loop.EmitRecv.N() == 0 {
+		return
+	}
+	l := loop.EmitRecv
+	v.Relative = true
+	v.AddedMeanMs -= l.Mean() / nsPerMs
+	v.AddedP50Ms -= ms(l.Percentile(0.5))
+	v.AddedP99Ms -= ms(l.Percentile(0.99))
+}

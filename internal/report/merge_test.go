@@ -1,0 +1,427 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/verdict"
+)
+
+// randomRun returns the streams of a run with heavy-tailed random delays
+// and gaps, a few failures among them (with more distinct connect texts
+// than a batch keeps, across runs).
+func randomRun(rng *rand.Rand, run, requests int) (loop, gw []stream) {
+	jitter := func(base int64) []int64 {
+		out := make([]int64, 1+rng.IntN(30))
+		for i := range out {
+			out[i] = base + int64(rng.ExpFloat64()*float64(base)/4)
+		}
+		return out
+	}
+	for i := range 2 {
+		loop = append(loop, stream{batch: "loop", index: i, ttft: 30_000 + rng.Int64N(20_000), firstDelay: 10_000 + rng.Int64N(5_000),
+			tokens: 50, gaps: jitter(5_000_000), delays: jitter(20_000)})
+	}
+	for i := range requests {
+		s := stream{batch: "gw", index: i, ttft: 100_000 + rng.Int64N(500_000), firstDelay: 30_000 + rng.Int64N(100_000),
+			tokens: 1 + rng.IntN(300), gaps: jitter(5_000_000), delays: jitter(200_000)}
+		switch i % 5 {
+		case 3:
+			s.tokens, s.failure = 0, result.Failure{Kind: result.Connect, Detail: fmt.Sprintf("refused by %d.%d", run, i)}
+		case 4:
+			s.failure = result.Failure{Kind: result.Timeout, Detail: "300000"}
+		}
+		gw = append(gw, s)
+	}
+	return loop, gw
+}
+
+// readBack writes d and reads it back, as the merge subcommand gets it.
+func readBack(t *testing.T, d *Document) *Document {
+	t.Helper()
+	out, err := ReadJSON(bytes.NewReader(marshal(t, d)))
+	if err != nil {
+		t.Fatalf("ReadJSON(WriteJSON(d)): %v", err)
+	}
+	return out
+}
+
+// TestMergeExact merges three runs and checks the result against one batch
+// fed every record: histograms, percentiles, counts, failures, overhead.
+func TestMergeExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var docs []*Document
+	var allLoop, allGw []stream
+	runGw := stats.NewBatch() // the runs' gateway batches merged by stats.Batch.Merge
+	for run := range 3 {
+		loopS, gwS := randomRun(rng, run, 15+10*run)
+		f := newFixture(loopS, gwS)
+		ri := f.info()
+		ri.Start = runStart.Add(time.Duration(run-1) * time.Second) // run 0 starts first
+		ri.End = runStart.Add(time.Duration(10-run) * time.Second)  // and ends last
+		ri.ExitCode = run % 2
+		docs = append(docs, readBack(t, fixEnv(NewDocument(ri))))
+		runGw.Merge(f.gw)
+		allLoop, allGw = append(allLoop, loopS...), append(allGw, gwS...)
+	}
+	all := newFixture(allLoop, allGw)
+	merged, err := Merge(docs)
+	if err != nil {
+		t.Fatalf("Merge(3 runs): %v", err)
+	}
+	merged = readBack(t, merged)
+
+	for _, c := range []struct {
+		name      string
+		got, want *stats.Batch
+	}{
+		{"loopback", merged.Loop(), all.loop},
+		{"gateway", merged.Gateway(), all.gw},
+	} {
+		counts := func(b *stats.Batch) []int64 {
+			return []int64{int64(b.Requests), int64(b.OK), int64(b.Failed), b.Tokens, b.Unstamped, b.ByPiTs, b.ByContent,
+				b.Unmeasured, b.Reads, b.Events, b.Bytes, int64(b.MaxTokensPerRead), int64(b.IntegrityErrors)}
+		}
+		if g, w := counts(c.got), counts(c.want); !reflect.DeepEqual(g, w) {
+			t.Errorf("merged %s counts = %v, want %v", c.name, g, w)
+		}
+		// Which texts are kept beyond stats.MaxFailureTexts depends on the
+		// order of the records: the counts do not.
+		type tally struct{ count, texts, other int }
+		tallies := func(b *stats.Batch) map[result.Kind]tally {
+			m := make(map[result.Kind]tally)
+			for _, f := range b.Failures() {
+				m[f.Kind] = tally{f.Count, len(f.Texts), f.Other}
+			}
+			return m
+		}
+		if g, w := tallies(c.got), tallies(c.want); !reflect.DeepEqual(g, w) {
+			t.Errorf("merged %s failure tallies = %+v, want %+v", c.name, g, w)
+		}
+		gm, wm := batchMetrics(c.got), batchMetrics(c.want)
+		for i := range gm {
+			g, w := gm[i].m, wm[i].m
+			if g.N() != w.N() || g.Sum() != w.Sum() || g.Min() != w.Min() || g.Max() != w.Max() {
+				t.Errorf("merged %s %s: n, sum, min, max = %d %d %d %d, want %d %d %d %d", c.name, gm[i].name,
+					g.N(), g.Sum(), g.Min(), g.Max(), w.N(), w.Sum(), w.Min(), w.Max())
+			}
+			for _, p := range []float64{0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1} {
+				if g.Percentile(p) != w.Percentile(p) {
+					t.Errorf("merged %s %s: p%g = %d, want %d", c.name, gm[i].name, 100*p, g.Percentile(p), w.Percentile(p))
+				}
+			}
+			gs, ws := g.Snapshot(), w.Snapshot()
+			if !reflect.DeepEqual(gs.Histogram, ws.Histogram) {
+				t.Errorf("merged %s %s: histogram differs from that of all the samples", c.name, gm[i].name)
+			}
+			if math.Abs(gs.SumSqNs2-ws.SumSqNs2) > 1e-12*ws.SumSqNs2 {
+				t.Errorf("merged %s %s: sum of squares %g, want %g", c.name, gm[i].name, gs.SumSqNs2, ws.SumSqNs2)
+			}
+		}
+	}
+	if g, w := merged.Gateway().Failures(), runGw.Failures(); !reflect.DeepEqual(g, w) {
+		t.Errorf("merged gateway failures = %+v, want those of stats.Batch.Merge %+v", g, w)
+	}
+	if got, want := merged.Overhead, overheadOf(all.loop, all.gw); !reflect.DeepEqual(got, want) {
+		t.Errorf("merged overhead = %+v, want %+v", got, want)
+	}
+	// The text report of the merged document is that of all the records.
+	var got bytes.Buffer
+	if err := WriteReport(&got, merged.Loop(), merged.Gateway()); err != nil {
+		t.Fatal(err)
+	}
+	if want := expectedText(t, all.loop, all.gw, nil, true); !bytes.Equal(got.Bytes(), want) {
+		t.Errorf("WriteReport(merged) =\n%s\nwant\n%s", got.Bytes(), want)
+	}
+
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"runs", merged.Runs, 3},
+		{"start", merged.Start, runStart.Add(-time.Second)},
+		{"end", merged.End, runStart.Add(10 * time.Second)},
+		{"exit_code", merged.ExitCode, 1},
+		{"end_reason", merged.EndReason, EndDone},
+		{"gateway target", merged.Batches[1].Target, "127.0.0.1:8080"},
+		{"cpu_user_s", merged.Self.UserS, 3.75},
+		{"lateness n", merged.Self.Lateness.N, int64(15)},
+		{"lateness max", merged.Self.Lateness.MaxMs, 0.31},
+		{"request samples", len(merged.Batches[1].Samples.Requests), 6},
+		{"second run's first sample index", merged.Batches[1].Samples.Requests[2].Index, 15},
+		{"third run's series index", merged.Batches[1].Samples.Series[0].Index, 0},
+		{"config", string(merged.Config), string(docs[0].Config)},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("Merge(3 runs): %s = %v, want %v", c.what, c.got, c.want)
+		}
+	}
+}
+
+// withConfig returns a copy of the full document with config field key set
+// to value (a JSON text).
+func withConfig(t *testing.T, key, value string) *Document {
+	t.Helper()
+	d := fixedDoc(t, "full")
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(d.Config, &m); err != nil {
+		t.Fatal(err)
+	}
+	m[key] = json.RawMessage(value)
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Config = raw
+	return d
+}
+
+func TestMergeRefuses(t *testing.T) {
+	goStyle := func(requests int) *Document {
+		d := fixedDoc(t, "full")
+		d.Config = json.RawMessage(fmt.Sprintf(`{"Listen": ":%d", "Requests": %d, "Compat": %v}`, 8090+requests, requests, requests > 20))
+		return d
+	}
+	noLoop := fixedDoc(t, "no_calibration")
+	noLoop.Config = fixedDoc(t, "full").Config
+	v2 := fixedDoc(t, "full")
+	v2.SchemaVersion = 2
+	tests := []struct {
+		name  string
+		names []string
+		docs  []*Document
+		want  string // "" : merges
+	}{
+		{"requests", nil, []*Document{withConfig(t, "requests", "20"), withConfig(t, "requests", "40")},
+			"cannot merge run 1 and run 2: config differs in requests (20 vs 40)"},
+		{"named files", []string{"A.json", "B.json", "C.json"},
+			[]*Document{fixedDoc(t, "full"), fixedDoc(t, "full"), withConfig(t, "delay_ms", "10")},
+			"cannot merge A.json and C.json: config differs in delay_ms (5 vs 10)"},
+		{"tokens", nil, []*Document{fixedDoc(t, "full"), withConfig(t, "tokens", "1")},
+			"config differs in tokens (1000 vs 1)"},
+		{"absent field", nil, []*Document{fixedDoc(t, "full"), withConfig(t, "rate", `"fast"`)},
+			`config differs in rate (absent vs "fast")`},
+		{"go-style keys", nil, []*Document{goStyle(20), goStyle(40)},
+			"cannot merge run 1 and run 2: config differs in Requests (20 vs 40)"},
+		{"batches", nil, []*Document{fixedDoc(t, "full"), noLoop},
+			"cannot merge run 1 and run 2: batches differ ([loopback gateway] vs [gateway])"},
+		{"schema_version", nil, []*Document{fixedDoc(t, "full"), v2},
+			"cannot merge run 2: unsupported schema_version 2"},
+		{"nothing", nil, nil, "nothing to merge"},
+		{"nil", nil, []*Document{nil}, "cannot merge run 1: no document"},
+		// What parallel instances may differ in.
+		{"listen, target, output options", nil, []*Document{
+			fixedDoc(t, "full"), withConfig(t, "listen", `":9090"`), withConfig(t, "target", `"127.0.0.1:9080"`),
+			withConfig(t, "verbose", "true"), withConfig(t, "quiet", "true"), withConfig(t, "compat", "true"),
+		}, ""},
+		{"go-style keys, listen and compat only", nil, []*Document{goStyle(20), goStyle(20)}, ""},
+	}
+	for _, tt := range tests {
+		_, err := MergeNamed(tt.names, tt.docs)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("Merge(%s) = %v, want no error", tt.name, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("Merge(%s) = %v, want an error containing %q", tt.name, err, tt.want)
+		}
+	}
+	if _, err := Merge([]*Document{fixedDoc(t, "full"), v2}); !errors.Is(err, ErrSchemaVersion) {
+		t.Errorf("Merge(schema_version 2) = %v, want an error wrapping ErrSchemaVersion", err)
+	}
+}
+
+func TestMergeRunFields(t *testing.T) {
+	doc := func(reason string, exit int, target, version, host, warning string) *Document {
+		d := fixedDoc(t, "full")
+		d.EndReason, d.ExitCode, d.Batches[1].Target = reason, exit, target
+		d.Tool.Version, d.Environment.Hostname, d.Self.Warning = version, host, warning
+		return d
+	}
+	tests := []struct {
+		name       string
+		docs       []*Document
+		reason     string
+		exit       int
+		target     string
+		warning    string
+		notesWith  []string
+		notesCount int // notes beside the verdict's
+	}{
+		{"all done", []*Document{doc("done", 0, "a:1", "v1", "h", ""), doc("done", 0, "a:1", "v1", "h", "")},
+			"done", 0, "a:1", "", nil, 0},
+		{"one interrupted", []*Document{doc("done", 0, "a:1", "v1", "h", "w1"), doc("interrupted", 130, "b:2", "v1", "h", "")},
+			"interrupted", 130, "a:1, b:2", "w1", nil, 0},
+		{"setup failed wins", []*Document{doc("setup_failed", 1, "a:1", "v1", "h", "w1"), doc("interrupted", 130, "a:1", "v2", "k", "w2"), doc("done", 0, "a:1", "v1", "h", "w1")},
+			"setup_failed", 130, "a:1", "w1\nw2",
+			[]string{"different versions of the tool: v1, v2", "different hosts: h, k"}, 2},
+	}
+	for _, tt := range tests {
+		m, err := Merge(tt.docs)
+		if err != nil {
+			t.Fatalf("Merge(%s): %v", tt.name, err)
+		}
+		if m.EndReason != tt.reason || m.ExitCode != tt.exit || m.Batches[1].Target != tt.target || m.Self.Warning != tt.warning {
+			t.Errorf("Merge(%s): end_reason %q, exit_code %d, target %q, warning %q; want %q, %d, %q, %q", tt.name,
+				m.EndReason, m.ExitCode, m.Batches[1].Target, m.Self.Warning, tt.reason, tt.exit, tt.target, tt.warning)
+		}
+		if len(m.Notes) != tt.notesCount+1 { // + the verdict's
+			t.Errorf("Merge(%s): notes %q, want %d", tt.name, m.Notes, tt.notesCount+1)
+		}
+		for _, n := range tt.notesWith {
+			if !strings.Contains(strings.Join(m.Notes, "\n"), n) {
+				t.Errorf("Merge(%s): notes %q, want one containing %q", tt.name, m.Notes, n)
+			}
+		}
+	}
+}
+
+func TestMergeVerdict(t *testing.T) {
+	withVerdict := func(v *verdict.Verdict) *Document {
+		d := fixedDoc(t, "full")
+		d.Verdict = nil
+		if v != nil {
+			d.Verdict = verdictInfo(*v)
+		}
+		return d
+	}
+	buffers := verdicts["buffers"]
+	buffers2 := buffers
+	buffers2.Tokens, buffers2.CoalescedFraction, buffers2.BurstSizeMax, buffers2.Bursts = 1004, 0.5, 60, 20
+	buffers2.BurstPeriodMs, buffers2.LoopCoalesced = 100, 0.2
+	buffers3 := buffers
+	buffers3.BurstPeriodMs, buffers3.FirstTokenHold = 300, true
+	buffers3.Causes = append(append([]string(nil), buffers.Causes...), verdict.CauseFirstTokenHold)
+	flushes := verdicts["flushes"]
+	hold := verdicts["flushes_hold"]
+
+	merged := func(vs ...*verdict.Verdict) (*Document, error) {
+		var docs []*Document
+		for _, v := range vs {
+			docs = append(docs, withVerdict(v))
+		}
+		return Merge(docs)
+	}
+	m, err := merged(&buffers, &buffers2, &buffers3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := m.Verdict
+	gw, loop := m.Gateway(), m.Loop()
+	checks := []struct {
+		what      string
+		got, want any
+	}{
+		{"class", v.Class, "buffers"},
+		{"tokens", v.Tokens, int64(3996 + 1004 + 3996)},
+		{"coalesced", math.Round(v.CoalescedFraction*1e9) / 1e9, math.Round((0.99925*3996*2+0.5*1004)/8996*1e9) / 1e9},
+		{"bursts", v.Bursts, int64(220)},
+		{"burst max", v.BurstSizeMax, int64(60)},
+		{"burst period (median)", v.BurstPeriodMs, 200.0448},
+		{"loopback share (median)", v.LoopCoalesced, 0.002},
+		{"added mean (merged histograms)", v.AddedMeanMs, gw.EmitRecv.Mean()/1e6 - loop.EmitRecv.Mean()/1e6},
+		{"added p99", v.AddedP99Ms, ms(gw.EmitRecv.Percentile(0.99)) - ms(loop.EmitRecv.Percentile(0.99))},
+		{"relative", v.Relative, true},
+		{"hold (1 of 3)", v.FirstTokenHold, false},
+		{"causes", v.Causes, buffers.Causes},
+		{"notes", len(m.Notes), 2},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("Merge(3 buffering verdicts): %s = %v, want %v", c.what, c.got, c.want)
+		}
+	}
+
+	tests := []struct {
+		name string
+		vs   []*verdict.Verdict
+		kept bool
+		note string
+	}{
+		{"disagree", []*verdict.Verdict{&buffers, &flushes, &buffers}, false,
+			"verdict dropped: the runs disagree (run 1: buffers, run 2: flushes, run 3: buffers)"},
+		{"one missing", []*verdict.Verdict{&flushes, nil}, false, "verdict dropped: run 2 had none"},
+		{"none", []*verdict.Verdict{nil, nil}, false, ""},
+		{"holds agree", []*verdict.Verdict{&hold, &hold}, true, `the 2 merged runs all found "flushes"`},
+	}
+	for _, tt := range tests {
+		m, err := merged(tt.vs...)
+		if err != nil {
+			t.Fatalf("Merge(%s): %v", tt.name, err)
+		}
+		if (m.Verdict != nil) != tt.kept {
+			t.Errorf("Merge(%s): verdict %+v, want kept %v", tt.name, m.Verdict, tt.kept)
+		}
+		if notes := strings.Join(m.Notes, "\n"); !strings.Contains(notes, tt.note) || (tt.note == "" && notes != "") {
+			t.Errorf("Merge(%s): notes %q, want %q", tt.name, notes, tt.note)
+		}
+		if tt.name == "holds agree" && (!m.Verdict.FirstTokenHold || m.Verdict.HoldRequests != 40 || !m.Verdict.Noisy) {
+			t.Errorf("Merge(%s): hold %v over %d requests, noisy %v; want true, 40, true", tt.name,
+				m.Verdict.FirstTokenHold, m.Verdict.HoldRequests, m.Verdict.Noisy)
+		}
+	}
+}
+
+func TestMergeSamples(t *testing.T) {
+	reqs := func(n int) []RequestSample {
+		out := make([]RequestSample, n)
+		for i := range out {
+			out[i] = RequestSample{Index: i, OK: true, TTFTMs: float64(i), Tokens: 10}
+		}
+		return out
+	}
+	series := func(label string, index int, delay float64) Series {
+		return Series{Label: label, Index: index, Tokens: 2, Points: [][2]float64{{1, delay}, {2, delay}}}
+	}
+	list := []Samples{
+		{Requests: reqs(1500), Series: []Series{series("fastest", 1, 0.5), series("median", 2, 1), series("slowest", 3, 9), series("odd", 4, 0)}},
+		{Requests: reqs(1000), Series: []Series{series("fastest", 1, 0.2), series("median", 2, 2), series("slowest", 3, 4)}},
+		{Requests: reqs(500), Sampled: true, Series: []Series{series("median", 2, 3), series("slowest", 3, 12), {Label: "fastest"}}},
+	}
+	var shifted []Samples
+	offset := 0
+	for _, s := range list {
+		shifted = append(shifted, offsetSamples(s, offset))
+		offset += len(s.Requests)
+	}
+	got := mergeSamples(shifted)
+	if len(got.Requests) != MaxRequestSamples || !got.Sampled {
+		t.Fatalf("mergeSamples(3000 requests): %d kept, sampled %v; want %d, true", len(got.Requests), got.Sampled, MaxRequestSamples)
+	}
+	for i, r := range got.Requests {
+		if want := i * 3000 / MaxRequestSamples; r.Index != want {
+			t.Fatalf("mergeSamples: request %d has index %d, want %d (uniform over the runs, offset)", i, r.Index, want)
+		}
+	}
+	want := []struct {
+		label string
+		index int
+	}{{"fastest", 1500 + 1}, {"median", 1500 + 2}, {"slowest", 2500 + 3}, {"odd", 4}}
+	if len(got.Series) != len(want) {
+		t.Fatalf("mergeSamples: %d series, want %d", len(got.Series), len(want))
+	}
+	for i, w := range want {
+		if s := got.Series[i]; s.Label != w.label || s.Index != w.index {
+			t.Errorf("mergeSamples: series %d is %s of request %d, want %s of request %d", i, s.Label, s.Index, w.label, w.index)
+		}
+	}
+	// One request's series serves one label only.
+	dup := mergeSamples([]Samples{{Series: []Series{series("fastest", 7, 1), series("slowest", 7, 1)}}})
+	if len(dup.Series) != 1 || dup.Series[0].Label != "fastest" {
+		t.Errorf("mergeSamples(one request fastest and slowest) = %+v, want its series once, as fastest", dup.Series)
+	}
+	small := mergeSamples([]Samples{{Requests: reqs(3)}, {}})
+	if len(small.Requests) != 3 || small.Sampled || small.Series == nil {
+		t.Errorf("mergeSamples(3 requests) = %+v, want the 3, not sampled, empty series", small)
+	}
+}
