@@ -1,0 +1,526 @@
+package report
+
+import (
+	"bytes"
+	"cmp"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/sse-latency/sse-latency/internal/report/svg"
+	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/verdict"
+)
+
+//go:embed templates/report.html.tmpl
+var htmlTemplateFS embed.FS
+
+// htmlTemplate is the page; the view below holds every string it prints.
+var htmlTemplate = template.Must(template.New("report.html.tmpl").ParseFS(htmlTemplateFS, "templates/report.html.tmpl"))
+
+// WriteHTML writes the report of d as one self-contained, offline HTML page
+// (--html): the verdict, the summary table of each batch with the overhead
+// and the failures, four inline SVG charts (the CDF of emit->recv, the
+// per-token delays of the representative requests, the histogram of
+// inter-token gaps, the TTFT of each request), the stream figures, the
+// tool's own lateness and CPU, and the configuration. The page has inline
+// CSS, no script and no external reference; its bytes depend on d only.
+func WriteHTML(w io.Writer, d *Document) error {
+	var b bytes.Buffer
+	if err := htmlTemplate.Execute(&b, newHTMLView(d)); err != nil {
+		return fmt.Errorf("html report: %w", err)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// htmlView is what the template prints, formatted in Go.
+type htmlView struct {
+	Title    string
+	Meta     []string
+	Verdict  *htmlVerdict
+	Batches  []htmlBatch
+	Overhead []htmlOverheadRow // nil without calibration
+	Failures []htmlFailureRow
+	Stream   []htmlStreamRow
+	Self     htmlSelf
+	Charts   []htmlChart
+	Config   string
+}
+
+type htmlVerdict struct {
+	Class    string // "flushes", "buffers" or "unknown": the box's colour
+	Headline string
+	Lines    []string
+	Causes   []string
+}
+
+type htmlBatch struct {
+	Title string
+	Rows  []htmlMetricRow
+}
+
+type htmlMetricRow struct {
+	Name  string
+	N     int64
+	Cells []string // mean, min, p50, p90, p95, p99, p99.9, max
+}
+
+type htmlOverheadRow struct {
+	Name  string
+	Cells []string // mean, p50, p95, p99; empty when n/a
+}
+
+type htmlFailureRow struct {
+	Batch, Kind string
+	Count       int
+	Texts       []string
+}
+
+type htmlStreamRow struct {
+	Batch string
+	Cells []string
+}
+
+type htmlSelf struct {
+	Lateness *htmlMetricRow // nil when no emission was recorded
+	CPU      string
+	Warning  string
+}
+
+type htmlChart struct {
+	SVG     template.HTML
+	Caption string
+}
+
+// newHTMLView formats d for the template.
+func newHTMLView(d *Document) htmlView {
+	name := cmp.Or(d.Tool.Name, "sse-latency")
+	v := htmlView{
+		Title:   fmt.Sprintf("%s %s — run of %s", name, cmp.Or(d.Tool.Version, "(unknown version)"), htmlTime(d.Start)),
+		Meta:    htmlMeta(d),
+		Verdict: newHTMLVerdict(d.Verdict),
+		Self:    newHTMLSelf(&d.Self),
+		Charts:  htmlCharts(d.Batches),
+		Config:  htmlConfig(d.Config),
+	}
+	for i := range d.Batches {
+		b := &d.Batches[i]
+		v.Batches = append(v.Batches, htmlBatch{
+			Title: fmt.Sprintf("%s — %s: %d requests, %d ok, %d failed, %d tokens",
+				htmlBatchTitle(b.Name), cmp.Or(b.Target, "?"), b.Requests, b.OK, b.Failed, b.Tokens),
+			Rows: []htmlMetricRow{
+				newHTMLMetricRow("TTFT (client)", &b.Metrics.TTFT),
+				newHTMLMetricRow("TTFT emit->recv(1st)", &b.Metrics.FirstEmitRecv),
+				newHTMLMetricRow("inter-token (client)", &b.Metrics.InterToken),
+				newHTMLMetricRow("emit->recv (tokens)", &b.Metrics.EmitRecv),
+			},
+		})
+		for _, f := range b.Failures {
+			row := htmlFailureRow{Batch: b.Name, Kind: f.Kind, Count: f.Count}
+			for _, t := range f.Texts {
+				row.Texts = append(row.Texts, fmt.Sprintf("%s (×%d)", t.Text, t.Count))
+			}
+			if f.Other > 0 {
+				row.Texts = append(row.Texts, fmt.Sprintf("%d with other texts", f.Other))
+			}
+			v.Failures = append(v.Failures, row)
+		}
+		s := &b.Stream
+		tokens := s.ByPiTs + s.ByContent + s.Unmeasured
+		v.Stream = append(v.Stream, htmlStreamRow{Batch: b.Name, Cells: []string{
+			fmt.Sprint(tokens), fmt.Sprint(s.ByPiTs), fmt.Sprint(s.ByContent), fmt.Sprint(s.Unmeasured),
+			fmt.Sprint(s.Reads), fmt.Sprint(s.Events), byteSize(s.Bytes),
+			fmt.Sprint(s.MaxTokensPerRead), fmt.Sprint(s.IntegrityErrors),
+		}})
+	}
+	if o := d.Overhead; o != nil {
+		v.Overhead = []htmlOverheadRow{
+			newHTMLOverheadRow("emit->recv (1st token)", o.FirstEmitRecv),
+			newHTMLOverheadRow("emit->recv (tokens)", o.EmitRecv),
+			newHTMLOverheadRow("TTFT (client)", o.TTFT),
+			newHTMLOverheadRow("inter-token (client)", o.InterToken),
+		}
+	}
+	return v
+}
+
+// htmlBatchTitle is the text report's title of a batch.
+func htmlBatchTitle(name string) string {
+	switch name {
+	case "loopback":
+		return LoopbackTitle
+	case "gateway":
+		return GatewayTitle
+	}
+	return cmp.Or(name, "batch")
+}
+
+// htmlMeta describes the run: when, how it ended, where.
+func htmlMeta(d *Document) []string {
+	when := "started " + htmlTime(d.Start)
+	if !d.End.IsZero() {
+		when += ", ended " + htmlTime(d.End)
+		if !d.Start.IsZero() && !d.End.Before(d.Start) {
+			when += fmt.Sprintf(" (%.3f s)", d.End.Sub(d.Start).Seconds())
+		}
+	}
+	end := fmt.Sprintf("end: %s, exit code %d", cmp.Or(d.EndReason, "unknown"), d.ExitCode)
+	if d.Runs > 1 {
+		end += fmt.Sprintf("; %d runs merged", d.Runs)
+	}
+	e := d.Environment
+	env := fmt.Sprintf("%s/%s, %d CPUs (GOMAXPROCS %d)", cmp.Or(e.OS, "?"), cmp.Or(e.Arch, "?"), e.NumCPU, e.GOMAXPROCS)
+	if e.Hostname != "" {
+		env += ", host " + e.Hostname
+	}
+	if d.Tool.GoVersion != "" {
+		env += ", " + d.Tool.GoVersion
+	}
+	return []string{when, end, env, fmt.Sprintf("report schema version %d", d.SchemaVersion)}
+}
+
+// htmlTime prints t as recorded (RFC 3339 with milliseconds).
+func htmlTime(t time.Time) string {
+	if t.IsZero() {
+		return "unknown time"
+	}
+	return t.Format("2006-01-02T15:04:05.000Z07:00")
+}
+
+// htmlMs prints a duration in milliseconds with three significant decimals
+// for small values, fewer for large ones.
+func htmlMs(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1000:
+		return fmt.Sprintf("%.1f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+// htmlSigned prints an overhead in milliseconds with its sign, as the text
+// report does.
+func htmlSigned(v float64) string { return fmt.Sprintf("%+.3f", v) }
+
+func newHTMLMetricRow(name string, m *Metric) htmlMetricRow {
+	r := htmlMetricRow{Name: name, N: m.N}
+	if m.N == 0 {
+		return r
+	}
+	for _, x := range []float64{m.MeanMs, m.MinMs, m.P50Ms, m.P90Ms, m.P95Ms, m.P99Ms, m.P999Ms, m.MaxMs} {
+		r.Cells = append(r.Cells, htmlMs(x))
+	}
+	return r
+}
+
+func newHTMLOverheadRow(name string, d *Delta) htmlOverheadRow {
+	r := htmlOverheadRow{Name: name}
+	if d != nil {
+		r.Cells = []string{htmlSigned(d.MeanMs), htmlSigned(d.P50Ms), htmlSigned(d.P95Ms), htmlSigned(d.P99Ms)}
+	}
+	return r
+}
+
+// newHTMLVerdict words the verdict as the text block does (WriteVerdict).
+func newHTMLVerdict(v *VerdictInfo) *htmlVerdict {
+	if v == nil {
+		return nil
+	}
+	vv := &htmlVerdict{Class: v.Class, Causes: v.Causes}
+	loop := ""
+	if v.LoopCoalesced >= 0 {
+		loop = fmt.Sprintf(" (loopback %.1f%%)", 100*v.LoopCoalesced)
+	}
+	added := func() string {
+		name, what := "emit->recv (gateway)", "no calibration to subtract"
+		if v.Relative {
+			name, what = "added emit->recv", "gateway minus loopback"
+		}
+		return fmt.Sprintf("%s: mean %+.3f ms, p50 %+.3f ms, p99 %+.3f ms (%s)", name, v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms, what)
+	}
+	switch v.Class {
+	case "buffers":
+		vv.Headline = fmt.Sprintf("gateway buffers: %.1f%% of %d tokens in bursts%s", 100*v.CoalescedFraction, v.Tokens, loop)
+		if v.Bursts > 0 || v.BurstSizeMax >= 2 {
+			every := "at most one per response"
+			if v.BurstPeriodMs > 0 {
+				every = fmt.Sprintf("one every ~%.2f ms", v.BurstPeriodMs)
+			}
+			vv.Lines = append(vv.Lines, fmt.Sprintf("bursts: typical %.0f tokens, max %d, %s; tokens emitted every %.2f ms",
+				v.BurstSizeP50, v.BurstSizeMax, every, v.EmitGapMs))
+		}
+		vv.Lines = append(vv.Lines, added())
+	case "flushes":
+		vv.Headline = fmt.Sprintf("gateway flushes every event: %.1f%% of %d tokens in bursts%s, emitted every %.2f ms",
+			100*v.CoalescedFraction, v.Tokens, loop, v.EmitGapMs)
+		vv.Lines = append(vv.Lines, added())
+	default:
+		vv.Class = "unknown"
+		vv.Headline = "verdict: unknown — " + cmp.Or(v.Reason, "no reason given")
+	}
+	if v.FirstTokenHold {
+		hold := fmt.Sprintf("first token held: %+.2f ms beyond the following tokens", v.FirstTokenHoldMs)
+		if v.HoldRequests > 0 {
+			hold += fmt.Sprintf("' %.2f ms (p50 over %d requests)", v.FollowingMs, v.HoldRequests)
+		}
+		vv.Lines = append(vv.Lines, hold)
+	}
+	if v.Noisy || v.LoopCoalesced >= verdict.NoisyLoopFraction {
+		vv.Lines = append(vv.Lines, fmt.Sprintf("note: the calibration itself had %.1f%% of its tokens in bursts: "+
+			"the tool was overloaded; lower -c or raise -d for a sharper verdict", 100*v.LoopCoalesced))
+	}
+	return vv
+}
+
+func newHTMLSelf(s *Self) htmlSelf {
+	v := htmlSelf{
+		CPU:     fmt.Sprintf("CPU: %.3f s user, %.3f s system", s.UserS, s.SystemS),
+		Warning: s.Warning,
+	}
+	if s.Lateness.N > 0 {
+		r := newHTMLMetricRow("emission lateness", &s.Lateness)
+		v.Lateness = &r
+	}
+	return v
+}
+
+// htmlConfig indents the configuration's JSON.
+func htmlConfig(raw json.RawMessage) string {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return "(not recorded)"
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// Chart colours: loopback blue, gateway orange; the representative
+// requests in three shades of each (fastest, median, slowest).
+var (
+	htmlBatchColors  = map[string]string{"loopback": "#1c7ed6", "gateway": "#e8590c"}
+	htmlOtherColors  = []string{"#2b8a3e", "#862e9c", "#c2255c", "#5c940d"}
+	htmlSeriesShades = map[string][3]string{
+		"loopback": {"#74c0fc", "#1c7ed6", "#0b3d91"},
+		"gateway":  {"#fcc419", "#e8590c", "#a61e4d"},
+	}
+	htmlLabelShade = map[string]int{"fastest": 0, "median": 1, "slowest": 2}
+)
+
+func htmlColor(i int, name string) string {
+	if c, ok := htmlBatchColors[name]; ok {
+		return c
+	}
+	return htmlOtherColors[i%len(htmlOtherColors)]
+}
+
+// htmlCharts draws the four htmlCharts.
+func htmlCharts(bs []Batch) []htmlChart {
+	var out []htmlChart
+	add := func(c *svg.Chart, caption string) {
+		out = append(out, htmlChart{SVG: template.HTML(c.String()), Caption: caption})
+	}
+	add(htmlCDFChart(bs), "Share of tokens (after the first) that arrived within a given delay of their emission, "+
+		"from each batch's histogram. A flushing gateway sits just right of the loopback curve; "+
+		"a buffering one spreads over the burst period.")
+	add(htmlSeriesChart(bs), "Delay of each token of the fastest, median and slowest requests (by mean emit->recv) "+
+		"against its arrival time. A buffering gateway draws a sawtooth: tokens wait, then leave together.")
+	gaps, gapNote := htmlGapChart(bs)
+	add(gaps, "Gaps between consecutive token arrivals, as a share of each batch's gaps. "+
+		"A flushing gateway keeps the emission gap; a buffering one gives many gaps near 0 and a few as long as its period."+gapNote)
+	add(htmlTTFTChart(bs), "Time to first token of each request, by request index.")
+	return out
+}
+
+// htmlCDFChart is the CDF of emit->recv (tokens after the first) per batch: the
+// cumulative share of samples at each histogram bucket's midpoint.
+func htmlCDFChart(bs []Batch) *svg.Chart {
+	c := &svg.Chart{
+		Title: "emit->recv CDF (tokens after the first)",
+		X:     svg.Axis{Label: "emit->recv (ms, log scale)", Log: true},
+		Y:     svg.Axis{Label: "share of tokens", Min: 0, Max: 1},
+	}
+	for i, b := range bs {
+		h := &b.Metrics.EmitRecv.Histogram
+		if h.N == 0 || len(h.Histogram.Buckets) == 0 {
+			continue
+		}
+		pts := make([]svg.Point, 0, len(h.Histogram.Buckets)+1)
+		var cum int64
+		for _, k := range h.Histogram.Buckets {
+			cum += k.Count
+			pts = append(pts, svg.Point{X: htmlBucketMidMs(k), Y: float64(cum) / float64(h.N)})
+		}
+		pts = slices.Insert(pts, 0, svg.Point{X: pts[0].X, Y: 0})
+		c.Series = append(c.Series, svg.Series{Name: b.Name, Kind: svg.Step, Color: htmlColor(i, b.Name), Points: pts})
+	}
+	return c
+}
+
+// htmlBucketMidMs is the midpoint of a histogram bucket in milliseconds.
+func htmlBucketMidMs(k stats.Bucket) float64 {
+	return (float64(k.FromNs) + float64(k.ToNs)) / 2 / nsPerMs
+}
+
+// htmlSeriesChart plots the representative requests' per-token delays.
+func htmlSeriesChart(bs []Batch) *svg.Chart {
+	c := &svg.Chart{
+		Title: "emit->recv per token, representative requests",
+		X:     svg.Axis{Label: "arrival since request sent (ms)", Zero: true},
+		Y:     svg.Axis{Label: "emit->recv (ms)", Zero: true},
+	}
+	for i, b := range bs {
+		for j, s := range b.Samples.Series {
+			color := htmlColor(i, b.Name)
+			if shades, ok := htmlSeriesShades[b.Name]; ok {
+				k, ok := htmlLabelShade[s.Label]
+				if !ok {
+					k = j % 3
+				}
+				color = shades[k]
+			}
+			pts := make([]svg.Point, len(s.Points))
+			for k, p := range s.Points {
+				pts[k] = svg.Point{X: p[0], Y: p[1]}
+			}
+			c.Series = append(c.Series, svg.Series{
+				Name:   fmt.Sprintf("%s %s #%d", htmlShortName(b.Name), s.Label, s.Index),
+				Kind:   svg.Line,
+				Color:  color,
+				Dashed: b.Name == "loopback",
+				Points: pts,
+			})
+		}
+	}
+	return c
+}
+
+// htmlShortName abbreviates a batch name for a legend.
+func htmlShortName(name string) string {
+	switch name {
+	case "loopback":
+		return "loop"
+	case "gateway":
+		return "gw"
+	}
+	return name
+}
+
+// htmlGapBins is the number of bins of the inter-token histogram.
+const htmlGapBins = 40
+
+// htmlGapLogRatio is the ratio of the largest to the smallest positive gap
+// beyond which the histogram uses log bins.
+const htmlGapLogRatio = 1000
+
+// htmlGapChart re-bins each batch's inter-token histogram into htmlGapBins bins
+// shared by all batches: linear, or logarithmic when the gaps span more
+// than htmlGapLogRatio (gaps of 0 — tokens of one read — then count in the
+// first bin, which the returned caption note says).
+func htmlGapChart(bs []Batch) (*svg.Chart, string) {
+	c := &svg.Chart{
+		Title: "inter-token gaps",
+		X:     svg.Axis{Label: "gap between consecutive arrivals (ms)"},
+		Y:     svg.Axis{Label: "share of gaps (%)", Zero: true},
+	}
+	lo, hi, posLo := math.Inf(1), math.Inf(-1), math.Inf(1)
+	zeros := false
+	for _, b := range bs {
+		for _, k := range b.Metrics.InterToken.Histogram.Histogram.Buckets {
+			m := htmlBucketMidMs(k)
+			lo, hi = min(lo, m), max(hi, m)
+			if m > 0 {
+				posLo = min(posLo, m)
+			} else {
+				zeros = true
+			}
+		}
+	}
+	if lo > hi {
+		return c, ""
+	}
+	logBins := posLo < hi && hi/posLo > htmlGapLogRatio
+	var elo, ehi float64
+	if logBins {
+		elo, ehi, _ = svg.LogTicks(posLo, hi)
+		c.X = svg.Axis{Label: "gap between consecutive arrivals (ms, log scale)", Log: true, Min: elo, Max: ehi}
+	} else {
+		elo, ehi, _ = svg.LinearTicks(lo, hi, 5)
+		c.X.Min, c.X.Max = elo, ehi
+	}
+	edge := func(i int) float64 {
+		t := float64(i) / htmlGapBins
+		if logBins {
+			return elo * math.Pow(ehi/elo, t)
+		}
+		return elo + t*(ehi-elo)
+	}
+	bin := func(m float64) int {
+		var t float64
+		switch {
+		case logBins && m <= 0:
+			t = 0
+		case logBins:
+			t = math.Log(m/elo) / math.Log(ehi/elo)
+		default:
+			t = (m - elo) / (ehi - elo)
+		}
+		return min(max(int(t*htmlGapBins), 0), htmlGapBins-1)
+	}
+	for i, b := range bs {
+		h := &b.Metrics.InterToken.Histogram
+		if h.N == 0 {
+			continue
+		}
+		var counts [htmlGapBins]int64
+		for _, k := range h.Histogram.Buckets {
+			counts[bin(htmlBucketMidMs(k))] += k.Count
+		}
+		pts := make([]svg.Point, 0, htmlGapBins+1)
+		for j, n := range counts {
+			pts = append(pts, svg.Point{X: edge(j), Y: 100 * float64(n) / float64(h.N)})
+		}
+		pts = append(pts, svg.Point{X: edge(htmlGapBins), Y: 0})
+		c.Series = append(c.Series, svg.Series{Name: b.Name, Kind: svg.Bars, Color: htmlColor(i, b.Name), Points: pts})
+	}
+	note := ""
+	if logBins && zeros {
+		note = " Log bins; gaps of 0 ms (tokens delivered by one read) are counted in the first bin."
+	}
+	return c, note
+}
+
+// htmlTTFTChart plots each sampled request's TTFT against its index; requests
+// that received no token are left out.
+func htmlTTFTChart(bs []Batch) *svg.Chart {
+	c := &svg.Chart{
+		Title: "TTFT per request",
+		X:     svg.Axis{Label: "request index", Zero: true},
+		Y:     svg.Axis{Label: "TTFT (ms)", Zero: true},
+	}
+	for i, b := range bs {
+		reqs := slices.Clone(b.Samples.Requests)
+		slices.SortStableFunc(reqs, func(x, y RequestSample) int { return cmp.Compare(x.Index, y.Index) })
+		var pts []svg.Point
+		for _, r := range reqs {
+			if r.TTFTMs >= 0 {
+				pts = append(pts, svg.Point{X: float64(r.Index), Y: r.TTFTMs})
+			}
+		}
+		name := b.Name
+		if b.Samples.Sampled {
+			name += " (sample)"
+		}
+		c.Series = append(c.Series, svg.Series{Name: name, Kind: svg.Line, Color: htmlColor(i, b.Name),
+			Dashed: b.Name == "loopback", Markers: true, Points: pts})
+	}
+	return c
+}
