@@ -7,6 +7,7 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -62,6 +63,11 @@ type Summary struct {
 // Measure is Main that also returns the Summary of the run (nil when the
 // command line was wrong or only asked for help or the version).
 func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int, *Summary) {
+	if len(args) > 0 {
+		if cmd, ok := subcommands[args[0]]; ok {
+			return cmd(args[1:], stdout, stderr), nil
+		}
+	}
 	cfg, err := parseArgs(args)
 	switch {
 	case errors.Is(err, errHelp):
@@ -74,7 +80,11 @@ func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		fmt.Fprintf(stderr, "sse-latency: %v\n%s", err, usage)
 		return ExitFailure, nil
 	}
-	r := &run{cfg: cfg, out: &console{stdout: stdout, stderr: stderr, tty: isTerminal(stderr)}, sum: &Summary{Config: cfg}}
+	text := stdout
+	if cfg.JSONPath == "-" {
+		text = stderr // stdout carries the JSON document
+	}
+	r := &run{cfg: cfg, out: &console{stdout: text, stderr: stderr, tty: isTerminal(stderr)}, sum: &Summary{Config: cfg}, docOut: stdout}
 	return r.main(ctx), r.sum
 }
 
@@ -102,12 +112,28 @@ type run struct {
 	sum       *Summary
 	emissions *emission.Registry
 	runID     string
+	docOut    io.Writer // where --json - goes
+	start     time.Time
+	csv       *report.CSVWriter
+	csvFile   *os.File
+
+	loopSamples, gwSamples *report.SampleCollector
 
 	loopBursts, gwBursts *verdict.Accumulator
 }
 
 func (r *run) main(ctx context.Context) int {
 	cfg := r.cfg
+	r.start = time.Now()
+	if cfg.CSVPath != "" {
+		f, err := os.Create(cfg.CSVPath)
+		if err != nil {
+			r.out.errorf("sse-latency: --csv: %v\n", err)
+			return ExitFailure
+		}
+		r.csvFile, r.csv = f, report.NewCSVWriter(f)
+		defer r.closeCSV()
+	}
 	laddr, _ := listenAddr(cfg.Listen)
 	// The server records when it wrote each token of each request id, so
 	// that the client can measure tokens whose pi_ts a gateway removed.
@@ -172,8 +198,8 @@ func (r *run) main(ctx context.Context) int {
 		// Straight to the server, on the dialect's own path (--path is the
 		// gateway's).
 		req := r.request(self, "", m, m)
-		r.loopBursts = verdict.NewAccumulator()
-		loop = r.runBatch(ctx, batch.Spec{Name: "loop", Requests: k, Concurrency: c, Request: req}, r.loopBursts)
+		r.loopBursts, r.loopSamples = verdict.NewAccumulator(), report.NewSampleCollector()
+		loop = r.runBatch(ctx, batch.Spec{Name: "loop", Requests: k, Concurrency: c, Request: req}, r.loopBursts, r.loopSamples)
 	}
 
 	var gw *stats.Batch
@@ -184,11 +210,11 @@ func (r *run) main(ctx context.Context) int {
 			r.out.errorf("%s\n", line)
 		}
 		req := r.request(target, cfg.Path, -1, cfg.Tokens)
-		r.gwBursts = verdict.NewAccumulator()
-		gw = r.runBatch(ctx, batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req}, r.gwBursts)
+		r.gwBursts, r.gwSamples = verdict.NewAccumulator(), report.NewSampleCollector()
+		gw = r.runBatch(ctx, batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req}, r.gwBursts, r.gwSamples)
 	} else {
 		gw = stats.NewBatch()
-		r.gwBursts = verdict.NewAccumulator()
+		r.gwBursts, r.gwSamples = verdict.NewAccumulator(), report.NewSampleCollector()
 	}
 	v := verdict.Classify(r.loopBursts, r.gwBursts, loop, gw)
 	r.sum.Loop, r.sum.Gateway, r.sum.Verdict = loop, gw, &v
@@ -201,15 +227,90 @@ func (r *run) main(ctx context.Context) int {
 			r.out.errorf("sse-latency: writing the report: %v\n", err)
 		}
 	}
-	r.checkLateness()
+	warning := r.checkLateness()
+	code, reason := ExitOK, "done"
 	switch {
 	case ctx.Err() != nil:
 		r.out.errorf("interrupted: the report covers the requests that finished or were cut short\n")
-		return ExitInterrupted
+		code, reason = ExitInterrupted, "interrupted"
 	case gw.Failed > 0:
-		return ExitFailure
+		code = ExitFailure
 	}
-	return ExitOK
+	if err := r.closeCSV(); err != nil {
+		r.out.errorf("sse-latency: --csv: %v\n", err)
+		code = max(code, ExitFailure)
+	}
+	if cfg.JSONPath != "" || cfg.HTMLPath != "" {
+		doc := r.document(loop, gw, self, target, &v, warning, code, reason)
+		if err := r.writeDocument(doc); err != nil {
+			r.out.errorf("sse-latency: %v\n", err)
+			code = max(code, ExitFailure)
+		}
+	}
+	return code
+}
+
+// closeCSV flushes and closes the --csv file (once).
+func (r *run) closeCSV() error {
+	if r.csv == nil {
+		return nil
+	}
+	err := r.csv.Close()
+	if cerr := r.csvFile.Close(); err == nil {
+		err = cerr
+	}
+	r.csv, r.csvFile = nil, nil
+	return err
+}
+
+// document gathers the run into the JSON document.
+func (r *run) document(loop, gw *stats.Batch, loopTarget, gwTarget string, v *verdict.Verdict, warning string, code int, reason string) *report.Document {
+	cfgJSON, _ := json.Marshal(r.cfg)
+	user, sys := cpuTimes()
+	ri := report.RunInfo{
+		Config: cfgJSON, Start: r.start, End: time.Now(), EndReason: reason, ExitCode: code,
+		Loop: loop, LoopTarget: loopTarget, Gateway: gw, GatewayTarget: gwTarget,
+		Verdict: v, Lateness: r.srv.Lateness(), UserS: user, SystemS: sys, Warning: warning, Version: Version(),
+	}
+	if r.loopSamples != nil {
+		ri.LoopSamples = r.loopSamples.Samples()
+	}
+	if r.gwSamples != nil {
+		ri.GatewaySamples = r.gwSamples.Samples()
+	}
+	return report.NewDocument(ri)
+}
+
+// writeDocument writes --json and --html.
+func (r *run) writeDocument(doc *report.Document) error {
+	if p := r.cfg.JSONPath; p == "-" {
+		if err := report.WriteJSON(r.docOut, doc); err != nil {
+			return fmt.Errorf("--json: %v", err)
+		}
+	} else if p != "" {
+		if err := writeFile(p, func(w io.Writer) error { return report.WriteJSON(w, doc) }); err != nil {
+			return fmt.Errorf("--json: %v", err)
+		}
+	}
+	if p := r.cfg.HTMLPath; p != "" {
+		if err := writeFile(p, func(w io.Writer) error { return report.WriteHTML(w, doc) }); err != nil {
+			return fmt.Errorf("--html: %v", err)
+		}
+	}
+	return nil
+}
+
+// writeFile creates path and fills it with write, reporting the first error.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // request prepares the requests of a batch to addr. tokens >= 0 asks the
@@ -253,11 +354,15 @@ func (r *run) extraHeaders() []string {
 
 // runBatch runs one batch, printing per-request lines and the progress line,
 // and returns its statistics.
-func (r *run) runBatch(ctx context.Context, spec batch.Spec, bursts *verdict.Accumulator) *stats.Batch {
+func (r *run) runBatch(ctx context.Context, spec batch.Spec, bursts *verdict.Accumulator, samples *report.SampleCollector) *stats.Batch {
 	b := stats.NewBatch()
 	sink := func(rec *result.Request) {
 		b.Add(rec)
 		bursts.Add(rec)
+		samples.Add(rec)
+		if r.csv != nil {
+			r.csv.Add(rec)
+		}
 		if !r.cfg.Quiet {
 			r.out.requestLine(rec)
 		}
@@ -280,21 +385,25 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, bursts *verdict.Acc
 }
 
 // checkLateness warns, after the report, when the tool itself fell behind
-// its emission schedule: the figures then describe its overload.
-func (r *run) checkLateness() {
+// its emission schedule: the figures then describe its overload. It returns
+// the warning it printed, if any.
+func (r *run) checkLateness() string {
 	late := r.srv.Lateness()
 	if late.N() == 0 {
-		return
+		return ""
 	}
 	p50, p99 := late.Percentile(0.50), late.Percentile(0.99)
 	if r.cfg.Verbose {
 		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
 			late.N(), ms(p50), ms(p99), ms(late.Max()))
 	}
-	if p99 > LatenessWarnNs {
-		r.out.errorf("warning: sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): "+
-			"these figures describe the tool's overload, not the gateway; lower -c or raise -d\n", ms(p99), ms(LatenessWarnNs))
+	if p99 <= LatenessWarnNs {
+		return ""
 	}
+	w := fmt.Sprintf("sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): "+
+		"these figures describe the tool's overload, not the gateway; lower -c or raise -d", ms(p99), ms(LatenessWarnNs))
+	r.out.errorf("warning: %s\n", w)
+	return w
 }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }

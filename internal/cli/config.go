@@ -15,24 +15,28 @@ import (
 // Config is the whole measurement, as given on the command line, with the
 // reference's defaults (SPEC §2) and, after Validate, its clamps.
 type Config struct {
-	Listen      string  // -L: listen address of the dummy server
-	Target      string  // -t: gateway address; empty = server only
-	Requests    int     // -r: number of gateway requests (>= 1)
-	Concurrency int     // -c: requests in flight (1..Requests)
-	Tokens      int     // -n: tokens per response (>= 0)
-	ThinkMs     float64 // -T: delay before the first token, ms (>= 0)
-	DelayMs     float64 // -d: delay between tokens, ms (>= 0)
-	TimeoutMs   int     // -w: per-request timeout, ms (>= 1)
-	NoLoopback  bool    // -l: skip the loopback calibration batch
-	Quiet       bool    // -q: no per-request lines
-	Verbose     bool    // -v: debug lines on stderr
-	Compat      bool    // --compat: print only what the reference prints (no verdict block)
-	Compressed  bool    // --compressed: ask for gzip (Accept-Encoding: gzip); gzip bodies are always decoded
+	Listen      string  `json:"listen"`      // -L: listen address of the dummy server
+	Target      string  `json:"target"`      // -t: gateway address; empty = server only
+	Requests    int     `json:"requests"`    // -r: number of gateway requests (>= 1)
+	Concurrency int     `json:"concurrency"` // -c: requests in flight (1..Requests)
+	Tokens      int     `json:"tokens"`      // -n: tokens per response (>= 0)
+	ThinkMs     float64 `json:"think_ms"`    // -T: delay before the first token, ms (>= 0)
+	DelayMs     float64 `json:"delay_ms"`    // -d: delay between tokens, ms (>= 0)
+	TimeoutMs   int     `json:"timeout_ms"`  // -w: per-request timeout, ms (>= 1)
+	NoLoopback  bool    `json:"no_loopback"` // -l: skip the loopback calibration batch
+	Quiet       bool    `json:"quiet"`       // -q: no per-request lines
+	Verbose     bool    `json:"verbose"`     // -v: debug lines on stderr
+	Compat      bool    `json:"compat"`      // --compat: print only what the reference prints (no verdict block)
+	Compressed  bool    `json:"compressed"`  // --compressed: ask for gzip (Accept-Encoding: gzip); gzip bodies are always decoded
 
-	API          string // --api: chat, completions, responses or anthropic
-	Model        string // --model: model name the requests ask for
-	Path         string // --path: request path through the gateway; "" = the dialect's
-	IncludeUsage bool   // --include-usage: ask chat/completions streams for usage and check it
+	API          string `json:"api"`           // --api: chat, completions, responses or anthropic
+	Model        string `json:"model"`         // --model: model name the requests ask for
+	Path         string `json:"path"`          // --path: request path through the gateway; "" = the dialect's
+	IncludeUsage bool   `json:"include_usage"` // --include-usage: ask chat/completions streams for usage and check it
+
+	JSONPath string `json:"-"` // --json: write the JSON document here ("-" = stdout, the text report then goes to stderr)
+	HTMLPath string `json:"-"` // --html: write the HTML report here
+	CSVPath  string `json:"-"` // --csv: stream one row per token here
 }
 
 // DefaultConfig returns the reference tool's defaults.
@@ -111,6 +115,9 @@ func parseArgs(args []string) (Config, error) {
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
 	fs.StringVar(&cfg.Path, "path", cfg.Path, "")
 	fs.BoolVar(&cfg.IncludeUsage, "include-usage", false, "")
+	fs.StringVar(&cfg.JSONPath, "json", "", "")
+	fs.StringVar(&cfg.HTMLPath, "html", "", "")
+	fs.StringVar(&cfg.CSVPath, "csv", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	if err := fs.Parse(args); err != nil {
@@ -161,9 +168,17 @@ Options:
       --model <name>         model the requests ask for (def sse-latency-1)
       --path <path>          request path through the gateway (def: the dialect's, e.g. /v1/messages)
       --include-usage        ask chat/completions streams for usage and fail requests without it
+      --json <file>          write the run as a JSON document ("-": stdout; the text report then goes to stderr)
+      --html <file>          write a self-contained HTML report with plots
+      --csv <file>           stream one row per token (batch, request, token, emitted, arrived, delay, read)
   -h, --help                 help
       --version              print the version and exit
 
 Addresses: port, :port, *:port, ip:port, host:port, [v6]:port.
 Example: sse-latency -L :8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 1000
+
+Subcommands on saved runs (--json files):
+  sse-latency report RUN.json [--text] [--html OUT]   re-render a run
+  sse-latency merge A.json B.json ... > ALL.json      combine parallel runs of one config
+  sse-latency compare BEFORE.json AFTER.json          the difference, metric by metric
 `

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+
+	"github.com/sse-latency/sse-latency/internal/report"
+)
+
+// subcommands work on documents saved with --json.
+var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"report":  reportCmd,
+	"merge":   mergeCmd,
+	"compare": compareCmd,
+}
+
+const reportUsage = `usage: sse-latency report RUN.json [--text] [--html OUT]
+
+Re-renders a run saved with --json: the text report (the default, or with
+--text) and/or the HTML report.
+`
+
+const mergeUsage = `usage: sse-latency merge A.json B.json ... > ALL.json
+
+Combines runs of the same configuration taken in parallel (for example one
+per pod of a Kubernetes Indexed Job): histograms are merged exactly, counts
+summed. Runs whose configurations differ are refused.
+`
+
+const compareUsage = `usage: sse-latency compare BEFORE.json AFTER.json
+
+Prints, metric by metric, how AFTER differs from BEFORE.
+`
+
+// subUsage prints err (if any) and the usage, and returns the exit status.
+func subUsage(stderr io.Writer, usage string, err error) int {
+	if errors.Is(err, pflag.ErrHelp) {
+		fmt.Fprint(stderr, usage)
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "sse-latency: %v\n%s", err, usage)
+	return ExitFailure
+}
+
+func newSubFlags(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return fs
+}
+
+// readDocument opens and decodes one saved run, naming the file in errors.
+func readDocument(path string) (*report.Document, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	d, err := report.ReadJSON(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return d, nil
+}
+
+func reportCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newSubFlags("report")
+	text := fs.Bool("text", false, "")
+	html := fs.String("html", "", "")
+	if err := fs.Parse(args); err != nil {
+		return subUsage(stderr, reportUsage, err)
+	}
+	if fs.NArg() != 1 {
+		return subUsage(stderr, reportUsage, fmt.Errorf("report takes one RUN.json, got %d arguments", fs.NArg()))
+	}
+	d, err := readDocument(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
+		return ExitFailure
+	}
+	if *text || *html == "" {
+		if err := report.WriteDocumentText(stdout, d); err != nil {
+			fmt.Fprintf(stderr, "sse-latency: %v\n", err)
+			return ExitFailure
+		}
+	}
+	if *html != "" {
+		if err := writeFile(*html, func(w io.Writer) error { return report.WriteHTML(w, d) }); err != nil {
+			fmt.Fprintf(stderr, "sse-latency: --html: %v\n", err)
+			return ExitFailure
+		}
+	}
+	return ExitOK
+}
+
+func mergeCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newSubFlags("merge")
+	if err := fs.Parse(args); err != nil {
+		return subUsage(stderr, mergeUsage, err)
+	}
+	if fs.NArg() < 1 {
+		return subUsage(stderr, mergeUsage, errors.New("merge needs at least one RUN.json"))
+	}
+	var docs []*report.Document
+	for _, p := range fs.Args() {
+		d, err := readDocument(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "sse-latency: %v\n", err)
+			return ExitFailure
+		}
+		docs = append(docs, d)
+	}
+	merged, err := report.MergeNamed(fs.Args(), docs)
+	if err != nil {
+		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
+		return ExitFailure
+	}
+	for _, n := range merged.Notes {
+		fmt.Fprintf(stderr, "note: %s\n", n)
+	}
+	if err := report.WriteJSON(stdout, merged); err != nil {
+		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func compareCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newSubFlags("compare")
+	if err := fs.Parse(args); err != nil {
+		return subUsage(stderr, compareUsage, err)
+	}
+	if fs.NArg() != 2 {
+		return subUsage(stderr, compareUsage, fmt.Errorf("compare takes BEFORE.json and AFTER.json, got %d arguments", fs.NArg()))
+	}
+	before, err := readDocument(fs.Arg(0))
+	if err == nil {
+		var after *report.Document
+		if after, err = readDocument(fs.Arg(1)); err == nil {
+			err = report.Compare(stdout, before, after)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
+		return ExitFailure
+	}
+	return ExitOK
+}
