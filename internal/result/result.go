@@ -114,9 +114,20 @@ type Request struct {
 	Batch string // "loop" for the calibration batch, "gw" for the gateway batch
 	Index int    // position in start order within its batch
 
-	Start int64 // when the connection attempt began
-	Sent  int64 // when the last request byte was written (0 if never)
-	End   int64 // when the request ended, ok or not
+	Scheduled int64 // open-loop runs: when the request was due to start (0 in closed loop)
+	Start     int64 // when the request began (connection attempt, or reuse of an open one)
+	Sent      int64 // when the last request byte was written (0 if never)
+	End       int64 // when the request ended, ok or not
+
+	// Phases of the time to first token (k6-style); 0 when a phase did not
+	// happen (a reused connection has no connect or TLS phase).
+	Connected int64  // TCP connection established
+	TLSDone   int64  // TLS handshake finished
+	HeadAt    int64  // response head received (status line and headers)
+	Proto     string // protocol actually used: "HTTP/1.1", "h2", "h2c"
+	ConnID    int64  // which connection carried it (per batch, from 1)
+	Reused    bool   // the connection had carried an earlier request
+	Warmup    bool   // a warm-up request: reported, not counted in the statistics
 
 	ID string // request id sent to the server as a hint ("" if none)
 
