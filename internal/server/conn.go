@@ -8,7 +8,10 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
@@ -19,12 +22,20 @@ import (
 // MaxBodyBytes is the largest request body the server reads.
 const MaxBodyBytes = 1 << 20
 
-// streamHead is the response head of a stream, exactly the reference's
-// fields in the reference's order (SPEC §3).
+// streamHead is the response head of a stream that ends its connection,
+// exactly the reference's fields in the reference's order (SPEC §3).
 const streamHead = "HTTP/1.1 200 OK\r\n" +
 	"Content-Type: text/event-stream\r\n" +
 	"Cache-Control: no-cache\r\n" +
 	"Connection: close\r\n" +
+	"X-Accel-Buffering: no\r\n" +
+	"Transfer-Encoding: chunked\r\n\r\n"
+
+// streamHeadKeepAlive is the head of a stream on a connection that stays
+// open: streamHead without its Connection field.
+const streamHeadKeepAlive = "HTTP/1.1 200 OK\r\n" +
+	"Content-Type: text/event-stream\r\n" +
+	"Cache-Control: no-cache\r\n" +
 	"X-Accel-Buffering: no\r\n" +
 	"Transfer-Encoding: chunked\r\n\r\n"
 
@@ -45,83 +56,154 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.message }
 
-// serveConn serves one connection: one request, then close (the reference
-// always answers Connection: close). It returns true when it handed the
-// connection to a stream, which then closes it; otherwise the caller does.
-func (s *Server) serveConn(c net.Conn) (handedOff bool) {
-	req, err := s.readRequest(c)
-	if err != nil {
-		var he *httpError
-		if errors.As(err, &he) {
-			s.logf("server: %s: %d %s", describe(c), he.status, he.message)
-			s.writeError(c, he)
-		} else if !isClosed(err) {
-			s.logf("server: %s: reading request: %v", describe(c), err)
-		}
-		return false
-	}
-	path := req.head.Target
-	if i := strings.IndexByte(path, '?'); i >= 0 {
-		path = path[:i]
-	}
-	if d, ok := api.DialectForPath(path); ok {
-		if req.head.Method != "POST" {
-			s.writeError(c, &httpError{status: 405, code: "method_not_allowed", allow: "POST",
-				message: fmt.Sprintf("method %s not allowed on %s: use POST", req.head.Method, path)})
-			return false
-		}
-		return s.serveAnswer(c, req, d)
-	}
-	if strings.HasSuffix(path, "/models") {
-		if req.head.Method != "GET" && req.head.Method != "HEAD" {
-			s.writeError(c, &httpError{status: 405, code: "method_not_allowed", allow: "GET",
-				message: fmt.Sprintf("method %s not allowed on %s: use GET", req.head.Method, path)})
-			return false
-		}
-		s.serveModels(c, req.head.Method == "HEAD")
-		return false
-	}
-	s.writeError(c, &httpError{status: 404, code: "unknown_url",
-		message: fmt.Sprintf("unknown path %s: %s", path, endpoints)})
-	return false
+// transport answers one request: on an HTTP/1.x connection (h1conn) or on
+// an HTTP/2 stream (h2Stream). Everything above it — routing, dialects,
+// hints, the emission schedule — is the same for both.
+type transport interface {
+	streamWriter
+	// writeJSON sends a whole response with a JSON body (and an Allow
+	// field when allow is not empty).
+	writeJSON(status int, body []byte, allow string)
+	// waitUntil blocks until t and reports true, or reports false as soon
+	// as the client goes away or the server closes.
+	waitUntil(t time.Time) bool
+	// startStream begins a 200 text/event-stream response and appends to
+	// dst what must precede the first event on the wire (the HTTP/1.1
+	// head; nothing on HTTP/2, whose header fields it sets).
+	startStream(dst []byte) []byte
+	// bind sets how the events of st reach the goroutine that handles them.
+	bind(st *stream)
 }
 
-// endpoints is what the 404 message says the server serves.
-const endpoints = "this server serves POST /v1/chat/completions, POST /v1/completions, " +
-	"POST /v1/responses, POST /v1/messages (any path ending in one of these) and GET /v1/models"
+// h1conn is one HTTP/1.x connection. It reads requests one after the other
+// and is the transport of each, and the stream writer of their streams. It
+// has one owner at a time: the goroutine reading its next request, or the
+// stream answering its current one.
+type h1conn struct {
+	s      *Server
+	c      net.Conn
+	buf    []byte // bytes received and not consumed yet: the start of the next request
+	keep   bool   // the current response leaves the connection open
+	http10 bool   // the current request is HTTP/1.0
+	served int    // requests read so far
+
+	// The raw write and its results live here so that the callback given
+	// to RawConn.Write is built once per connection, not once per token.
+	raw     syscall.RawConn // nil when the conn has no file descriptor (TLS)
+	writeFn func(fd uintptr) bool
+	wbuf    []byte
+	wn      int
+	werr    error
+}
+
+func newH1conn(s *Server, c net.Conn) *h1conn {
+	hc := &h1conn{s: s, c: c, buf: make([]byte, 0, 4096)}
+	if sc, ok := c.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			hc.raw = rc
+		}
+	}
+	hc.writeFn = func(fd uintptr) bool {
+		hc.wn, hc.werr = unix.Write(int(fd), hc.wbuf)
+		if hc.wn < 0 {
+			hc.wn = 0
+		}
+		return true // never wait for writability: that is the stream goroutine's job
+	}
+	return hc
+}
+
+// serveH1 serves requests on hc until one ends the connection or a stream
+// takes it over (the stream calls serveH1 again when it ends on a
+// connection that stays open). The connection is released when it ends.
+func (s *Server) serveH1(hc *h1conn) {
+	for {
+		if s.serveRequest(hc) {
+			return
+		}
+		if !hc.keep {
+			s.release(hc.c)
+			return
+		}
+	}
+}
+
+// serveRequest reads the next request on hc and answers it. It returns true
+// when it handed the connection to a stream, which then owns it; otherwise
+// hc.keep says whether the connection stays open.
+func (s *Server) serveRequest(hc *h1conn) (handedOff bool) {
+	var idle time.Duration
+	if hc.served > 0 {
+		idle = s.cfg.IdleTimeout
+	}
+	req, err := hc.readRequest(idle)
+	if err != nil {
+		hc.keep = false
+		var he *httpError
+		if errors.As(err, &he) {
+			s.logf("server: %s: %d %s", hc, he.status, he.message)
+			s.writeError(hc, he)
+		} else if errors.Is(err, errIdle) {
+			s.logf("server: %s: closing after %v idle", hc, idle)
+		} else if !isClosed(err) {
+			s.logf("server: %s: reading request: %v", hc, err)
+		}
+		return false
+	}
+	hc.served++
+	s.requests.Add(1)
+	hc.keep = !req.head.Close && !s.cfg.ServerClose
+	hc.http10 = req.head.Proto == "HTTP/1.0"
+	return s.route(hc, req) != nil
+}
+
+// errIdle is the end of a persistent connection whose client sent nothing
+// for Config.IdleTimeout.
+var errIdle = errors.New("idle timeout")
 
 // readRequest reads a request head and its whole body: the answer must not
 // start before the pi_* hints have arrived, even when a gateway sends the
-// body in a separate packet.
-func (s *Server) readRequest(c net.Conn) (request, error) {
-	c.SetReadDeadline(time.Now().Add(s.cfg.ReadTimeout))
+// body in a separate packet. Bytes after the request stay in hc.buf for the
+// next one. With idle > 0 (a connection that already served requests) the
+// first byte may take up to idle; then the request gets Config.ReadTimeout.
+func (hc *h1conn) readRequest(idle time.Duration) (request, error) {
+	c := hc.c
+	if idle > 0 && len(hc.buf) == 0 {
+		c.SetReadDeadline(time.Now().Add(idle))
+		if err := hc.readMore(); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				err = errIdle
+			}
+			return request{}, err
+		}
+	}
+	c.SetReadDeadline(time.Now().Add(hc.s.cfg.ReadTimeout))
 	defer c.SetReadDeadline(time.Time{})
-	buf := make([]byte, 0, 4096)
 	var head wire.RequestHead
-	var n int
 	for {
+		var n int
 		var err error
-		head, n, err = wire.ParseRequestHead(buf)
+		head, n, err = wire.ParseRequestHead(hc.buf)
 		if errors.Is(err, wire.ErrHeadTooLarge) {
-			return request{}, &httpError{status: 431, code: "request_header_fields_too_large",
-				message: fmt.Sprintf("request head larger than %d bytes", wire.MaxHeadBytes)}
+			return request{}, errHeadTooLarge()
 		}
 		if err != nil {
 			return request{}, &httpError{status: 400, code: "bad_request", message: "malformed request head: " + err.Error()}
 		}
 		if n > 0 {
+			hc.consume(n)
 			break
 		}
-		if buf, err = readMore(c, buf); err != nil {
+		if err := hc.readMore(); err != nil {
 			return request{}, err
 		}
 	}
-	rest := buf[n:]
 	var body []byte
 	switch {
 	case head.Chunked:
 		var err error
-		if body, err = readChunkedBody(c, rest); err != nil {
+		if body, err = hc.readChunkedBody(); err != nil {
 			return request{}, err
 		}
 	case head.ContentLength > MaxBodyBytes:
@@ -129,7 +211,8 @@ func (s *Server) readRequest(c net.Conn) (request, error) {
 			message: fmt.Sprintf("request body of %d bytes is larger than the limit of %d", head.ContentLength, MaxBodyBytes)}
 	case head.ContentLength > 0:
 		body = make([]byte, head.ContentLength)
-		got := copy(body, rest)
+		got := copy(body, hc.buf)
+		hc.consume(got)
 		for got < len(body) {
 			m, err := c.Read(body[got:])
 			got += m
@@ -141,34 +224,43 @@ func (s *Server) readRequest(c net.Conn) (request, error) {
 	return request{head: head, body: body}, nil
 }
 
-// readMore reads once more into buf, growing it up to just past the head
+func errHeadTooLarge() *httpError {
+	return &httpError{status: 431, code: "request_header_fields_too_large",
+		message: fmt.Sprintf("request head larger than %d bytes", wire.MaxHeadBytes)}
+}
+
+// consume drops the first n bytes of hc.buf, keeping the rest (a pipelined
+// request) at the start of the same array.
+func (hc *h1conn) consume(n int) {
+	hc.buf = hc.buf[:copy(hc.buf, hc.buf[n:])]
+}
+
+// readMore reads once more into hc.buf, growing it up to just past the head
 // limit so the parser can tell "too large" from "need more".
-func readMore(c net.Conn, buf []byte) ([]byte, error) {
+func (hc *h1conn) readMore() error {
+	buf := hc.buf
 	if len(buf) == cap(buf) {
 		if cap(buf) > wire.MaxHeadBytes {
-			return buf, &httpError{status: 431, code: "request_header_fields_too_large",
-				message: fmt.Sprintf("request head larger than %d bytes", wire.MaxHeadBytes)}
+			return errHeadTooLarge()
 		}
 		buf = append(buf, make([]byte, cap(buf))...)[:len(buf)]
 	}
-	m, err := c.Read(buf[len(buf):cap(buf)])
-	buf = buf[:len(buf)+m]
+	m, err := hc.c.Read(buf[len(buf):cap(buf)])
+	hc.buf = buf[:len(buf)+m]
 	if m > 0 {
-		return buf, nil
+		return nil
 	}
-	return buf, err
+	return err
 }
 
-// readChunkedBody reads a chunked request body (some gateways send one),
-// starting with the bytes already read after the head.
-func readChunkedBody(c net.Conn, rest []byte) ([]byte, error) {
+// readChunkedBody reads a chunked request body (some gateways send one)
+// from hc.buf and the connection, leaving what follows it in hc.buf.
+func (hc *h1conn) readChunkedBody() ([]byte, error) {
 	var dec wire.ChunkedDecoder
 	var body []byte
-	in := rest
-	buf := make([]byte, 4096)
 	for {
-		for len(in) > 0 && !dec.Done() {
-			data, used, err := dec.Next(in)
+		for len(hc.buf) > 0 && !dec.Done() {
+			data, used, err := dec.Next(hc.buf)
 			if err != nil && !errors.Is(err, io.EOF) {
 				return nil, &httpError{status: 400, code: "bad_request", message: "malformed chunked request body: " + err.Error()}
 			}
@@ -177,27 +269,59 @@ func readChunkedBody(c net.Conn, rest []byte) ([]byte, error) {
 				return nil, &httpError{status: 413, code: "request_too_large",
 					message: fmt.Sprintf("request body larger than the limit of %d bytes", MaxBodyBytes)}
 			}
-			in = in[used:]
+			hc.consume(used)
 		}
 		if dec.Done() {
 			return body, nil
 		}
-		m, err := c.Read(buf)
-		if m == 0 && err != nil {
+		if err := hc.readMore(); err != nil {
 			return nil, err
 		}
-		in = buf[:m]
 	}
 }
 
+// route answers a fully read request through t. It returns the stream when
+// the answer is a stream that has started (its shard owns it now), nil when
+// the answer is complete or failed.
+func (s *Server) route(t transport, req request) *stream {
+	path := req.head.Target
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	if d, ok := api.DialectForPath(path); ok {
+		if req.head.Method != "POST" {
+			s.writeError(t, &httpError{status: 405, code: "method_not_allowed", allow: "POST",
+				message: fmt.Sprintf("method %s not allowed on %s: use POST", req.head.Method, path)})
+			return nil
+		}
+		return s.serveAnswer(t, req, d)
+	}
+	if strings.HasSuffix(path, "/models") {
+		if req.head.Method != "GET" && req.head.Method != "HEAD" {
+			s.writeError(t, &httpError{status: 405, code: "method_not_allowed", allow: "GET",
+				message: fmt.Sprintf("method %s not allowed on %s: use GET", req.head.Method, path)})
+			return nil
+		}
+		s.serveModels(t, req.head.Method == "HEAD")
+		return nil
+	}
+	s.writeError(t, &httpError{status: 404, code: "unknown_url",
+		message: fmt.Sprintf("unknown path %s: %s", path, endpoints)})
+	return nil
+}
+
+// endpoints is what the 404 message says the server serves.
+const endpoints = "this server serves POST /v1/chat/completions, POST /v1/completions, " +
+	"POST /v1/responses, POST /v1/messages (any path ending in one of these) and GET /v1/models"
+
 // serveAnswer answers a request of dialect d: a stream, or one JSON object
-// when the request did not ask for a stream. It returns true when a stream
-// took the connection over.
-func (s *Server) serveAnswer(c net.Conn, req request, d api.Dialect) bool {
+// when the request did not ask for a stream. It returns the stream once its
+// shard has taken it over, else nil.
+func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	sr, err := api.ParseServerRequest(req.body)
 	if err != nil {
-		s.writeError(c, &httpError{status: 400, code: "invalid_request_error", message: err.Error()})
-		return false
+		s.writeError(t, &httpError{status: 400, code: "invalid_request_error", message: err.Error()})
+		return nil
 	}
 	// Each hint from the JSON fields, else the header, else the prompt
 	// marker: a gateway that rebuilds the body drops the pi_* fields, one
@@ -210,109 +334,108 @@ func (s *Server) serveAnswer(c net.Conn, req request, d api.Dialect) bool {
 	if !sr.Stream {
 		p := s.plan(clock.Now(), h)
 		a.Tokens = p.Tokens
-		s.serveCompletion(c, d, a, p)
-		return false
+		s.serveCompletion(t, d, a, p)
+		return nil
 	}
 	start := clock.Now()
 	p := s.plan(start, h)
 	a.Tokens = p.Tokens
 	a.Created = start / 1e9
-	st := newStream(c, api.NewEncoder(d, a), p)
-	head := append(st.out[:0], streamHead...)
+	st := newStream(t, api.NewEncoder(d, a), p)
+	out := t.startStream(st.out[:0])
 	for i := range st.enc.StartEvents() {
 		st.payload = st.enc.AppendStart(st.payload[:0], i, start)
-		head = wire.AppendChunk(head, st.payload)
+		out = t.appendEvent(out, st.payload)
 	}
-	st.out = head
-	if _, err := c.Write(head); err != nil {
-		return false
+	st.out = out
+	if err := t.write(out); err != nil {
+		return nil
 	}
 	st.times = s.cfg.Emissions.Start(h.ID, p.Tokens)
 	s.logf("server: %s: %s stream %d (id %q): %d tokens, think %dns, delay %dns",
-		describe(c), d, no, h.ID, p.Tokens, p.Think, p.Delay)
+		t, d, no, h.ID, p.Tokens, p.Think, p.Delay)
 	st.shard = s.shards[no%uint64(len(s.shards))]
-	st.onEvent = s.streamEvent
+	t.bind(st)
 	st.shard.start(st)
-	return true
+	return st
 }
 
-// streamEvent does, on its own goroutine, what a stream's shard handed
-// back: drain a full socket and give the stream back, or finish it, or drop
-// it. The connection is released when the stream ends.
-func (s *Server) streamEvent(st *stream, ev event) {
-	c := st.conn
+// advance does, on the calling goroutine (which owns st), what st's shard
+// handed back: drain a full socket or write a due token and give the stream
+// back to its shard, or finish it, or drop it. It reports whether the
+// stream has ended, and whether it ended with all its bytes written.
+func (s *Server) advance(st *stream, ev event) (ended, complete bool) {
 	switch ev {
 	case evFlush:
-		c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-		if _, err := c.Write(st.pending); err != nil {
-			s.logf("server: %s: stream dropped: %v", describe(c), err)
+		if err := st.w.write(st.pending); err != nil {
+			s.logf("server: %s: stream dropped: %v", st.w, err)
 			st.times.Finish()
-			s.release(c)
-			return
+			return true, false
 		}
-		c.SetWriteDeadline(time.Time{})
 		st.shard.start(st)
+		return false, false
+	case evWrite:
+		st.shard.start(st)
+		return false, false
 	case evFinish:
-		s.finish(c, st)
-		s.release(c)
-	default:
-		st.times.Finish()
-		s.release(c)
+		return true, s.finish(st) == nil
 	}
+	st.times.Finish()
+	return true, false
+}
+
+// streamEvent is the onEvent of HTTP/1.1 streams: it runs on its own
+// goroutine, and when the stream has ended it either goes on reading the
+// connection's next request or releases the connection.
+func (s *Server) streamEvent(st *stream, ev event) {
+	ended, complete := s.advance(st, ev)
+	if !ended {
+		return
+	}
+	hc := st.w.(*h1conn)
+	if complete && hc.keep {
+		s.serveH1(hc)
+		return
+	}
+	s.release(hc.c)
 }
 
 // finish writes the dialect's end events (finish chunk and [DONE], or the
-// .done/.stop events) and the last HTTP chunk in one write.
-func (s *Server) finish(c net.Conn, st *stream) {
+// .done/.stop events) and the end of the body in one write.
+func (s *Server) finish(st *stream) error {
 	st.times.Finish()
 	out := st.out[:0]
 	ts := clock.Now()
 	for i := range st.enc.EndEvents() {
 		st.payload = st.enc.AppendEnd(st.payload[:0], i, ts)
-		out = wire.AppendChunk(out, st.payload)
+		out = st.w.appendEvent(out, st.payload)
 	}
-	out = append(out, wire.LastChunk...)
+	out = st.w.appendEnd(out)
 	st.out = out
-	c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	c.Write(out)
+	return st.w.write(out)
 }
 
 // serveCompletion answers a non-streaming request once the whole answer
-// would have been generated. A client that goes away (or a server shutdown,
-// which closes the connection) ends the wait early.
-func (s *Server) serveCompletion(c net.Conn, d api.Dialect, a api.Answer, p schedule.Plan) {
-	if wait := time.Until(clock.ToTime(p.End())); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		gone := make(chan struct{})
-		go func() {
-			var one [1]byte
-			c.Read(one[:])
-			close(gone)
-		}()
-		select {
-		case <-t.C:
-			c.SetReadDeadline(time.Now()) // release the watcher
-			<-gone
-			c.SetReadDeadline(time.Time{})
-		case <-gone:
-			return
-		}
+// would have been generated. A client that goes away (or a server shutdown)
+// ends the wait early.
+func (s *Server) serveCompletion(t transport, d api.Dialect, a api.Answer, p schedule.Plan) {
+	if !t.waitUntil(clock.ToTime(p.End())) {
+		return
 	}
 	a.Created = clock.Now() / 1e9
-	s.writeJSON(c, 200, "OK", api.NewEncoder(d, a).AppendBody(nil), "")
+	t.writeJSON(200, api.NewEncoder(d, a).AppendBody(nil), "")
 }
 
-func (s *Server) serveModels(c net.Conn, headOnly bool) {
+func (s *Server) serveModels(t transport, headOnly bool) {
 	body := []byte(`{"object":"list","data":[{"id":"` + api.Model + `","object":"model","created":` +
 		strconv.FormatInt(s.start.Unix(), 10) + `,"owned_by":"sse-latency"}]}`)
 	if headOnly {
 		body = body[:0]
 	}
-	s.writeJSON(c, 200, "OK", body, "")
+	t.writeJSON(200, body, "")
 }
 
-func (s *Server) writeError(c net.Conn, e *httpError) {
+func (s *Server) writeError(t transport, e *httpError) {
 	var b bytes.Buffer
 	b.WriteString(`{"error":{"message":`)
 	b.WriteString(strconv.Quote(e.message))
@@ -321,19 +444,122 @@ func (s *Server) writeError(c net.Conn, e *httpError) {
 		errType = "not_found_error"
 	}
 	b.WriteString(`,"type":"` + errType + `","param":null,"code":"` + e.code + `"}}`)
-	s.writeJSON(c, e.status, statusText(e.status), b.Bytes(), e.allow)
+	t.writeJSON(e.status, b.Bytes(), e.allow)
 }
 
-func (s *Server) writeJSON(c net.Conn, status int, text string, body []byte, allow string) {
+// writeJSON sends the response in one write. Its head says
+// "Connection: close" when the connection ends after it (byte for byte the
+// reference's head), nothing about the connection when it stays open, and
+// "Connection: keep-alive" to an HTTP/1.0 client that asked for it.
+func (hc *h1conn) writeJSON(status int, body []byte, allow string) {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n", status, text, len(body))
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", status, statusText(status), len(body))
+	switch {
+	case !hc.keep:
+		b.WriteString("Connection: close\r\n")
+	case hc.http10:
+		b.WriteString("Connection: keep-alive\r\n")
+	}
 	if allow != "" {
 		b.WriteString("Allow: " + allow + "\r\n")
 	}
 	b.WriteString("\r\n")
 	b.Write(body)
-	c.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	c.Write(b.Bytes())
+	hc.write(b.Bytes())
+}
+
+// startStream appends the stream's head. A chunked body cannot be delimited
+// by an HTTP/1.0 client, so a stream to one always ends the connection.
+func (hc *h1conn) startStream(dst []byte) []byte {
+	if hc.http10 {
+		hc.keep = false
+	}
+	if hc.keep {
+		return append(dst, streamHeadKeepAlive...)
+	}
+	return append(dst, streamHead...)
+}
+
+func (hc *h1conn) bind(st *stream) { st.onEvent = hc.s.streamEvent }
+
+func (hc *h1conn) appendEvent(dst, ev []byte) []byte { return wire.AppendChunk(dst, ev) }
+
+func (hc *h1conn) appendEnd(dst []byte) []byte { return append(dst, wire.LastChunk...) }
+
+func (hc *h1conn) write(b []byte) error {
+	hc.c.SetWriteDeadline(time.Now().Add(hc.s.cfg.WriteTimeout))
+	_, err := hc.c.Write(b)
+	hc.c.SetWriteDeadline(time.Time{})
+	if err != nil {
+		hc.keep = false
+	}
+	return err
+}
+
+func (hc *h1conn) direct() bool { return hc.raw != nil }
+
+// tryWrite writes b with one non-blocking write(2) on the socket.
+func (hc *h1conn) tryWrite(b []byte) (int, error) {
+	hc.wbuf = b
+	err := hc.raw.Write(hc.writeFn)
+	hc.wbuf = nil
+	if err != nil {
+		return 0, err
+	}
+	if hc.werr == unix.EINTR {
+		return hc.wn, unix.EAGAIN
+	}
+	return hc.wn, hc.werr
+}
+
+func (hc *h1conn) String() string { return describe(hc.c) }
+
+// waitUntil waits for t while watching the connection: a client that goes
+// away ends the wait (and the connection). Bytes that arrive meanwhile are
+// a pipelined request: they are kept in hc.buf, and the wait goes on.
+func (hc *h1conn) waitUntil(t time.Time) bool {
+	wait := time.Until(t)
+	if wait <= 0 {
+		return true
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	type readResult struct {
+		n   int
+		err error
+	}
+	var gone chan readResult
+	var tmp []byte
+	if len(hc.buf) == 0 { // with bytes pending the client has not gone
+		gone = make(chan readResult, 1)
+		tmp = make([]byte, 4096)
+		go func() {
+			n, err := hc.c.Read(tmp)
+			gone <- readResult{n, err}
+		}()
+	}
+	for {
+		select {
+		case <-timer.C:
+			if gone != nil {
+				hc.c.SetReadDeadline(time.Now()) // release the watcher
+				r := <-gone
+				hc.c.SetReadDeadline(time.Time{})
+				hc.buf = append(hc.buf, tmp[:r.n]...)
+			}
+			return true
+		case r := <-gone:
+			gone = nil
+			if r.n == 0 {
+				hc.keep = false
+				return false
+			}
+			hc.buf = append(hc.buf, tmp[:r.n]...)
+		case <-hc.s.quit:
+			hc.keep = false
+			return false
+		}
+	}
 }
 
 func statusText(code int) string {
@@ -350,6 +576,8 @@ func statusText(code int) string {
 		return "Content Too Large"
 	case 431:
 		return "Request Header Fields Too Large"
+	case 503:
+		return "Service Unavailable"
 	}
 	return "Error"
 }

@@ -6,18 +6,27 @@
 // handed to the socket (and recording it in Config.Emissions under the
 // request's id).
 //
-// Each connection has a goroutine that reads the request and writes the
-// response head; the token emissions themselves are driven by a few emission
-// shards (one per GOMAXPROCS), each a min-heap of stream deadlines woken by a
-// clock.Waker (a timerfd on Linux, so wake-ups are accurate to microseconds
-// rather than the millisecond of Go's timers). A shard writes each token with
-// a non-blocking write; a connection whose socket buffer is full is handed
-// back to its own goroutine to drain, so one slow reader never stalls the
-// other streams.
+// It speaks HTTP/1.1 with persistent connections (and the reference's one
+// request per connection when the request or Config.ServerClose asks), over
+// TLS when Config.TLS is set, and HTTP/2 when Config.HTTP2 is set: over TLS
+// with ALPN "h2", and in clear text (h2c) with prior knowledge.
+//
+// Each HTTP/1.x connection has a goroutine that reads a request and writes
+// the response head; the token emissions themselves are driven by a few
+// emission shards (one per GOMAXPROCS), each a min-heap of stream deadlines
+// woken by a clock.Waker (a timerfd on Linux, so wake-ups are accurate to
+// microseconds rather than the millisecond of Go's timers). A shard writes
+// each token with a non-blocking write; a connection whose socket buffer is
+// full is handed back to its own goroutine to drain, so one slow reader
+// never stalls the other streams. A connection without a file descriptor
+// (TLS) and an HTTP/2 stream get each token handed to a goroutine when it is
+// due, which stamps and writes it. When a stream ends on a persistent
+// connection, its last goroutine goes on reading the next request.
 package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +35,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/http2"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
@@ -68,6 +79,25 @@ type Config struct {
 	// ReadTimeout bounds how long a client may take to send its request
 	// (0 means DefaultReadTimeout).
 	ReadTimeout time.Duration
+	// IdleTimeout bounds how long a persistent connection waits for its
+	// next request, and an HTTP/2 connection without streams stays open
+	// (0 means DefaultIdleTimeout).
+	IdleTimeout time.Duration
+
+	// ServerClose closes every HTTP/1.x connection after its response, as
+	// the reference does, even when the request asked to keep it open
+	// (--server-close). Without it a connection stays open unless its
+	// request says "Connection: close" or is HTTP/1.0 without keep-alive.
+	ServerClose bool
+	// TLS, when set, makes the server speak TLS with this configuration
+	// (see SelfSignedTLS and LoadTLS). The server uses a copy whose
+	// NextProtos advertise "h2" (with HTTP2) and "http/1.1".
+	TLS *tls.Config
+	// HTTP2 accepts HTTP/2: over TLS when the client negotiates "h2", on a
+	// plain listener when a connection starts with the HTTP/2 client
+	// preface (h2c with prior knowledge). Without it the server speaks
+	// HTTP/1.x only.
+	HTTP2 bool
 }
 
 // Defaults for the zero values of Config.
@@ -76,6 +106,7 @@ const (
 	DefaultSpinAhead    = 250 * time.Microsecond
 	DefaultWriteTimeout = 60 * time.Second
 	DefaultReadTimeout  = 60 * time.Second
+	DefaultIdleTimeout  = 60 * time.Second
 )
 
 // Server is a running dummy backend. Create it with Listen, run it with
@@ -86,11 +117,21 @@ type Server struct {
 	shards []*shard
 	start  time.Time
 
-	streamNo atomic.Uint64
+	streamNo    atomic.Uint64
+	connections atomic.Int64     // accepted so far
+	requests    atomic.Int64     // read so far
+	quit        chan struct{}    // closed when Serve stops
+	h2          func(c net.Conn) // serves an HTTP/2 connection; nil without Config.HTTP2
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu sync.Mutex
+	// conns maps each open connection to the socket Serve closes when it
+	// stops: the connection itself, or under TLS the TCP connection (a TLS
+	// close may wait for the peer).
+	conns   map[net.Conn]net.Conn
+	closing bool // Serve is stopping: no goroutine may join wg any more
+	// wg counts the shard loops, the open connections (each Done once, by
+	// release) and the running HTTP/2 handlers.
+	wg sync.WaitGroup
 }
 
 // Listen binds addr (host:port, host may be empty for all interfaces) and
@@ -123,7 +164,22 @@ func New(ln net.Listener, cfg Config) *Server {
 	if cfg.ReadTimeout <= 0 {
 		cfg.ReadTimeout = DefaultReadTimeout
 	}
-	s := &Server{cfg: cfg, ln: ln, start: time.Now(), conns: make(map[net.Conn]struct{})}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.TLS != nil {
+		tc := cfg.TLS.Clone()
+		tc.NextProtos = []string{"http/1.1"}
+		if cfg.HTTP2 {
+			tc.NextProtos = []string{http2.NextProtoTLS, "http/1.1"}
+		}
+		cfg.TLS = tc
+		ln = tls.NewListener(ln, tc)
+	}
+	s := &Server{cfg: cfg, ln: ln, start: time.Now(), conns: make(map[net.Conn]net.Conn), quit: make(chan struct{})}
+	if cfg.HTTP2 {
+		s.initH2()
+	}
 	for i := 0; i < cfg.Shards; i++ {
 		s.shards = append(s.shards, newShard(clock.NewWaker(), int64(cfg.WakeInterval), int64(cfg.SpinAhead)))
 	}
@@ -134,8 +190,9 @@ func New(ln net.Listener, cfg Config) *Server {
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve accepts connections until ctx is cancelled, then closes the listener
-// and every open connection and returns once all goroutines have ended. It
-// returns nil after a cancellation and the accept error otherwise.
+// and every open connection (HTTP/2 streams included) and returns once all
+// goroutines have ended. It returns nil after a cancellation and the accept
+// error otherwise.
 func (s *Server) Serve(ctx context.Context) error {
 	for _, sh := range s.shards {
 		s.wg.Add(1)
@@ -155,20 +212,23 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			break
 		}
+		sock := c
+		if tc, ok := c.(*tls.Conn); ok {
+			sock = tc.NetConn()
+		}
+		s.connections.Add(1)
 		s.mu.Lock()
-		s.conns[c] = struct{}{}
+		s.conns[c] = sock
 		s.mu.Unlock()
 		s.wg.Add(1)
-		go func() {
-			if !s.serveConn(c) {
-				s.release(c)
-			}
-		}()
+		go s.serveConn(c)
 	}
 	s.ln.Close()
+	close(s.quit)
 	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
+	s.closing = true
+	for _, sock := range s.conns {
+		sock.Close()
 	}
 	s.mu.Unlock()
 	for _, sh := range s.shards {
@@ -181,6 +241,40 @@ func (s *Server) Serve(ctx context.Context) error {
 	return err
 }
 
+// serveConn serves an accepted connection: it completes the TLS handshake,
+// picks HTTP/2 (ALPN "h2", or the client preface on a plain connection) or
+// HTTP/1.x, and serves it until it ends.
+func (s *Server) serveConn(c net.Conn) {
+	hc := newH1conn(s, c)
+	if tc, ok := c.(*tls.Conn); ok {
+		tc.SetDeadline(time.Now().Add(s.cfg.ReadTimeout))
+		if err := tc.Handshake(); err != nil {
+			s.logf("server: %s: TLS handshake: %v", describe(c), err)
+			s.release(c)
+			return
+		}
+		tc.SetDeadline(time.Time{})
+		if tc.ConnectionState().NegotiatedProtocol == http2.NextProtoTLS {
+			s.serveH2(c, c)
+			return
+		}
+	} else if s.h2 != nil {
+		isH2, err := hc.peekPreface()
+		if err != nil {
+			if !isClosed(err) {
+				s.logf("server: %s: reading request: %v", describe(c), err)
+			}
+			s.release(c)
+			return
+		}
+		if isH2 {
+			s.serveH2(c, &replayConn{Conn: c, pending: hc.buf})
+			return
+		}
+	}
+	s.serveH1(hc)
+}
+
 // release closes a connection whose exchange is over and forgets it. It is
 // called exactly once per accepted connection.
 func (s *Server) release(c net.Conn) {
@@ -190,6 +284,15 @@ func (s *Server) release(c net.Conn) {
 	s.mu.Unlock()
 	s.wg.Done()
 }
+
+// Connections returns the number of connections accepted so far.
+func (s *Server) Connections() int64 { return s.connections.Load() }
+
+// Requests returns the number of requests read so far over all connections
+// (every HTTP/1.x request whose head and body were read, every HTTP/2
+// stream); Requests()/Connections() is the mean number of requests per
+// connection.
+func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Lateness returns how late token emissions were against their deadlines,
 // in nanoseconds (early emissions count as 0), merged over all shards.

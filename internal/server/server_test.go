@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
 // startServer runs a server on 127.0.0.1:0 for the duration of the test.
@@ -41,7 +42,8 @@ func startServer(t *testing.T, cfg Config) *Server {
 }
 
 // exchange sends raw request parts (written separately, with a pause in
-// between) and returns the whole response.
+// between) and returns the whole response, delimited by its framing (the
+// connection may stay open after it).
 func exchange(t *testing.T, srv *Server, parts ...string) string {
 	t.Helper()
 	c, err := net.Dial("tcp", srv.Addr().String())
@@ -58,11 +60,74 @@ func exchange(t *testing.T, srv *Server, parts ...string) string {
 			t.Fatal(err)
 		}
 	}
-	b, err := io.ReadAll(c)
+	resp, err := readResponse(bufio.NewReader(c))
 	if err != nil {
-		t.Fatalf("reading response: %v", err)
+		t.Fatalf("reading response: %v (got %q)", err, resp)
 	}
-	return string(b)
+	return resp
+}
+
+// readResponse reads one whole HTTP/1.1 response, as raw bytes: the head,
+// then a chunked body through its last chunk and trailer section, or
+// Content-Length bytes, or everything until the connection closes.
+func readResponse(r *bufio.Reader) (string, error) {
+	var b strings.Builder
+	for {
+		line, err := r.ReadString('\n')
+		b.WriteString(line)
+		if err != nil {
+			return b.String(), err
+		}
+		if line == "\r\n" {
+			break
+		}
+	}
+	head, _, err := wire.ParseResponseHead([]byte(b.String()))
+	if err != nil {
+		return b.String(), err
+	}
+	switch {
+	case head.Chunked:
+		for {
+			line, err := r.ReadString('\n')
+			b.WriteString(line)
+			if err != nil {
+				return b.String(), err
+			}
+			n, err := strconv.ParseInt(strings.TrimRight(line, "\r\n"), 16, 64)
+			if err != nil {
+				return b.String(), fmt.Errorf("bad chunk size line %q", line)
+			}
+			if n == 0 {
+				break
+			}
+			data := make([]byte, n+2)
+			_, err = io.ReadFull(r, data)
+			b.Write(data)
+			if err != nil {
+				return b.String(), err
+			}
+		}
+		for { // trailer section
+			line, err := r.ReadString('\n')
+			b.WriteString(line)
+			if err != nil {
+				return b.String(), err
+			}
+			if line == "\r\n" {
+				return b.String(), nil
+			}
+		}
+	case head.ContentLength >= 0:
+		data := make([]byte, head.ContentLength)
+		_, err := io.ReadFull(r, data)
+		b.Write(data)
+		return b.String(), err
+	default:
+		data, err := io.ReadAll(r)
+		b.Write(data)
+		return b.String(), err
+	}
 }
 
 func chatRequest(body string) (head, payload string) {

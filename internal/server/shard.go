@@ -3,7 +3,6 @@ package server
 import (
 	"container/heap"
 	"math"
-
 	"sync"
 
 	"github.com/sse-latency/sse-latency/internal/clock"
@@ -53,11 +52,12 @@ func (sh *shard) add(st *stream) {
 }
 
 // start hands st to the shard, first writing from the calling goroutine
-// (which owns st) the tokens already due — the first token when there is no
-// think time — so they do not wait for a shard wake-up.
+// (which owns st and may block) the tokens already due — the first token
+// when there is no think time, the token a shard handed over with evWrite —
+// so they do not wait for a shard wake-up.
 func (sh *shard) start(st *stream) {
 	for st.k < st.plan.Tokens && st.next <= clock.Now()+earlySlack {
-		ev := st.emitToken()
+		ev := st.emitToken(true)
 		sh.mu.Lock()
 		sh.lateness.Record(st.lastLate)
 		sh.mu.Unlock()
@@ -90,12 +90,14 @@ func (sh *shard) run() {
 		sh.mu.Unlock()
 
 		for _, st := range due {
-			st.result = st.emitToken()
+			st.result = st.emitToken(false)
 		}
 
 		sh.mu.Lock()
 		for i, st := range due {
-			sh.lateness.Record(st.lastLate)
+			if st.result != evWrite { // else the token is not written yet
+				sh.lateness.Record(st.lastLate)
+			}
 			switch {
 			case st.result != 0:
 				st.notify(st.result)

@@ -2,8 +2,6 @@ package server
 
 import (
 	"errors"
-	"net"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/schedule"
-	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
 // event is what a shard hands back to the server about a stream.
@@ -19,18 +16,48 @@ type event uint8
 
 const (
 	evFlush  event = iota + 1 // the socket was full: write st.pending, then reschedule
+	evWrite                   // token st.k is due and the writer cannot write without blocking: write it
 	evFinish                  // every token is out: write the end events (finish chunk, [DONE], …)
 	evFailed                  // the stream cannot go on (client gone, server closing)
 )
 
+// streamWriter is where the bytes of a stream go. It has two
+// implementations: h1conn, an HTTP/1.1 connection whose body is chunked —
+// written from the shard with a non-blocking write(2) when the connection
+// has a file descriptor, else from a goroutine — and h2Stream, an HTTP/2
+// response written and flushed from its handler goroutine, one DATA frame
+// per write, without HTTP/1.1 framing.
+type streamWriter interface {
+	// appendEvent appends one SSE event framed for the transport: an
+	// HTTP/1.1 chunk, or the event as is on HTTP/2.
+	appendEvent(dst, ev []byte) []byte
+	// appendEnd appends what ends the body: the last chunk on HTTP/1.1,
+	// nothing on HTTP/2 (the handler's return ends the stream).
+	appendEnd(dst []byte) []byte
+	// write writes all of b, blocking at most Config.WriteTimeout; on
+	// HTTP/2 it flushes, so b leaves at once in its own DATA frame.
+	write(b []byte) error
+	// direct reports whether tryWrite can write without blocking (a
+	// socket with a file descriptor). Without it every token is written by
+	// write, on a goroutine, with its pi_ts taken right before.
+	direct() bool
+	// tryWrite writes what it can of b without blocking and returns how
+	// much; unix.EAGAIN (or a short count) means the socket is full. It is
+	// only called when direct reports true.
+	tryWrite(b []byte) (int, error)
+	// String names the peer in debug lines.
+	String() string
+}
+
 // stream is one streaming response in progress. While scheduled it belongs
-// to its shard; an event hands it to a short-lived goroutine (onEvent) that
-// does what may block — drain a full socket, finish, close — and gives it
-// back to the shard or ends it. Never two owners at once, and no goroutine
-// (with its stack) waits for the whole length of a stream.
+// to its shard; an event hands it to a goroutine that does what may block
+// — drain a full socket, write a token without a file descriptor, finish,
+// close — and gives it back to the shard or ends it. Never two owners at
+// once. On HTTP/1.1 that goroutine is short-lived (onEvent), so no goroutine
+// waits for the whole length of a stream; on HTTP/2 it is the stream's
+// handler, which must live as long as the response anyway (events).
 type stream struct {
-	conn  net.Conn
-	raw   syscall.RawConn // nil when the conn has no file descriptor
+	w     streamWriter
 	enc   api.Encoder     // the dialect's events
 	times *emission.Times // where each token's pi_ts is recorded; nil records nothing
 	plan  schedule.Plan
@@ -42,60 +69,68 @@ type stream struct {
 	lastLate  int64 // lateness of the last emission, ns (0 if early)
 
 	payload []byte // the SSE event being written
-	out     []byte // the HTTP chunk(s) being written
+	out     []byte // the framed event(s) being written
 	pending []byte // bytes a non-blocking write could not take
 
-	shard   *shard
-	onEvent func(st *stream, ev event) // run on its own goroutine by notify
-
-	// The raw write and its results live in the stream so that the
-	// callback given to RawConn.Write is built once, not once per token.
-	writeFn func(fd uintptr) bool
-	wbuf    []byte
-	wn      int
-	werr    error
+	shard *shard
+	// Exactly one of onEvent and events is set: notify runs onEvent on a
+	// new goroutine, or sends the event to the goroutine that receives on
+	// events (buffered: one event at most is outstanding, as the stream has
+	// one owner).
+	onEvent func(st *stream, ev event)
+	events  chan event
 }
 
-func newStream(c net.Conn, enc api.Encoder, p schedule.Plan) *stream {
-	st := &stream{
-		conn:    c,
+func newStream(w streamWriter, enc api.Encoder, p schedule.Plan) *stream {
+	return &stream{
+		w:       w,
 		enc:     enc,
 		plan:    p,
 		next:    p.Deadline(0),
 		payload: make([]byte, 0, 512),
 		out:     make([]byte, 0, 576),
 	}
-	st.writeFn = func(fd uintptr) bool {
-		st.wn, st.werr = unix.Write(int(fd), st.wbuf)
-		if st.wn < 0 {
-			st.wn = 0
-		}
-		return true // never wait for writability: that is onEvent's job
-	}
-	if sc, ok := c.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			st.raw = rc
-		}
-	}
-	return st
 }
 
-// notify hands the stream and ev to onEvent on a new goroutine. It is called
-// by the stream's current owner, which gives the stream up by calling it.
-func (st *stream) notify(ev event) { go st.onEvent(st, ev) }
+// notify hands the stream and ev to its event goroutine. It is called by
+// the stream's current owner, which gives the stream up by calling it.
+func (st *stream) notify(ev event) {
+	if st.events != nil {
+		st.events <- ev
+		return
+	}
+	go st.onEvent(st, ev)
+}
 
-// emitToken writes token st.k now, from the shard goroutine, without
-// blocking. It returns 0 when the stream should go back on the heap, or the
-// event to hand to the connection goroutine; the shard notifies it only
-// after recording the emission, so that everything about a token is
+// emitToken writes token st.k now, stamped with pi_ts taken immediately
+// before the write. On a direct writer it never blocks: it is called from
+// the shard goroutine, and returns 0 when the stream should go back on the
+// heap, or the event to hand to the stream's goroutine; the shard notifies
+// it only after recording the emission, so that everything about a token is
 // accounted for before its client can see the stream end.
-func (st *stream) emitToken() event {
+//
+// Without a direct writer, mayBlock says whether the caller may block: the
+// shard may not, and gets evWrite back with nothing done (no pi_ts taken,
+// no lateness to record), so that the token is stamped and written by the
+// goroutine that does the blocking write; that goroutine calls emitToken
+// with mayBlock set.
+func (st *stream) emitToken(mayBlock bool) event {
+	direct := st.w.direct()
+	if !direct && !mayBlock {
+		return evWrite
+	}
 	ts := clock.Now()
 	st.times.Set(st.k, ts)
 	st.payload = st.enc.AppendToken(st.payload[:0], st.k, ts)
-	st.out = wire.AppendChunk(st.out[:0], st.payload)
+	st.out = st.w.appendEvent(st.out[:0], st.payload)
 	st.lastLate = max(ts-st.next, 0)
-	n, err := st.tryWrite(st.out)
+	var n int
+	var err error
+	if direct {
+		n, err = st.w.tryWrite(st.out)
+	} else if err = st.w.write(st.out); err == nil {
+		n = len(st.out)
+	}
 	st.k++
 	if st.k < st.plan.Tokens {
 		st.next = st.plan.Deadline(st.k)
@@ -106,29 +141,10 @@ func (st *stream) emitToken() event {
 			return 0
 		}
 		return evFinish
-	case err == nil || errors.Is(err, unix.EAGAIN):
+	case direct && (err == nil || errors.Is(err, unix.EAGAIN)):
 		st.pending = append(st.pending[:0], st.out[n:]...)
 		return evFlush
 	default:
 		return evFailed
 	}
-}
-
-// tryWrite writes b with one non-blocking write(2) on the socket. Without a
-// file descriptor it writes nothing and reports EAGAIN, which hands every
-// token to the connection goroutine.
-func (st *stream) tryWrite(b []byte) (int, error) {
-	if st.raw == nil {
-		return 0, unix.EAGAIN
-	}
-	st.wbuf = b
-	err := st.raw.Write(st.writeFn)
-	st.wbuf = nil
-	if err != nil {
-		return 0, err
-	}
-	if st.werr == unix.EINTR {
-		return st.wn, unix.EAGAIN
-	}
-	return st.wn, st.werr
 }

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"errors"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/schedule"
+)
+
+// fakeWriter is a streamWriter that records when each write happened.
+type fakeWriter struct {
+	isDirect bool
+	accept   int   // direct: bytes tryWrite takes (-1: all)
+	err      error // returned by the writes
+	writes   []string
+	at       []int64 // clock.Now() at each write
+}
+
+func (w *fakeWriter) appendEvent(dst, ev []byte) []byte { return append(dst, ev...) }
+func (w *fakeWriter) appendEnd(dst []byte) []byte       { return dst }
+func (w *fakeWriter) direct() bool                      { return w.isDirect }
+func (w *fakeWriter) String() string                    { return "fake" }
+
+func (w *fakeWriter) write(b []byte) error {
+	w.at = append(w.at, clock.Now())
+	w.writes = append(w.writes, string(b))
+	return w.err
+}
+
+func (w *fakeWriter) tryWrite(b []byte) (int, error) {
+	w.at = append(w.at, clock.Now())
+	n := len(b)
+	if w.accept >= 0 {
+		n = min(w.accept, n)
+	}
+	w.writes = append(w.writes, string(b[:n]))
+	return n, w.err
+}
+
+var piTsRE = regexp.MustCompile(`"pi_ts":(\d+)`)
+
+// TestEmitToken checks the two write paths of a token: a direct writer is
+// written from the caller at once; a writer without a direct write is not
+// touched from a caller that may not block (the shard), and is stamped and
+// written by the one that may. In both, pi_ts is taken during the call —
+// not before it — and no later than the write, and the registry gets it.
+func TestEmitToken(t *testing.T) {
+	tests := []struct {
+		name      string
+		w         fakeWriter
+		mayBlock  bool
+		tokens    int
+		want      event
+		wantWrite bool
+	}{
+		{"direct, more tokens", fakeWriter{isDirect: true, accept: -1}, false, 2, 0, true},
+		{"direct, last token", fakeWriter{isDirect: true, accept: -1}, false, 1, evFinish, true},
+		{"direct, socket full", fakeWriter{isDirect: true, accept: 10, err: unix.EAGAIN}, false, 2, evFlush, true},
+		{"direct, short write", fakeWriter{isDirect: true, accept: 10}, false, 2, evFlush, true},
+		{"direct, client gone", fakeWriter{isDirect: true, accept: 0, err: unix.EPIPE}, false, 2, evFailed, true},
+		{"goroutine path, from the shard", fakeWriter{}, false, 2, evWrite, false},
+		{"goroutine path, from its goroutine", fakeWriter{}, true, 2, 0, true},
+		{"goroutine path, last token", fakeWriter{}, true, 1, evFinish, true},
+		{"goroutine path, write fails", fakeWriter{err: errors.New("reset")}, true, 2, evFailed, true},
+	}
+	for _, tt := range tests {
+		reg := emission.New()
+		w := tt.w
+		st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: tt.tokens}), schedule.Plan{Start: clock.Now(), Delay: 1e6, Tokens: tt.tokens})
+		st.times = reg.Start("id", tt.tokens)
+		before := clock.Now()
+		ev := st.emitToken(tt.mayBlock)
+		if ev != tt.want {
+			t.Errorf("%s: emitToken(%v) = %v, want %v", tt.name, tt.mayBlock, ev, tt.want)
+		}
+		if !tt.wantWrite {
+			if len(w.writes) != 0 || st.k != 0 || st.times.At(0) != 0 {
+				t.Errorf("%s: wrote %d times, k=%d, registry %d; want nothing done", tt.name, len(w.writes), st.k, st.times.At(0))
+			}
+			continue
+		}
+		if len(w.writes) != 1 || st.k != 1 {
+			t.Fatalf("%s: %d writes, k=%d, want 1 write and k=1", tt.name, len(w.writes), st.k)
+		}
+		m := piTsRE.FindStringSubmatch(string(st.out))
+		if m == nil {
+			t.Fatalf("%s: event %q has no pi_ts", tt.name, st.out)
+		}
+		ts, _ := strconv.ParseInt(m[1], 10, 64)
+		if ts < before || ts > w.at[0] {
+			t.Errorf("%s: pi_ts %d outside [call %d, write %d]", tt.name, ts, before, w.at[0])
+		}
+		if got := st.times.At(0); got != ts {
+			t.Errorf("%s: registry %d, want the pi_ts %d", tt.name, got, ts)
+		}
+		if ev == evFlush && string(st.pending) != string(st.out[len(w.writes[0]):]) {
+			t.Errorf("%s: pending %q, want the unwritten rest of %q", tt.name, st.pending, st.out)
+		}
+	}
+}
