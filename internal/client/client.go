@@ -3,10 +3,17 @@
 // and for every content token which token it is, when the socket Read that
 // delivered its last byte returned, and when it was emitted.
 //
-// It speaks raw HTTP/1.1 over TCP, the way the reference tool does, so that
-// nothing between the socket and the timestamp buffers or reorders bytes: a
-// Read returns, its arrival time is taken at once, and every token completed
-// by that Read shares it.
+// It speaks raw HTTP/1.1 over TCP (or over TLS, for https targets), the way
+// the reference tool does, so that nothing between the socket and the
+// timestamp buffers or reorders bytes: a Read returns, its arrival time is
+// taken at once, and every token completed by that Read shares it. HTTP/2
+// (h2 over TLS by ALPN, h2c with prior knowledge) goes through
+// golang.org/x/net/http2, one connection per Session; there the timestamp is
+// taken where the response body's Read returns.
+//
+// A Session is one concurrency slot: with Options.KeepAlive its requests
+// share one connection, which it keeps only when a response ended cleanly at
+// its framing end (see Session.Do for the drain and reuse rules).
 //
 // Tokens are recognised by their content, not by their framing: the client
 // knows the text of every token (api.AppendToken), so the bytes of content
@@ -22,6 +29,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -30,8 +38,9 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/sse-latency/sse-latency/internal/api"
-	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
 )
@@ -43,13 +52,56 @@ const ReadBufferSize = 4 << 10
 // (SPEC §4: "status <first 32 bytes of the head>").
 const statusDetailBytes = 32
 
+// Drain bounds: after the terminal event of a kept-alive response, the
+// client reads on to the end of the message's framing (the last chunk and
+// its trailers, or the Content-Length) for at most DefaultDrainTimeout and
+// DrainBytes; a message that does not end within them costs its
+// connection.
+const (
+	DefaultDrainTimeout = 250 * time.Millisecond
+	DrainBytes          = 64 << 10
+)
+
+// Protocols as rec.Proto names them.
+const (
+	ProtoHTTP1 = "HTTP/1.1"
+	ProtoH2    = "h2"  // HTTP/2 over TLS, negotiated by ALPN
+	ProtoH2C   = "h2c" // HTTP/2 over TCP with prior knowledge
+)
+
 // Options describe the requests of a batch.
 type Options struct {
 	Dialect api.Dialect
 	Addr    string // host:port to dial
-	Host    string // Host header; "" means Addr
-	Path    string // request path; "" means Dialect.Path()
+	Host    string // Host header (h2: :authority); "" means Addr
+	Path    string // request path, query allowed; "" means Dialect.Path()
 	Model   string // model to ask for; "" means api.Model
+
+	// Scheme is "http" (or "") or "https". https without TLS uses a
+	// default configuration whose ServerName is the host of Host, else of
+	// Addr.
+	Scheme string
+	// TLS, when set, makes the client dial TCP then run a TLS handshake
+	// (timed: rec.TLSDone) and read on the TLS connection. The client
+	// clones it and sets NextProtos (ALPN): "http/1.1", or "h2" first with
+	// HTTP2; an empty ServerName becomes the host of Host, else of Addr.
+	TLS *tls.Config
+	// HTTP2 offers h2 in ALPN and speaks HTTP/2 when the server picks it
+	// (rec.Proto "h2"; else HTTP/1.1). Needs TLS (or Scheme https).
+	HTTP2 bool
+	// H2C speaks HTTP/2 with prior knowledge on plain TCP (rec.Proto
+	// "h2c"). Ignored over TLS.
+	H2C bool
+	// KeepAlive keeps a Session's connection for its next request: the
+	// request omits "Connection: close", and after the terminal event the
+	// response is drained to its framing end (see Session.Do).
+	KeepAlive bool
+	// DrainTimeout bounds that drain; 0 means DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// APIKey, when set, is sent as "Authorization: Bearer <key>", or as
+	// "x-api-key: <key>" for api.Anthropic. It never appears in an error
+	// text (see Redact for printing headers).
+	APIKey string
 
 	// Tokens >= 0 asks for that many tokens (pi_tokens and the hints);
 	// < 0 leaves the number to the server.
@@ -64,9 +116,11 @@ type Options struct {
 	// error when no usage arrives — in every dialect (Responses and
 	// Anthropic always send it).
 	IncludeUsage bool
-	// ExtraHeaders are "Name: value" lines sent after the standard ones.
+	// ExtraHeaders are "Name: value" lines (-H) sent after the standard
+	// ones; HTTP/2 sends them as fields, a "Host" one as :authority.
 	ExtraHeaders []string
-	// Timeout bounds each request, from its connect attempt.
+	// Timeout bounds each request, from its start (its connect attempt, or
+	// its reuse of a kept connection), drain included.
 	Timeout time.Duration
 
 	// Registry holds the in-process server's emission times, by request id.
@@ -83,13 +137,43 @@ type Options struct {
 }
 
 // Request sends the requests of a batch. Its Options may be changed until
-// the first Do; Do only reads them, and may run concurrently.
+// the first Do or NewSession; Do only reads them, and may run concurrently.
+// A copy of a Request shares its connection counter.
 type Request struct {
 	Options
+	shared *shared // nil for a Request not made by New: sharedDefault
+}
+
+// shared is what the sessions of one Request (and its copies) share.
+//
+// HTTP/2 uses x/net's Transport.NewClientConn on a connection the session
+// dialled itself, so that connect and TLS are timed like HTTP/1.1's and a
+// session owns exactly one connection. x/net marks it deprecated in favour
+// of net/http's, whose client connections are pooled by the transport
+// instead; moving is future work.
+type shared struct {
+	conns atomic.Int64 // connections opened so far: the last ConnID
+	//lint:ignore SA1019 see the type's comment
+	h2 *http2.Transport // makes the HTTP/2 client connections
+}
+
+// sharedDefault serves the Requests not made by New.
+var sharedDefault = newShared()
+
+func newShared() *shared {
+	//lint:ignore SA1019 see shared
+	return &shared{h2: &http2.Transport{AllowHTTP: true, DisableCompression: true}}
 }
 
 // New returns the Request for o.
-func New(o Options) *Request { return &Request{Options: o} }
+func New(o Options) *Request { return &Request{Options: o, shared: newShared()} }
+
+func (q *Request) state() *shared {
+	if q.shared == nil {
+		return sharedDefault
+	}
+	return q.shared
+}
 
 // NewChatRequest is the reference's request (SPEC §4): Chat Completions to
 // addr, tokens >= 0 asking for that many tokens, each extra header
@@ -123,6 +207,35 @@ func (q *Request) hints(id string) api.Hints {
 	return h
 }
 
+// body returns the request body for hints h.
+func (q *Request) body(h api.Hints) []byte {
+	return api.AppendRequestBody(make([]byte, 0, 256), q.Dialect, api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage})
+}
+
+// target returns the request path and the Host header.
+func (q *Request) target() (path, host string) {
+	path, host = q.Path, q.Host
+	if path == "" {
+		path = q.Dialect.Path()
+	}
+	if host == "" {
+		host = q.Addr
+	}
+	return path, host
+}
+
+// authHeader returns the header that carries the API key ("" without
+// one): its name and value.
+func (q *Request) authHeader() (name, value string) {
+	switch {
+	case q.APIKey == "":
+		return "", ""
+	case q.Dialect == api.Anthropic:
+		return "x-api-key", q.APIKey
+	}
+	return "Authorization", "Bearer " + q.APIKey
+}
+
 // AppendHTTP appends the request with id id ("" for none) as it goes on the
 // wire: head and body.
 //
@@ -131,27 +244,26 @@ func (q *Request) hints(id string) api.Hints {
 //	Content-Type: application/json
 //	Accept: text/event-stream
 //	Content-Length: <n>
-//	Connection: close
+//	Connection: close               (unless KeepAlive)
 //	X-SSE-Latency: <hints>          (when there are hints)
 //	anthropic-version: 2023-06-01   (Anthropic)
+//	Authorization: Bearer <key>     (APIKey; x-api-key: <key> for Anthropic)
 //	<extra headers>
 func (q *Request) AppendHTTP(dst []byte, id string) []byte {
 	h := q.hints(id)
-	body := api.AppendRequestBody(make([]byte, 0, 256), q.Dialect, api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage})
-	path, host := q.Path, q.Host
-	if path == "" {
-		path = q.Dialect.Path()
-	}
-	if host == "" {
-		host = q.Addr
-	}
+	body := q.body(h)
+	path, host := q.target()
 	dst = append(dst, "POST "...)
 	dst = append(dst, path...)
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
 	dst = append(dst, host...)
 	dst = append(dst, "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: "...)
 	dst = strconv.AppendInt(dst, int64(len(body)), 10)
-	dst = append(dst, "\r\nConnection: close\r\n"...)
+	if q.KeepAlive {
+		dst = append(dst, "\r\n"...)
+	} else {
+		dst = append(dst, "\r\nConnection: close\r\n"...)
+	}
 	if !h.Empty() {
 		dst = append(dst, api.HintHeader+": "...)
 		dst = append(dst, h.HeaderValue()...)
@@ -159,6 +271,12 @@ func (q *Request) AppendHTTP(dst []byte, id string) []byte {
 	}
 	if q.Dialect == api.Anthropic {
 		dst = append(dst, "anthropic-version: "+anthropicVersion+"\r\n"...)
+	}
+	if name, value := q.authHeader(); name != "" {
+		dst = append(dst, name...)
+		dst = append(dst, ": "...)
+		dst = append(dst, value...)
+		dst = append(dst, "\r\n"...)
 	}
 	for _, x := range q.ExtraHeaders {
 		dst = append(dst, x...)
@@ -172,61 +290,15 @@ func (q *Request) AppendHTTP(dst []byte, id string) []byte {
 // Messages API requires the header; gateways may check it).
 const anthropicVersion = "2023-06-01"
 
-// Do performs one request and records it into rec, whose Batch and Index
-// the caller sets. It never returns early without filling rec.Failure and
-// rec.End. Cancelling ctx ends the request as result.Interrupted.
+// Do performs one request on a connection of its own (a one-shot Session)
+// and records it into rec, whose Batch and Index the caller sets. It never
+// returns early without filling rec.Failure and rec.End. Cancelling ctx
+// ends the request as result.Interrupted.
 func (q *Request) Do(ctx context.Context, rec *result.Request) {
-	rec.ID = q.ID(rec.Batch, rec.Index)
-	raw := q.AppendHTTP(make([]byte, 0, 512), rec.ID)
-	// Whatever the outcome, the tokens that arrived without a usable pi_ts
-	// get their emission times from the registry (and the entry is freed),
-	// once the request has ended.
-	defer q.fillEmitted(rec)
-	rec.Start = clock.Now()
-	deadline := clock.ToTime(rec.Start).Add(q.Timeout)
-	defer func() { rec.End = clock.Now() }()
-
-	d := net.Dialer{Deadline: deadline}
-	conn, err := d.DialContext(ctx, "tcp", q.Addr)
-	if err != nil {
-		rec.Failure = q.classify(ctx, err, connectFailure(err))
-		return
-	}
-	defer conn.Close()
-	if tc, ok := conn.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
-	conn.SetDeadline(deadline)
-	// Cancellation unblocks the Read by moving the deadline to the past.
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-
-	if _, err := conn.Write(raw); err != nil {
-		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
-		return
-	}
-	rec.Sent = clock.Now()
-
-	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
-		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
-	}
-	r := newReader(rec, &q.Options)
-	defer r.close()
-	buf := make([]byte, ReadBufferSize)
-	for {
-		n, err := conn.Read(buf)
-		if n > 0 {
-			now := clock.Now()
-			rec.Reads++
-			if r.feed(buf[:n], now) {
-				return
-			}
-		}
-		if err != nil {
-			rec.Failure = q.classify(ctx, err, r.endOfStream(err))
-			return
-		}
-	}
+	s := q.NewSession()
+	s.oneShot = true
+	defer s.Close()
+	s.Do(ctx, rec)
 }
 
 // fillEmitted gives the tokens that have no emission time yet the one the
@@ -258,7 +330,7 @@ func (q *Request) classify(ctx context.Context, err error, fallback result.Failu
 		return result.Failure{Kind: result.Interrupted}
 	}
 	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return result.Failure{Kind: result.Timeout, Detail: strconv.FormatInt(q.Timeout.Milliseconds(), 10)}
 	}
 	return fallback

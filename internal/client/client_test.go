@@ -401,6 +401,17 @@ func TestRequestBytes(t *testing.T) {
 			"POST /v1/responses HTTP/1.1\r\nHost: h:1\r\n" + std + "Content-Length: N\r\nConnection: close\r\n" +
 				"X-SSE-Latency: id=r-gw-3; tokens=5\r\n\r\n" +
 				`{"model":"sse-latency-1","stream":true,"input":"Say 4-letter words [sse-latency id=r-gw-3 tokens=5]","pi_id":"r-gw-3","pi_tokens":5}`},
+		{"keep-alive: no Connection field", Options{Addr: "127.0.0.1:8080", Tokens: -1, KeepAlive: true},
+			"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n" + std + "Content-Length: 99\r\n\r\n" +
+				`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words"}]}`},
+		{"chat with an API key", Options{Addr: "h:1", Tokens: -1, APIKey: "sk-123", ExtraHeaders: []string{"X-A: b"}},
+			"POST /v1/chat/completions HTTP/1.1\r\nHost: h:1\r\n" + std + "Content-Length: N\r\nConnection: close\r\n" +
+				"Authorization: Bearer sk-123\r\nX-A: b\r\n\r\n" +
+				`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words"}]}`},
+		{"anthropic with an API key", Options{Dialect: api.Anthropic, Addr: "h:1", Tokens: -1, APIKey: "sk-ant"},
+			"POST /v1/messages HTTP/1.1\r\nHost: h:1\r\n" + std + "Content-Length: N\r\nConnection: close\r\n" +
+				"anthropic-version: 2023-06-01\r\nx-api-key: sk-ant\r\n\r\n" +
+				`{"model":"sse-latency-1","stream":true,"max_tokens":4096,"messages":[{"role":"user","content":"Say 4-letter words"}]}`},
 		{"anthropic with an extra header", Options{Dialect: api.Anthropic, Addr: "h:1", Tokens: 5, IDPrefix: "r", ExtraHeaders: []string{"X-A: b"}},
 			"POST /v1/messages HTTP/1.1\r\nHost: h:1\r\n" + std + "Content-Length: N\r\nConnection: close\r\n" +
 				"X-SSE-Latency: id=r-gw-3; tokens=5\r\nanthropic-version: 2023-06-01\r\nX-A: b\r\n\r\n" +
@@ -415,7 +426,7 @@ func TestRequestBytes(t *testing.T) {
 			t.Errorf("%s: request =\n%q\nwant\n%q", tt.name, got, tt.want)
 		}
 		head, body, _ := strings.Cut(got, "\r\n\r\n")
-		if !strings.Contains(head, fmt.Sprintf("Content-Length: %d\r\n", len(body))) {
+		if !strings.Contains(head+"\r\n", fmt.Sprintf("Content-Length: %d\r\n", len(body))) {
 			t.Errorf("%s: Content-Length does not match the body's %d bytes", tt.name, len(body))
 		}
 	}

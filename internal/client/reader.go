@@ -27,10 +27,18 @@ type reader struct {
 	gotHead bool
 	chunked bool
 	dechunk wire.ChunkedDecoder
-	lines   wire.LineSplitter
-	gunzip  *inflater // set when the body is gzip-encoded
-	readIdx int32     // index of the Read being processed
-	now     int64     // its arrival time
+	// With keep-alive the body's framing is followed to its end: remain is
+	// what a Content-Length body still owes (-1: no length, or not
+	// followed), and the end of a chunked body ends the response.
+	keepAlive bool
+	remain    int64
+	closes    bool   // the head announced that the connection closes after it
+	drainable bool   // the response ended inside a framed body, its framing intact: drain may follow
+	rest      []byte // the Read's bytes after the point where the response ended, not yet taken by the framing
+	lines     wire.LineSplitter
+	gunzip    *inflater // set when the body is gzip-encoded
+	readIdx   int32     // index of the Read being processed
+	now       int64     // its arrival time
 
 	event    [maxEventName]byte // the current SSE event's "event:" value
 	eventLen int
@@ -49,6 +57,8 @@ func newReader(rec *result.Request, o *Options) *reader {
 		dialect:   o.Dialect,
 		match:     newMatcher(o.ExpectTokens),
 		wantUsage: o.IncludeUsage,
+		keepAlive: o.KeepAlive,
+		remain:    -1,
 	}
 }
 
@@ -56,6 +66,7 @@ func newReader(rec *result.Request, o *Options) *reader {
 // the request has ended (rec.Failure set).
 func (r *reader) feed(p []byte, now int64) bool {
 	r.rec.Bytes += int64(len(p))
+	r.now = now
 	defer func() { r.readIdx++ }()
 	if !r.gotHead {
 		var ended bool
@@ -96,22 +107,55 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 			r.head = r.head[n:]
 			continue
 		}
+		r.rec.HeadAt = r.now
+		if h.Proto != "" {
+			r.rec.Proto = h.Proto
+		}
 		if h.StatusCode < 200 || h.StatusCode > 299 {
 			r.rec.Failure = badStatus(r.head)
 			return nil, true
 		}
 		r.gotHead = true
 		r.chunked = h.Chunked
-		switch enc := h.Header("Content-Encoding"); enc {
-		case "", "identity":
-		case "gzip", "x-gzip":
-			r.gunzip = newInflater(func(p []byte) bool { return r.sse(p, r.now) })
-		default:
-			r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unsupported Content-Encoding " + strconv.Quote(enc)}
+		r.closes = h.Close
+		if r.keepAlive && !h.Chunked && h.ContentLength >= 0 {
+			r.remain = h.ContentLength
+		}
+		if r.encoding(h.Header("Content-Encoding")) {
 			return nil, true
 		}
 		return r.head[n:], false
 	}
+}
+
+// encoding sets the body's decoder for Content-Encoding enc. It returns
+// true (the request failed) for an encoding the client cannot decode.
+func (r *reader) encoding(enc string) bool {
+	switch enc {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		r.gunzip = newInflater(func(p []byte) bool { return r.sse(p, r.now) })
+	default:
+		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unsupported Content-Encoding " + strconv.Quote(enc)}
+		return true
+	}
+	return false
+}
+
+// h2Head takes the head of an HTTP/2 response (the transport parsed it)
+// that arrived at now. It returns true when the request has failed.
+func (r *reader) h2Head(code int, statusLine, enc string, now int64) bool {
+	r.now = now
+	r.rec.HeadAt = now
+	if code < 200 || code > 299 {
+		if len(statusLine) > statusDetailBytes {
+			statusLine = statusLine[:statusDetailBytes]
+		}
+		r.rec.Failure = result.Failure{Kind: result.BadStatus, Detail: statusLine}
+		return true
+	}
+	r.gotHead = true
+	return r.encoding(enc)
 }
 
 func badStatus(head []byte) result.Failure {
@@ -129,16 +173,45 @@ func badStatus(head []byte) result.Failure {
 }
 
 // body de-chunks p if needed and hands the data to the SSE splitter,
-// through the gzip decoder when the body is compressed.
+// through the gzip decoder when the body is compressed. When it returns
+// true inside a framed body, rest holds the bytes of p the framing has not
+// taken yet, and drainable says whether drain may go on from there.
 func (r *reader) body(p []byte, now int64) bool {
 	r.now = now
-	if !r.chunked {
-		return r.decoded(p, now)
+	switch {
+	case r.chunked:
+		return r.chunkedBody(p, now)
+	case r.remain >= 0:
+		n := min(int64(len(p)), r.remain)
+		r.remain -= n
+		data := p[:n]
+		r.rest = p[n:]
+		if len(data) > 0 && r.decoded(data, now) {
+			r.drainable = true
+			return true
+		}
+		if r.remain == 0 { // the whole body, and no terminal event
+			r.rec.Failure = r.endOfBody()
+			r.drainable = true
+			return true
+		}
+		return false
 	}
+	return r.decoded(p, now)
+}
+
+// chunkedBody is body for a chunked body.
+func (r *reader) chunkedBody(p []byte, now int64) bool {
 	for len(p) > 0 && !r.dechunk.Done() {
 		data, used, err := r.dechunk.Next(p)
 		if errors.Is(err, io.EOF) {
-			return false // the last chunk: the terminal event never came; the close will tell
+			if !r.keepAlive {
+				return false // the last chunk: the terminal event never came; the close will tell
+			}
+			r.rest = p[used:]
+			r.rec.Failure = r.endOfBody()
+			r.drainable = true
+			return true
 		}
 		if err != nil {
 			r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: err.Error()}
@@ -146,10 +219,62 @@ func (r *reader) body(p []byte, now int64) bool {
 		}
 		p = p[used:]
 		if len(data) > 0 && r.decoded(data, now) {
+			r.rest = p
+			r.drainable = true
 			return true
 		}
 	}
 	return false
+}
+
+// endOfBody is the failure of a framed body that ended before the terminal
+// event (a kept-alive connection does not close to say so).
+func (r *reader) endOfBody() result.Failure {
+	return result.Failure{Kind: result.ClosedBeforeDone, Detail: terminalName(r.dialect)}
+}
+
+// Errors of drain: the connection cannot carry another request.
+var (
+	errTrailingBytes = errors.New("bytes after the end of the response")
+	errNoFraming     = errors.New("response without framing (read until close)")
+)
+
+// drain takes the bytes that follow the point where the response ended, up
+// to the end of its framing: the rest of a chunked body through its last
+// chunk and trailers, or the rest of a Content-Length body. The content is
+// discarded. It returns done once the framing has ended; errTrailingBytes
+// when p holds bytes after that end, a chunked coding error, or
+// errNoFraming for a body without framing.
+func (r *reader) drain(p []byte) (done bool, err error) {
+	switch {
+	case r.chunked:
+		for {
+			_, used, err := r.dechunk.Next(p)
+			if errors.Is(err, io.EOF) {
+				if used < len(p) {
+					return true, errTrailingBytes
+				}
+				return true, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			if p = p[used:]; len(p) == 0 {
+				return false, nil
+			}
+		}
+	case r.remain >= 0:
+		n := min(int64(len(p)), r.remain)
+		r.remain -= n
+		if r.remain > 0 {
+			return false, nil
+		}
+		if int(n) < len(p) {
+			return true, errTrailingBytes
+		}
+		return true, nil
+	}
+	return false, errNoFraming
 }
 
 // decoded passes body bytes to the SSE splitter, decompressing them first

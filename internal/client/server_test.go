@@ -148,3 +148,31 @@ func TestPromptMarkerSurvives(t *testing.T) {
 		t.Errorf("%q, %d tokens, %d by content; want ok with %d tokens, all by content", rec.Failure.Error(), len(rec.Tokens), rec.ByContent, n)
 	}
 }
+
+// TestKeepAliveAgainstOurServer: through the dummy server directly and
+// through an httputil gateway, a keep-alive session carries all its
+// requests on one connection, each drained to its last chunk.
+func TestKeepAliveAgainstOurServer(t *testing.T) {
+	const n = 5
+	addr, reg := ourServer(t)
+	gw := strippingProxy(t, addr)
+	for _, d := range api.Dialects {
+		for _, via := range []struct{ name, addr string }{{"direct", addr}, {"gateway", gw}} {
+			q := New(Options{Dialect: d, Addr: via.addr, Tokens: n, ExpectTokens: n, IncludeUsage: true,
+				Timeout: 10 * time.Second, Registry: reg, IDPrefix: "ka", KeepAlive: true})
+			s := q.NewSession()
+			for i := range 3 {
+				rec := &result.Request{Batch: "gw", Index: i}
+				s.Do(context.Background(), rec)
+				if !rec.OK() || len(rec.Tokens) != n || rec.Reused != (i > 0) || rec.ConnID != 1 || rec.ReuseFailed || rec.Poisoned {
+					t.Errorf("%s/%s request %d: %q, %d tokens, conn %d, reused %v, reuse failed %v, poisoned %v; want ok with %d tokens on connection 1",
+						d, via.name, i, rec.Failure.Error(), len(rec.Tokens), rec.ConnID, rec.Reused, rec.ReuseFailed, rec.Poisoned, n)
+				}
+			}
+			s.Close()
+		}
+	}
+	if reg.Len() != 0 {
+		t.Errorf("the registry holds %d entries after every request took its own", reg.Len())
+	}
+}

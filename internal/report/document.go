@@ -65,7 +65,37 @@ type Batch struct {
 	Failures []FailureKind `json:"failures"`
 	Metrics  Metrics       `json:"metrics"`
 	Stream   Stream        `json:"stream"`
-	Samples  Samples       `json:"samples"`
+
+	// Go tool, present only when the batch has them (documents written
+	// before these fields read as a batch without any).
+	Warmup        int          `json:"warmup,omitempty"`         // warm-up requests, left out of everything else
+	Connections   *Connections `json:"connections,omitempty"`    // the connections that carried the requests
+	Phases        *Phases      `json:"phases,omitempty"`         // the phases of the time to first token
+	StartLateness *Metric      `json:"start_lateness,omitempty"` // open loop: request start − its schedule
+
+	Samples Samples `json:"samples"`
+}
+
+// Connections are the connections that carried a batch's requests (warm-ups
+// left out; see stats.Batch).
+type Connections struct {
+	Opened                int            `json:"opened"`                  // requests that opened their connection
+	OpenedByWarmup        int            `json:"opened_by_warmup"`        // connections opened by warm-up requests, then reused
+	Requests              int            `json:"requests"`                // requests carried by a connection
+	RequestsPerConnection float64        `json:"requests_per_connection"` // requests / (opened + opened_by_warmup); 0 without connections
+	ReuseFailures         int            `json:"reuse_failures"`          // kept connections found closed by the peer; the request went again on a new one
+	Poisoned              int            `json:"poisoned"`                // kept connections closed because of bytes after, or no, framing end
+	Protocols             map[string]int `json:"protocols"`               // requests per protocol: "HTTP/1.1", "h2", "h2c"
+}
+
+// Phases are the phases of the time to first token (k6-style), one sample
+// per request where both ends are known.
+type Phases struct {
+	Connect    Metric `json:"connect"`     // TCP connect (new connections)
+	TLS        Metric `json:"tls"`         // TLS handshake
+	Written    Metric `json:"written"`     // request written, from the connection ready (or the start)
+	Head       Metric `json:"head"`        // response head received, from the request written
+	FirstToken Metric `json:"first_token"` // first token, from the response head
 }
 
 // FailureKind counts the failed requests of one kind, with their texts.

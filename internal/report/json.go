@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"runtime"
@@ -133,6 +134,25 @@ func docBatch(name, target string, b *stats.Batch, s Samples) Batch {
 			Unstamped: b.Unstamped,
 		},
 		Samples: normSamples(s),
+		Warmup:  b.Warmup,
+	}
+	if hasConnections(b) {
+		out.Connections = &Connections{
+			Opened: b.Opened, OpenedByWarmup: b.WarmConnections, Requests: b.ConnRequests,
+			RequestsPerConnection: b.RequestsPerConnection(),
+			ReuseFailures:         b.ReuseFailures, Poisoned: b.Poisoned,
+			Protocols: maps.Clone(b.Protocols),
+		}
+	}
+	if hasPhases(b) {
+		out.Phases = &Phases{
+			Connect: docMetric(b.Connect), TLS: docMetric(b.TLS), Written: docMetric(b.Written),
+			Head: docMetric(b.Head), FirstToken: docMetric(b.FirstToken),
+		}
+	}
+	if b.StartLateness.N() > 0 {
+		m := docMetric(b.StartLateness)
+		out.StartLateness = &m
 	}
 	for _, f := range b.Failures() {
 		fk := FailureKind{Kind: f.Kind.String(), Count: f.Count, Texts: make([]TextCount, len(f.Texts)), Other: f.Other}
@@ -324,6 +344,9 @@ func statsBatch(b *Batch) (*stats.Batch, error) {
 	sb.ByPiTs, sb.ByContent, sb.Unmeasured = s.ByPiTs, s.ByContent, s.Unmeasured
 	sb.Reads, sb.Events, sb.Bytes = s.Reads, s.Events, s.Bytes
 	sb.MaxTokensPerRead, sb.IntegrityErrors = s.MaxTokensPerRead, s.IntegrityErrors
+	if err := restoreGoFields(sb, b); err != nil {
+		return nil, err
+	}
 	for _, m := range []struct {
 		name string
 		doc  *Metric
@@ -341,6 +364,75 @@ func statsBatch(b *Batch) (*stats.Batch, error) {
 		*m.dst = sm
 	}
 	return sb, nil
+}
+
+// restoreGoFields sets the warm-up count, connections, phases and start
+// lateness of sb from b, after checking them.
+func restoreGoFields(sb *stats.Batch, b *Batch) error {
+	if b.Warmup < 0 {
+		return fmt.Errorf("warmup is %d", b.Warmup)
+	}
+	sb.Warmup = b.Warmup
+	if c := b.Connections; c != nil {
+		if c.Opened < 0 || c.OpenedByWarmup < 0 || c.Requests < 0 || c.ReuseFailures < 0 || c.Poisoned < 0 {
+			return errors.New("connections: negative counter")
+		}
+		if c.Requests > b.Requests {
+			return fmt.Errorf("connections.requests is %d, more than the batch's %d requests", c.Requests, b.Requests)
+		}
+		sb.Opened, sb.WarmConnections, sb.ConnRequests = c.Opened, c.OpenedByWarmup, c.Requests
+		sb.ReuseFailures, sb.Poisoned = c.ReuseFailures, c.Poisoned
+		for _, p := range sortedKeys(c.Protocols) {
+			n := c.Protocols[p]
+			if n < 0 || p == "" {
+				return fmt.Errorf("connections.protocols: %q: %d", p, n)
+			}
+			sb.Protocols[p] = n
+		}
+	}
+	var metrics []docStat
+	if p := b.Phases; p != nil {
+		metrics = append(metrics,
+			docStat{"phases.connect", &p.Connect, &sb.Connect}, docStat{"phases.tls", &p.TLS, &sb.TLS},
+			docStat{"phases.written", &p.Written, &sb.Written}, docStat{"phases.head", &p.Head, &sb.Head},
+			docStat{"phases.first_token", &p.FirstToken, &sb.FirstToken})
+	}
+	if b.StartLateness != nil {
+		metrics = append(metrics, docStat{"start_lateness", b.StartLateness, &sb.StartLateness})
+	}
+	for _, m := range metrics {
+		sm, err := metricOf(m.doc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+		*m.dst = sm
+	}
+	return nil
+}
+
+// docStat pairs a metric of the document with the stats.Batch field it
+// rebuilds.
+type docStat struct {
+	name string
+	doc  *Metric
+	dst  **stats.Metric
+}
+
+// hasConnections reports whether b knows anything of its connections (a
+// batch of records without connection facts, or of an older document, does
+// not).
+func hasConnections(b *stats.Batch) bool {
+	return b.ConnRequests > 0 || b.Connections() > 0 || b.ReuseFailures > 0 || b.Poisoned > 0 || len(b.Protocols) > 0
+}
+
+// hasPhases reports whether any phase of b has a sample.
+func hasPhases(b *stats.Batch) bool {
+	for _, p := range b.Phases() {
+		if p.Metric.N() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // metricOf rebuilds the Metric of m from its histogram.

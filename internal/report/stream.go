@@ -3,7 +3,9 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
@@ -24,6 +26,22 @@ import (
 // gateway line always ends with its integrity errors (requests whose content
 // differed from what was emitted; they fail the run); the loopback line only
 // when it has some.
+//
+// Then, for each batch (loopback first), the lines of what it has:
+//
+//	connections    gateway  5 opened, 4.0 requests each, 0 reuse failures; HTTP/1.1 20
+//	phases         gateway  p50/p99 ms: connect 0.052/0.130, written 0.011/0.020, head 0.201/0.300, first-token 0.030/0.041
+//	start-lateness gateway  n=20  mean 0.050  p50 0.012  p99 0.140  max 1.200 ms
+//	warm-up        gateway  5 requests, left out of the statistics
+//
+// connections: the connections the requests opened (and, "+N by warm-up",
+// those warm-up requests opened and they reused), the mean requests per
+// connection, the kept connections found closed by the peer (each request
+// then went again on a new connection), the poisoned ones when there are
+// any, and the requests per protocol. phases: the median and 99th
+// percentile of each phase of the time to first token that has samples.
+// start-lateness: open loop only, how late requests started against their
+// schedule.
 func WriteStream(w io.Writer, loop, gw *stats.Batch) error {
 	p := printer{w: w}
 	p.printf("=== stream ===\n")
@@ -31,7 +49,117 @@ func WriteStream(w io.Writer, loop, gw *stats.Batch) error {
 		streamLine(&p, "loopback", loop, loop.IntegrityErrors > 0)
 	}
 	streamLine(&p, "gateway", gw, true)
+	if loop != nil {
+		transportLines(&p, "loopback", loop)
+	}
+	transportLines(&p, "gateway", gw)
 	return p.err
+}
+
+// transportLines writes the connections, phases, start-lateness and
+// warm-up lines of one batch, those it has data for.
+func transportLines(p *printer, name string, b *stats.Batch) {
+	if hasConnections(b) {
+		p.printf("%-14s %-8s %d opened", "connections", name, b.Opened)
+		if b.WarmConnections > 0 {
+			p.printf(" (+%d by warm-up)", b.WarmConnections)
+		}
+		p.printf(", %.1f requests each, %d reuse %s", b.RequestsPerConnection(),
+			b.ReuseFailures, plural(int64(b.ReuseFailures), "failure"))
+		if b.Poisoned > 0 {
+			p.printf(", %d poisoned", b.Poisoned)
+		}
+		for i, proto := range sortedKeys(b.Protocols) {
+			sep := ", "
+			if i == 0 {
+				sep = "; "
+			}
+			p.printf("%s%s %d", sep, proto, b.Protocols[proto])
+		}
+		p.printf("\n")
+	}
+	if hasPhases(b) {
+		p.printf("%-14s %-8s p50/p99 ms:", "phases", name)
+		sep := " "
+		for _, ph := range b.Phases() {
+			if m := ph.Metric; m.N() > 0 {
+				p.printf("%s%s %.3f/%.3f", sep, ph.Name, ms(m.Percentile(0.50)), ms(m.Percentile(0.99)))
+				sep = ", "
+			}
+		}
+		p.printf("\n")
+	}
+	if m := b.StartLateness; m.N() > 0 {
+		p.printf("%-14s %-8s n=%d  mean %.3f  p50 %.3f  p99 %.3f  max %.3f ms\n", "start-lateness", name,
+			m.N(), m.Mean()/nsPerMs, ms(m.Percentile(0.50)), ms(m.Percentile(0.99)), ms(m.Max()))
+	}
+	if b.Warmup > 0 {
+		p.printf("%-14s %-8s %d %s, left out of the statistics\n", "warm-up", name, b.Warmup, plural(int64(b.Warmup), "request"))
+	}
+}
+
+// PhasesLine returns the verbose per-request line of r's connection and
+// phases, in milliseconds, without a line end (Go tool; the CLI prints it
+// under --verbose):
+//
+//	gw   3: HTTP/1.1 conn 2 (reused) connect 0.000 tls 0.000 written 0.012 head 0.210 first-token 0.030 ms
+//
+// A phase that did not happen on the request's connection (connect and TLS
+// on a reused one, TLS on plain TCP) is 0.000; one that could not be
+// measured (the request failed before it) is "-". A new connection after a
+// reuse failure says so, as do a poisoned connection and a warm-up request.
+func PhasesLine(r *result.Request) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %3d: ", r.Batch, r.Index)
+	switch {
+	case r.ConnID <= 0:
+		b.WriteString("no connection")
+	default:
+		proto := r.Proto
+		if proto == "" {
+			proto = "-"
+		}
+		fmt.Fprintf(&b, "%s conn %d", proto, r.ConnID)
+		switch {
+		case r.Reused:
+			b.WriteString(" (reused)")
+		case r.ReuseFailed:
+			b.WriteString(" (new, after a reuse failure)")
+		default:
+			b.WriteString(" (new)")
+		}
+	}
+	phase := func(name string, known bool, ns int64) {
+		if known {
+			fmt.Fprintf(&b, " %s %.3f", name, ms(ns))
+		} else {
+			fmt.Fprintf(&b, " %s -", name)
+		}
+	}
+	ready := r.Sent > 0 || r.TLSDone > 0 // the connection got past its set-up
+	switch {
+	case r.Reused:
+		phase("connect", true, 0)
+		phase("tls", true, 0)
+	default:
+		phase("connect", r.Connected > 0, r.Connected-r.Start)
+		phase("tls", r.TLSDone > 0 || ready, max(r.TLSDone-r.Connected, 0))
+	}
+	phase("written", r.Sent > 0, r.Sent-max(r.TLSDone, r.Connected, r.Start))
+	phase("head", r.Sent > 0 && r.HeadAt > 0, r.HeadAt-r.Sent)
+	var first int64
+	if len(r.Tokens) > 0 {
+		first = r.Tokens[0].Arrived - r.HeadAt
+	}
+	phase("first-token", r.HeadAt > 0 && len(r.Tokens) > 0, first)
+	b.WriteString(" ms")
+	if r.Poisoned {
+		b.WriteString("; connection poisoned, not kept")
+	}
+	if r.Warmup {
+		b.WriteString("; warm-up")
+	}
+	return b.String()
 }
 
 // streamLine writes the line of one batch.

@@ -205,6 +205,10 @@ func ExpectLine(thinkMs, delayMs float64, tokens, requests, concurrency int) (st
 // (SPEC §6), starting with a carriage return and without a newline; elapsed
 // is printed in whole seconds.
 func ProgressLine(elapsed time.Duration, done, total, inFlight int, tokens int64) string {
+	if total <= 0 { // Go tool: a batch limited by --duration has no known total
+		return fmt.Sprintf("\r  streaming: %ds elapsed, %d done, %d in flight, %d tokens received",
+			int64(elapsed/time.Second), done, inFlight, tokens)
+	}
 	// SPEC §6: "\r  streaming: <s>s elapsed, <done>/<total> done, <k> in flight, <t> tokens received"
 	return fmt.Sprintf("\r  streaming: %ds elapsed, %d/%d done, %d in flight, %d tokens received",
 		int64(elapsed/time.Second), done, total, inFlight, tokens)

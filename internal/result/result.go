@@ -129,6 +129,17 @@ type Request struct {
 	Reused    bool   // the connection had carried an earlier request
 	Warmup    bool   // a warm-up request: reported, not counted in the statistics
 
+	// ReuseFailed: the kept connection this request came to reuse had
+	// been closed by the server or gateway (found closed, or failing on the
+	// write or before any response byte); the request was sent again on a
+	// new connection, which ConnID and Reused describe.
+	ReuseFailed bool
+	// Poisoned: a kept-alive connection was closed, not reused, because of
+	// this response (no framing end, a drain that did not reach it within
+	// its bounds, bytes after it) or, found when this request came to reuse
+	// the connection, because bytes had arrived while it was idle.
+	Poisoned bool
+
 	ID string // request id sent to the server as a hint ("" if none)
 
 	Tokens []Token // content tokens in arrival order

@@ -48,7 +48,61 @@ type Batch struct {
 	InterToken    *Metric // arrival gap between consecutive tokens, n−1 per request
 	EmitRecv      *Metric // arrival − emission of tokens 2..n, n−1 per request (stamped tokens only)
 
+	// Warmup counts the warm-up requests (rec.Warmup) Add was given: they
+	// are counted here and nowhere else.
+	Warmup int
+
+	// Connections (Go tool), over the requests counted. A connection opened
+	// by a warm-up request is counted in WarmConnections when a counted
+	// request first reuses it, so that Opened + WarmConnections is the
+	// number of distinct connections that carried counted requests.
+	Opened          int            // requests that opened their connection (rec.ConnID > 0, not Reused)
+	WarmConnections int            // connections opened by warm-up requests, then reused by counted ones
+	ConnRequests    int            // requests carried by a connection (rec.ConnID > 0)
+	ReuseFailures   int            // requests whose kept connection had been closed (rec.ReuseFailed)
+	Poisoned        int            // requests that left, or found, their kept connection poisoned (rec.Poisoned)
+	Protocols       map[string]int // requests by the protocol that carried them (rec.Proto, when set)
+
+	// The phases of the time to first token (k6-style), ns, one sample per
+	// request where both ends are known (see Phases).
+	Connect    *Metric // Connected − Start: TCP connect (new connections only)
+	TLS        *Metric // TLSDone − Connected: TLS handshake
+	Written    *Metric // Sent − max(TLSDone, Connected, Start): request written
+	Head       *Metric // HeadAt − Sent: response head received
+	FirstToken *Metric // first token's arrival − HeadAt
+
+	// StartLateness is Start − Scheduled of the open-loop requests
+	// (Scheduled > 0), ns: how late each started against its deadline.
+	StartLateness *Metric
+
 	failures map[result.Kind]*FailureTally
+	// warmConns are the connections opened by warm-up requests that no
+	// counted request has reused yet.
+	warmConns map[int64]struct{}
+}
+
+// Phase names one phase of the time to first token.
+type Phase struct {
+	Name   string  // "connect", "tls", "written", "head", "first-token"
+	Metric *Metric // its samples
+}
+
+// Phases returns the phase metrics of b in the order of a request.
+func (b *Batch) Phases() []Phase {
+	return []Phase{{"connect", b.Connect}, {"tls", b.TLS}, {"written", b.Written}, {"head", b.Head}, {"first-token", b.FirstToken}}
+}
+
+// Connections returns the distinct connections that carried counted
+// requests: Opened + WarmConnections.
+func (b *Batch) Connections() int { return b.Opened + b.WarmConnections }
+
+// RequestsPerConnection returns the mean number of counted requests per
+// connection, 0 without connections.
+func (b *Batch) RequestsPerConnection() float64 {
+	if c := b.Connections(); c > 0 {
+		return float64(b.ConnRequests) / float64(c)
+	}
+	return 0
 }
 
 // FailureTally counts the failures of one kind and keeps their first
@@ -73,13 +127,31 @@ func NewBatch() *Batch {
 		FirstEmitRecv: NewMetric(),
 		InterToken:    NewMetric(),
 		EmitRecv:      NewMetric(),
+		Protocols:     make(map[string]int),
+		Connect:       NewMetric(),
+		TLS:           NewMetric(),
+		Written:       NewMetric(),
+		Head:          NewMetric(),
+		FirstToken:    NewMetric(),
+		StartLateness: NewMetric(),
 		failures:      make(map[result.Kind]*FailureTally),
 	}
 }
 
 // Add accounts for one finished request. It does not retain r, and does not
-// allocate for an ok request.
+// allocate for an ok request (but the first of each protocol). A warm-up
+// request is only counted in Warmup (and its connection remembered).
 func (b *Batch) Add(r *result.Request) {
+	if r.Warmup {
+		b.Warmup++
+		if r.ConnID > 0 && !r.Reused {
+			if b.warmConns == nil {
+				b.warmConns = make(map[int64]struct{})
+			}
+			b.warmConns[r.ConnID] = struct{}{}
+		}
+		return
+	}
 	b.Requests++
 	if r.OK() {
 		b.OK++
@@ -98,6 +170,8 @@ func (b *Batch) Add(r *result.Request) {
 	b.Events += int64(r.Events)
 	b.Bytes += r.Bytes
 	b.MaxTokensPerRead = max(b.MaxTokensPerRead, r.MaxTokensPerRead)
+	b.addConnection(r)
+	b.addPhases(r)
 	toks := r.Tokens
 	if len(toks) == 0 {
 		return
@@ -120,6 +194,53 @@ func (b *Batch) Add(r *result.Request) {
 		} else {
 			b.Unstamped++
 		}
+	}
+}
+
+// addConnection accounts for the connection that carried r.
+func (b *Batch) addConnection(r *result.Request) {
+	if r.ReuseFailed {
+		b.ReuseFailures++
+	}
+	if r.Poisoned {
+		b.Poisoned++
+	}
+	if r.Proto != "" {
+		b.Protocols[r.Proto]++
+	}
+	if r.ConnID <= 0 {
+		return
+	}
+	b.ConnRequests++
+	switch _, warm := b.warmConns[r.ConnID]; {
+	case !r.Reused:
+		b.Opened++
+	case warm:
+		b.WarmConnections++
+		delete(b.warmConns, r.ConnID)
+	}
+}
+
+// addPhases records the phases of r whose both ends are known, and its
+// start lateness.
+func (b *Batch) addPhases(r *result.Request) {
+	if r.Start > 0 && r.Connected > 0 {
+		b.Connect.Record(r.Connected - r.Start)
+	}
+	if r.Connected > 0 && r.TLSDone > 0 {
+		b.TLS.Record(r.TLSDone - r.Connected)
+	}
+	if from := max(r.TLSDone, r.Connected, r.Start); r.Sent > 0 && from > 0 {
+		b.Written.Record(r.Sent - from)
+	}
+	if r.Sent > 0 && r.HeadAt > 0 {
+		b.Head.Record(r.HeadAt - r.Sent)
+	}
+	if r.HeadAt > 0 && len(r.Tokens) > 0 {
+		b.FirstToken.Record(r.Tokens[0].Arrived - r.HeadAt)
+	}
+	if r.Scheduled > 0 && r.Start > 0 {
+		b.StartLateness.Record(r.Start - r.Scheduled)
 	}
 }
 
@@ -172,6 +293,27 @@ func (b *Batch) Merge(o *Batch) {
 	b.FirstEmitRecv.Merge(o.FirstEmitRecv)
 	b.InterToken.Merge(o.InterToken)
 	b.EmitRecv.Merge(o.EmitRecv)
+	b.Warmup += o.Warmup
+	b.Opened += o.Opened
+	b.WarmConnections += o.WarmConnections
+	b.ConnRequests += o.ConnRequests
+	b.ReuseFailures += o.ReuseFailures
+	b.Poisoned += o.Poisoned
+	for p, n := range o.Protocols {
+		b.Protocols[p] += n
+	}
+	for _, m := range []struct{ dst, src *Metric }{
+		{b.Connect, o.Connect}, {b.TLS, o.TLS}, {b.Written, o.Written}, {b.Head, o.Head},
+		{b.FirstToken, o.FirstToken}, {b.StartLateness, o.StartLateness},
+	} {
+		m.dst.Merge(m.src)
+	}
+	for id := range o.warmConns {
+		if b.warmConns == nil {
+			b.warmConns = make(map[int64]struct{})
+		}
+		b.warmConns[id] = struct{}{}
+	}
 	for _, t := range o.Failures() {
 		for _, tc := range t.Texts {
 			b.tally(t.Kind, tc.Text, tc.Count)

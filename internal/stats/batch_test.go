@@ -119,6 +119,16 @@ func requests() []*result.Request {
 		}
 		r.ByPiTs = len(r.Tokens) / 2
 		r.ByContent = len(r.Tokens) / 3
+		// Slots of 4 requests on one connection each; every 7th a reuse
+		// failure, every 11th poisoned; open loop, 0..39 µs late.
+		r.ConnID, r.Reused = int64(i/4+1), i%4 != 0
+		r.Proto = []string{"HTTP/1.1", "h2"}[i/20]
+		r.ReuseFailed, r.Poisoned = i%7 == 6, i%11 == 10
+		r.Scheduled = r.Start - int64(1000*i)
+		if !r.Reused {
+			r.Connected, r.TLSDone = r.Start+300, r.Start+700
+		}
+		r.HeadAt = r.Sent + int64(50*i)
 		switch i % 5 {
 		case 2:
 			r.Failure = result.Failure{Kind: result.Integrity, Detail: "token 1 duplicated"}
@@ -138,11 +148,14 @@ type batchCounts struct {
 	Tokens, Unstamped, ByPiTs, ByContent, Unmeasured int64
 	Reads, Events, Bytes                             int64
 	MaxTokensPerRead, IntegrityErrors                int
+	Warmup, Opened, WarmConnections, ConnRequests    int
+	ReuseFailures, Poisoned                          int
 }
 
 func counts(b *Batch) batchCounts {
 	return batchCounts{b.Requests, b.OK, b.Failed, b.Tokens, b.Unstamped, b.ByPiTs, b.ByContent, b.Unmeasured,
-		b.Reads, b.Events, b.Bytes, b.MaxTokensPerRead, b.IntegrityErrors}
+		b.Reads, b.Events, b.Bytes, b.MaxTokensPerRead, b.IntegrityErrors,
+		b.Warmup, b.Opened, b.WarmConnections, b.ConnRequests, b.ReuseFailures, b.Poisoned}
 }
 
 func sameBatch(t *testing.T, what string, a, b *Batch) {
@@ -157,6 +170,13 @@ func sameBatch(t *testing.T, what string, a, b *Batch) {
 	sameMetric(t, what+" FirstEmitRecv", a.FirstEmitRecv, b.FirstEmitRecv)
 	sameMetric(t, what+" InterToken", a.InterToken, b.InterToken)
 	sameMetric(t, what+" EmitRecv", a.EmitRecv, b.EmitRecv)
+	if !reflect.DeepEqual(a.Protocols, b.Protocols) {
+		t.Errorf("%s: protocols differ: %v, %v", what, a.Protocols, b.Protocols)
+	}
+	for i, p := range a.Phases() {
+		sameMetric(t, what+" phase "+p.Name, p.Metric, b.Phases()[i].Metric)
+	}
+	sameMetric(t, what+" StartLateness", a.StartLateness, b.StartLateness)
 }
 
 func TestBatchMerge(t *testing.T) {
@@ -219,5 +239,72 @@ func BenchmarkBatchAdd(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		batch.Add(r)
+	}
+}
+
+// TestBatchConnectionsAndPhases: the connection counts, protocols, phases
+// and start lateness of a few records, warm-ups left out.
+func TestBatchConnectionsAndPhases(t *testing.T) {
+	b := NewBatch()
+	tok := func(at int64) []result.Token { return []result.Token{{Arrived: at}} }
+	// Warm-up on connection 1 (new), then connection 2 (new).
+	b.Add(&result.Request{Warmup: true, ConnID: 1, Proto: "h2", Start: 10, Connected: 20, Sent: 30, HeadAt: 40, Tokens: tok(50)})
+	b.Add(&result.Request{Warmup: true, ConnID: 2, Proto: "h2", Start: 10, Connected: 20, Sent: 30})
+	// Counted: reuses 1 (a warm connection), reuses 1 again, opens 3 over
+	// TLS after a reuse failure, reuses 3 and is poisoned; one connect
+	// failure; one open-loop request 700 ns late.
+	b.Add(&result.Request{ConnID: 1, Reused: true, Proto: "h2", Start: 1000, Sent: 1010, HeadAt: 1110, Tokens: tok(1140)})
+	b.Add(&result.Request{ConnID: 1, Reused: true, Proto: "h2", Start: 2000, Sent: 2020, HeadAt: 2220, Tokens: tok(2250)})
+	b.Add(&result.Request{ConnID: 3, ReuseFailed: true, Proto: "HTTP/1.1", Start: 3000, Connected: 3400, TLSDone: 3900, Sent: 3905, HeadAt: 4005, Tokens: tok(4035)})
+	b.Add(&result.Request{ConnID: 3, Reused: true, Poisoned: true, Proto: "HTTP/1.1", Start: 5000, Sent: 5001,
+		Failure: result.Failure{Kind: result.Timeout, Detail: "1"}})
+	b.Add(&result.Request{Start: 6000, Failure: result.Failure{Kind: result.Connect, Detail: "Connection refused"}})
+	b.Add(&result.Request{ConnID: 4, Proto: "HTTP/1.1", Scheduled: 6300, Start: 7000, Connected: 7100, Sent: 7110})
+
+	want := batchCounts{Requests: 6, OK: 4, Failed: 2, Tokens: 3, Unstamped: 3, Unmeasured: 3,
+		Warmup: 2, Opened: 2, WarmConnections: 1, ConnRequests: 5, ReuseFailures: 1, Poisoned: 1}
+	if got := counts(b); got != want {
+		t.Errorf("counts:\n%+v\nwant\n%+v", got, want)
+	}
+	if got, want := b.Protocols, map[string]int{"h2": 2, "HTTP/1.1": 3}; !reflect.DeepEqual(got, want) {
+		t.Errorf("protocols %v, want %v", got, want)
+	}
+	if b.Connections() != 3 || b.RequestsPerConnection() != 5.0/3 {
+		t.Errorf("%d connections, %v requests each; want 3 (1 from warm-up), 5/3", b.Connections(), b.RequestsPerConnection())
+	}
+	for _, tt := range []struct {
+		name string
+		m    *Metric
+		want []int64
+	}{
+		{"connect", b.Connect, []int64{100, 400}},
+		{"tls", b.TLS, []int64{500}},
+		{"written", b.Written, []int64{1, 5, 10, 10, 20}},
+		{"head", b.Head, []int64{100, 100, 200}},
+		{"first-token", b.FirstToken, []int64{30, 30, 30}},
+		{"start lateness", b.StartLateness, []int64{700}},
+	} {
+		if got := values(tt.m); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s samples = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if names := b.Phases(); len(names) != 5 || names[4].Name != "first-token" || names[4].Metric != b.FirstToken {
+		t.Errorf("Phases() = %+v", names)
+	}
+	if e := NewBatch(); e.RequestsPerConnection() != 0 {
+		t.Errorf("an empty batch has %v requests per connection, want 0", e.RequestsPerConnection())
+	}
+}
+
+// TestBatchWarmupAcrossMerge: a connection opened by a warm-up request in
+// one part and reused in the other counts once, as warm, after Merge.
+func TestBatchWarmupAcrossMerge(t *testing.T) {
+	x, y := NewBatch(), NewBatch()
+	x.Add(&result.Request{Warmup: true, ConnID: 7})
+	y.Merge(x)
+	y.Add(&result.Request{ConnID: 7, Reused: true})
+	y.Add(&result.Request{ConnID: 7, Reused: true})
+	if y.Warmup != 1 || y.WarmConnections != 1 || y.Opened != 0 || y.ConnRequests != 2 {
+		t.Errorf("warmup %d, warm connections %d, opened %d, requests %d; want 1, 1, 0, 2", y.Warmup, y.WarmConnections, y.Opened, y.ConnRequests)
 	}
 }

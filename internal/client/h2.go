@@ -1,0 +1,246 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// startH2 starts HTTP/2 (proto ProtoH2 or ProtoH2C) on the session's new
+// connection. From here on golang.org/x/net/http2's read loop owns the
+// connection: requests are bounded by their context, not by deadlines on
+// the connection.
+func (s *Session) startH2(ctx context.Context, rec *result.Request, proto string) bool {
+	s.conn.SetDeadline(time.Time{})
+	s.stamp = &stampConn{Conn: s.conn}
+	//lint:ignore SA1019 see shared in client.go
+	cc, err := s.q.state().h2.NewClientConn(s.stamp)
+	if err != nil {
+		s.Close()
+		rec.Failure = s.q.classify(ctx, err, result.Failure{Kind: result.Connect, Detail: "HTTP/2: " + errText(err)})
+		return false
+	}
+	s.cc, s.proto = cc, proto
+	return true
+}
+
+// doH2 sends the request as one HTTP/2 stream on the session's client
+// connection and reads the response body, timestamping where its Read
+// returns.
+func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.Time, reused bool) attempt {
+	q := s.q
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	scheme := "https"
+	if s.proto == ProtoH2C {
+		scheme = "http"
+	}
+	req, err := q.newHTTPRequest(rctx, rec.ID, scheme)
+	if err != nil {
+		rec.Failure = result.Failure{Kind: result.RecvError, Detail: "request: " + err.Error()}
+		return finished
+	}
+	// The transport writes the request on a goroutine of its own: Sent is
+	// when the write that followed the end of the body returned (the frame
+	// with END_STREAM, flushed at once); see stampConn.sentBefore.
+	stamp := s.stamp
+	stamp.reset()
+	req.Body = &eofBody{ReadCloser: req.Body, c: stamp}
+	keep := false
+	defer func() {
+		if rec.Sent == 0 {
+			rec.Sent = stamp.sentBefore(clock.Now())
+		}
+		if !keep || !s.cc.CanTakeNewRequest() {
+			s.Close()
+		}
+	}()
+
+	resp, err := s.cc.RoundTrip(req)
+	if err != nil {
+		if reused && ctx.Err() == nil && rctx.Err() == nil {
+			return deadConn
+		}
+		rec.Failure = h2Failure(ctx, rctx, q, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+		return finished
+	}
+	now := clock.Now()
+	rec.Sent = stamp.sentBefore(now)
+	body := resp.Body
+	defer body.Close()
+	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
+		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
+	}
+	r := newReader(rec, &q.Options)
+	defer r.close()
+	if r.h2Head(resp.StatusCode, resp.Proto+" "+resp.Status, resp.Header.Get("Content-Encoding"), now) {
+		rec.End = now
+		keep = q.KeepAlive // closing the body resets the stream only
+		return finished
+	}
+	buf := s.buf
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			now := clock.Now()
+			rec.Reads++
+			if r.feed(buf[:n], now) {
+				rec.End = now
+				r.close()
+				if keep = q.KeepAlive && !s.oneShot; keep {
+					s.drainH2(rec, body, cancel)
+				}
+				return finished
+			}
+		}
+		if err != nil {
+			rec.Failure = h2Failure(ctx, rctx, q, err, r.endOfStream(err))
+			keep = q.KeepAlive && errors.Is(err, io.EOF) // the stream ended, the connection is fine
+			return finished
+		}
+	}
+}
+
+// stampConn is the connection under an HTTP/2 client connection: it
+// notes when the first Write after the end of the current request's body
+// returned.
+type stampConn struct {
+	net.Conn
+	armed atomic.Bool  // the request body has been read to its end
+	eof   atomic.Int64 // when it was
+	sent  atomic.Int64 // when the first Write after that returned
+}
+
+func (c *stampConn) reset() {
+	c.armed.Store(false)
+	c.eof.Store(0)
+	c.sent.Store(0)
+}
+
+// sentBefore returns when the request was written, given that the response
+// head had arrived by head: the time the write returned, unless the writing
+// goroutine took that time only after the head (it was descheduled between
+// the two); then the time it read the end of the body, right before the
+// write. 0 when the body's end was never read.
+func (c *stampConn) sentBefore(head int64) int64 {
+	if sent := c.sent.Load(); sent != 0 && sent <= head {
+		return sent
+	}
+	return c.eof.Load()
+}
+
+func (c *stampConn) Write(p []byte) (int, error) {
+	armed := c.armed.Load()
+	n, err := c.Conn.Write(p)
+	if armed && err == nil {
+		c.sent.CompareAndSwap(0, clock.Now())
+	}
+	return n, err
+}
+
+// eofBody arms c when the transport reads the end of the request body.
+type eofBody struct {
+	io.ReadCloser
+	c *stampConn
+}
+
+func (b *eofBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.c.armed.Load() {
+		b.c.eof.Store(clock.Now())
+		b.c.armed.Store(true)
+	}
+	return n, err
+}
+
+// drainH2 reads the rest of a stream whose terminal event has arrived, up to
+// its END_STREAM, within the drain bounds; past them, cancel resets the
+// stream (the connection stays usable).
+func (s *Session) drainH2(rec *result.Request, body io.Reader, cancel context.CancelFunc) {
+	t := time.AfterFunc(s.q.drainTimeout(), cancel)
+	defer t.Stop()
+	for drained := 0; drained <= DrainBytes; {
+		n, err := body.Read(s.buf)
+		if n > 0 {
+			rec.Reads++
+			rec.Bytes += int64(n)
+			drained += n
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// h2Failure classifies the error of an HTTP/2 request: interrupted when
+// ctx is done, a timeout when the request's own deadline (rctx) passed,
+// else fallback.
+func h2Failure(ctx, rctx context.Context, q *Request, err error, fallback result.Failure) result.Failure {
+	if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		return q.classify(ctx, context.DeadlineExceeded, fallback)
+	}
+	return q.classify(ctx, err, fallback)
+}
+
+// newHTTPRequest builds the request with id id for an HTTP/2 round trip:
+// the method, path, headers and body of AppendHTTP (no Connection field,
+// which HTTP/2 forbids; a "Host" extra header becomes :authority; no
+// User-Agent, as over HTTP/1.1).
+func (q *Request) newHTTPRequest(ctx context.Context, id, scheme string) (*http.Request, error) {
+	h := q.hints(id)
+	body := q.body(h)
+	path, host := q.target()
+	u, err := url.ParseRequestURI(path)
+	if err != nil {
+		return nil, err
+	}
+	u.Scheme, u.Host = scheme, host
+	hdr := http.Header{
+		"Content-Type": {"application/json"},
+		"Accept":       {"text/event-stream"},
+		"User-Agent":   nil, // none, as over HTTP/1.1
+	}
+	if !h.Empty() {
+		hdr.Set(api.HintHeader, h.HeaderValue())
+	}
+	if q.Dialect == api.Anthropic {
+		hdr.Set("anthropic-version", anthropicVersion)
+	}
+	if name, value := q.authHeader(); name != "" {
+		hdr.Set(name, value)
+	}
+	for _, x := range q.ExtraHeaders {
+		name, value, ok := strings.Cut(x, ":")
+		if !ok {
+			continue
+		}
+		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
+		if strings.EqualFold(name, "Host") {
+			host = value
+			continue
+		}
+		hdr.Add(name, value)
+	}
+	req := &http.Request{
+		Method:        http.MethodPost,
+		URL:           u,
+		Proto:         "HTTP/2.0",
+		ProtoMajor:    2,
+		Header:        hdr,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Host:          host,
+	}
+	return req.WithContext(ctx), nil
+}

@@ -1,0 +1,380 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// Session sends the requests of one concurrency slot, one after the other.
+// With Options.KeepAlive they share its connection while it stays usable;
+// without, each request has a connection of its own, closed after it. A
+// Session is not safe for concurrent use; Close it when done.
+type Session struct {
+	q *Request
+
+	// The open connection, kept between requests: conn for HTTP/1.1 (the
+	// TLS connection over https), cc over it for HTTP/2; raw is the TCP
+	// connection underneath.
+	conn net.Conn
+	raw  net.Conn
+	//lint:ignore SA1019 see shared in client.go
+	cc    *http2.ClientConn
+	stamp *stampConn // the connection under cc
+	id    int64      // its ConnID
+	proto string     // its protocol (rec.Proto)
+
+	buf     []byte // the read buffer, ReadBufferSize
+	oneShot bool   // Request.Do's: the connection closes after the request, no drain
+}
+
+// NewSession returns a Session that sends q's requests.
+func (q *Request) NewSession() *Session {
+	return &Session{q: q}
+}
+
+// Close closes the session's connection, if one is open.
+func (s *Session) Close() error {
+	var err error
+	switch {
+	case s.cc != nil:
+		err = s.cc.Close()
+	case s.conn != nil:
+		err = s.conn.Close()
+	}
+	s.conn, s.raw, s.cc, s.stamp, s.id, s.proto = nil, nil, nil, nil, 0, ""
+	return err
+}
+
+// attempt is how one try of a request ended.
+type attempt int
+
+const (
+	finished attempt = iota // rec holds the outcome
+	deadConn                // a kept connection failed before any response byte: try again on a new one
+)
+
+// Do performs one request and records it into rec, whose Batch, Index,
+// Scheduled and Warmup the caller sets. It never returns early without
+// filling rec.Failure and rec.End. Cancelling ctx ends the request as
+// result.Interrupted. rec.ConnID, rec.Reused and rec.Proto say which
+// connection carried it; rec.Connected, rec.TLSDone, rec.Sent and
+// rec.HeadAt time its phases (0 for a phase that did not happen).
+//
+// Reuse (Options.KeepAlive). A connection is kept for the next request only
+// when its response ended cleanly at its framing end: after the terminal
+// event the client reads on (bounded by Options.DrainTimeout and
+// DrainBytes) until the last chunk and its trailers, or the Content-Length,
+// have arrived, with no byte beyond them. It is closed instead when the
+// response announced "Connection: close", when the request failed on the
+// connection (status, timeout, read error, broken framing), and, marked
+// rec.Poisoned, when the response had no framing end (a body read until
+// close), its drain did not reach the end within the bounds, or bytes
+// followed the end — at once, or while the connection was idle. HTTP/2
+// reads a stream to its END_STREAM within the same bounds, else resets the
+// stream; the connection stays.
+//
+// A kept connection that the server or gateway closed — found closed when
+// the next request comes to use it, or failing on the write or before any
+// response byte — is a reuse failure (rec.ReuseFailed): the request is sent
+// again, once, on a new connection, and its Start stays that of the first
+// try.
+func (s *Session) Do(ctx context.Context, rec *result.Request) {
+	q := s.q
+	rec.ID = q.ID(rec.Batch, rec.Index)
+	// Whatever the outcome, the tokens that arrived without a usable pi_ts
+	// get their emission times from the registry (and the entry is freed),
+	// once the request has ended.
+	defer q.fillEmitted(rec)
+	rec.Start = clock.Now()
+	deadline := clock.ToTime(rec.Start).Add(q.Timeout)
+	defer func() {
+		if rec.End == 0 {
+			rec.End = clock.Now()
+		}
+	}()
+	if s.buf == nil {
+		s.buf = make([]byte, ReadBufferSize)
+	}
+	if s.conn != nil && !s.usable(rec) {
+		s.Close()
+	}
+	for {
+		reused := s.conn != nil
+		if !reused && !s.connect(ctx, rec, deadline) {
+			return
+		}
+		rec.ConnID, rec.Reused, rec.Proto = s.id, reused, s.proto
+		var a attempt
+		if s.cc != nil {
+			a = s.doH2(ctx, rec, deadline, reused)
+		} else {
+			a = s.doH1(ctx, rec, deadline, reused)
+		}
+		if a == finished {
+			return
+		}
+		s.Close()
+		rec.ReuseFailed = true
+		rec.ConnID, rec.Reused, rec.Proto = 0, false, ""
+		rec.Sent, rec.HeadAt, rec.Bytes, rec.Reads = 0, 0, 0, 0
+		rec.Failure = result.Failure{}
+	}
+}
+
+// usable checks, before a kept connection carries a request, that it is
+// still open and silent: a connection the peer closed while idle is a reuse
+// failure, one with bytes waiting is poisoned. Either way it is not used.
+func (s *Session) usable(rec *result.Request) bool {
+	if s.cc != nil {
+		if s.cc.CanTakeNewRequest() {
+			return true
+		}
+		rec.ReuseFailed = true
+		return false
+	}
+	state := peek(s.raw)
+	if tc, ok := s.conn.(*tls.Conn); ok && state == pending {
+		state = tlsPending(tc, s.buf)
+	}
+	switch state {
+	case peerClosed:
+		rec.ReuseFailed = true
+		return false
+	case pending:
+		rec.Poisoned = true
+		return false
+	}
+	return true
+}
+
+// tlsPending reads, for at most a millisecond, what waits on an idle TLS
+// connection: records without application data (a session ticket) leave
+// it idle, a close_notify or an error closed, data poisoned.
+func tlsPending(tc *tls.Conn, buf []byte) connState {
+	tc.SetReadDeadline(time.Now().Add(time.Millisecond))
+	n, err := tc.Read(buf[:1])
+	switch {
+	case n > 0:
+		return pending
+	case err == nil || isTimeout(err):
+		return idle
+	}
+	return peerClosed
+}
+
+// connect opens a new connection for the session: TCP, then TLS when
+// configured, then HTTP/2 when wanted or negotiated. On failure it fills
+// rec.Failure and returns false.
+func (s *Session) connect(ctx context.Context, rec *result.Request, deadline time.Time) bool {
+	q := s.q
+	d := net.Dialer{Deadline: deadline}
+	conn, err := d.DialContext(ctx, "tcp", q.Addr)
+	if err != nil {
+		rec.Failure = q.classify(ctx, err, connectFailure(err))
+		return false
+	}
+	rec.Connected = clock.Now()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	id := q.state().conns.Add(1)
+	rec.ConnID = id
+	s.raw, s.conn, s.id, s.proto = conn, conn, id, ProtoHTTP1
+	cfg := q.tlsConfig()
+	if cfg == nil {
+		if q.H2C {
+			return s.startH2(ctx, rec, ProtoH2C)
+		}
+		return true
+	}
+	tc := tls.Client(conn, cfg)
+	conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	err = tc.HandshakeContext(ctx)
+	stop()
+	if err != nil {
+		s.Close()
+		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.Connect, Detail: "TLS handshake: " + errText(err)})
+		return false
+	}
+	rec.TLSDone = clock.Now()
+	s.conn = tc
+	if tc.ConnectionState().NegotiatedProtocol == http2.NextProtoTLS {
+		return s.startH2(ctx, rec, ProtoH2)
+	}
+	return true
+}
+
+// tlsConfig returns the TLS configuration of the connections, nil for
+// plain TCP.
+func (q *Request) tlsConfig() *tls.Config {
+	if q.TLS == nil && q.Scheme != "https" {
+		return nil
+	}
+	var cfg *tls.Config
+	if q.TLS != nil {
+		cfg = q.TLS.Clone()
+	} else {
+		cfg = &tls.Config{}
+	}
+	if cfg.ServerName == "" {
+		_, host := q.target()
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		cfg.ServerName = host
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	if q.HTTP2 {
+		cfg.NextProtos = []string{http2.NextProtoTLS, "http/1.1"}
+	}
+	return cfg
+}
+
+// doH1 sends the request over HTTP/1.1 on the session's connection and
+// reads the response.
+func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.Time, reused bool) attempt {
+	q := s.q
+	conn := s.conn
+	raw := q.AppendHTTP(make([]byte, 0, 512), rec.ID)
+	conn.SetDeadline(deadline)
+	// Cancellation unblocks the Read by moving the deadline to the past.
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	keep := false
+	defer func() {
+		// stop false: the deadline may yet move to the past; do not keep.
+		if !stop() && keep {
+			keep = false
+		}
+		if !keep {
+			s.Close()
+		}
+	}()
+
+	if _, err := conn.Write(raw); err != nil {
+		if reused && ctx.Err() == nil && isClosed(err) {
+			return deadConn
+		}
+		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+		return finished
+	}
+	rec.Sent = clock.Now()
+
+	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
+		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
+	}
+	r := newReader(rec, &q.Options)
+	defer r.close()
+	buf := s.buf
+	for {
+		n, err := conn.Read(buf)
+		if n > 0 {
+			now := clock.Now()
+			rec.Reads++
+			if r.feed(buf[:n], now) {
+				rec.End = now
+				r.close() // the gzip decoder is done: nothing more to decode
+				keep = s.drainH1(rec, r, deadline)
+				return finished
+			}
+		}
+		if err != nil {
+			if reused && rec.Bytes == 0 && ctx.Err() == nil && isClosed(err) {
+				return deadConn
+			}
+			rec.Failure = q.classify(ctx, err, r.endOfStream(err))
+			return finished
+		}
+	}
+}
+
+// drainH1 reads what follows the end of a response, up to its framing end,
+// and reports whether the connection can carry another request (see
+// Session.Do).
+func (s *Session) drainH1(rec *result.Request, r *reader, deadline time.Time) bool {
+	if !s.q.KeepAlive || s.oneShot || !r.gotHead || r.closes {
+		return false
+	}
+	if !r.drainable {
+		if isStreamEnd(rec.Failure.Kind) {
+			rec.Poisoned = true // the body had no framing end: read until close
+		}
+		return false
+	}
+	done, err := r.drain(r.rest)
+	r.rest = nil
+	if err == nil && !done {
+		limit := time.Now().Add(s.q.drainTimeout())
+		if limit.After(deadline) {
+			limit = deadline
+		}
+		s.conn.SetReadDeadline(limit)
+		drained := 0
+		for err == nil && !done {
+			n, rerr := s.conn.Read(s.buf)
+			if n > 0 {
+				rec.Reads++
+				rec.Bytes += int64(n)
+				if drained += n; drained > DrainBytes {
+					err = errDrainTooLong
+					break
+				}
+				done, err = r.drain(s.buf[:n])
+			}
+			if rerr != nil && err == nil && !done {
+				err = rerr
+			}
+		}
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) && !isClosed(err) {
+			rec.Poisoned = true
+		}
+		return false
+	}
+	return true
+}
+
+// errDrainTooLong: more than DrainBytes followed the terminal event.
+var errDrainTooLong = errors.New("drain: too many bytes after the terminal event")
+
+// isStreamEnd reports whether a request that ended with kind ended at the
+// level of its event stream (the terminal event, an error event, what the
+// content checks found), not of its connection.
+func isStreamEnd(k result.Kind) bool {
+	switch k {
+	case result.OK, result.NoTokens, result.Integrity, result.StreamError:
+		return true
+	}
+	return false
+}
+
+func (q *Request) drainTimeout() time.Duration {
+	if q.DrainTimeout > 0 {
+		return q.DrainTimeout
+	}
+	return DefaultDrainTimeout
+}
+
+// isClosed reports whether err says the peer closed the connection: end
+// of file, reset, broken pipe.
+func isClosed(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED)
+}
+
+// isTimeout reports whether err is a deadline's.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
