@@ -1,32 +1,108 @@
 // Package batch runs one batch of streaming requests — the loopback
-// calibration or the gateway batch — keeping a fixed number in flight until
-// all have started, and hands each finished record to a sink as soon as it
-// completes, so that an interrupted run keeps everything it measured.
+// calibration or the gateway batch — and hands each finished record to a
+// sink as soon as it completes, so that an interrupted run keeps everything
+// it measured.
+//
+// A batch runs closed loop (a fixed number of requests in flight, each slot
+// starting its next request when the previous one ends) or open loop
+// (requests started on absolute deadlines at a rate, whatever the gateway
+// does, each record carrying its deadline in Scheduled so that how late it
+// started — Start − Scheduled — shows coordinated omission instead of
+// hiding it). The deadlines come from package schedule; this package only
+// waits for them.
 package batch
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/schedule"
 )
+
+// DefaultOpenLoopCap is the cap on requests in flight of an open-loop batch
+// whose Concurrency is 0: high enough that a gateway keeping up with the
+// rate never meets it, finite so that a stalled one cannot make the tool
+// open connections without bound. Workers are started only as the load
+// needs them, not up front.
+const DefaultOpenLoopCap = 10000
 
 // Spec describes a batch.
 type Spec struct {
-	Name        string          // "loop" or "gw": the tag of its records
-	Requests    int             // how many requests to send (>= 1)
-	Concurrency int             // how many in flight at once (1..Requests)
-	Request     *client.Request // the prepared request
+	Name string // "loop" or "gw": the tag of its records
+
+	// Requests is how many requests to start. 0 means no limit, allowed
+	// only with a Duration; with both, whichever limit comes first ends the
+	// batch.
+	Requests int
+	// Duration stops starting requests once this long has passed since the
+	// batch began (and, open loop, schedules none due at or after that
+	// instant); those in flight run to their end. 0: no time limit.
+	Duration time.Duration
+	// Concurrency bounds the requests in flight. Closed loop: exactly this
+	// many run at once (< 1 becomes 1, and no more than Requests). Open
+	// loop: the cap — a request due while every slot is busy waits for one
+	// and starts late, which its Start − Scheduled shows; < 1 means
+	// DefaultOpenLoopCap.
+	Concurrency int
+	// Rate, when > 0, makes the batch open loop: Rate requests start per
+	// second (schedule.RateResolution at the finest) on absolute deadlines,
+	// whether or not earlier ones have ended. 0: closed loop.
+	Rate float64
+	// Arrival is the open-loop arrival process: schedule.ArrivalConstant
+	// (or "") for deadlines exactly 1/Rate apart, schedule.ArrivalPoisson for
+	// independent exponential gaps of mean 1/Rate.
+	Arrival string
+	// Seed fixes the Poisson gaps: one seed, one schedule.
+	Seed uint64
+	// Warmup marks the first Warmup requests started (Index < Warmup) as
+	// warm-up: they run and reach the sink with rec.Warmup set, for the
+	// statistics to leave out. They count toward Requests: to measure N
+	// requests after W warm-ups, ask for N+W.
+	Warmup int
+
+	Request *client.Request // the prepared request
+}
+
+// Validate reports the first problem that keeps spec from running.
+func (s Spec) Validate() error {
+	switch {
+	case s.Request == nil:
+		return errors.New("batch: no request")
+	case s.Requests < 0:
+		return fmt.Errorf("batch: %d requests", s.Requests)
+	case s.Duration < 0:
+		return fmt.Errorf("batch: negative duration %v", s.Duration)
+	case s.Requests == 0 && s.Duration == 0:
+		return errors.New("batch: no limit: set a number of requests or a duration")
+	case s.Warmup < 0:
+		return fmt.Errorf("batch: %d warm-up requests", s.Warmup)
+	case s.Rate < 0 || math.IsNaN(s.Rate):
+		return fmt.Errorf("batch: rate %v", s.Rate)
+	}
+	if err := schedule.CheckArrival(s.Arrival); err != nil {
+		return fmt.Errorf("batch: %w", err)
+	}
+	if s.Rate > 0 {
+		if _, err := schedule.NewArrivals(s.Arrival, 0, s.Rate, s.Seed); err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
+	}
+	return nil
 }
 
 // Progress is a snapshot of a running batch.
 type Progress struct {
 	Elapsed  time.Duration
 	Done     int
-	Total    int
+	Total    int // Requests, or 0 when unknown (a batch limited by Duration)
 	InFlight int
 	Tokens   int64
 }
@@ -39,53 +115,41 @@ type Sink func(rec *result.Request)
 // Cancelling ctx stops starting requests and ends those in flight as
 // interrupted; their records still reach sink. If progress is non-nil it is
 // called about once a second from another goroutine (never concurrently with
-// itself) while the batch runs.
-func Run(ctx context.Context, spec Spec, sink Sink, progress func(Progress)) {
-	var (
-		next     atomic.Int64
-		done     atomic.Int64
-		inFlight atomic.Int64
-		sinkMu   sync.Mutex
-		wg       sync.WaitGroup
-	)
+// itself) while the batch runs. Run returns an error, before starting
+// anything, only when spec is invalid (see Validate).
+func Run(ctx context.Context, spec Spec, sink Sink, progress func(Progress)) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	r := &runner{spec: spec, sink: sink}
 	received := spec.Request.Received
 	if received == nil {
 		received = new(atomic.Int64)
 		req := *spec.Request
 		req.Received = received
-		spec.Request = &req
+		r.spec.Request = &req
 	}
 	base := received.Load()
-	start := time.Now()
+	startTime := time.Now()
+	start := clock.FromTime(startTime)
 
-	workers := min(max(spec.Concurrency, 1), max(spec.Requests, 1))
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= spec.Requests {
-					return
-				}
-				inFlight.Add(1)
-				rec := result.Request{Batch: spec.Name, Index: i}
-				spec.Request.Do(ctx, &rec)
-				inFlight.Add(-1)
-				done.Add(1)
-				sinkMu.Lock()
-				sink(&rec)
-				sinkMu.Unlock()
-			}
-		}()
+	// stop ends the starting of requests (ctx, or the Duration); requests
+	// themselves run under ctx.
+	stop := ctx
+	if spec.Duration > 0 {
+		var cancel context.CancelFunc
+		stop, cancel = context.WithDeadline(ctx, startTime.Add(spec.Duration))
+		defer cancel()
 	}
 
 	finished := make(chan struct{})
 	var pwg sync.WaitGroup
 	if progress != nil {
-		pwg.Add(1)
-		go func() {
-			defer pwg.Done()
+		total := spec.Requests
+		if spec.Duration > 0 {
+			total = 0
+		}
+		pwg.Go(func() {
 			tick := time.NewTicker(time.Second)
 			defer tick.Stop()
 			for {
@@ -94,17 +158,166 @@ func Run(ctx context.Context, spec Spec, sink Sink, progress func(Progress)) {
 					return
 				case <-tick.C:
 					progress(Progress{
-						Elapsed:  time.Since(start),
-						Done:     int(done.Load()),
-						Total:    spec.Requests,
-						InFlight: int(inFlight.Load()),
+						Elapsed:  time.Since(startTime),
+						Done:     int(r.done.Load()),
+						Total:    total,
+						InFlight: int(r.inFlight.Load()),
 						Tokens:   received.Load() - base,
 					})
 				}
 			}
-		}()
+		})
 	}
-	wg.Wait()
+	if spec.Rate > 0 {
+		r.openLoop(ctx, stop, start)
+	} else {
+		r.closedLoop(ctx, stop)
+	}
 	close(finished)
 	pwg.Wait()
+	return nil
+}
+
+// runner is the state one Run shares between its workers.
+type runner struct {
+	spec     Spec
+	sink     Sink
+	sinkMu   sync.Mutex
+	done     atomic.Int64
+	inFlight atomic.Int64
+}
+
+// record returns the record of the request started i-th.
+func (r *runner) record(i int) *result.Request {
+	return &result.Request{Batch: r.spec.Name, Index: i, Warmup: i < r.spec.Warmup}
+}
+
+// do sends one request through s, the session of its worker (so that a
+// keep-alive connection carries the worker's requests one after the other),
+// and hands its record to the sink.
+func (r *runner) do(ctx context.Context, s *client.Session, rec *result.Request) {
+	r.inFlight.Add(1)
+	s.Do(ctx, rec)
+	r.inFlight.Add(-1)
+	r.done.Add(1)
+	r.sinkMu.Lock()
+	r.sink(rec)
+	r.sinkMu.Unlock()
+}
+
+// closedLoop keeps Concurrency requests in flight, each worker starting its
+// next request as soon as its previous one ends, until Requests have
+// started or stop is done.
+func (r *runner) closedLoop(ctx, stop context.Context) {
+	workers := max(r.spec.Concurrency, 1)
+	if r.spec.Requests > 0 {
+		workers = min(workers, r.spec.Requests)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			s := r.spec.Request.NewSession()
+			defer s.Close()
+			for stop.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if r.spec.Requests > 0 && i >= r.spec.Requests {
+					return
+				}
+				r.do(ctx, s, r.record(i))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// openLoop walks the arrival deadlines from start, waits for each, and
+// hands its request to an idle worker, to a new one while fewer than the
+// cap exist, or else to the first worker to become free — then the request
+// starts late. Each worker keeps one session for all its requests.
+func (r *runner) openLoop(ctx, stop context.Context, start int64) {
+	arrivals, err := schedule.NewArrivals(r.spec.Arrival, start, r.spec.Rate, r.spec.Seed)
+	if err != nil {
+		panic("batch: spec validated but " + err.Error()) // Run validated the spec
+	}
+	limit := r.spec.Concurrency
+	if limit < 1 {
+		limit = DefaultOpenLoopCap
+	}
+	if r.spec.Requests > 0 {
+		limit = min(limit, r.spec.Requests)
+	}
+	end := int64(math.MaxInt64)
+	if r.spec.Duration > 0 {
+		end = start + int64(r.spec.Duration)
+	}
+
+	w := clock.NewWaker()
+	defer w.Close()
+	// Stopping wakes the scheduler from its wait for a deadline.
+	defer context.AfterFunc(stop, func() { w.Arm(clock.Now()) })()
+
+	jobs := make(chan *result.Request) // unbuffered: a send succeeds only to a worker waiting for work
+	var wg sync.WaitGroup
+	workers := 0
+	work := func(rec *result.Request) {
+		s := r.spec.Request.NewSession()
+		defer s.Close()
+		r.do(ctx, s, rec)
+		for rec := range jobs {
+			r.do(ctx, s, rec)
+		}
+	}
+arrive:
+	for i := 0; r.spec.Requests == 0 || i < r.spec.Requests; i++ {
+		due := arrivals.Next()
+		if due >= end || !sleepUntil(stop, w, due) {
+			break
+		}
+		rec := r.record(i)
+		rec.Scheduled = due
+		select {
+		case jobs <- rec: // an idle worker
+			continue
+		default:
+		}
+		if workers < limit {
+			workers++
+			wg.Go(func() { work(rec) })
+			continue
+		}
+		select { // every slot busy: the request waits, and will start late
+		case jobs <- rec:
+		case <-stop.Done():
+			break arrive
+		}
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+// sleepUntil waits until the process clock reaches due, and reports
+// whether it did; false means stop is done. It never returns true early,
+// whatever the waker's resolution, so that no request starts before its
+// deadline.
+func sleepUntil(stop context.Context, w clock.Waker, due int64) bool {
+	for {
+		if stop.Err() != nil {
+			return false
+		}
+		if clock.Now() >= due {
+			return true
+		}
+		if err := w.Arm(due); err != nil {
+			return false
+		}
+		// A stop between the check above and Arm re-armed the waker before
+		// our Arm replaced it: look again before waiting.
+		if stop.Err() != nil {
+			return false
+		}
+		if err := w.Wait(); err != nil {
+			return false
+		}
+	}
 }

@@ -1,7 +1,9 @@
 // Package schedule is the tool's timing maths: absolute emission deadlines
 // computed from a start time and an index, so that lateness never
 // accumulates (deadline k+1 is deadline k plus the delay, whatever happened at
-// k). It has no goroutines and never sleeps; package server drives it.
+// k), and the absolute start deadlines of open-loop batches (constant rate or
+// Poisson arrivals). It has no goroutines and never sleeps; packages server
+// and batch drive it.
 package schedule
 
 import "math"
