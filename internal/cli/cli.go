@@ -7,6 +7,8 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +60,10 @@ type Summary struct {
 	Loop    *stats.Batch     // the calibration batch; nil when none ran
 	Gateway *stats.Batch     // the gateway batch; nil in server-only mode
 	Verdict *verdict.Verdict // nil when no gateway batch ran
+
+	// What the dummy server saw: connections accepted and requests served
+	// (fewer connections than requests means a gateway reused them).
+	ServerConnections, ServerRequests int64
 }
 
 // Measure is Main that also returns the Summary of the run (nil when the
@@ -106,6 +112,7 @@ func Version() string {
 
 // run is one invocation's state.
 type run struct {
+	selfTLS   *tls.Config // the server's TLS configuration, when it listens with TLS
 	cfg       Config
 	out       *console
 	srv       *server.Server
@@ -139,9 +146,37 @@ func (r *run) main(ctx context.Context) int {
 	// that the client can measure tokens whose pi_ts a gateway removed.
 	r.emissions = emission.New()
 	r.runID = newRunID()
-	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions}
+	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
+		HTTP2: true, ServerClose: cfg.ServerClose}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
+	}
+	switch {
+	case cfg.TLSSelfSigned:
+		tc, fp, err := server.SelfSignedTLS()
+		if err != nil {
+			r.out.errorf("sse-latency: --tls-self-signed: %v\n", err)
+			return ExitFailure
+		}
+		srvCfg.TLS, r.selfTLS = tc, tc
+		r.out.errorf("server TLS: self-signed certificate for 127.0.0.1, ::1, localhost; SHA-256 fingerprint %s\n", fp)
+	case cfg.TLSCert != "":
+		tc, err := server.LoadTLS(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			r.out.errorf("sse-latency: --tls-cert/--tls-key: %v\n", err)
+			return ExitFailure
+		}
+		srvCfg.TLS, r.selfTLS = tc, tc
+	}
+	gwTarget, err := parseTarget(cfg.Target)
+	if err != nil {
+		r.out.errorf("sse-latency: -t: %v\n", err)
+		return ExitFailure
+	}
+	gwTLS, err := r.gatewayTLS(gwTarget)
+	if err != nil {
+		r.out.errorf("sse-latency: %v\n", err)
+		return ExitFailure
 	}
 	srv, err := server.Listen(laddr, srvCfg)
 	if err != nil {
@@ -173,7 +208,7 @@ func (r *run) main(ctx context.Context) int {
 		return ExitOK
 	}
 
-	target, err := destAddr(ctx, cfg.Target)
+	target, err := destAddr(ctx, gwTarget.hostPort)
 	if err != nil {
 		r.out.errorf("sse-latency: -t: %v\n", err)
 		return ExitFailure
@@ -190,34 +225,51 @@ func (r *run) main(ctx context.Context) int {
 	if !cfg.NoLoopback && self == target {
 		r.out.errorf("note: -t equals -L, skipping loopback calibration\n")
 	} else if !cfg.NoLoopback {
-		k := min(max(cfg.Concurrency, 3), cfg.Requests)
+		k := max(cfg.Concurrency, 3)
+		if cfg.Requests > 0 {
+			k = min(k, cfg.Requests)
+		}
 		m := min(cfg.Tokens, calibrationMaxTokens)
 		c := min(cfg.Concurrency, k)
 		r.out.errorf("loop: calibrating the noise floor with %d request(s) of %d tokens to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
 			k, m, self, c, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
 		// Straight to the server, on the dialect's own path (--path is the
-		// gateway's).
-		req := r.request(self, "", m, m)
+		// gateway's), in the protocol closest to the gateway batch's.
+		req := r.calibrationRequest(self, m)
 		r.loopBursts, r.loopSamples = verdict.NewAccumulator(), report.NewSampleCollector()
 		loop = r.runBatch(ctx, batch.Spec{Name: "loop", Requests: k, Concurrency: c, Request: req}, r.loopBursts, r.loopSamples)
 	}
 
 	var gw *stats.Batch
 	if ctx.Err() == nil {
-		r.out.errorf("gw: sending %d request(s) to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
-			cfg.Requests, target, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, cfg.Requests, cfg.Concurrency); ok {
-			r.out.errorf("%s\n", line)
+		if cfg.Rate == 0 && cfg.Duration == 0 {
+			r.out.errorf("gw: sending %d request(s) to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
+				cfg.Requests, target, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+			if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, cfg.Requests, cfg.Concurrency); ok {
+				r.out.errorf("%s\n", line)
+			}
+		} else {
+			r.out.errorf("gw: sending %s to %s (%s, tokens=%d, think=%sms, delay=%sms) ...\n",
+				loadShape(cfg), target, capText(cfg), cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
 		}
-		req := r.request(target, cfg.Path, -1, cfg.Tokens)
+		req := r.request(target, gwTarget, gwTLS, -1, cfg.Tokens)
 		r.gwBursts, r.gwSamples = verdict.NewAccumulator(), report.NewSampleCollector()
-		gw = r.runBatch(ctx, batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req}, r.gwBursts, r.gwSamples)
+		spec := batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req,
+			Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: 1, Duration: cfg.Duration, Warmup: cfg.Warmup}
+		if spec.Requests > 0 {
+			spec.Requests += cfg.Warmup // -r counts the measured requests
+			if spec.Rate == 0 {
+				spec.Concurrency = min(spec.Concurrency, spec.Requests)
+			}
+		}
+		gw = r.runBatch(ctx, spec, r.gwBursts, r.gwSamples)
 	} else {
 		gw = stats.NewBatch()
 		r.gwBursts, r.gwSamples = verdict.NewAccumulator(), report.NewSampleCollector()
 	}
 	v := verdict.Classify(r.loopBursts, r.gwBursts, loop, gw)
 	r.sum.Loop, r.sum.Gateway, r.sum.Verdict = loop, gw, &v
+	r.sum.ServerConnections, r.sum.ServerRequests = srv.Connections(), srv.Requests()
 
 	if err := r.out.report(loop, gw); err != nil {
 		r.out.errorf("sse-latency: writing the report: %v\n", err)
@@ -265,7 +317,7 @@ func (r *run) closeCSV() error {
 
 // document gathers the run into the JSON document.
 func (r *run) document(loop, gw *stats.Batch, loopTarget, gwTarget string, v *verdict.Verdict, warning string, code int, reason string) *report.Document {
-	cfgJSON, _ := json.Marshal(r.cfg)
+	cfgJSON, _ := json.Marshal(r.cfg.Redacted())
 	user, sys := cpuTimes()
 	ri := report.RunInfo{
 		Config: cfgJSON, Start: r.start, End: time.Now(), EndReason: reason, ExitCode: code,
@@ -313,23 +365,82 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return f.Close()
 }
 
-// request prepares the requests of a batch to addr. tokens >= 0 asks the
-// server for that many (the calibration does); expect is how many the
-// responses must carry.
-func (r *run) request(addr, path string, tokens, expect int) *client.Request {
-	return client.New(client.Options{
+// request prepares the gateway batch's requests to addr (the resolved
+// target). tokens >= 0 asks the server for that many; expect is how many
+// the responses must carry.
+func (r *run) request(addr string, t target, tc *tls.Config, tokens, expect int) *client.Request {
+	o := r.baseOptions(addr, tokens, expect)
+	o.Path = r.cfg.Path
+	if o.Path == "" && t.prefix != "" {
+		o.Path = t.prefix + r.cfg.Dialect().Path()
+	}
+	o.Host = r.cfg.HostHeader
+	if o.Host == "" && t.url {
+		o.Host = t.hostPort
+	}
+	o.Scheme, o.TLS = t.scheme, tc
+	o.HTTP2, o.H2C = r.cfg.HTTP2 && t.scheme == "https", r.cfg.H2C && t.scheme != "https"
+	return client.New(o)
+}
+
+// calibrationRequest prepares the calibration's requests straight to the
+// server: its own path, TLS when it listens with TLS (trusting its own
+// certificate), and HTTP/2 when the gateway batch uses it.
+func (r *run) calibrationRequest(addr string, tokens int) *client.Request {
+	o := r.baseOptions(addr, tokens, tokens)
+	if r.selfTLS != nil {
+		o.Scheme = "https"
+		o.TLS = &tls.Config{InsecureSkipVerify: true} // our own certificate, generated or given
+		o.HTTP2 = r.cfg.HTTP2 || r.cfg.H2C
+	} else {
+		o.H2C = r.cfg.H2C || r.cfg.HTTP2
+	}
+	return client.New(o)
+}
+
+func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
+	return client.Options{
 		Dialect:      r.cfg.Dialect(),
 		Addr:         addr,
-		Path:         path,
 		Model:        r.cfg.Model,
 		Tokens:       tokens,
 		ExpectTokens: expect,
 		IncludeUsage: r.cfg.IncludeUsage,
 		ExtraHeaders: r.extraHeaders(),
+		APIKey:       r.cfg.APIKey,
+		KeepAlive:    r.cfg.KeepAlive,
 		Timeout:      time.Duration(r.cfg.TimeoutMs) * time.Millisecond,
 		Registry:     r.emissions,
 		IDPrefix:     r.runID,
-	})
+	}
+}
+
+// gatewayTLS is the client TLS configuration for an https target: SNI from
+// its host, --cacert and --insecure applied.
+func (r *run) gatewayTLS(t target) (*tls.Config, error) {
+	if t.scheme != "https" {
+		return nil, nil
+	}
+	host, _, _ := net.SplitHostPort(t.hostPort)
+	if r.cfg.HostHeader != "" {
+		host = r.cfg.HostHeader
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+	}
+	tc := &tls.Config{ServerName: host, InsecureSkipVerify: r.cfg.Insecure}
+	if r.cfg.CACert != "" {
+		pem, err := os.ReadFile(r.cfg.CACert)
+		if err != nil {
+			return nil, fmt.Errorf("--cacert: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--cacert: no PEM certificate in %s", r.cfg.CACert)
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
 }
 
 // newRunID returns a short random id that prefixes this run's request ids,
@@ -357,17 +468,20 @@ func (r *run) extraHeaders() []string {
 func (r *run) runBatch(ctx context.Context, spec batch.Spec, bursts *verdict.Accumulator, samples *report.SampleCollector) *stats.Batch {
 	b := stats.NewBatch()
 	sink := func(rec *result.Request) {
-		b.Add(rec)
-		bursts.Add(rec)
-		samples.Add(rec)
-		if r.csv != nil {
-			r.csv.Add(rec)
+		b.Add(rec) // counts a warm-up request apart, outside the statistics
+		if !rec.Warmup {
+			bursts.Add(rec)
+			samples.Add(rec)
+			if r.csv != nil {
+				r.csv.Add(rec)
+			}
 		}
 		if !r.cfg.Quiet {
 			r.out.requestLine(rec)
 		}
 		if r.cfg.Verbose {
 			r.out.debugf("%s %d: %d tokens in %d reads, %d bytes", rec.Batch, rec.Index, len(rec.Tokens), rec.Reads, rec.Bytes)
+			r.out.debugf("%s", report.PhasesLine(rec))
 		}
 	}
 	var progress func(batch.Progress)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -45,12 +46,12 @@ func TestUsagePinned(t *testing.T) {
 // set: every long and short name must appear in it.
 func TestUsageNamesEveryFlag(t *testing.T) {
 	for _, name := range []string{"listen", "target", "requests", "concurrency", "tokens", "think", "delay",
-		"timeout", "no-loopback", "quiet", "verbose", "compat", "compressed", "api", "model", "path", "include-usage", "json", "html", "csv", "help", "version"} {
+		"timeout", "no-loopback", "quiet", "verbose", "compat", "compressed", "api", "model", "path", "include-usage", "json", "html", "csv", "keepalive", "server-close", "header", "api-key", "host-header", "insecure", "cacert", "http2", "h2c", "tls-cert", "tls-key", "tls-self-signed", "rate", "arrival", "duration", "warmup", "help", "version"} {
 		if !strings.Contains(usage, "--"+name) {
 			t.Errorf("usage does not mention --%s", name)
 		}
 	}
-	for _, short := range "LtrcnTdwlqvh" {
+	for _, short := range "LtrcnTdwlqvhkH" {
 		if !strings.Contains(usage, "-"+string(short)+",") {
 			t.Errorf("usage does not mention -%c", short)
 		}
@@ -117,7 +118,7 @@ func TestClamps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := parseArgs(tt.args)
-		if err != nil || got != tt.want {
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("parseArgs(%q) = %+v, %v; want %+v", tt.args, got, err, tt.want)
 		}
 	}

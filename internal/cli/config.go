@@ -6,8 +6,10 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/client"
 
 	"github.com/spf13/pflag"
 )
@@ -34,6 +36,26 @@ type Config struct {
 	Path         string `json:"path"`          // --path: request path through the gateway; "" = the dialect's
 	IncludeUsage bool   `json:"include_usage"` // --include-usage: ask chat/completions streams for usage and check it
 
+	// Transports and headers.
+	KeepAlive     bool     `json:"keepalive"`       // -k: reuse a connection per concurrency slot
+	ServerClose   bool     `json:"server_close"`    // --server-close: the server closes after every response, as the reference
+	Insecure      bool     `json:"insecure"`        // --insecure: do not verify the gateway's certificate
+	CACert        string   `json:"cacert"`          // --cacert: PEM file of CAs to trust for https targets
+	HTTP2         bool     `json:"http2"`           // --http2: offer h2 to https targets (ALPN)
+	H2C           bool     `json:"h2c"`             // --h2c: speak h2c with prior knowledge to http targets
+	TLSCert       string   `json:"tls_cert"`        // --tls-cert: the server's certificate (PEM)
+	TLSKey        string   `json:"tls_key"`         // --tls-key: its key
+	TLSSelfSigned bool     `json:"tls_self_signed"` // --tls-self-signed: the server listens with TLS, in-memory certificate
+	Headers       []string `json:"headers"`         // -H: extra request headers ("Name: value"); secrets redacted in reports
+	APIKey        string   `json:"api_key"`         // --api-key: Authorization: Bearer (x-api-key for anthropic); redacted in reports
+	HostHeader    string   `json:"host_header"`     // --host-header: Host header to send
+
+	// Load shape.
+	Rate     float64       `json:"rate"`        // --rate: requests per second (open loop); 0 = closed loop
+	Arrival  string        `json:"arrival"`     // --arrival: constant or poisson
+	Duration time.Duration `json:"duration_ns"` // --duration: start requests for this long instead of -r
+	Warmup   int           `json:"warmup"`      // --warmup: first N requests excluded from the statistics
+
 	JSONPath string `json:"-"` // --json: write the JSON document here ("-" = stdout, the text report then goes to stderr)
 	HTMLPath string `json:"-"` // --html: write the HTML report here
 	CSVPath  string `json:"-"` // --csv: stream one row per token here
@@ -50,6 +72,7 @@ func DefaultConfig() Config {
 		TimeoutMs:   300000,
 		API:         "chat",
 		Model:       api.Model,
+		Arrival:     "constant",
 	}
 }
 
@@ -66,8 +89,20 @@ func (c *Config) Validate() error {
 	if math.IsNaN(c.ThinkMs) || math.IsInf(c.ThinkMs, 0) || math.IsNaN(c.DelayMs) || math.IsInf(c.DelayMs, 0) {
 		return errors.New("-T and -d must be finite numbers of milliseconds")
 	}
-	c.Requests = max(c.Requests, 1)
-	c.Concurrency = min(max(c.Concurrency, 1), c.Requests)
+	switch {
+	case c.Duration > 0 && c.Requests <= 0:
+		c.Requests = 0 // as many as --duration allows
+	default:
+		c.Requests = max(c.Requests, 1)
+	}
+	switch {
+	case c.Rate > 0:
+		c.Concurrency = max(c.Concurrency, 0) // a cap on requests in flight; 0 = the batch's default
+	case c.Requests > 0:
+		c.Concurrency = min(max(c.Concurrency, 1), c.Requests)
+	default:
+		c.Concurrency = max(c.Concurrency, 1)
+	}
 	c.Tokens = max(c.Tokens, 0)
 	c.ThinkMs = max(c.ThinkMs, 0)
 	c.DelayMs = max(c.DelayMs, 0)
@@ -81,7 +116,47 @@ func (c *Config) Validate() error {
 	if c.Path != "" && (!strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, " \t\r\n")) {
 		return fmt.Errorf("--path: %q must start with / and contain no spaces", c.Path)
 	}
+	for _, h := range c.Headers {
+		name, _, ok := strings.Cut(h, ":")
+		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(h, "\r\n") || strings.ContainsAny(strings.TrimSpace(name), " \t") {
+			return fmt.Errorf("-H: %q is not a header line (want \"Name: value\")", client.Redact(h))
+		}
+	}
+	if strings.ContainsAny(c.APIKey, "\r\n") || strings.ContainsAny(c.HostHeader, " \t\r\n") {
+		return errors.New("--api-key and --host-header must be single tokens on one line")
+	}
+	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
+		return errors.New("--rate: must be a positive number of requests per second")
+	}
+	if c.Arrival != "constant" && c.Arrival != "poisson" {
+		return fmt.Errorf("--arrival: %q is not constant or poisson", c.Arrival)
+	}
+	if c.Duration < 0 || c.Warmup < 0 {
+		return errors.New("--duration and --warmup must not be negative")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if c.TLSSelfSigned && c.TLSCert != "" {
+		return errors.New("--tls-self-signed and --tls-cert exclude each other")
+	}
 	return nil
+}
+
+// Redacted is the configuration as reports show it: the API key and the
+// values of secret headers masked.
+func (c Config) Redacted() Config {
+	if c.APIKey != "" {
+		c.APIKey = "REDACTED"
+	}
+	if len(c.Headers) > 0 {
+		hs := make([]string, len(c.Headers))
+		for i, h := range c.Headers {
+			hs[i] = client.Redact(h)
+		}
+		c.Headers = hs
+	}
+	return c
 }
 
 // errHelp and errVersion are not errors but requests to print and exit 0.
@@ -115,6 +190,22 @@ func parseArgs(args []string) (Config, error) {
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
 	fs.StringVar(&cfg.Path, "path", cfg.Path, "")
 	fs.BoolVar(&cfg.IncludeUsage, "include-usage", false, "")
+	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "")
+	fs.BoolVar(&cfg.ServerClose, "server-close", false, "")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "")
+	fs.StringVar(&cfg.CACert, "cacert", "", "")
+	fs.BoolVar(&cfg.HTTP2, "http2", false, "")
+	fs.BoolVar(&cfg.H2C, "h2c", false, "")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "")
+	fs.BoolVar(&cfg.TLSSelfSigned, "tls-self-signed", false, "")
+	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "")
+	fs.StringVar(&cfg.APIKey, "api-key", "", "")
+	fs.StringVar(&cfg.HostHeader, "host-header", "", "")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "")
+	fs.StringVar(&cfg.Arrival, "arrival", cfg.Arrival, "")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "")
+	fs.IntVar(&cfg.Warmup, "warmup", 0, "")
 	fs.StringVar(&cfg.JSONPath, "json", "", "")
 	fs.StringVar(&cfg.HTMLPath, "html", "", "")
 	fs.StringVar(&cfg.CSVPath, "csv", "", "")
@@ -122,6 +213,12 @@ func parseArgs(args []string) (Config, error) {
 	fs.BoolVar(&version, "version", false, "")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if cfg.Duration > 0 && !fs.Changed("requests") {
+		cfg.Requests = 0 // --duration instead of -r
+	}
+	if cfg.Rate > 0 && !fs.Changed("concurrency") {
+		cfg.Concurrency = 0 // open loop: no cap unless -c gives one
 	}
 	switch {
 	case help:
@@ -135,7 +232,11 @@ func parseArgs(args []string) (Config, error) {
 		return cfg, fmt.Errorf("-L: %v", err)
 	}
 	if cfg.Target != "" {
-		if _, _, err := splitAddr(cfg.Target); err != nil {
+		t, err := parseTarget(cfg.Target)
+		if err == nil {
+			_, _, err = splitAddr(t.hostPort)
+		}
+		if err != nil {
 			return cfg, fmt.Errorf("-t: %v", err)
 		}
 	}
@@ -168,13 +269,30 @@ Options:
       --model <name>         model the requests ask for (def sse-latency-1)
       --path <path>          request path through the gateway (def: the dialect's, e.g. /v1/messages)
       --include-usage        ask chat/completions streams for usage and fail requests without it
+  -k, --keepalive            reuse one connection per concurrency slot (drained to its end after [DONE])
+      --server-close         the server closes every connection after its response, as the reference
+  -H, --header <line>        extra request header "Name: value" (repeatable)
+      --api-key <key>        send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
+      --host-header <host>   Host header to send
+      --insecure             https targets: do not verify the certificate
+      --cacert <file>        https targets: trust the CAs of this PEM file
+      --http2                https targets: offer HTTP/2 (ALPN)
+      --h2c                  http targets: speak HTTP/2 with prior knowledge
+      --tls-cert <file>      the server listens with TLS, with this certificate (PEM) ...
+      --tls-key <file>       ... and this key
+      --tls-self-signed      the server listens with TLS, with an in-memory certificate (fingerprint on stderr)
+      --rate <r/s>           open loop: start requests at this rate (-c caps those in flight)
+      --arrival <kind>       constant or poisson arrivals with --rate (def constant)
+      --duration <d>         start requests for this long (e.g. 30s) instead of counting -r
+      --warmup <n>           the first n requests are reported but left out of the statistics
       --json <file>          write the run as a JSON document ("-": stdout; the text report then goes to stderr)
       --html <file>          write a self-contained HTML report with plots
       --csv <file>           stream one row per token (batch, request, token, emitted, arrived, delay, read)
   -h, --help                 help
       --version              print the version and exit
 
-Addresses: port, :port, *:port, ip:port, host:port, [v6]:port.
+Addresses: port, :port, *:port, ip:port, host:port, [v6]:port; -t also takes
+a URL, http(s)://host[:port][/prefix] (the prefix goes before the API path).
 Example: sse-latency -L :8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 1000
 
 Subcommands on saved runs (--json files):

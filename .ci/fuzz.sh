@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every native fuzz target of the module for a short, bounded time, one
+# after the other, so that a parser regression surfaces in CI. The seed
+# corpora (in-code f.Add seeds and testdata/fuzz/<FuzzName>/) also run as
+# plain tests in `go test ./...`; this adds a few seconds of mutation each.
+#
+#   FUZZTIME      time per target (default 8s; go test -fuzztime syntax)
+#   FUZZPARALLEL  fuzzing workers per target (default: go test's, GOMAXPROCS)
+#
+# A failing target stops the script with its name and the failing input,
+# which go test has written under the package's testdata/fuzz/<FuzzName>/:
+# check it in, fix the parser, and the input stays a regression test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fuzztime="${FUZZTIME:-8s}"
+parallel=()
+[ -n "${FUZZPARALLEL:-}" ] && parallel=(-parallel "$FUZZPARALLEL")
+
+# "pkgdir name" for every func FuzzXxx(f *testing.F) in a _test.go file.
+targets=$(git ls-files --cached --others --exclude-standard -- '*_test.go' | sed 's#^#./#' |
+	{ xargs grep -H -o '^func Fuzz[A-Za-z0-9_]*(' || true; } |
+	sed -E 's#^(.*)/[^/]*_test\.go:func (Fuzz[A-Za-z0-9_]*)\($#\1 \2#' | sort -u)
+if [ -z "$targets" ]; then
+	echo "fuzz: no fuzz targets found"; exit 1
+fi
+
+n=0
+start=$SECONDS
+while read -r dir name; do
+	n=$((n + 1))
+	echo "-- fuzz $dir $name ($fuzztime)"
+	if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "${parallel[@]}" "$dir" </dev/null; then
+		echo "FAIL: fuzz target $name in $dir (a failing input, if one was found, is saved under $dir/testdata/fuzz/$name/)"
+		exit 1
+	fi
+done <<<"$targets"
+echo "fuzz: $n targets ok in $((SECONDS - start))s"

@@ -1,0 +1,116 @@
+package api
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// checkHints fails when h holds a hint that set would not have accepted: an
+// invalid id, a token count outside 0..MaxInt32, a negative or non-finite
+// think or delay.
+func checkHints(t *testing.T, from string, h Hints) {
+	t.Helper()
+	if h.ID != "" && !ValidID(h.ID) {
+		t.Fatalf("%s: invalid id %q", from, h.ID)
+	}
+	if h.Tokens != nil && (*h.Tokens < 0 || *h.Tokens > math.MaxInt32) {
+		t.Fatalf("%s: tokens %d out of range", from, *h.Tokens)
+	}
+	for _, f := range []*float64{h.ThinkMs, h.DelayMs} {
+		if f != nil && (math.IsNaN(*f) || math.IsInf(*f, 0) || *f < 0) {
+			t.Fatalf("%s: think/delay %v is not a finite non-negative number", from, *f)
+		}
+	}
+}
+
+// sameHints compares two Hints by value.
+func sameHints(a, b Hints) bool {
+	eqI := func(x, y *int64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	eqF := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.ID == b.ID && eqI(a.Tokens, b.Tokens) && eqF(a.ThinkMs, b.ThinkMs) && eqF(a.DelayMs, b.DelayMs)
+}
+
+func fmtHints(h Hints) string { return "{" + h.HeaderValue() + "}" }
+
+// markerFits reports whether the pairs of h's prompt marker fit in the 256
+// bytes FindPromptHints looks at before the closing ']'.
+func markerFits(h Hints) bool {
+	return len(h.PromptMarker())-len(promptMarker)-1 <= 256
+}
+
+// checkRoundTrips checks that valid hints survive both textual channels:
+// the header value, and the prompt marker anywhere in a body.
+func checkRoundTrips(t *testing.T, h Hints, prefix []byte) {
+	t.Helper()
+	if got := ParseHintHeader(h.HeaderValue()); !sameHints(got, h) {
+		t.Fatalf("ParseHintHeader(%q) = %s; want %s", h.HeaderValue(), fmtHints(got), fmtHints(h))
+	}
+	marker := h.PromptMarker()
+	if strings.ContainsAny(marker, "\"\\\x00\n") {
+		t.Fatalf("PromptMarker() = %q holds a character JSON would escape", marker)
+	}
+	want := h
+	if !markerFits(h) {
+		want = Hints{} // too long to be read back: ignored, as documented by the 256-byte bound
+	}
+	for _, body := range [][]byte{
+		[]byte(marker),
+		append(append(append([]byte(nil), prefix...), marker...), `"}]}`...),
+		[]byte(`{"messages":[{"role":"user","content":"Say 4-letter words ` + marker + `"}]}`),
+	} {
+		if got := FindPromptHints(body); !sameHints(got, want) {
+			t.Fatalf("FindPromptHints(%q) = %s; want %s", body, fmtHints(got), fmtHints(want))
+		}
+	}
+}
+
+func FuzzParseHintHeader(f *testing.F) {
+	for _, s := range []string{
+		"id=gw-3-k2f9; tokens=200; think=0; delay=5",
+		"id=loop-0;tokens=200",
+		"  tokens = 50 ;; delay=0.25 ; unknown=1",
+		"id=a b; tokens=-1; think=NaN; delay=Inf",
+		"tokens=2147483648; think=1e308; delay=-0",
+		"id=" + strings.Repeat("x", MaxIDLen+1),
+		"=;=;==;id==",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		h := ParseHintHeader(v)
+		checkHints(t, "ParseHintHeader("+v+")", h)
+		checkRoundTrips(t, h, []byte(v))
+	})
+}
+
+func FuzzFindPromptHints(f *testing.F) {
+	f.Add([]byte(`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words [sse-latency id=gw-3-k2f9 tokens=200]"}]}`),
+		"gw-3-k2f9", int64(200), 0.0, 5.0)
+	f.Add([]byte(`{"input":"[sse-latency id=old tokens=1] then [sse-latency id=new tokens=2 think=1.5 delay=0.25]"}`),
+		"new", int64(2), 1.5, 0.25)
+	f.Add([]byte(`[sse-latency tokens=abc think=-1 delay=NaN id=a/b]`), "", int64(-1), -1.0, math.NaN())
+	f.Add([]byte(`[sse-latency `+strings.Repeat("x", 300)+`]`), "x", int64(math.MaxInt32), 1e300, 0.0)
+	f.Add([]byte(`[sse-latency id=unterminated tokens=3`), "", int64(0), 0.0, 0.0)
+	f.Fuzz(func(t *testing.T, body []byte, id string, tokens int64, think, delay float64) {
+		h := FindPromptHints(body)
+		checkHints(t, "FindPromptHints("+string(body)+")", h)
+
+		// Hints built from the arguments (the valid ones kept) must come
+		// back from a marker appended to any body.
+		var w Hints
+		if ValidID(id) {
+			w.ID = id
+		}
+		if tokens >= 0 && tokens <= math.MaxInt32 {
+			w.Tokens = &tokens
+		}
+		if !math.IsNaN(think) && !math.IsInf(think, 0) && think >= 0 {
+			w.ThinkMs = &think
+		}
+		if !math.IsNaN(delay) && !math.IsInf(delay, 0) && delay >= 0 {
+			w.DelayMs = &delay
+		}
+		checkRoundTrips(t, w, body)
+	})
+}
