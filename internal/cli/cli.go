@@ -132,6 +132,12 @@ type run struct {
 func (r *run) main(ctx context.Context) int {
 	cfg := r.cfg
 	r.start = time.Now()
+	if cfg.Target != "" {
+		if err := checkOpenFiles(cfg.Concurrency); err != nil {
+			r.out.errorf("sse-latency: %v\n", err)
+			return ExitFailure
+		}
+	}
 	if cfg.CSVPath != "" {
 		f, err := os.Create(cfg.CSVPath)
 		if err != nil {

@@ -185,3 +185,13 @@ func TestListenFailure(t *testing.T) {
 		t.Errorf("code %d stderr %q; want 1 and a listen error", code, errOut)
 	}
 }
+
+// TestOpenFilesRefused: a concurrency that cannot fit under the hard
+// open-files limit is refused before anything starts, saying how many
+// descriptors it needs and how to raise the limit.
+func TestOpenFilesRefused(t *testing.T) {
+	code, out, errOut := runMain(t, nil, "-L", "127.0.0.1:0", "-t", "127.0.0.1:1", "-r", "100000000", "-c", "100000000")
+	if code != ExitFailure || out != "" || !strings.Contains(errOut, "needs about 200000064 open files") || !strings.Contains(errOut, "ulimit -n") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and the open-files message", code, out, errOut)
+	}
+}
