@@ -116,11 +116,8 @@ func supportsFlag(flag string) (bool, string) {
 // launch starts ex's gateway and stops it when the test ends.
 func launch(t *testing.T, ctx context.Context, ex Example, bin string) *Launched {
 	t.Helper()
-	example, err := os.ReadFile(repoPath(ex.File))
-	if err != nil {
-		t.Fatalf("reading the example configuration: %v", err)
-	}
 	dir := t.TempDir()
+	example := exampleConfig(t, ex, dir)
 	start := time.Now()
 	l, err := Launch(ctx, ex.Gateway, bin, example, dir)
 	if err != nil {
@@ -148,7 +145,12 @@ type measurement struct {
 
 // measure runs sse-latency through gw with args (besides -L and -t).
 func measure(ctx context.Context, ex Example, gw *Launched, args ...string) *measurement {
-	m := &measurement{ex: ex, gw: gw, args: append([]string{"-L", gw.BackendAddr, "-t", gw.Addr}, args...)}
+	return measureTo(ctx, ex, gw, gw.Addr, args...)
+}
+
+// measureTo is measure with target as -t (a URL, say, for gw.Addr).
+func measureTo(ctx context.Context, ex Example, gw *Launched, target string, args ...string) *measurement {
+	m := &measurement{ex: ex, gw: gw, args: append([]string{"-L", gw.BackendAddr, "-t", target}, args...)}
 	if ex.Compressed {
 		m.args = append(m.args, "--compressed")
 	}
@@ -170,7 +172,8 @@ func (m *measurement) String() string {
 
 // complete checks that the run succeeded and accounted for every request
 // and token: requests ok and requests × tokens tokens through the gateway,
-// and a calibration batch. It reports false (the test failed) otherwise.
+// and a calibration batch (none with -l). It reports false (the test
+// failed) otherwise.
 func (m *measurement) complete(t *testing.T, requests, tokens int) bool {
 	t.Helper()
 	s := m.sum
@@ -178,14 +181,14 @@ func (m *measurement) complete(t *testing.T, requests, tokens int) bool {
 	case m.code != cli.ExitOK:
 		t.Errorf("exit status %d, want %d (every request ok)\n%s", m.code, cli.ExitOK, m)
 		return false
-	case s == nil || s.Gateway == nil || s.Loop == nil || s.Verdict == nil:
+	case s == nil || s.Gateway == nil || (s.Loop == nil) != s.Config.NoLoopback || s.Verdict == nil:
 		t.Errorf("incomplete summary %+v: want calibration, gateway batch and verdict\n%s", s, m)
 		return false
 	case s.Gateway.Requests != requests || s.Gateway.OK != requests || s.Gateway.Tokens != int64(requests*tokens):
 		t.Errorf("gateway batch: %d requests, %d ok, %d tokens; want %d, %d, %d (every request ok, every token accounted for)\n%s",
 			s.Gateway.Requests, s.Gateway.OK, s.Gateway.Tokens, requests, requests, requests*tokens, m)
 		return false
-	case s.Loop.Failed != 0 || s.Loop.OK == 0:
+	case s.Loop != nil && (s.Loop.Failed != 0 || s.Loop.OK == 0):
 		t.Errorf("calibration batch: %d ok, %d failed; want all ok\n%s", s.Loop.OK, s.Loop.Failed, m)
 		return false
 	}
@@ -260,7 +263,7 @@ func reasonOf(v *verdict.Verdict) string {
 // listens on 127.0.0.1:8080 and forwards to 127.0.0.1:8090, the addresses
 // the tests replace and the READMEs' commands use.
 func TestExamplesUseConventionalAddresses(t *testing.T) {
-	for _, ex := range Examples {
+	for _, ex := range allExamples() {
 		b, err := os.ReadFile(repoPath(ex.File))
 		if err != nil {
 			t.Errorf("%s: %v", ex.File, err)
@@ -269,8 +272,14 @@ func TestExamplesUseConventionalAddresses(t *testing.T) {
 		if _, err := Render(b, "127.0.0.1:1", "127.0.0.1:2"); err != nil {
 			t.Errorf("%s: %v", ex.File, err)
 		}
+		if _, err := RenderPEM(b, "/x.pem"); (err == nil) != ex.PEM {
+			t.Errorf("%s: PEM %v, but RenderPEM says %v: the TLS examples, and only they, name %s", ex.File, ex.PEM, err, ExamplePEMPath)
+		}
 	}
 }
+
+// allExamples are Examples and TransportExamples.
+func allExamples() []Example { return slices.Concat(Examples, TransportExamples) }
 
 // TestExampleReadmes needs no gateway: each examples/ directory explains
 // how to run sse-latency behind its configurations, with the command the
@@ -279,7 +288,7 @@ func TestExampleReadmes(t *testing.T) {
 	const command = "sse-latency -L 127.0.0.1:8090 -t 127.0.0.1:8080 -r 20 -c 5"
 	const placeholder = "<!-- figures: filled from docs/gateways.md -->"
 	files := map[string][]string{}
-	for _, ex := range Examples {
+	for _, ex := range allExamples() {
 		dir := filepath.Dir(ex.File)
 		files[dir] = append(files[dir], filepath.Base(ex.File))
 	}
@@ -299,9 +308,11 @@ func TestExampleReadmes(t *testing.T) {
 }
 
 // TestExamplesValid checks that every example parses as shipped, with the
-// gateway's own checker (haproxy -c, nginx -t, caddy validate).
+// gateway's own checker (haproxy -c, nginx -t, caddy validate). A TLS
+// example is checked with a generated certificate in place of
+// ExamplePEMPath (haproxy -c loads it).
 func TestExamplesValid(t *testing.T) {
-	for _, ex := range Examples {
+	for _, ex := range allExamples() {
 		t.Run(ex.Name, func(t *testing.T) {
 			checkGoroutines(t)
 			bin := requireProgram(t, ex.Gateway)
@@ -312,6 +323,12 @@ func TestExamplesValid(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), CommandLimit)
 			defer cancel()
 			dir := t.TempDir()
+			if ex.PEM {
+				conf = filepath.Join(dir, ex.Gateway.ConfName)
+				if err := os.WriteFile(conf, exampleConfig(t, ex, dir), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			args := ex.Gateway.CheckArgs(conf, dir)
 			out, err := RunCommand(ctx, bin, args, envOf(ex.Gateway, dir), dir)
 			if err != nil {

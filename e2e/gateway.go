@@ -25,6 +25,11 @@ const (
 	ExampleBackendAddr = "127.0.0.1:8090"
 )
 
+// ExamplePEMPath is where the TLS examples read the gateway's certificate
+// and key (one PEM file, certificate first). RenderPEM replaces it with a
+// file the test writes.
+const ExamplePEMPath = "/etc/haproxy/sse-latency.pem"
+
 // Bounds on the life of a gateway process.
 const (
 	ListenTimeout = 10 * time.Second // from start until the gateway accepts connections
@@ -114,6 +119,7 @@ type Example struct {
 	Gateway    *Gateway
 	File       string // path from the repository root
 	Compressed bool   // measured with --compressed (Accept-Encoding: gzip)
+	PEM        bool   // terminates TLS with the certificate and key at ExamplePEMPath
 }
 
 // Examples are the shipped configurations, in the order of the report.
@@ -125,6 +131,18 @@ var Examples = []Example{
 	{Name: "nginx-gzip", Gateway: Nginx, File: "examples/nginx/nginx-gzip.conf", Compressed: true},
 	{Name: "nginx-gzip-buffered", Gateway: Nginx, File: "examples/nginx/nginx-gzip-buffered.conf", Compressed: true},
 	{Name: "caddy", Gateway: Caddy, File: "examples/caddy/Caddyfile"},
+}
+
+// TransportExamples are the shipped configurations for real transports:
+// keep-alive on both hops, TLS on both hops and HTTP/2 from the client. Each
+// needs its own sse-latency flags (-k; --tls-self-signed, an https target,
+// --http2) and the TLS one a certificate, so TestGateways and the report,
+// which measure every Example alike, leave them to transport_test.go; the
+// tests that need no gateway and TestExamplesValid cover both lists.
+var TransportExamples = []Example{
+	{Name: "haproxy-keepalive", Gateway: HAProxy, File: "examples/haproxy/haproxy-keepalive.cfg"},
+	{Name: "nginx-keepalive", Gateway: Nginx, File: "examples/nginx/nginx-keepalive.conf"},
+	{Name: "haproxy-tls-h2", Gateway: HAProxy, File: "examples/haproxy/haproxy-tls-h2.cfg", PEM: true},
 }
 
 // sbinDirs are searched after PATH: haproxy and nginx live in /usr/sbin,
@@ -152,19 +170,33 @@ func LookPath(program string) (string, error) {
 // chose.
 func Render(example []byte, gatewayAddr, backendAddr string) ([]byte, error) {
 	for _, a := range []string{ExampleGatewayAddr, ExampleBackendAddr} {
-		found := false
-		for line := range strings.Lines(string(example)) {
-			if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, a) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !usedOutsideComments(example, a) {
 			return nil, fmt.Errorf("the configuration does not use %s outside comments", a)
 		}
 	}
 	out := bytes.ReplaceAll(example, []byte(ExampleGatewayAddr), []byte(gatewayAddr))
 	return bytes.ReplaceAll(out, []byte(ExampleBackendAddr), []byte(backendAddr)), nil
+}
+
+// RenderPEM returns the example configuration with ExamplePEMPath replaced
+// by pemPath (comments included, so that they name the file used). The
+// path must appear outside comments.
+func RenderPEM(example []byte, pemPath string) ([]byte, error) {
+	if !usedOutsideComments(example, ExamplePEMPath) {
+		return nil, fmt.Errorf("the configuration does not use %s outside comments", ExamplePEMPath)
+	}
+	return bytes.ReplaceAll(example, []byte(ExamplePEMPath), []byte(pemPath)), nil
+}
+
+// usedOutsideComments reports whether s appears on a line that is not a
+// '#' comment.
+func usedOutsideComments(conf []byte, s string) bool {
+	for line := range strings.Lines(string(conf)) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // FreePorts returns n distinct loopback addresses that were free a moment

@@ -34,6 +34,22 @@ func TestRender(t *testing.T) {
 	}
 }
 
+func TestRenderPEM(t *testing.T) {
+	example := []byte("# cert: /etc/haproxy/sse-latency.pem\nbind 127.0.0.1:8080 ssl crt /etc/haproxy/sse-latency.pem alpn h2\n")
+	got, err := RenderPEM(example, "/tmp/x/sse-latency.pem")
+	if err != nil {
+		t.Fatalf("RenderPEM: %v", err)
+	}
+	if want := "# cert: /tmp/x/sse-latency.pem\nbind 127.0.0.1:8080 ssl crt /tmp/x/sse-latency.pem alpn h2\n"; string(got) != want {
+		t.Errorf("RenderPEM = %q, want %q", got, want)
+	}
+	for _, bad := range []string{"bind 127.0.0.1:8080\n", "  # crt /etc/haproxy/sse-latency.pem\nbind 127.0.0.1:8080\n"} {
+		if _, err := RenderPEM([]byte(bad), "/x.pem"); err == nil {
+			t.Errorf("RenderPEM(%q) succeeded; want an error: no PEM path outside comments", bad)
+		}
+	}
+}
+
 func TestFreePortsDistinct(t *testing.T) {
 	ports, err := FreePorts(3)
 	if err != nil {
