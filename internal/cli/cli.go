@@ -416,6 +416,7 @@ func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
 		APIKey:       r.cfg.APIKey,
 		KeepAlive:    r.cfg.KeepAlive,
 		Timeout:      time.Duration(r.cfg.TimeoutMs) * time.Millisecond,
+		IdleTimeout:  time.Duration(r.cfg.IdleMs) * time.Millisecond,
 		Registry:     r.emissions,
 		IDPrefix:     r.runID,
 	}

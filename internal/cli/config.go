@@ -17,19 +17,20 @@ import (
 // Config is the whole measurement, as given on the command line, with the
 // reference's defaults (SPEC §2) and, after Validate, its clamps.
 type Config struct {
-	Listen      string  `json:"listen"`      // -L: listen address of the dummy server
-	Target      string  `json:"target"`      // -t: gateway address; empty = server only
-	Requests    int     `json:"requests"`    // -r: number of gateway requests (>= 1)
-	Concurrency int     `json:"concurrency"` // -c: requests in flight (1..Requests)
-	Tokens      int     `json:"tokens"`      // -n: tokens per response (>= 0)
-	ThinkMs     float64 `json:"think_ms"`    // -T: delay before the first token, ms (>= 0)
-	DelayMs     float64 `json:"delay_ms"`    // -d: delay between tokens, ms (>= 0)
-	TimeoutMs   int     `json:"timeout_ms"`  // -w: per-request timeout, ms (>= 1)
-	NoLoopback  bool    `json:"no_loopback"` // -l: skip the loopback calibration batch
-	Quiet       bool    `json:"quiet"`       // -q: no per-request lines
-	Verbose     bool    `json:"verbose"`     // -v: debug lines on stderr
-	Compat      bool    `json:"compat"`      // --compat: print only what the reference prints (no verdict block)
-	Compressed  bool    `json:"compressed"`  // --compressed: ask for gzip (Accept-Encoding: gzip); gzip bodies are always decoded
+	Listen      string  `json:"listen"`          // -L: listen address of the dummy server
+	Target      string  `json:"target"`          // -t: gateway address; empty = server only
+	Requests    int     `json:"requests"`        // -r: number of gateway requests (>= 1)
+	Concurrency int     `json:"concurrency"`     // -c: requests in flight (1..Requests)
+	Tokens      int     `json:"tokens"`          // -n: tokens per response (>= 0)
+	ThinkMs     float64 `json:"think_ms"`        // -T: delay before the first token, ms (>= 0)
+	DelayMs     float64 `json:"delay_ms"`        // -d: delay between tokens, ms (>= 0)
+	TimeoutMs   int     `json:"timeout_ms"`      // -w: per-request timeout, ms (>= 1)
+	IdleMs      int     `json:"idle_timeout_ms"` // --idle-timeout: end a request silent for this long, ms (0 = off)
+	NoLoopback  bool    `json:"no_loopback"`     // -l: skip the loopback calibration batch
+	Quiet       bool    `json:"quiet"`           // -q: no per-request lines
+	Verbose     bool    `json:"verbose"`         // -v: debug lines on stderr
+	Compat      bool    `json:"compat"`          // --compat: print only what the reference prints (no verdict block)
+	Compressed  bool    `json:"compressed"`      // --compressed: ask for gzip (Accept-Encoding: gzip); gzip bodies are always decoded
 
 	API          string `json:"api"`           // --api: chat, completions, responses or anthropic
 	Model        string `json:"model"`         // --model: model name the requests ask for
@@ -131,6 +132,9 @@ func (c *Config) Validate() error {
 	if c.Arrival != "constant" && c.Arrival != "poisson" {
 		return fmt.Errorf("--arrival: %q is not constant or poisson", c.Arrival)
 	}
+	if c.IdleMs < 0 {
+		return errors.New("--idle-timeout must not be negative")
+	}
 	if c.Duration < 0 || c.Warmup < 0 {
 		return errors.New("--duration and --warmup must not be negative")
 	}
@@ -190,6 +194,7 @@ func parseArgs(args []string) (Config, error) {
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
 	fs.StringVar(&cfg.Path, "path", cfg.Path, "")
 	fs.BoolVar(&cfg.IncludeUsage, "include-usage", false, "")
+	fs.IntVar(&cfg.IdleMs, "idle-timeout", 0, "")
 	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "")
 	fs.BoolVar(&cfg.ServerClose, "server-close", false, "")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "")
@@ -269,6 +274,7 @@ Options:
       --model <name>         model the requests ask for (def sse-latency-1)
       --path <path>          request path through the gateway (def: the dialect's, e.g. /v1/messages)
       --include-usage        ask chat/completions streams for usage and fail requests without it
+      --idle-timeout <ms>    end a request whose stream stays silent this long (def 0: off; -w still applies)
   -k, --keepalive            reuse one connection per concurrency slot (drained to its end after [DONE])
       --server-close         the server closes every connection after its response, as the reference
   -H, --header <line>        extra request header "Name: value" (repeatable)

@@ -25,6 +25,18 @@
 // checked against the emitted one (missing, duplicated, reordered or
 // corrupted tokens, a missing finish or usage), and a mismatch fails the
 // request as result.Integrity.
+//
+// A hostile gateway cannot crash or hang a request: whatever comes back
+// ends it with a failure text, in bounded memory and time. A response that
+// is no HTTP fails as soon as its first bytes or its first line show it;
+// interim 1xx heads are skipped (within the bound of one head); a 3xx with
+// a Location is reported as a redirect, not followed; another non-2xx
+// response quotes the start of its body after the reference's status
+// text; the body's framing (chunked, Content-Length) is followed to its
+// end; lines longer than wire.MaxLineBytes, gzip-decoded or not, fail the
+// request; Options.IdleTimeout ends a silent one, Options.Timeout any one.
+// Bytes a peer sent reach a failure text only escaped: printable UTF-8,
+// without control bytes.
 package client
 
 import (
@@ -96,7 +108,9 @@ type Options struct {
 	// request omits "Connection: close", and after the terminal event the
 	// response is drained to its framing end (see Session.Do).
 	KeepAlive bool
-	// DrainTimeout bounds that drain; 0 means DefaultDrainTimeout.
+	// DrainTimeout bounds that drain, and the wait for the body of a
+	// non-2xx response that its failure text quotes; 0 means
+	// DefaultDrainTimeout.
 	DrainTimeout time.Duration
 	// APIKey, when set, is sent as "Authorization: Bearer <key>", or as
 	// "x-api-key: <key>" for api.Anthropic. It never appears in an error
@@ -122,6 +136,12 @@ type Options struct {
 	// Timeout bounds each request, from its start (its connect attempt, or
 	// its reuse of a kept connection), drain included.
 	Timeout time.Duration
+	// IdleTimeout, when > 0, ends a request that receives no byte for that
+	// long as result.IdleTimeout ("idle timeout after <n>ms"): from the
+	// request's write to the response head, between the reads of the
+	// body, and in the drain (which then only costs the connection).
+	// Connect and the TLS handshake are bounded by Timeout alone.
+	IdleTimeout time.Duration
 
 	// Registry holds the in-process server's emission times, by request id.
 	// nil: only pi_ts gives emission times.

@@ -42,11 +42,17 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 	q := s.q
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	// The stream's own context: the idle timeout and the end of the wait
+	// for an error body cancel it, with their cause.
+	sctx, scancel := context.WithCancelCause(rctx)
+	defer scancel(nil)
+	idle := newIdleWatch(q.IdleTimeout, scancel)
+	defer idle.stop()
 	scheme := "https"
 	if s.proto == ProtoH2C {
 		scheme = "http"
 	}
-	req, err := q.newHTTPRequest(rctx, rec.ID, scheme)
+	req, err := q.newHTTPRequest(sctx, rec.ID, scheme)
 	if err != nil {
 		rec.Failure = result.Failure{Kind: result.RecvError, Detail: "request: " + err.Error()}
 		return finished
@@ -69,25 +75,30 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 
 	resp, err := s.cc.RoundTrip(req)
 	if err != nil {
-		if reused && ctx.Err() == nil && rctx.Err() == nil {
+		if reused && ctx.Err() == nil && sctx.Err() == nil {
 			return deadConn
 		}
-		rec.Failure = h2Failure(ctx, rctx, q, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+		rec.Failure = h2Failure(ctx, sctx, q, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
 		return finished
 	}
 	now := clock.Now()
 	rec.Sent = stamp.sentBefore(now)
-	body := resp.Body
-	defer body.Close()
+	body := &idleBody{r: resp.Body, w: idle}
+	defer resp.Body.Close()
 	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
 		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
 	}
 	r := newReader(rec, &q.Options)
 	defer r.close()
-	if r.h2Head(resp.StatusCode, resp.Proto+" "+resp.Status, resp.Header.Get("Content-Encoding"), now) {
+	if r.h2Head(resp.StatusCode, resp.Proto+" "+resp.Status, resp.Header.Get, now) {
 		rec.End = now
 		keep = q.KeepAlive // closing the body resets the stream only
 		return finished
+	}
+	if r.failing {
+		// The start of an error body, within DrainTimeout.
+		t := time.AfterFunc(q.drainTimeout(), func() { scancel(errStatusWait) })
+		defer t.Stop()
 	}
 	buf := s.buf
 	for {
@@ -98,18 +109,67 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 			if r.feed(buf[:n], now) {
 				rec.End = now
 				r.close()
-				if keep = q.KeepAlive && !s.oneShot; keep {
+				if keep = q.KeepAlive && !s.oneShot && !r.failing; keep {
 					s.drainH2(rec, body, cancel)
 				}
 				return finished
 			}
 		}
 		if err != nil {
-			rec.Failure = h2Failure(ctx, rctx, q, err, r.endOfStream(err))
+			if r.failing && ctx.Err() == nil {
+				rec.Failure = r.statusFailure()
+			} else {
+				rec.Failure = h2Failure(ctx, sctx, q, err, r.endOfStream(err))
+			}
 			keep = q.KeepAlive && errors.Is(err, io.EOF) // the stream ended, the connection is fine
 			return finished
 		}
 	}
+}
+
+// Causes of the cancellation of an HTTP/2 stream's context.
+var (
+	errIdle       = errors.New("idle timeout")
+	errStatusWait = errors.New("end of the wait for an error body")
+)
+
+// idleWatch cancels a stream's context with errIdle when no Read returned
+// for its duration; nil when there is no idle timeout.
+type idleWatch struct {
+	t *time.Timer
+	d time.Duration
+}
+
+func newIdleWatch(d time.Duration, cancel context.CancelCauseFunc) *idleWatch {
+	if d <= 0 {
+		return nil
+	}
+	return &idleWatch{t: time.AfterFunc(d, func() { cancel(errIdle) }), d: d}
+}
+
+// reset starts the idle time again: a Read is about to start.
+func (w *idleWatch) reset() {
+	if w != nil {
+		w.t.Reset(w.d)
+	}
+}
+
+func (w *idleWatch) stop() {
+	if w != nil {
+		w.t.Stop()
+	}
+}
+
+// idleBody is a response body whose every Read starts the idle time
+// again.
+type idleBody struct {
+	r io.Reader
+	w *idleWatch
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	b.w.reset()
+	return b.r.Read(p)
 }
 
 // stampConn is the connection under an HTTP/2 client connection: it
@@ -184,11 +244,16 @@ func (s *Session) drainH2(rec *result.Request, body io.Reader, cancel context.Ca
 }
 
 // h2Failure classifies the error of an HTTP/2 request: interrupted when
-// ctx is done, a timeout when the request's own deadline (rctx) passed,
-// else fallback.
-func h2Failure(ctx, rctx context.Context, q *Request, err error, fallback result.Failure) result.Failure {
-	if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
-		return q.classify(ctx, context.DeadlineExceeded, fallback)
+// ctx is done, an idle timeout or a timeout when that is what ended the
+// stream's context (sctx), else fallback.
+func h2Failure(ctx, sctx context.Context, q *Request, err error, fallback result.Failure) result.Failure {
+	if ctx.Err() == nil {
+		switch cause := context.Cause(sctx); {
+		case errors.Is(cause, errIdle):
+			return q.idleFailure()
+		case errors.Is(cause, context.DeadlineExceeded):
+			return q.classify(ctx, context.DeadlineExceeded, fallback)
+		}
 	}
 	return q.classify(ctx, err, fallback)
 }

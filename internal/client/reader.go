@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strconv"
@@ -25,12 +26,13 @@ type reader struct {
 
 	head    []byte // head bytes gathered until it is complete
 	gotHead bool
+	lineOK  bool // the first line of the head being gathered is a status line
+	interim int  // bytes of the interim (1xx) heads skipped so far
 	chunked bool
 	dechunk wire.ChunkedDecoder
-	// With keep-alive the body's framing is followed to its end: remain is
-	// what a Content-Length body still owes (-1: no length, or not
-	// followed), and the end of a chunked body ends the response.
-	keepAlive bool
+	// The body's framing is followed to its end: remain is what a
+	// Content-Length body still owes (-1: no length), and the end of a
+	// chunked body ends the response.
 	remain    int64
 	closes    bool   // the head announced that the connection closes after it
 	drainable bool   // the response ended inside a framed body, its framing intact: drain may follow
@@ -48,6 +50,15 @@ type reader struct {
 	finished  bool // a finish event arrived
 	usage     bool // a usage object arrived
 	wantUsage bool
+
+	// A non-2xx response whose body may say why (failing): status is its
+	// failure, completed with the start of the body (statusBody, up to
+	// statusBodyBytes) once that has arrived, the body has ended, or the
+	// session has waited long enough (statusFailure).
+	failing    bool
+	status     result.Failure
+	statusBody []byte
+	statusHTML bool
 }
 
 func newReader(rec *result.Request, o *Options) *reader {
@@ -57,7 +68,6 @@ func newReader(rec *result.Request, o *Options) *reader {
 		dialect:   o.Dialect,
 		match:     newMatcher(o.ExpectTokens),
 		wantUsage: o.IncludeUsage,
-		keepAlive: o.KeepAlive,
 		remain:    -1,
 	}
 }
@@ -92,40 +102,84 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 	r.head = append(r.head, p...)
 	for {
 		h, n, err := wire.ParseResponseHead(r.head)
-		if errors.Is(err, wire.ErrHeadTooLarge) {
-			r.rec.Failure = result.Failure{Kind: result.HeadTooLarge}
-			return nil, true
-		}
 		if err != nil {
-			r.rec.Failure = badStatus(r.head)
+			r.rec.Failure = headFailure(r.head, err)
 			return nil, true
 		}
 		if n == 0 {
+			if !r.lineOK {
+				if !checkStatusLine(r.head) {
+					r.rec.Failure = badStatus(r.head)
+					return nil, true
+				}
+				r.lineOK = bytes.IndexByte(r.head, '\n') >= 0
+			}
 			return nil, false
 		}
 		if h.IsInformational() {
-			r.head = r.head[n:]
+			// 100 Continue, 103 Early Hints: skipped, within the bound
+			// of one head in all.
+			if r.interim += n; r.interim >= wire.MaxHeadBytes {
+				r.rec.Failure = result.Failure{Kind: result.HeadTooLarge}
+				return nil, true
+			}
+			r.head, r.lineOK = r.head[n:], false
 			continue
 		}
 		r.rec.HeadAt = r.now
 		if h.Proto != "" {
 			r.rec.Proto = h.Proto
 		}
-		if h.StatusCode < 200 || h.StatusCode > 299 {
-			r.rec.Failure = badStatus(r.head)
-			return nil, true
-		}
 		r.gotHead = true
 		r.chunked = h.Chunked
 		r.closes = h.Close
-		if r.keepAlive && !h.Chunked && h.ContentLength >= 0 {
+		if !h.Chunked && h.ContentLength >= 0 {
 			r.remain = h.ContentLength
+		}
+		if h.StatusCode < 200 || h.StatusCode > 299 {
+			return r.head[n:], r.nonSuccess(h.StatusCode, badStatus(r.head), h.Header)
 		}
 		if r.encoding(h.Header("Content-Encoding")) {
 			return nil, true
 		}
 		return r.head[n:], false
 	}
+}
+
+// nonSuccess handles the head of a final response with a status other than
+// 2xx, whose failure is status: a redirect with a Location is reported as
+// one (not followed); otherwise, when the body is worth quoting, the
+// reader goes on to gather its start (failing). It returns true when the
+// request has ended.
+func (r *reader) nonSuccess(code int, status result.Failure, header func(string) string) bool {
+	if code >= 300 && code <= 399 {
+		if loc := header("Location"); loc != "" {
+			r.rec.Failure = redirect(code, loc)
+			return true
+		}
+	}
+	r.status = status
+	if !hasBody(code) || !quotable(header("Content-Encoding"), header("Content-Type")) {
+		r.rec.Failure = status
+		return true
+	}
+	r.failing = true
+	r.statusHTML = isHTML(header("Content-Type"))
+	return false
+}
+
+// statusFailure is the failure of a failing response, with what has
+// arrived of its body.
+func (r *reader) statusFailure() result.Failure {
+	return withExcerpt(r.status, r.statusBody, r.statusHTML)
+}
+
+// collect keeps the start of a failing response's body. It returns true
+// once it has kept enough.
+func (r *reader) collect(data []byte) bool {
+	room := statusBodyBytes - len(r.statusBody)
+	r.statusBody = append(r.statusBody, data[:min(len(data), room)]...)
+	return len(r.statusBody) >= statusBodyBytes
 }
 
 // encoding sets the body's decoder for Content-Encoding enc. It returns
@@ -143,33 +197,16 @@ func (r *reader) encoding(enc string) bool {
 }
 
 // h2Head takes the head of an HTTP/2 response (the transport parsed it)
-// that arrived at now. It returns true when the request has failed.
-func (r *reader) h2Head(code int, statusLine, enc string, now int64) bool {
+// that arrived at now: its status code, status line ("HTTP/2.0 200 OK")
+// and fields. It returns true when the request has failed.
+func (r *reader) h2Head(code int, statusLine string, header func(string) string, now int64) bool {
 	r.now = now
 	r.rec.HeadAt = now
-	if code < 200 || code > 299 {
-		if len(statusLine) > statusDetailBytes {
-			statusLine = statusLine[:statusDetailBytes]
-		}
-		r.rec.Failure = result.Failure{Kind: result.BadStatus, Detail: statusLine}
-		return true
-	}
 	r.gotHead = true
-	return r.encoding(enc)
-}
-
-func badStatus(head []byte) result.Failure {
-	line := head
-	for i, c := range line {
-		if c == '\r' || c == '\n' {
-			line = line[:i]
-			break
-		}
+	if code < 200 || code > 299 {
+		return r.nonSuccess(code, badStatus([]byte(statusLine)), header)
 	}
-	if len(line) > statusDetailBytes {
-		line = line[:statusDetailBytes]
-	}
-	return result.Failure{Kind: result.BadStatus, Detail: string(line)}
+	return r.encoding(header("Content-Encoding"))
 }
 
 // body de-chunks p if needed and hands the data to the SSE splitter,
@@ -186,13 +223,26 @@ func (r *reader) body(p []byte, now int64) bool {
 		r.remain -= n
 		data := p[:n]
 		r.rest = p[n:]
-		if len(data) > 0 && r.decoded(data, now) {
+		if len(data) > 0 && r.data(data, now) {
 			r.drainable = true
 			return true
 		}
 		if r.remain == 0 { // the whole body, and no terminal event
 			r.rec.Failure = r.endOfBody()
 			r.drainable = true
+			return true
+		}
+		return false
+	}
+	return r.data(p, now)
+}
+
+// data takes body bytes, de-chunked: the stream's, or the start of a
+// failing response's body.
+func (r *reader) data(p []byte, now int64) bool {
+	if r.failing {
+		if r.collect(p) {
+			r.rec.Failure = r.statusFailure()
 			return true
 		}
 		return false
@@ -205,9 +255,6 @@ func (r *reader) chunkedBody(p []byte, now int64) bool {
 	for len(p) > 0 && !r.dechunk.Done() {
 		data, used, err := r.dechunk.Next(p)
 		if errors.Is(err, io.EOF) {
-			if !r.keepAlive {
-				return false // the last chunk: the terminal event never came; the close will tell
-			}
 			r.rest = p[used:]
 			r.rec.Failure = r.endOfBody()
 			r.drainable = true
@@ -215,10 +262,13 @@ func (r *reader) chunkedBody(p []byte, now int64) bool {
 		}
 		if err != nil {
 			r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: err.Error()}
+			if r.failing {
+				r.rec.Failure = r.statusFailure()
+			}
 			return true
 		}
 		p = p[used:]
-		if len(data) > 0 && r.decoded(data, now) {
+		if len(data) > 0 && r.data(data, now) {
 			r.rest = p
 			r.drainable = true
 			return true
@@ -228,8 +278,12 @@ func (r *reader) chunkedBody(p []byte, now int64) bool {
 }
 
 // endOfBody is the failure of a framed body that ended before the terminal
-// event (a kept-alive connection does not close to say so).
+// event (a kept-alive connection does not close to say so), or that of a
+// failing response, whose body has ended.
 func (r *reader) endOfBody() result.Failure {
+	if r.failing {
+		return r.statusFailure()
+	}
 	return result.Failure{Kind: result.ClosedBeforeDone, Detail: terminalName(r.dialect)}
 }
 
@@ -288,6 +342,10 @@ func (r *reader) decoded(data []byte, now int64) bool {
 	}
 	if errors.Is(r.gunzip.err, errSinkEnded) {
 		return true // the sink saw the end of the stream or a failure
+	}
+	if errors.Is(r.gunzip.err, io.EOF) { // the compressed stream ended before the terminal event
+		r.rec.Failure = r.endOfBody()
+		return true
 	}
 	r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "gzip: " + r.gunzip.err.Error()}
 	return true
@@ -369,7 +427,7 @@ func (r *reader) handle(payload []byte, now int64) bool {
 	}
 	switch {
 	case ev.Flags&api.Failed != 0:
-		r.rec.Failure = result.Failure{Kind: result.StreamError, Detail: api.EventDescription(r.event[:r.eventLen], payload)}
+		r.rec.Failure = result.Failure{Kind: result.StreamError, Detail: printable(api.EventDescription(r.event[:r.eventLen], payload), true, 0)}
 		return true
 	case ev.Flags&api.Terminal != 0:
 		r.rec.Failure = r.verdict()
@@ -416,6 +474,9 @@ func (r *reader) verdict() result.Failure {
 // endOfStream classifies a Read error that arrived before the terminal
 // event.
 func (r *reader) endOfStream(err error) result.Failure {
+	if r.failing {
+		return r.statusFailure()
+	}
 	if !errors.Is(err, io.EOF) {
 		return result.Failure{Kind: result.RecvError, Detail: errText(err)}
 	}

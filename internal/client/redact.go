@@ -12,10 +12,14 @@ const Redacted = "REDACTED"
 // b=REDACTED"); x-api-key, api-key and any name ending in "api-key",
 // "apikey", "token" or "secret" (any case) are masked whole. Other lines
 // come back unchanged. A line without a colon whose first word is such a
-// name is masked after that word.
+// name is masked after that word (a colon after a space belongs to the
+// value: "x-api-key sk:1" has none).
 func Redact(header string) string {
 	name, value, ok := strings.Cut(header, ":")
 	sep := ":"
+	if ok && strings.ContainsAny(strings.TrimSpace(name), " \t") {
+		ok = false
+	}
 	if !ok {
 		// "Authorization Bearer x": a header line missing its colon.
 		name, value, ok = strings.Cut(header, " ")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -275,8 +276,13 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 	}
 	r := newReader(rec, &q.Options)
 	defer r.close()
+	lim := readLimit{conn: conn, ctx: ctx, deadline: deadline, set: deadline, idle: q.IdleTimeout}
 	buf := s.buf
 	for {
+		if r.failing && lim.wait.IsZero() {
+			lim.wait = time.Now().Add(q.drainTimeout())
+		}
+		lim.arm()
 		n, err := conn.Read(buf)
 		if n > 0 {
 			now := clock.Now()
@@ -292,17 +298,77 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 			if reused && rec.Bytes == 0 && ctx.Err() == nil && isClosed(err) {
 				return deadConn
 			}
-			rec.Failure = q.classify(ctx, err, r.endOfStream(err))
+			rec.Failure = lim.failure(q, err, r)
 			return finished
 		}
 	}
+}
+
+// readLimit sets the read deadline of an HTTP/1.1 connection before each
+// Read: the request's deadline (Options.Timeout), brought forward to
+// IdleTimeout from now when that comes first, or to the end of the wait
+// for the body of a non-2xx response (wait).
+type readLimit struct {
+	conn     net.Conn
+	ctx      context.Context // its cancellation moves the deadline to the past
+	deadline time.Time       // the request's
+	idle     time.Duration
+	wait     time.Time // the end of the wait for an error body; zero: none
+	set      time.Time // the read deadline in force
+	byIdle   bool      // it is the idle timeout's
+}
+
+// arm sets the read deadline for the next Read; a no-op without an idle
+// timeout or a wait, the request's deadline being set already.
+func (l *readLimit) arm() {
+	t, idle := l.deadline, false
+	if l.idle > 0 {
+		if i := time.Now().Add(l.idle); i.Before(t) {
+			t, idle = i, true
+		}
+	}
+	if !l.wait.IsZero() && l.wait.Before(t) {
+		t, idle = l.wait, false
+	}
+	l.byIdle = idle
+	if t.Equal(l.set) {
+		return
+	}
+	l.set = t
+	l.conn.SetReadDeadline(t)
+	if l.ctx.Err() != nil {
+		// A cancellation that moved the deadline to the past before this
+		// call: move it back there.
+		l.conn.SetReadDeadline(time.Unix(1, 0))
+	}
+}
+
+// failure classifies the error of a Read armed by l: an interruption; the
+// status of a non-2xx response, with what arrived of its body; the idle
+// timeout; the request's timeout; else what the reader makes of it.
+func (l *readLimit) failure(q *Request, err error, r *reader) result.Failure {
+	switch {
+	case l.ctx.Err() != nil:
+		return result.Failure{Kind: result.Interrupted}
+	case r.failing:
+		return r.statusFailure()
+	case l.byIdle && isTimeout(err):
+		return q.idleFailure()
+	}
+	return q.classify(l.ctx, err, r.endOfStream(err))
+}
+
+// idleFailure is the failure of a request that received no byte for
+// IdleTimeout.
+func (q *Request) idleFailure() result.Failure {
+	return result.Failure{Kind: result.IdleTimeout, Detail: strconv.FormatInt(q.IdleTimeout.Milliseconds(), 10)}
 }
 
 // drainH1 reads what follows the end of a response, up to its framing end,
 // and reports whether the connection can carry another request (see
 // Session.Do).
 func (s *Session) drainH1(rec *result.Request, r *reader, deadline time.Time) bool {
-	if !s.q.KeepAlive || s.oneShot || !r.gotHead || r.closes {
+	if !s.q.KeepAlive || s.oneShot || !r.gotHead || r.closes || r.failing {
 		return false
 	}
 	if !r.drainable {
@@ -321,6 +387,9 @@ func (s *Session) drainH1(rec *result.Request, r *reader, deadline time.Time) bo
 		s.conn.SetReadDeadline(limit)
 		drained := 0
 		for err == nil && !done {
+			if idle := s.q.IdleTimeout; idle > 0 && time.Until(limit) > idle {
+				s.conn.SetReadDeadline(time.Now().Add(idle))
+			}
 			n, rerr := s.conn.Read(s.buf)
 			if n > 0 {
 				rec.Reads++

@@ -15,7 +15,7 @@ const (
 	OK               Kind = iota // [DONE] arrived after at least one token
 	NoTokens                     // "no content tokens received"
 	ClosedBeforeDone             // "connection closed before [DONE]" (Go tool: "before <Detail>" for a dialect whose stream ends otherwise)
-	BadStatus                    // "status <first bytes of the head>"
+	BadStatus                    // "status <first bytes of the head>" (Go tool: then ": <start of the body>" when it is text)
 	ShortResponse                // "short response"
 	HeadTooLarge                 // "response headers too large"
 	Timeout                      // "timeout after <w>ms"
@@ -25,6 +25,8 @@ const (
 	Interrupted                  // "interrupted" (Go tool: the run was stopped by a signal)
 	Integrity                    // "integrity: <detail>" (Go tool: the content differs from what was emitted)
 	StreamError                  // "stream error: <detail>" (Go tool: the stream ended with an error event)
+	IdleTimeout                  // "idle timeout after <n>ms" (Go tool: no byte arrived for --idle-timeout)
+	Redirect                     // "redirect <code> to <Location>" (Go tool: a 3xx, reported, not followed)
 )
 
 var kindNames = [...]string{
@@ -41,6 +43,8 @@ var kindNames = [...]string{
 	Interrupted:      "interrupted",
 	Integrity:        "integrity",
 	StreamError:      "stream_error",
+	IdleTimeout:      "idle_timeout",
+	Redirect:         "redirect",
 }
 
 // String returns a short snake_case name for the kind, suitable as a key in
@@ -54,7 +58,8 @@ func (k Kind) String() string {
 
 // Failure says why a request did not end OK. Detail completes the text for
 // the kinds that carry one (the status line, the timeout, the connect reason,
-// the terminal event a stream lacked, what an integrity check found).
+// the terminal event a stream lacked, what an integrity check found, the
+// idle timeout, a redirect's "<code> to <Location>").
 type Failure struct {
 	Kind   Kind
 	Detail string
@@ -96,6 +101,10 @@ func (f Failure) Error() string {
 		return "integrity: " + f.Detail
 	case StreamError:
 		return "stream error: " + f.Detail
+	case IdleTimeout:
+		return "idle timeout after " + f.Detail + "ms"
+	case Redirect:
+		return "redirect " + f.Detail
 	}
 	return f.Kind.String()
 }

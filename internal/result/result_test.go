@@ -26,6 +26,8 @@ func TestFailureTexts(t *testing.T) {
 		{Failure{Kind: Interrupted}, "interrupted"},
 		{Failure{Kind: Integrity, Detail: "token 5 duplicated"}, "integrity: token 5 duplicated"},
 		{Failure{Kind: StreamError, Detail: "error: overloaded_error: Overloaded"}, "stream error: error: overloaded_error: Overloaded"},
+		{Failure{Kind: IdleTimeout, Detail: "5000"}, "idle timeout after 5000ms"},
+		{Failure{Kind: Redirect, Detail: "302 to https://example.com/login"}, "redirect 302 to https://example.com/login"},
 		{Failure{Kind: Kind(99)}, "kind(99)"},
 	}
 	for _, tt := range tests {
@@ -37,14 +39,14 @@ func TestFailureTexts(t *testing.T) {
 
 func TestKindNames(t *testing.T) {
 	seen := map[string]Kind{}
-	for k := OK; k <= StreamError; k++ {
+	for k := OK; k <= Redirect; k++ {
 		name := k.String()
 		if prev, dup := seen[name]; dup || strings.HasPrefix(name, "kind(") {
 			t.Errorf("kind %d has name %q (also kind %d)", k, name, prev)
 		}
 		seen[name] = k
 	}
-	if StreamError.String() != "stream_error" || Integrity.String() != "integrity" {
-		t.Errorf("names %q, %q", StreamError.String(), Integrity.String())
+	if StreamError.String() != "stream_error" || Integrity.String() != "integrity" || IdleTimeout.String() != "idle_timeout" || Redirect.String() != "redirect" {
+		t.Errorf("names %q, %q, %q, %q", StreamError.String(), Integrity.String(), IdleTimeout.String(), Redirect.String())
 	}
 }
