@@ -22,7 +22,8 @@ type ServerRequest struct {
 // is not a number or is too large, a pi_id that is not a valid id (ValidID).
 // A negative number hint becomes 0 (SPEC §3). The hints of the
 // HintHeader header and of the prompt marker (FindPromptHints) are the
-// caller's to merge, with the JSON fields first.
+// caller's to merge, with the JSON fields first, and to check against its
+// caps (Limits.Resolve does both).
 func ParseServerRequest(body []byte) (ServerRequest, error) {
 	var req ServerRequest
 	if len(bytes.TrimSpace(body)) == 0 {

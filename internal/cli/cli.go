@@ -153,7 +153,7 @@ func (r *run) main(ctx context.Context) int {
 	r.emissions = emission.New()
 	r.runID = newRunID()
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
-		HTTP2: true, ServerClose: cfg.ServerClose}
+		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}

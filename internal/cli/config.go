@@ -10,6 +10,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/server"
 
 	"github.com/spf13/pflag"
 )
@@ -40,6 +41,7 @@ type Config struct {
 	// Transports and headers.
 	KeepAlive     bool     `json:"keepalive"`       // -k: reuse a connection per concurrency slot
 	ServerClose   bool     `json:"server_close"`    // --server-close: the server closes after every response, as the reference
+	MaxStreams    int      `json:"max_streams"`     // --max-streams: the server answers 429 beyond this many concurrent streams (0 = its default, -1 = no limit)
 	Insecure      bool     `json:"insecure"`        // --insecure: do not verify the gateway's certificate
 	CACert        string   `json:"cacert"`          // --cacert: PEM file of CAs to trust for https targets
 	HTTP2         bool     `json:"http2"`           // --http2: offer h2 to https targets (ALPN)
@@ -132,6 +134,12 @@ func (c *Config) Validate() error {
 	if c.Arrival != "constant" && c.Arrival != "poisson" {
 		return fmt.Errorf("--arrival: %q is not constant or poisson", c.Arrival)
 	}
+	if c.Tokens > server.DefaultMaxTokens {
+		return fmt.Errorf("-n %d is above the server's limit of %d tokens per response", c.Tokens, server.DefaultMaxTokens)
+	}
+	if c.ThinkMs > float64(server.DefaultMaxDelay/time.Millisecond) || c.DelayMs > float64(server.DefaultMaxDelay/time.Millisecond) {
+		return fmt.Errorf("-T and -d must not exceed the server's limit of %v", server.DefaultMaxDelay)
+	}
 	if c.IdleMs < 0 {
 		return errors.New("--idle-timeout must not be negative")
 	}
@@ -197,6 +205,7 @@ func parseArgs(args []string) (Config, error) {
 	fs.IntVar(&cfg.IdleMs, "idle-timeout", 0, "")
 	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "")
 	fs.BoolVar(&cfg.ServerClose, "server-close", false, "")
+	fs.IntVar(&cfg.MaxStreams, "max-streams", 0, "")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "")
 	fs.StringVar(&cfg.CACert, "cacert", "", "")
 	fs.BoolVar(&cfg.HTTP2, "http2", false, "")
@@ -277,6 +286,7 @@ Options:
       --idle-timeout <ms>    end a request whose stream stays silent this long (def 0: off; -w still applies)
   -k, --keepalive            reuse one connection per concurrency slot (drained to its end after [DONE])
       --server-close         the server closes every connection after its response, as the reference
+      --max-streams <n>      the server answers 429 beyond n concurrent streams (def 10000; -1: no limit)
   -H, --header <line>        extra request header "Name: value" (repeatable)
       --api-key <key>        send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
       --host-header <host>   Host header to send

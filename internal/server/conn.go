@@ -2,10 +2,12 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,7 +53,7 @@ type httpError struct {
 	status  int
 	code    string // OpenAI "code" field
 	message string
-	allow   string // Allow header for 405
+	fields  []wire.Field // extra response fields: Allow for a 405, Retry-After for a 429
 }
 
 func (e *httpError) Error() string { return e.message }
@@ -61,9 +63,9 @@ func (e *httpError) Error() string { return e.message }
 // hints, the emission schedule — is the same for both.
 type transport interface {
 	streamWriter
-	// writeJSON sends a whole response with a JSON body (and an Allow
-	// field when allow is not empty).
-	writeJSON(status int, body []byte, allow string)
+	// writeJSON sends a whole response with a JSON body and the extra
+	// header fields given.
+	writeJSON(status int, body []byte, fields ...wire.Field)
 	// waitUntil blocks until t and reports true, or reports false as soon
 	// as the client goes away or the server closes.
 	waitUntil(t time.Time) bool
@@ -86,6 +88,12 @@ type h1conn struct {
 	keep   bool   // the current response leaves the connection open
 	http10 bool   // the current request is HTTP/1.0
 	served int    // requests read so far
+	linger bool   // the connection ends on an error answer to a request not wholly read
+	broken bool   // a write failed: the connection ends with a reset (releaseH1)
+	// start is when the current request began: the accept (or the end of
+	// the TLS handshake) for the first, the arrival of its first byte for
+	// the next ones. Config.ReadHeaderTimeout and ReadTimeout count from it.
+	start time.Time
 
 	// The raw write and its results live here so that the callback given
 	// to RawConn.Write is built once per connection, not once per token.
@@ -97,7 +105,7 @@ type h1conn struct {
 }
 
 func newH1conn(s *Server, c net.Conn) *h1conn {
-	hc := &h1conn{s: s, c: c, buf: make([]byte, 0, 4096)}
+	hc := &h1conn{s: s, c: c, buf: make([]byte, 0, 4096), start: time.Now()}
 	if sc, ok := c.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			hc.raw = rc
@@ -122,7 +130,10 @@ func (s *Server) serveH1(hc *h1conn) {
 			return
 		}
 		if !hc.keep {
-			s.release(hc.c)
+			if hc.linger {
+				hc.lingerClose()
+			}
+			s.releaseH1(hc)
 			return
 		}
 	}
@@ -143,6 +154,7 @@ func (s *Server) serveRequest(hc *h1conn) (handedOff bool) {
 		if errors.As(err, &he) {
 			s.logf("server: %s: %d %s", hc, he.status, he.message)
 			s.writeError(hc, he)
+			hc.linger = true
 		} else if errors.Is(err, errIdle) {
 			s.logf("server: %s: closing after %v idle", hc, idle)
 		} else if !isClosed(err) {
@@ -165,20 +177,25 @@ var errIdle = errors.New("idle timeout")
 // start before the pi_* hints have arrived, even when a gateway sends the
 // body in a separate packet. Bytes after the request stay in hc.buf for the
 // next one. With idle > 0 (a connection that already served requests) the
-// first byte may take up to idle; then the request gets Config.ReadTimeout.
+// first byte may take up to idle. From the request's start (hc.start) the
+// head must arrive within Config.ReadHeaderTimeout and the body within
+// Config.ReadTimeout; a request begun and not finished in time is a 408.
 func (hc *h1conn) readRequest(idle time.Duration) (request, error) {
 	c := hc.c
-	if idle > 0 && len(hc.buf) == 0 {
-		c.SetReadDeadline(time.Now().Add(idle))
-		if err := hc.readMore(); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				err = errIdle
+	if idle > 0 {
+		if len(hc.buf) == 0 {
+			c.SetReadDeadline(time.Now().Add(idle))
+			if err := hc.readMore(); err != nil {
+				if isTimeout(err) {
+					err = errIdle
+				}
+				return request{}, err
 			}
-			return request{}, err
 		}
+		hc.start = time.Now()
 	}
-	c.SetReadDeadline(time.Now().Add(hc.s.cfg.ReadTimeout))
+	cfg := &hc.s.cfg
+	c.SetReadDeadline(hc.start.Add(cfg.ReadHeaderTimeout))
 	defer c.SetReadDeadline(time.Time{})
 	var head wire.RequestHead
 	for {
@@ -196,37 +213,96 @@ func (hc *h1conn) readRequest(idle time.Duration) (request, error) {
 			break
 		}
 		if err := hc.readMore(); err != nil {
+			if isTimeout(err) && len(hc.buf) > 0 {
+				return request{}, errTimeout("head", cfg.ReadHeaderTimeout)
+			}
 			return request{}, err
 		}
 	}
+	c.SetReadDeadline(hc.start.Add(cfg.ReadTimeout))
 	var body []byte
+	var err error
 	switch {
 	case head.Chunked:
-		var err error
-		if body, err = hc.readChunkedBody(); err != nil {
-			return request{}, err
-		}
+		body, err = hc.readChunkedBody()
 	case head.ContentLength > MaxBodyBytes:
 		return request{}, &httpError{status: 413, code: "request_too_large",
 			message: fmt.Sprintf("request body of %d bytes is larger than the limit of %d", head.ContentLength, MaxBodyBytes)}
 	case head.ContentLength > 0:
-		body = make([]byte, head.ContentLength)
-		got := copy(body, hc.buf)
-		hc.consume(got)
-		for got < len(body) {
-			m, err := c.Read(body[got:])
-			got += m
-			if err != nil && got < len(body) {
-				return request{}, err
-			}
+		body, err = hc.readBody(int(head.ContentLength))
+	}
+	if err != nil {
+		if isTimeout(err) {
+			err = errTimeout("body", cfg.ReadTimeout)
 		}
+		return request{}, err
 	}
 	return request{head: head, body: body}, nil
+}
+
+// bodyStep is how much a body buffer grows at a time: a client that
+// declares a large body and sends it slowly only makes the server allocate
+// what it sent.
+const bodyStep = 64 << 10
+
+// readBody reads a body of n bytes (at most MaxBodyBytes): first what
+// hc.buf holds, then from the connection.
+func (hc *h1conn) readBody(n int) ([]byte, error) {
+	body := make([]byte, 0, min(n, bodyStep))
+	take := min(n, len(hc.buf))
+	body = append(body, hc.buf[:take]...)
+	hc.consume(take)
+	for len(body) < n {
+		if len(body) == cap(body) {
+			body = slices.Grow(body, min(n-len(body), bodyStep))
+		}
+		m, err := hc.c.Read(body[len(body):min(cap(body), n)])
+		body = body[:len(body)+m]
+		if err != nil && len(body) < n {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// errTimeout is the 408 of a request whose head or body did not arrive
+// within limit.
+func errTimeout(what string, limit time.Duration) *httpError {
+	return &httpError{status: 408, code: "request_timeout",
+		message: fmt.Sprintf("request %s not received within %v", what, limit)}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func errHeadTooLarge() *httpError {
 	return &httpError{status: 431, code: "request_header_fields_too_large",
 		message: fmt.Sprintf("request head larger than %d bytes", wire.MaxHeadBytes)}
+}
+
+// Lingering close: after an error answer to a request it did not read to
+// the end (a 431, a 413, a 400 in the head), the server stops writing but
+// reads and discards what the client still sends, for at most lingerTime
+// and lingerBytes, before it closes. Closing with unread bytes makes the
+// kernel send a reset, and a reset can make the client lose the answer it
+// has not read yet.
+const (
+	lingerTime  = 500 * time.Millisecond
+	lingerBytes = MaxBodyBytes + wire.MaxHeadBytes
+)
+
+// lingerClose half-closes the connection and discards what arrives until
+// the client closes its side or a lingering limit is reached; the caller
+// then closes it.
+func (hc *h1conn) lingerClose() {
+	cw, ok := hc.c.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	hc.c.SetReadDeadline(time.Now().Add(lingerTime))
+	io.CopyN(io.Discard, hc.c, lingerBytes)
 }
 
 // consume drops the first n bytes of hc.buf, keeping the rest (a pipelined
@@ -290,24 +366,37 @@ func (s *Server) route(t transport, req request) *stream {
 	}
 	if d, ok := api.DialectForPath(path); ok {
 		if req.head.Method != "POST" {
-			s.writeError(t, &httpError{status: 405, code: "method_not_allowed", allow: "POST",
-				message: fmt.Sprintf("method %s not allowed on %s: use POST", req.head.Method, path)})
+			s.writeError(t, &httpError{status: 405, code: "method_not_allowed", fields: allow("POST"),
+				message: fmt.Sprintf("method %s not allowed on %s: use POST", clip(req.head.Method), clip(path))})
 			return nil
 		}
 		return s.serveAnswer(t, req, d)
 	}
 	if strings.HasSuffix(path, "/models") {
 		if req.head.Method != "GET" && req.head.Method != "HEAD" {
-			s.writeError(t, &httpError{status: 405, code: "method_not_allowed", allow: "GET",
-				message: fmt.Sprintf("method %s not allowed on %s: use GET", req.head.Method, path)})
+			s.writeError(t, &httpError{status: 405, code: "method_not_allowed", fields: allow("GET"),
+				message: fmt.Sprintf("method %s not allowed on %s: use GET", clip(req.head.Method), clip(path))})
 			return nil
 		}
 		s.serveModels(t, req.head.Method == "HEAD")
 		return nil
 	}
 	s.writeError(t, &httpError{status: 404, code: "unknown_url",
-		message: fmt.Sprintf("unknown path %s: %s", path, endpoints)})
+		message: fmt.Sprintf("unknown path %s: %s", clip(path), endpoints)})
 	return nil
+}
+
+func allow(methods string) []wire.Field { return []wire.Field{{Name: "Allow", Value: methods}} }
+
+// maxQuoted bounds what an error message quotes of a request's method or
+// path (a head may be 64 KiB long).
+const maxQuoted = 256
+
+func clip(s string) string {
+	if len(s) > maxQuoted {
+		return s[:maxQuoted] + "..."
+	}
+	return s
 }
 
 // endpoints is what the 404 message says the server serves.
@@ -326,12 +415,21 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	// Each hint from the JSON fields, else the header, else the prompt
 	// marker: a gateway that rebuilds the body drops the pi_* fields, one
 	// that filters headers drops the header, and the prompt survives both.
-	h := sr.Hints.
-		Merge(api.ParseHintHeader(req.head.Header(api.HintHeader))).
-		Merge(api.FindPromptHints(req.body))
+	h, err := s.limits.Resolve(sr.Hints, api.ParseHintHeader(req.head.Header(api.HintHeader)), api.FindPromptHints(req.body))
+	if err != nil {
+		s.writeError(t, &httpError{status: 400, code: "hint_above_limit", message: err.Error()})
+		return nil
+	}
+	if !s.enterAnswer() {
+		s.writeError(t, &httpError{status: 429, code: "rate_limit_exceeded",
+			fields:  []wire.Field{{Name: "Retry-After", Value: retryAfter}},
+			message: fmt.Sprintf("too many concurrent streams (limit %d); retry later", s.cfg.MaxStreams)})
+		return nil
+	}
 	no := s.streamNo.Add(1)
 	a := api.Answer{No: no, Model: sr.Model, IncludeUsage: sr.IncludeUsage}
 	if !sr.Stream {
+		defer s.leaveAnswer()
 		p := s.plan(clock.Now(), h)
 		a.Tokens = p.Tokens
 		s.serveCompletion(t, d, a, p)
@@ -349,6 +447,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	}
 	st.out = out
 	if err := t.write(out); err != nil {
+		s.leaveAnswer()
 		return nil
 	}
 	st.times = s.cfg.Emissions.Start(h.ID, p.Tokens)
@@ -363,39 +462,76 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 // advance does, on the calling goroutine (which owns st), what st's shard
 // handed back: drain a full socket or write a due token and give the stream
 // back to its shard, or finish it, or drop it. It reports whether the
-// stream has ended, and whether it ended with all its bytes written.
+// stream has ended, and whether it ended with all its bytes written; the
+// stream's place among Config.MaxStreams is free once it has ended.
 func (s *Server) advance(st *stream, ev event) (ended, complete bool) {
 	switch ev {
 	case evFlush:
-		if err := st.w.write(st.pending); err != nil {
-			s.logf("server: %s: stream dropped: %v", st.w, err)
-			st.times.Finish()
-			return true, false
+		err := st.w.write(st.pending)
+		if err == nil {
+			st.shard.start(st)
+			return false, false
 		}
-		st.shard.start(st)
-		return false, false
+		s.logf("server: %s: stream dropped: %v", st.w, err)
+		st.times.Finish()
 	case evWrite:
 		st.shard.start(st)
 		return false, false
 	case evFinish:
-		return true, s.finish(st) == nil
+		complete = s.finish(st) == nil
+	default:
+		st.times.Finish()
 	}
-	st.times.Finish()
-	return true, false
+	s.leaveAnswer()
+	return true, complete
 }
+
+// enterAnswer takes a place among the Config.MaxStreams answers in
+// progress, and reports false when there is none left.
+func (s *Server) enterAnswer() bool {
+	n := s.active.Add(1)
+	if limit := s.cfg.MaxStreams; limit > 0 && n > int64(limit) {
+		s.active.Add(-1)
+		return false
+	}
+	return true
+}
+
+// leaveAnswer gives back the place taken by enterAnswer.
+func (s *Server) leaveAnswer() { s.active.Add(-1) }
 
 // streamEvent is the onEvent of HTTP/1.1 streams: it runs on its own
 // goroutine, and when the stream has ended it either goes on reading the
 // connection's next request or releases the connection.
 func (s *Server) streamEvent(st *stream, ev event) {
+	hc := st.w.(*h1conn)
+	defer s.recoverPanic(hc.c)
 	ended, complete := s.advance(st, ev)
 	if !ended {
 		return
 	}
-	hc := st.w.(*h1conn)
 	if complete && hc.keep {
 		s.serveH1(hc)
 		return
+	}
+	s.releaseH1(hc)
+}
+
+// releaseH1 releases an HTTP/1.x connection. After a failed write (a
+// client that stopped reading for WriteTimeout, or one that went away) it
+// resets the connection rather than closing it: a close would leave the
+// unsent bytes (megabytes, for a stream) to the kernel, which keeps trying
+// to deliver them to a client that does not read; a TLS close would even
+// wait to send its close_notify alert.
+func (s *Server) releaseH1(hc *h1conn) {
+	if hc.broken {
+		s.mu.Lock()
+		sock := s.conns[hc.c]
+		s.mu.Unlock()
+		if tc, ok := sock.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+			tc.Close()
+		}
 	}
 	s.release(hc.c)
 }
@@ -423,7 +559,7 @@ func (s *Server) serveCompletion(t transport, d api.Dialect, a api.Answer, p sch
 		return
 	}
 	a.Created = clock.Now() / 1e9
-	t.writeJSON(200, api.NewEncoder(d, a).AppendBody(nil), "")
+	t.writeJSON(200, api.NewEncoder(d, a).AppendBody(nil))
 }
 
 func (s *Server) serveModels(t transport, headOnly bool) {
@@ -432,26 +568,30 @@ func (s *Server) serveModels(t transport, headOnly bool) {
 	if headOnly {
 		body = body[:0]
 	}
-	t.writeJSON(200, body, "")
+	t.writeJSON(200, body)
 }
 
 func (s *Server) writeError(t transport, e *httpError) {
 	var b bytes.Buffer
 	b.WriteString(`{"error":{"message":`)
-	b.WriteString(strconv.Quote(e.message))
+	msg, _ := json.Marshal(e.message) // valid JSON even when the message quotes invalid UTF-8
+	b.Write(msg)
 	errType := "invalid_request_error"
-	if e.status == 404 {
+	switch e.status {
+	case 404:
 		errType = "not_found_error"
+	case 429:
+		errType = "rate_limit_error"
 	}
 	b.WriteString(`,"type":"` + errType + `","param":null,"code":"` + e.code + `"}}`)
-	t.writeJSON(e.status, b.Bytes(), e.allow)
+	t.writeJSON(e.status, b.Bytes(), e.fields...)
 }
 
 // writeJSON sends the response in one write. Its head says
 // "Connection: close" when the connection ends after it (byte for byte the
 // reference's head), nothing about the connection when it stays open, and
 // "Connection: keep-alive" to an HTTP/1.0 client that asked for it.
-func (hc *h1conn) writeJSON(status int, body []byte, allow string) {
+func (hc *h1conn) writeJSON(status int, body []byte, fields ...wire.Field) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", status, statusText(status), len(body))
 	switch {
@@ -460,8 +600,8 @@ func (hc *h1conn) writeJSON(status int, body []byte, allow string) {
 	case hc.http10:
 		b.WriteString("Connection: keep-alive\r\n")
 	}
-	if allow != "" {
-		b.WriteString("Allow: " + allow + "\r\n")
+	for _, f := range fields {
+		b.WriteString(f.Name + ": " + f.Value + "\r\n")
 	}
 	b.WriteString("\r\n")
 	b.Write(body)
@@ -492,6 +632,7 @@ func (hc *h1conn) write(b []byte) error {
 	hc.c.SetWriteDeadline(time.Time{})
 	if err != nil {
 		hc.keep = false
+		hc.broken = true
 	}
 	return err
 }
@@ -572,8 +713,12 @@ func statusText(code int) string {
 		return "Not Found"
 	case 405:
 		return "Method Not Allowed"
+	case 408:
+		return "Request Timeout"
 	case 413:
 		return "Content Too Large"
+	case 429:
+		return "Too Many Requests"
 	case 431:
 		return "Request Header Fields Too Large"
 	case 503:

@@ -8,6 +8,8 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -42,8 +44,12 @@ func (s *Server) initH2() {
 	}
 	//lint:ignore SA1019 see above
 	opts := &http2.ServeConnOpts{
-		BaseConfig: &http.Server{ErrorLog: log.New(h2log{s}, "", 0)},
-		Handler:    http.HandlerFunc(s.serveH2Request),
+		// ReadTimeout bounds each stream's request body, from its HEADERS
+		// frame (readH2Request answers 408); MaxHeaderBytes is the
+		// header-list limit http2 advertises and answers with its own 431.
+		BaseConfig: &http.Server{ErrorLog: log.New(h2log{s}, "", 0),
+			ReadTimeout: s.cfg.ReadTimeout, MaxHeaderBytes: wire.MaxHeadBytes},
+		Handler: http.HandlerFunc(s.serveH2Request),
 	}
 	s.h2 = func(c net.Conn) {
 		//lint:ignore SA1019 see above
@@ -64,7 +70,7 @@ func (s *Server) serveH2(c, rw net.Conn) {
 // many as it takes to tell an HTTP/2 client preface from an HTTP/1.x
 // request (the first byte that differs, often the second).
 func (hc *h1conn) peekPreface() (bool, error) {
-	hc.c.SetReadDeadline(time.Now().Add(hc.s.cfg.ReadTimeout))
+	hc.c.SetReadDeadline(hc.start.Add(hc.s.cfg.ReadHeaderTimeout))
 	defer hc.c.SetReadDeadline(time.Time{})
 	for len(hc.buf) < len(clientPreface) && strings.HasPrefix(clientPreface, string(hc.buf)) {
 		if err := hc.readMore(); err != nil {
@@ -121,8 +127,9 @@ func (s *Server) serveH2Request(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.wg.Done()
+	defer s.recoverH2(t)
 	s.requests.Add(1)
-	req, err := readH2Request(r)
+	req, err := readH2Request(r, s.cfg.ReadTimeout)
 	if err != nil {
 		var he *httpError
 		if errors.As(err, &he) {
@@ -144,9 +151,26 @@ func (s *Server) serveH2Request(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// recoverH2 is recoverPanic for an HTTP/2 handler: http2 would recover a
+// panic itself, log it and end the stream, uncounted. recoverH2 counts and
+// logs it, then resets the stream (http.ErrAbortHandler, which http2 does
+// not log).
+func (s *Server) recoverH2(t *h2Stream) {
+	r := recover()
+	switch r {
+	case nil:
+		return
+	case http.ErrAbortHandler:
+		panic(r)
+	}
+	s.panics.Add(1)
+	s.logf("server: %s: panic: %v\n%s", t, r, debug.Stack())
+	panic(http.ErrAbortHandler)
+}
+
 // readH2Request turns an HTTP/2 request into the server's request: its
 // pseudo-header fields as the request line, its fields, its whole body.
-func readH2Request(r *http.Request) (request, error) {
+func readH2Request(r *http.Request, readTimeout time.Duration) (request, error) {
 	head := wire.RequestHead{
 		Method:        r.Method,
 		Target:        r.RequestURI,
@@ -164,6 +188,9 @@ func readH2Request(r *http.Request) (request, error) {
 			message: fmt.Sprintf("request body of %d bytes is larger than the limit of %d", r.ContentLength, MaxBodyBytes)}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return request{}, errTimeout("body", readTimeout)
+	}
 	if err != nil {
 		return request{}, err
 	}
@@ -184,12 +211,12 @@ type h2Stream struct {
 	rc *http.ResponseController
 }
 
-func (t *h2Stream) writeJSON(status int, body []byte, allow string) {
+func (t *h2Stream) writeJSON(status int, body []byte, fields ...wire.Field) {
 	h := t.w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	if allow != "" {
-		h.Set("Allow", allow)
+	for _, f := range fields {
+		h.Set(f.Name, f.Value)
 	}
 	t.w.WriteHeader(status)
 	t.write(body)

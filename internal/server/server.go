@@ -30,8 +30,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,13 +78,40 @@ type Config struct {
 	// WriteTimeout bounds how long a stream may wait for its client to
 	// accept bytes before it is dropped (0 means DefaultWriteTimeout).
 	WriteTimeout time.Duration
-	// ReadTimeout bounds how long a client may take to send its request
-	// (0 means DefaultReadTimeout).
+	// ReadTimeout bounds how long a client may take to send a whole
+	// request, head and body, from its first byte (from the accept, or the
+	// end of the TLS handshake, for a connection's first request); 0 means
+	// DefaultReadTimeout. A body that does not arrive in time gets a 408.
 	ReadTimeout time.Duration
+	// ReadHeaderTimeout bounds, in the same way, how long a client may take
+	// to send a request head, against clients that send it a byte at a time
+	// (slowloris); it also bounds the TLS handshake and the HTTP/2 preface.
+	// A head begun and not finished in time gets a 408; a connection on
+	// which nothing arrived is closed without an answer. 0 means
+	// DefaultReadHeaderTimeout; it is never more than ReadTimeout.
+	ReadHeaderTimeout time.Duration
 	// IdleTimeout bounds how long a persistent connection waits for its
 	// next request, and an HTTP/2 connection without streams stays open
 	// (0 means DefaultIdleTimeout).
 	IdleTimeout time.Duration
+
+	// MaxTokens caps the token count a request may ask for with a hint;
+	// past it the request gets a 400 naming the hint and the cap. 0 means
+	// DefaultMaxTokens; it is never more than 2³¹−1. It bounds what one
+	// request makes the server send and, with an id hint, the emission
+	// times it allocates (8 bytes per token). Tokens itself is not checked:
+	// the caller validates its own defaults.
+	MaxTokens int
+	// MaxDelay caps the think time and the delay between tokens a request
+	// may ask for with a hint (each separately); past it, a 400. 0 means
+	// DefaultMaxDelay. ThinkMs and DelayMs are not checked.
+	MaxDelay time.Duration
+	// MaxStreams caps the answers in progress at once over all
+	// connections and protocols: streams, and non-streaming answers while
+	// they wait for their last token's time. A request past it gets a 429
+	// with "Retry-After: 1". 0 means DefaultMaxStreams; negative means no
+	// limit.
+	MaxStreams int
 
 	// ServerClose closes every HTTP/1.x connection after its response, as
 	// the reference does, even when the request asked to keep it open
@@ -107,7 +136,18 @@ const (
 	DefaultWriteTimeout = 60 * time.Second
 	DefaultReadTimeout  = 60 * time.Second
 	DefaultIdleTimeout  = 60 * time.Second
+
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultMaxTokens         = 1_000_000
+	DefaultMaxDelay          = 10 * time.Minute
+	// DefaultMaxStreams is well above the concurrency a measurement uses
+	// (docs/PERF.md goes to 4,000 streams) and below the descriptor limit
+	// Go raises itself to on most Linux systems.
+	DefaultMaxStreams = 10_000
 )
+
+// retryAfter is the Retry-After value of a 429, in seconds.
+const retryAfter = "1"
 
 // Server is a running dummy backend. Create it with Listen, run it with
 // Serve.
@@ -120,6 +160,9 @@ type Server struct {
 	streamNo    atomic.Uint64
 	connections atomic.Int64     // accepted so far
 	requests    atomic.Int64     // read so far
+	active      atomic.Int64     // answers in progress (Config.MaxStreams)
+	panics      atomic.Int64     // panics recovered in connection goroutines
+	limits      api.Limits       // the hint caps of Config
 	quit        chan struct{}    // closed when Serve stops
 	h2          func(c net.Conn) // serves an HTTP/2 connection; nil without Config.HTTP2
 
@@ -167,6 +210,20 @@ func New(ln net.Listener, cfg Config) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	cfg.ReadHeaderTimeout = min(cfg.ReadHeaderTimeout, cfg.ReadTimeout)
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	cfg.MaxTokens = min(cfg.MaxTokens, math.MaxInt32)
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = DefaultMaxDelay
+	}
+	if cfg.MaxStreams == 0 {
+		cfg.MaxStreams = DefaultMaxStreams
+	}
 	if cfg.TLS != nil {
 		tc := cfg.TLS.Clone()
 		tc.NextProtos = []string{"http/1.1"}
@@ -176,7 +233,8 @@ func New(ln net.Listener, cfg Config) *Server {
 		cfg.TLS = tc
 		ln = tls.NewListener(ln, tc)
 	}
-	s := &Server{cfg: cfg, ln: ln, start: time.Now(), conns: make(map[net.Conn]net.Conn), quit: make(chan struct{})}
+	s := &Server{cfg: cfg, ln: ln, start: time.Now(), conns: make(map[net.Conn]net.Conn), quit: make(chan struct{}),
+		limits: api.Limits{MaxTokens: int64(cfg.MaxTokens), MaxDelay: cfg.MaxDelay}}
 	if cfg.HTTP2 {
 		s.initH2()
 	}
@@ -245,15 +303,17 @@ func (s *Server) Serve(ctx context.Context) error {
 // picks HTTP/2 (ALPN "h2", or the client preface on a plain connection) or
 // HTTP/1.x, and serves it until it ends.
 func (s *Server) serveConn(c net.Conn) {
+	defer s.recoverPanic(c)
 	hc := newH1conn(s, c)
 	if tc, ok := c.(*tls.Conn); ok {
-		tc.SetDeadline(time.Now().Add(s.cfg.ReadTimeout))
+		tc.SetDeadline(hc.start.Add(s.cfg.ReadHeaderTimeout))
 		if err := tc.Handshake(); err != nil {
 			s.logf("server: %s: TLS handshake: %v", describe(c), err)
 			s.release(c)
 			return
 		}
 		tc.SetDeadline(time.Time{})
+		hc.start = time.Now()
 		if tc.ConnectionState().NegotiatedProtocol == http2.NextProtoTLS {
 			s.serveH2(c, c)
 			return
@@ -276,14 +336,44 @@ func (s *Server) serveConn(c net.Conn) {
 }
 
 // release closes a connection whose exchange is over and forgets it. It is
-// called exactly once per accepted connection.
+// called once per accepted connection, by the goroutine that owns it when
+// it ends; later calls (from recoverPanic) do nothing but close it again.
 func (s *Server) release(c net.Conn) {
 	c.Close()
 	s.mu.Lock()
+	_, open := s.conns[c]
 	delete(s.conns, c)
 	s.mu.Unlock()
-	s.wg.Done()
+	if open {
+		s.wg.Done()
+	}
 }
+
+// recoverPanic is deferred first by each goroutine that serves a
+// connection or one of its streams. It is defence in depth, not error
+// handling: a panic is a bug, but a bug met by one connection must not end
+// the process and every other measurement with it. It counts the panic
+// (Panics; the tests require 0), logs it with its stack, and closes and
+// releases the connection; the stream's place among Config.MaxStreams, if
+// it had one, stays taken.
+func (s *Server) recoverPanic(c net.Conn) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	s.panics.Add(1)
+	s.logf("server: %s: panic: %v\n%s", describe(c), r, debug.Stack())
+	s.release(c)
+}
+
+// Panics returns the number of panics recovered in the goroutines serving
+// connections and HTTP/2 streams (see recoverPanic); anything but 0 is a
+// bug.
+func (s *Server) Panics() int64 { return s.panics.Load() }
+
+// ActiveStreams returns the number of answers in progress: the streams and
+// waiting non-streaming answers that count against Config.MaxStreams.
+func (s *Server) ActiveStreams() int64 { return s.active.Load() }
 
 // Connections returns the number of connections accepted so far.
 func (s *Server) Connections() int64 { return s.connections.Load() }

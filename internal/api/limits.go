@@ -1,0 +1,104 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Limits caps the hints a server accepts. A zero field sets no cap of its
+// own; the parsers' bounds still hold (a token count within 0..2³¹−1, finite
+// times).
+type Limits struct {
+	MaxTokens int64         // most tokens one request may ask for
+	MaxDelay  time.Duration // most think time, and most delay between tokens
+}
+
+// ErrHintAboveLimit reports a hint above the server's Limits.
+var ErrHintAboveLimit = errors.New("api: pi_* hint above the server's limit")
+
+// HintSource names the channel a hint came from, for error messages.
+type HintSource int
+
+// The three channels of the hints, in the order the server takes them.
+const (
+	FromJSON   HintSource = iota // the pi_* fields of the JSON body
+	FromHeader                   // the HintHeader header
+	FromPrompt                   // the prompt marker
+)
+
+// name is how the hint called key is spelled in channel src.
+func (src HintSource) name(key string) string {
+	if src == FromJSON {
+		switch key {
+		case "tokens":
+			return "pi_tokens"
+		case "think":
+			return "pi_think_ms"
+		default:
+			return "pi_delay_ms"
+		}
+	}
+	return key
+}
+
+func (src HintSource) where() string {
+	switch src {
+	case FromJSON:
+		return "in the JSON body"
+	case FromHeader:
+		return "in the " + HintHeader + " header"
+	default:
+		return "in the prompt marker"
+	}
+}
+
+// Resolve merges the hints of the three channels — the JSON fields, the
+// HintHeader header and the prompt marker — taking each value from the
+// first channel that has it (as Merge does), and checks each value it takes
+// against l; values that an earlier channel overrides are not checked (a
+// conversation may quote an old marker). The error wraps ErrHintAboveLimit
+// and names the hint as its channel spells it, the channel, the value and
+// the limit.
+func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
+	var h Hints
+	maxMs := float64(l.MaxDelay) / float64(time.Millisecond)
+	delayLimit := ms(maxMs) + " ms (" + l.MaxDelay.String() + ")"
+	for src, c := range [...]Hints{json, header, prompt} {
+		src := HintSource(src)
+		if h.ID == "" {
+			h.ID = c.ID
+		}
+		if h.Tokens == nil && c.Tokens != nil {
+			if l.MaxTokens > 0 && *c.Tokens > l.MaxTokens {
+				return h, hintErr(src, "tokens", strconv.FormatInt(*c.Tokens, 10), strconv.FormatInt(l.MaxTokens, 10))
+			}
+			h.Tokens = c.Tokens
+		}
+		if h.ThinkMs == nil && c.ThinkMs != nil {
+			if l.MaxDelay > 0 && *c.ThinkMs > maxMs {
+				return h, hintErr(src, "think", ms(*c.ThinkMs), delayLimit)
+			}
+			h.ThinkMs = c.ThinkMs
+		}
+		if h.DelayMs == nil && c.DelayMs != nil {
+			if l.MaxDelay > 0 && *c.DelayMs > maxMs {
+				return h, hintErr(src, "delay", ms(*c.DelayMs), delayLimit)
+			}
+			h.DelayMs = c.DelayMs
+		}
+	}
+	return h, nil
+}
+
+func hintErr(src HintSource, key, value, limit string) error {
+	sep := "="
+	if src == FromJSON {
+		sep = " "
+	}
+	return fmt.Errorf("%w: %s%s%s %s; the limit is %s", ErrHintAboveLimit,
+		src.name(key), sep, value, src.where(), limit)
+}
+
+func ms(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

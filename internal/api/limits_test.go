@@ -1,0 +1,75 @@
+package api
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLimitsResolve(t *testing.T) {
+	i64 := func(v int64) *int64 { return &v }
+	f64 := func(v float64) *float64 { return &v }
+	lim := Limits{MaxTokens: 100, MaxDelay: time.Second}
+	tests := []struct {
+		name                 string
+		json, header, prompt Hints
+		lim                  Limits
+		want                 Hints
+		wantErr              string // "" for no error
+	}{
+		{name: "none", lim: lim},
+		{name: "at the caps", lim: lim,
+			json: Hints{Tokens: i64(100), ThinkMs: f64(1000), DelayMs: f64(1000)},
+			want: Hints{Tokens: i64(100), ThinkMs: f64(1000), DelayMs: f64(1000)}},
+		{name: "channels merge in order", lim: lim,
+			json:   Hints{ID: "j", Tokens: i64(1)},
+			header: Hints{ID: "h", Tokens: i64(2), ThinkMs: f64(2)},
+			prompt: Hints{Tokens: i64(3), ThinkMs: f64(3), DelayMs: f64(3)},
+			want:   Hints{ID: "j", Tokens: i64(1), ThinkMs: f64(2), DelayMs: f64(3)}},
+		{name: "overridden values are not checked", lim: lim,
+			json:   Hints{Tokens: i64(5)},
+			header: Hints{Tokens: i64(1 << 30), ThinkMs: f64(1)},
+			prompt: Hints{ThinkMs: f64(1e9), DelayMs: f64(2)},
+			want:   Hints{Tokens: i64(5), ThinkMs: f64(1), DelayMs: f64(2)}},
+		{name: "json tokens", lim: lim, json: Hints{Tokens: i64(101)},
+			wantErr: "pi_tokens 101 in the JSON body; the limit is 100"},
+		{name: "header tokens", lim: lim, header: Hints{Tokens: i64(101)},
+			wantErr: "tokens=101 in the X-SSE-Latency header; the limit is 100"},
+		{name: "prompt tokens", lim: lim, prompt: Hints{Tokens: i64(101)},
+			wantErr: "tokens=101 in the prompt marker; the limit is 100"},
+		{name: "json think", lim: lim, json: Hints{ThinkMs: f64(1000.5)},
+			wantErr: "pi_think_ms 1000.5 in the JSON body; the limit is 1000 ms (1s)"},
+		{name: "json delay", lim: lim, json: Hints{DelayMs: f64(2e3)},
+			wantErr: "pi_delay_ms 2000 in the JSON body; the limit is 1000 ms (1s)"},
+		{name: "header think", lim: lim, header: Hints{ThinkMs: f64(1e300)},
+			wantErr: "think=1e+300 in the X-SSE-Latency header; the limit is 1000 ms (1s)"},
+		{name: "prompt delay", lim: lim, prompt: Hints{DelayMs: f64(5000)},
+			wantErr: "delay=5000 in the prompt marker; the limit is 1000 ms (1s)"},
+		{name: "no caps", lim: Limits{},
+			json: Hints{Tokens: i64(1 << 31), ThinkMs: f64(1e300), DelayMs: f64(1e300)},
+			want: Hints{Tokens: i64(1 << 31), ThinkMs: f64(1e300), DelayMs: f64(1e300)}},
+	}
+	for _, tt := range tests {
+		got, err := tt.lim.Resolve(tt.json, tt.header, tt.prompt)
+		if tt.wantErr != "" {
+			if err == nil || !errors.Is(err, ErrHintAboveLimit) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: %+v.Resolve error %v, want ErrHintAboveLimit containing %q", tt.name, tt.lim, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %+v.Resolve error %v, want none", tt.name, tt.lim, err)
+			continue
+		}
+		if !hintsEqual(got, tt.want) {
+			t.Errorf("%s: %+v.Resolve = %s, want %s", tt.name, tt.lim, got.HeaderValue(), tt.want.HeaderValue())
+		}
+	}
+}
+
+func hintsEqual(a, b Hints) bool {
+	return a.ID == b.ID && eqPtr(a.Tokens, b.Tokens) && eqPtr(a.ThinkMs, b.ThinkMs) && eqPtr(a.DelayMs, b.DelayMs)
+}
+
+func eqPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
