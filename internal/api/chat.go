@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,69 +14,8 @@ const ChatPath = "/v1/chat/completions"
 // ChatPrompt is the user message the client sends (SPEC §4).
 const ChatPrompt = "Say 4-letter words"
 
-// Overrides are the per-request knobs a client may send in the JSON body
-// (SPEC §3): pi_tokens, pi_think_ms, pi_delay_ms. A nil field means "use the
-// server's default".
-type Overrides struct {
-	Tokens  *int64
-	ThinkMs *float64
-	DelayMs *float64
-}
-
-// AppendChatRequest appends the streaming Chat Completions request body of
-// SPEC §4. tokens >= 0 adds "pi_tokens" (the calibration batch uses it);
-// tokens < 0 leaves it out.
-func AppendChatRequest(dst []byte, tokens int) []byte {
-	dst = append(dst, `{"model":"`+Model+`","stream":true,"messages":[{"role":"user","content":"`+ChatPrompt+`"}]`...)
-	if tokens >= 0 {
-		dst = append(dst, `,"pi_tokens":`...)
-		dst = strconv.AppendInt(dst, int64(tokens), 10)
-	}
-	return append(dst, '}')
-}
-
-// ChatRequest is what the server reads from a request body: the streaming
-// switch and the overrides. Unknown fields are ignored, as a real backend
-// would.
-type ChatRequest struct {
-	Stream    bool
-	Overrides Overrides
-}
-
 // ErrBadHint reports a pi_* field that is present but not a number.
 var ErrBadHint = errors.New("api: bad pi_* hint")
-
-// ParseChatRequest decodes a request body. An empty body is a non-streaming
-// request with no overrides. A negative pi_tokens becomes 0 (SPEC §3).
-func ParseChatRequest(body []byte) (ChatRequest, error) {
-	var req ChatRequest
-	if len(bytes.TrimSpace(body)) == 0 {
-		return req, nil
-	}
-	var raw struct {
-		Stream    *bool           `json:"stream"`
-		PiTokens  json.RawMessage `json:"pi_tokens"`
-		PiThinkMs json.RawMessage `json:"pi_think_ms"`
-		PiDelayMs json.RawMessage `json:"pi_delay_ms"`
-	}
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return req, fmt.Errorf("invalid JSON body: %w", err)
-	}
-	if raw.Stream != nil {
-		req.Stream = *raw.Stream
-	}
-	var err error
-	if req.Overrides.Tokens, err = intHint("pi_tokens", raw.PiTokens); err != nil {
-		return req, err
-	}
-	if req.Overrides.ThinkMs, err = floatHint("pi_think_ms", raw.PiThinkMs); err != nil {
-		return req, err
-	}
-	if req.Overrides.DelayMs, err = floatHint("pi_delay_ms", raw.PiDelayMs); err != nil {
-		return req, err
-	}
-	return req, nil
-}
 
 func floatHint(name string, raw json.RawMessage) (*float64, error) {
 	if len(raw) == 0 || string(raw) == "null" {
@@ -258,63 +196,3 @@ func (e *chatEncoder) AppendBody(dst []byte) []byte {
 
 // PromptTokens is the prompt size the server reports in usage objects.
 const PromptTokens = 5
-
-// Event is what the client learns from one SSE data payload.
-type Event struct {
-	PiTs    int64 // emission stamp; 0 when absent or unparsable
-	Content bool  // a non-empty "content" string is present
-	Done    bool  // the payload is [DONE]
-}
-
-var (
-	piTsKey    = []byte(`"pi_ts":`)
-	contentKey = []byte(`"content":`)
-)
-
-// ScanChatEvent inspects one data payload without decoding the JSON: it finds
-// "pi_ts" and a non-empty "content" string by scanning. A content token, per
-// SPEC §4, is an event with both.
-func ScanChatEvent(payload []byte) Event {
-	var ev Event
-	if len(payload) == len(Done) && string(payload) == Done {
-		ev.Done = true
-		return ev
-	}
-	if i := bytes.Index(payload, piTsKey); i >= 0 {
-		ev.PiTs = parseDigits(payload[i+len(piTsKey):])
-	}
-	if i := bytes.Index(payload, contentKey); i >= 0 {
-		rest := skipSpace(payload[i+len(contentKey):])
-		ev.Content = len(rest) >= 2 && rest[0] == '"' && rest[1] != '"'
-	}
-	return ev
-}
-
-func skipSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	return b
-}
-
-// parseDigits reads a non-negative decimal integer at the start of b (after
-// optional spaces), returning 0 if there is none or it overflows.
-func parseDigits(b []byte) int64 {
-	b = skipSpace(b)
-	var v int64
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			break
-		}
-		if v > (math.MaxInt64-9)/10 {
-			return 0
-		}
-		v = v*10 + int64(c-'0')
-		n++
-	}
-	if n == 0 {
-		return 0
-	}
-	return v
-}

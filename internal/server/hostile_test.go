@@ -387,7 +387,7 @@ func hostileCases(t *testing.T, rng *rand.Rand) []hostileCase {
 				case "FuzzParseRequestHead":
 					add("corpus "+path+", held", toPlain, v, true)
 					add("corpus "+path+" with a body", toPlain, v+`{"stream":true,"pi_tokens":2}`, false)
-				case "FuzzParseServerRequest", "FuzzParseChatRequest", "FuzzFindPromptHints":
+				case "FuzzParseServerRequest", "FuzzFindPromptHints":
 					for _, d := range api.Dialects {
 						add("corpus "+path+" to "+d.Path(), toPlain, postRequest(d.Path(), v), false)
 					}
