@@ -105,7 +105,7 @@ type h1conn struct {
 }
 
 func newH1conn(s *Server, c net.Conn) *h1conn {
-	hc := &h1conn{s: s, c: c, buf: make([]byte, 0, 4096), start: time.Now()}
+	hc := &h1conn{s: s, c: c, start: time.Now()}
 	if sc, ok := c.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
 			hc.raw = rc
@@ -315,7 +315,9 @@ func (hc *h1conn) consume(n int) {
 // limit so the parser can tell "too large" from "need more".
 func (hc *h1conn) readMore() error {
 	buf := hc.buf
-	if len(buf) == cap(buf) {
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 4096)
+	} else if len(buf) == cap(buf) {
 		if cap(buf) > wire.MaxHeadBytes {
 			return errHeadTooLarge()
 		}
@@ -613,6 +615,12 @@ func (hc *h1conn) writeJSON(status int, body []byte, fields ...wire.Field) {
 func (hc *h1conn) startStream(dst []byte) []byte {
 	if hc.http10 {
 		hc.keep = false
+	}
+	if len(hc.buf) == 0 {
+		// Nothing pipelined: give the read buffer back for the length of
+		// the stream (thousands of streams would hold 4 KiB each);
+		// readMore allocates one again for the next request.
+		hc.buf = nil
 	}
 	if hc.keep {
 		return append(dst, streamHeadKeepAlive...)
