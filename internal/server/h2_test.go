@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -325,14 +324,7 @@ func h2FramesOf(t *testing.T, srv *Server, path, body string) []string {
 // and that their clients see the ends.
 func TestShutdownWithH2(t *testing.T) {
 	tlsCfg, roots, _ := selfSigned(t)
-	srv, err := Listen("127.0.0.1:0", Config{Tokens: 5, DelayMs: 0.1, HTTP2: true, TLS: tlsCfg, IdleTimeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	defer cancel()
+	srv, stop := runServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true, TLS: tlsCfg, IdleTimeout: time.Hour})
 
 	base := "https://" + srv.Addr().String()
 	busy, _ := h2Client(t, roots)
@@ -363,15 +355,7 @@ func TestShutdownWithH2(t *testing.T) {
 	send(t, c, st.req)
 	checkStep(t, r, "TLS keep-alive stream", st, true)
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve = %v, want nil after cancel", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return within 10 s with HTTP/2 and keep-alive connections open")
-	}
+	stop("with HTTP/2 and keep-alive connections open")
 	if _, err := io.ReadAll(resp.Body); err == nil {
 		t.Error("the HTTP/2 stream waiting for its think time ended cleanly, want an error")
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -288,13 +287,7 @@ func TestIdleTimeout(t *testing.T) {
 // cancelled while keep-alive connections wait for their next request (the
 // idle timeout is far away) and closes them.
 func TestShutdownWithIdleConnections(t *testing.T) {
-	srv, err := Listen("127.0.0.1:0", Config{Tokens: 1, DelayMs: 0.1, IdleTimeout: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
+	srv, stop := runServer(t, Config{Tokens: 1, DelayMs: 0.1, IdleTimeout: time.Hour})
 	var readers []*bufio.Reader
 	for i := range 3 {
 		c, r := dialRaw(t, srv)
@@ -303,15 +296,7 @@ func TestShutdownWithIdleConnections(t *testing.T) {
 		checkStep(t, r, "stream", st, true)
 		readers = append(readers, r)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve = %v, want nil after cancel", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return within 10 s while keep-alive connections were idle")
-	}
+	stop("while keep-alive connections were idle")
 	for i, r := range readers {
 		expectClosed(t, r, fmt.Sprint("idle connection ", i))
 	}

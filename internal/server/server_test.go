@@ -17,8 +17,10 @@ import (
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
-// startServer runs a server on 127.0.0.1:0 for the duration of the test.
-func startServer(t *testing.T, cfg Config) *Server {
+// runServer starts a server on 127.0.0.1:0 and returns it with stop, which
+// cancels Serve and fails the test unless Serve returns nil within 10 s;
+// while names the situation for the message.
+func runServer(t *testing.T, cfg Config) (srv *Server, stop func(while string)) {
 	t.Helper()
 	srv, err := Listen("127.0.0.1:0", cfg)
 	if err != nil {
@@ -27,17 +29,30 @@ func startServer(t *testing.T, cfg Config) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx) }()
-	t.Cleanup(func() {
+	stopped := false
+	stop = func(while string) {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("Serve returned %v", err)
+				t.Errorf("Serve = %v, want nil after cancel", err)
 			}
 		case <-time.After(10 * time.Second):
-			t.Error("Serve did not return within 10s of cancellation")
+			t.Fatalf("Serve did not return within 10 s of cancellation %s", while)
 		}
-	})
+	}
+	t.Cleanup(func() { stop("at the end of the test") })
+	return srv, stop
+}
+
+// startServer runs a server on 127.0.0.1:0 for the duration of the test.
+func startServer(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	srv, _ := runServer(t, cfg)
 	return srv
 }
 
@@ -331,13 +346,7 @@ func TestRouting(t *testing.T) {
 }
 
 func TestShutdownEndsStreams(t *testing.T) {
-	srv, err := Listen("127.0.0.1:0", Config{Tokens: 1000, ThinkMs: 60_000, DelayMs: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
+	srv, stop := runServer(t, Config{Tokens: 1000, ThinkMs: 60_000, DelayMs: 5})
 	c, err := net.Dial("tcp", srv.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -350,15 +359,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	if _, err := c.Read(buf); err != nil { // the role chunk
 		t.Fatal(err)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve = %v, want nil after cancel", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return while a stream waited for its 60 s think time")
-	}
+	stop("while a stream waited for its 60 s think time")
 }
 
 func TestLatenessRecorded(t *testing.T) {
