@@ -86,6 +86,9 @@ func (r *reader) feed(p []byte, now int64) bool {
 	}
 	before := len(r.rec.Tokens)
 	ended := r.body(p, now)
+	// The head is parsed: its buffer goes (r.rest may still point into
+	// it, for the drain that follows at once).
+	r.head = nil
 	if got := len(r.rec.Tokens) - before; got > 0 {
 		r.rec.MaxTokensPerRead = max(r.rec.MaxTokensPerRead, got)
 		if r.received != nil {
