@@ -311,12 +311,18 @@ func (hc *h1conn) consume(n int) {
 	hc.buf = hc.buf[:copy(hc.buf, hc.buf[n:])]
 }
 
+// firstReadBytes is the size of a connection's read buffer at first; it
+// doubles as a request needs.
+const firstReadBytes = 1 << 10
+
 // readMore reads once more into hc.buf, growing it up to just past the head
 // limit so the parser can tell "too large" from "need more".
 func (hc *h1conn) readMore() error {
 	buf := hc.buf
 	if cap(buf) == 0 {
-		buf = make([]byte, 0, 4096)
+		// Most requests (head and body) fit in 1 KiB; thousands of
+		// connections arriving at once should not take 4 KiB each.
+		buf = make([]byte, 0, firstReadBytes)
 	} else if len(buf) == cap(buf) {
 		if cap(buf) > wire.MaxHeadBytes {
 			return errHeadTooLarge()
@@ -442,13 +448,16 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	a.Tokens = p.Tokens
 	a.Created = start / 1e9
 	st := newStream(t, api.NewEncoder(d, a), p)
-	out := t.startStream(st.out[:0])
+	sc := getScratch()
+	out := t.startStream(sc.out[:0])
 	for i := range st.enc.StartEvents() {
-		st.payload = st.enc.AppendStart(st.payload[:0], i, start)
-		out = t.appendEvent(out, st.payload)
+		sc.payload = st.enc.AppendStart(sc.payload[:0], i, start)
+		out = t.appendEvent(out, sc.payload)
 	}
-	st.out = out
-	if err := t.write(out); err != nil {
+	sc.out = out
+	err = t.write(out)
+	putScratch(sc)
+	if err != nil {
 		s.leaveAnswer()
 		return nil
 	}
@@ -542,14 +551,16 @@ func (s *Server) releaseH1(hc *h1conn) {
 // .done/.stop events) and the end of the body in one write.
 func (s *Server) finish(st *stream) error {
 	st.times.Finish()
-	out := st.out[:0]
+	sc := getScratch()
+	defer putScratch(sc)
+	out := sc.out[:0]
 	ts := clock.Now()
 	for i := range st.enc.EndEvents() {
-		st.payload = st.enc.AppendEnd(st.payload[:0], i, ts)
-		out = st.w.appendEvent(out, st.payload)
+		sc.payload = st.enc.AppendEnd(sc.payload[:0], i, ts)
+		out = st.w.appendEvent(out, sc.payload)
 	}
 	out = st.w.appendEnd(out)
-	st.out = out
+	sc.out = out
 	return st.w.write(out)
 }
 

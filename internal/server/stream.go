@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -68,8 +69,6 @@ type stream struct {
 	result    event // what the last emitToken asked for (0: reschedule)
 	lastLate  int64 // lateness of the last emission, ns (0 if early)
 
-	payload []byte // the SSE event being written
-	out     []byte // the framed event(s) being written
 	pending []byte // bytes a non-blocking write could not take
 
 	shard *shard
@@ -82,13 +81,34 @@ type stream struct {
 }
 
 func newStream(w streamWriter, enc api.Encoder, p schedule.Plan) *stream {
-	return &stream{
-		w:       w,
-		enc:     enc,
-		plan:    p,
-		next:    p.Deadline(0),
-		payload: make([]byte, 0, 512),
-		out:     make([]byte, 0, 576),
+	return &stream{w: w, enc: enc, plan: p, next: p.Deadline(0)}
+}
+
+// scratch is where the bytes of a write are put together: an SSE event
+// (payload) and the framed event(s) (out). A stream holds none between
+// writes — thousands of streams would hold 1 KiB each for nothing — but
+// borrows the one of the shard tick writing it, or one from scratchPool.
+type scratch struct {
+	payload []byte
+	out     []byte
+}
+
+func newScratch() *scratch {
+	return &scratch{payload: make([]byte, 0, 512), out: make([]byte, 0, 576)}
+}
+
+// scratchPool serves the writes made outside a shard tick: a stream's
+// start and end events, its first tokens, the tokens of a writer without
+// a file descriptor.
+var scratchPool = sync.Pool{New: func() any { return newScratch() }}
+
+// getScratch takes a scratch from the pool; putScratch gives it back
+// (one that grew past a few KiB is dropped).
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func putScratch(sc *scratch) {
+	if cap(sc.out) <= 4<<10 && cap(sc.payload) <= 4<<10 {
+		scratchPool.Put(sc)
 	}
 }
 
@@ -103,7 +123,7 @@ func (st *stream) notify(ev event) {
 }
 
 // emitToken writes token st.k now, stamped with pi_ts taken immediately
-// before the write. On a direct writer it never blocks: it is called from
+// before the write, putting the bytes together in sc. On a direct writer it never blocks: it is called from
 // the shard goroutine, and returns 0 when the stream should go back on the
 // heap, or the event to hand to the stream's goroutine; the shard notifies
 // it only after recording the emission, so that everything about a token is
@@ -114,35 +134,36 @@ func (st *stream) notify(ev event) {
 // no lateness to record), so that the token is stamped and written by the
 // goroutine that does the blocking write; that goroutine calls emitToken
 // with mayBlock set.
-func (st *stream) emitToken(mayBlock bool) event {
+func (st *stream) emitToken(sc *scratch, mayBlock bool) event {
 	direct := st.w.direct()
 	if !direct && !mayBlock {
 		return evWrite
 	}
 	ts := clock.Now()
 	st.times.Set(st.k, ts)
-	st.payload = st.enc.AppendToken(st.payload[:0], st.k, ts)
-	st.out = st.w.appendEvent(st.out[:0], st.payload)
+	sc.payload = st.enc.AppendToken(sc.payload[:0], st.k, ts)
+	sc.out = st.w.appendEvent(sc.out[:0], sc.payload)
+	out := sc.out
 	st.lastLate = max(ts-st.next, 0)
 	var n int
 	var err error
 	if direct {
-		n, err = st.w.tryWrite(st.out)
-	} else if err = st.w.write(st.out); err == nil {
-		n = len(st.out)
+		n, err = st.w.tryWrite(out)
+	} else if err = st.w.write(out); err == nil {
+		n = len(out)
 	}
 	st.k++
 	if st.k < st.plan.Tokens {
 		st.next = st.plan.Deadline(st.k)
 	}
 	switch {
-	case err == nil && n == len(st.out):
+	case err == nil && n == len(out):
 		if st.k < st.plan.Tokens {
 			return 0
 		}
 		return evFinish
 	case direct && (err == nil || errors.Is(err, unix.EAGAIN)):
-		st.pending = append(st.pending[:0], st.out[n:]...)
+		st.pending = append(st.pending[:0], out[n:]...)
 		return evFlush
 	default:
 		return evFailed

@@ -76,7 +76,8 @@ func TestEmitToken(t *testing.T) {
 		st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: tt.tokens}), schedule.Plan{Start: clock.Now(), Delay: 1e6, Tokens: tt.tokens})
 		st.times = reg.Start("id", tt.tokens)
 		before := clock.Now()
-		ev := st.emitToken(tt.mayBlock)
+		sc := newScratch()
+		ev := st.emitToken(sc, tt.mayBlock)
 		if ev != tt.want {
 			t.Errorf("%s: emitToken(%v) = %v, want %v", tt.name, tt.mayBlock, ev, tt.want)
 		}
@@ -89,9 +90,9 @@ func TestEmitToken(t *testing.T) {
 		if len(w.writes) != 1 || st.k != 1 {
 			t.Fatalf("%s: %d writes, k=%d, want 1 write and k=1", tt.name, len(w.writes), st.k)
 		}
-		m := piTsRE.FindStringSubmatch(string(st.out))
+		m := piTsRE.FindStringSubmatch(string(sc.out))
 		if m == nil {
-			t.Fatalf("%s: event %q has no pi_ts", tt.name, st.out)
+			t.Fatalf("%s: event %q has no pi_ts", tt.name, sc.out)
 		}
 		ts, _ := strconv.ParseInt(m[1], 10, 64)
 		if ts < before || ts > w.at[0] {
@@ -100,8 +101,8 @@ func TestEmitToken(t *testing.T) {
 		if got := st.times.At(0); got != ts {
 			t.Errorf("%s: registry %d, want the pi_ts %d", tt.name, got, ts)
 		}
-		if ev == evFlush && string(st.pending) != string(st.out[len(w.writes[0]):]) {
-			t.Errorf("%s: pending %q, want the unwritten rest of %q", tt.name, st.pending, st.out)
+		if ev == evFlush && string(st.pending) != string(sc.out[len(w.writes[0]):]) {
+			t.Errorf("%s: pending %q, want the unwritten rest of %q", tt.name, st.pending, sc.out)
 		}
 	}
 }
