@@ -153,7 +153,7 @@ func (r *run) main(ctx context.Context) int {
 	r.emissions = emission.New()
 	r.runID = newRunID()
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
-		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams}
+		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, Engine: client.Engine(cfg.Engine)}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
@@ -259,6 +259,7 @@ func (r *run) main(ctx context.Context) int {
 				loadShape(cfg), target, capText(cfg), cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
 		}
 		req := r.request(target, gwTarget, gwTLS, -1, cfg.Tokens)
+		r.engineNote(req)
 		r.gwBursts, r.gwSamples = verdict.NewAccumulator(), report.NewSampleCollector()
 		spec := batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req,
 			Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: 1, Duration: cfg.Duration, Warmup: cfg.Warmup}
@@ -306,6 +307,18 @@ func (r *run) main(ctx context.Context) int {
 		}
 	}
 	return code
+}
+
+// engineNote says on stderr when the gateway batch cannot use the engine
+// --engine asked for (-v: which engine it uses).
+func (r *run) engineNote(req *client.Request) {
+	e, note := req.ResolveEngine()
+	if note != "" {
+		r.out.errorf("note: %s\n", note)
+	}
+	if r.cfg.Verbose {
+		r.out.debugf("client: %s engine", e)
+	}
 }
 
 // closeCSV flushes and closes the --csv file (once).
@@ -419,6 +432,7 @@ func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
 		IdleTimeout:  time.Duration(r.cfg.IdleMs) * time.Millisecond,
 		Registry:     r.emissions,
 		IDPrefix:     r.runID,
+		Engine:       client.Engine(r.cfg.Engine),
 	}
 }
 
