@@ -93,6 +93,22 @@ type econn struct {
 	waitAt  int64 // the end of the wait for an error body (0: none)
 	drainAt int64 // the end of the drain
 	drained int   // bytes drained
+	port    int   // the local port, claimed on the loop (0: none)
+}
+
+// affine: claim the local ports (an experiment switch, SSELAT_AFFINE=0 to
+// turn off).
+var affine = os.Getenv("SSELAT_AFFINE") != "0"
+
+// sockPort is the port of a TCP socket address, 0 for another kind.
+func sockPort(sa unix.Sockaddr) int {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return a.Port
+	case *unix.SockaddrInet6:
+		return a.Port
+	}
+	return 0
 }
 
 // expiry is c's next deadline, 0 for none.
@@ -219,6 +235,7 @@ func (ls *loopSession) closeConn() {
 	if c := ls.c; c != nil {
 		ls.l.Stop(&c.timer)
 		ls.l.Drop(&c.reg)
+		ls.l.Release(c.port)
 		ls.c = nil
 	}
 	ls.kept.Store(false)
@@ -322,6 +339,12 @@ func (ls *loopSession) connect() {
 		return
 	}
 	ls.c = c
+	if affine {
+		if local, err := unix.Getsockname(fd); err == nil {
+			c.port = sockPort(local)
+			ls.l.Claim(c.port)
+		}
+	}
 	if want == evloop.Read {
 		c.connected()
 		return

@@ -44,10 +44,11 @@ type Expirer interface {
 	Expire(l *Loop, now int64)
 }
 
-// Reg is a socket's registration with a loop; its owner embeds it.
+// Reg is a socket's registration with a loop; its owner embeds it. The
+// zero Reg is registered nowhere.
 type Reg struct {
 	fd   int
-	key  int32
+	key  int32 // 1 + its key; 0: not registered
 	want Interest
 }
 
@@ -183,18 +184,18 @@ func (l *Loop) add(r *Reg, fd int, e entry, want Interest) error {
 		l.free = append(l.free, k)
 		return err
 	}
-	*r = Reg{fd: fd, key: k, want: want}
+	*r = Reg{fd: fd, key: k + 1, want: want}
 	l.regs[k] = e
 	return nil
 }
 
 // Watch changes what r is watched for.
 func (l *Loop) Watch(r *Reg, want Interest) error {
-	if r.want == want {
+	if r.want == want || r.key == 0 {
 		return nil
 	}
 	r.want = want
-	return l.be.watch(r.fd, r.key, want, true)
+	return l.be.watch(r.fd, r.key-1, want, true)
 }
 
 // Drop forgets r at once — events still to come for it are ignored — and
@@ -202,13 +203,14 @@ func (l *Loop) Watch(r *Reg, want Interest) error {
 // that neither its key nor its descriptor number can be taken by a new
 // socket while events naming them are being handled.
 func (l *Loop) Drop(r *Reg) {
-	if r.key < 0 || l.regs[r.key].h == nil {
+	if r.key == 0 {
 		return
 	}
-	l.regs[r.key] = entry{}
-	l.freed = append(l.freed, r.key)
+	k := r.key - 1
+	l.regs[k] = entry{}
+	l.freed = append(l.freed, k)
 	l.closing = append(l.closing, r.fd)
-	r.key = -1
+	r.key = 0
 }
 
 // Read reads once from r's socket into the loop's buffer: p holds the
@@ -240,6 +242,40 @@ func (l *Loop) Stop(t *Timer) {
 	if t.pos != 0 {
 		l.timers.removeAt(t.pos - 1)
 	}
+}
+
+// affinity maps a local TCP port of a client connection on a loop to
+// that loop (its index + 1; 0: none). The server, in the same process,
+// looks up the remote port of the connections it accepts, so that the
+// stream answering a connection is written by the loop that reads it: on
+// loopback the tokens a loop writes are then read by the same loop, in the
+// same wake-up. A port of another process's connection (a gateway's) may
+// collide with one in the table: the stream then goes to that loop, as
+// good a choice as any.
+var affinity [1 << 16]atomic.Uint32
+
+// Claim records that the connection with local port port is on l. The
+// loop's goroutine; Release when the connection closes.
+func (l *Loop) Claim(port int) {
+	if port > 0 && port < len(affinity) {
+		affinity[port].Store(uint32(l.index + 1))
+	}
+}
+
+// Release forgets a Claim.
+func (l *Loop) Release(port int) {
+	if port > 0 && port < len(affinity) {
+		affinity[port].CompareAndSwap(uint32(l.index+1), 0)
+	}
+}
+
+// Affine returns the index of the loop that claimed port, -1 if none did.
+// Any goroutine.
+func Affine(port int) int {
+	if port > 0 && port < len(affinity) {
+		return int(affinity[port].Load()) - 1
+	}
+	return -1
 }
 
 // run is the loop's goroutine.

@@ -464,7 +464,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	st.times = s.cfg.Emissions.Start(h.ID, p.Tokens)
 	s.logf("server: %s: %s stream %d (id %q): %d tokens, think %dns, delay %dns",
 		t, d, no, h.ID, p.Tokens, p.Think, p.Delay)
-	st.shard = s.shards[no%uint64(len(s.shards))]
+	st.shard = s.shardFor(t, no)
 	t.bind(st)
 	st.shard.start(st)
 	return st

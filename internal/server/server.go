@@ -166,6 +166,7 @@ type Server struct {
 	cfg    Config
 	ln     net.Listener
 	shards []*shard
+	affine bool // shard i runs on event loop i mod the loops: see shardFor
 	start  time.Time
 
 	streamNo    atomic.Uint64

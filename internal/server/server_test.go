@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
@@ -47,6 +48,22 @@ func runServer(t *testing.T, cfg Config) (srv *Server, stop func(while string)) 
 	}
 	t.Cleanup(func() { stop("at the end of the test") })
 	return srv, stop
+}
+
+// engines are the ways the emission shards run: on the event loops,
+// where there are any, and on goroutines of their own.
+func engines() []evloop.Engine {
+	if ok, _ := evloop.Epoll.Loops(); ok {
+		return []evloop.Engine{evloop.Epoll, evloop.Goroutine}
+	}
+	return []evloop.Engine{evloop.Goroutine}
+}
+
+// forEngines runs f as a subtest per engine.
+func forEngines(t *testing.T, f func(t *testing.T, e evloop.Engine)) {
+	for _, e := range engines() {
+		t.Run(string(e), func(t *testing.T) { f(t, e) })
+	}
 }
 
 // startServer runs a server on 127.0.0.1:0 for the duration of the test.
@@ -192,8 +209,10 @@ func splitResponse(t *testing.T, resp string) (head, body string) {
 // model "x" (the server echoes it).
 var chunkRE = regexp.MustCompile(`^data: \{"id":"(chatcmpl-sse-latency-\d+)","object":"chat\.completion\.chunk","created":(\d+),"pi_ts":(\d+),"model":"x","choices":\[\{"index":0,"delta":(.*),"finish_reason":(null|"stop")\}\]\}\n\n$`)
 
-func TestStreamSequence(t *testing.T) {
-	srv := startServer(t, Config{Tokens: 1000, DelayMs: 5})
+func TestStreamSequence(t *testing.T) { forEngines(t, testStreamSequence) }
+
+func testStreamSequence(t *testing.T, e evloop.Engine) {
+	srv := startServer(t, Config{Tokens: 1000, DelayMs: 5, Engine: e})
 	head, body := chatRequest(`{"model":"x","stream":true,"pi_tokens":30,"pi_delay_ms":0.2}`)
 	resp := exchange(t, srv, head+body)
 	h, b := splitResponse(t, resp)
@@ -345,8 +364,10 @@ func TestRouting(t *testing.T) {
 	}
 }
 
-func TestShutdownEndsStreams(t *testing.T) {
-	srv, stop := runServer(t, Config{Tokens: 1000, ThinkMs: 60_000, DelayMs: 5})
+func TestShutdownEndsStreams(t *testing.T) { forEngines(t, testShutdownEndsStreams) }
+
+func testShutdownEndsStreams(t *testing.T, e evloop.Engine) {
+	srv, stop := runServer(t, Config{Tokens: 1000, ThinkMs: 60_000, DelayMs: 5, Engine: e})
 	c, err := net.Dial("tcp", srv.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -362,11 +383,55 @@ func TestShutdownEndsStreams(t *testing.T) {
 	stop("while a stream waited for its 60 s think time")
 }
 
-func TestLatenessRecorded(t *testing.T) {
-	srv := startServer(t, Config{Tokens: 1000, DelayMs: 0.5})
+func TestLatenessRecorded(t *testing.T) { forEngines(t, testLatenessRecorded) }
+
+func testLatenessRecorded(t *testing.T, e evloop.Engine) {
+	srv := startServer(t, Config{Tokens: 1000, DelayMs: 0.5, Engine: e})
 	head, body := chatRequest(`{"stream":true,"pi_tokens":20}`)
 	exchange(t, srv, head+body)
 	if got := srv.Lateness().N(); got != 20 {
 		t.Errorf("Lateness().N() = %d, want one sample per emitted token (20)", got)
 	}
 }
+
+// TestShardFollowsTheClientsLoop: on the event loops, a stream goes to the
+// shard of the loop that reads the client's side of its connection when
+// this process's client claimed the port; otherwise by stream number.
+func TestShardFollowsTheClientsLoop(t *testing.T) {
+	loops, err := evloop.Loops()
+	if err != nil {
+		t.Skip("no event loops here")
+	}
+	srv := startServer(t, Config{Engine: evloop.Epoll})
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	port := c.LocalAddr().(*net.TCPAddr).Port
+	// The server's view of the connection: its remote address is the
+	// client's local one.
+	hc := &h1conn{c: fakeRemote{Conn: c, remote: c.LocalAddr()}}
+	last := loops[len(loops)-1]
+	last.Claim(port)
+	defer last.Release(port)
+	for no := range uint64(4) {
+		if got, want := srv.shardFor(hc, no), srv.shards[last.Index()%len(srv.shards)]; got != want {
+			t.Errorf("stream %d: shard %p, want %p (the claiming loop's)", no, got, want)
+		}
+	}
+	last.Release(port)
+	for no := range uint64(4) {
+		if got, want := srv.shardFor(hc, no), srv.shards[no%uint64(len(srv.shards))]; got != want {
+			t.Errorf("stream %d, unclaimed port: shard %p, want %p (by number)", no, got, want)
+		}
+	}
+}
+
+// fakeRemote is a connection seen from the other end.
+type fakeRemote struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (f fakeRemote) RemoteAddr() net.Addr { return f.remote }
