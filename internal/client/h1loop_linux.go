@@ -367,10 +367,8 @@ func (c *econn) connected() {
 // write writes what remains of the request.
 func (c *econn) write() {
 	ls := c.ls
-	n, err := unix.Write(c.reg.FD(), ls.out[c.written:])
-	if n > 0 {
-		c.written += n
-	}
+	n, err := evloop.RawWrite(c.reg.FD(), ls.out[c.written:])
+	c.written += n
 	switch {
 	case c.written == len(ls.out):
 		c.sent()

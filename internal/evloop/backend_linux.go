@@ -120,11 +120,16 @@ func (b *epollBackend) watch(fd int, key int32, want Interest, added bool) error
 var waitMode = os.Getenv("SSELAT_WAIT")
 
 func (b *epollBackend) wait(until int64, keys []int32) (int, error) {
-	if until < 0 || waitMode == "block" {
-		ms := 0
-		if until == 0 {
-			ms = -1
-		} else if until > 0 {
+	if until < 0 {
+		n, err := epollPoll(b.epfd, b.events[:min(len(keys), maxEvents)])
+		if err != nil && err != unix.EINTR {
+			return 0, os.NewSyscallError("epoll_wait", err)
+		}
+		return b.ready(max(n, 0), keys), nil
+	}
+	if waitMode == "block" {
+		ms := -1
+		if until > 0 {
 			ms = max(int((until-clock.Now()+999_999)/1_000_000), 0)
 		}
 		n, err := unix.EpollWait(b.epfd, b.events[:min(len(keys), maxEvents)], ms)
@@ -161,7 +166,7 @@ func (b *epollBackend) wait(until int64, keys []int32) (int, error) {
 // without looking first: rc.Read forgets a readiness the netpoller noted
 // before the call.
 func (b *epollBackend) poll(fd uintptr) bool {
-	n, err := unix.EpollWait(int(fd), b.events[:min(len(b.pollKeys), maxEvents)], 0)
+	n, err := epollPoll(int(fd), b.events[:min(len(b.pollKeys), maxEvents)])
 	switch {
 	case err == unix.EINTR:
 		return false
@@ -182,19 +187,18 @@ func (b *epollBackend) ready(n int, keys []int32) int {
 }
 
 func (b *epollBackend) read(fd int, p []byte) (int, error) {
-	n, err := unix.Read(fd, p)
-	return max(n, 0), err
+	return RawRead(fd, p)
 }
 
 func (b *epollBackend) wake() {
 	if b.pending.CompareAndSwap(false, true) {
 		one := [8]byte{1}
-		unix.Write(b.wakeFd, one[:])
+		RawWrite(b.wakeFd, one[:])
 	}
 }
 
 func (b *epollBackend) woken() {
 	b.pending.Store(false)
 	var buf [8]byte
-	unix.Read(b.wakeFd, buf[:])
+	RawRead(b.wakeFd, buf[:])
 }

@@ -400,7 +400,7 @@ func (t *Ticker) Arm(deadline int64) error {
 		return clock.ErrClosed
 	}
 	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(max(clock.Mono(deadline), 1))}
-	if err := unix.TimerfdSettime(t.fd, unix.TFD_TIMER_ABSTIME, &t.spec, nil); err != nil {
+	if err := timerfdSettime(t.fd, &t.spec); err != nil {
 		return os.NewSyscallError("timerfd_settime", err)
 	}
 	return nil
@@ -431,7 +431,7 @@ func (t *Ticker) Receive(l *Loop, kind uint8, _ uint64) {
 // Ready clears the timerfd and runs fire.
 func (t *Ticker) Ready(*Loop) {
 	var b [8]byte
-	unix.Read(t.fd, b[:])
+	RawRead(t.fd, b[:])
 	if !t.done.Load() {
 		t.fire(t)
 	}

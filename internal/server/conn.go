@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/schedule"
@@ -106,16 +104,13 @@ type h1conn struct {
 
 func newH1conn(s *Server, c net.Conn) *h1conn {
 	hc := &h1conn{s: s, c: c, start: time.Now()}
-	if sc, ok := c.(syscall.Conn); ok {
+	if sc, ok := c.(syscall.Conn); ok && directWrites {
 		if rc, err := sc.SyscallConn(); err == nil {
 			hc.raw = rc
 		}
 	}
 	hc.writeFn = func(fd uintptr) bool {
-		hc.wn, hc.werr = unix.Write(int(fd), hc.wbuf)
-		if hc.wn < 0 {
-			hc.wn = 0
-		}
+		hc.wn, hc.werr = writeFd(fd, hc.wbuf)
 		return true // never wait for writability: that is the stream goroutine's job
 	}
 	return hc
@@ -665,9 +660,6 @@ func (hc *h1conn) tryWrite(b []byte) (int, error) {
 	hc.wbuf = nil
 	if err != nil {
 		return 0, err
-	}
-	if hc.werr == unix.EINTR {
-		return hc.wn, unix.EAGAIN
 	}
 	return hc.wn, hc.werr
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
@@ -43,7 +41,7 @@ type streamWriter interface {
 	// write, on a goroutine, with its pi_ts taken right before.
 	direct() bool
 	// tryWrite writes what it can of b without blocking and returns how
-	// much; unix.EAGAIN (or a short count) means the socket is full. It is
+	// much; errAgain (or a short count) means the socket is full. It is
 	// only called when direct reports true.
 	tryWrite(b []byte) (int, error)
 	// String names the peer in debug lines.
@@ -162,7 +160,7 @@ func (st *stream) emitToken(sc *scratch, mayBlock bool) event {
 			return 0
 		}
 		return evFinish
-	case direct && (err == nil || errors.Is(err, unix.EAGAIN)):
+	case direct && (err == nil || errors.Is(err, errAgain)):
 		st.pending = append(st.pending[:0], out[n:]...)
 		return evFlush
 	default:

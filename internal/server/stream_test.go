@@ -4,9 +4,8 @@ import (
 	"errors"
 	"regexp"
 	"strconv"
+	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
@@ -62,9 +61,9 @@ func TestEmitToken(t *testing.T) {
 	}{
 		{"direct, more tokens", fakeWriter{isDirect: true, accept: -1}, false, 2, 0, true},
 		{"direct, last token", fakeWriter{isDirect: true, accept: -1}, false, 1, evFinish, true},
-		{"direct, socket full", fakeWriter{isDirect: true, accept: 10, err: unix.EAGAIN}, false, 2, evFlush, true},
+		{"direct, socket full", fakeWriter{isDirect: true, accept: 10, err: errAgain}, false, 2, evFlush, true},
 		{"direct, short write", fakeWriter{isDirect: true, accept: 10}, false, 2, evFlush, true},
-		{"direct, client gone", fakeWriter{isDirect: true, accept: 0, err: unix.EPIPE}, false, 2, evFailed, true},
+		{"direct, client gone", fakeWriter{isDirect: true, accept: 0, err: syscall.EPIPE}, false, 2, evFailed, true},
 		{"goroutine path, from the shard", fakeWriter{}, false, 2, evWrite, false},
 		{"goroutine path, from its goroutine", fakeWriter{}, true, 2, 0, true},
 		{"goroutine path, last token", fakeWriter{}, true, 1, evFinish, true},
