@@ -135,8 +135,8 @@ func (sh *shard) tick(poll func()) bool {
 	sh.due = due[:0]
 	if len(sh.streams) > 0 && !sh.closed {
 		next := sh.streams[0].next - sh.spinAhead
-		if next < woke+sh.minGap {
-			next = woke + sh.minGap
+		if gap := sh.gap(); next < woke+gap {
+			next = woke + gap
 		}
 		sh.armed = next
 		if err := sh.waker.Arm(next); err != nil {
@@ -145,6 +145,22 @@ func (sh *shard) tick(poll func()) bool {
 	}
 	return true
 }
+
+// gap is the shortest time until the shard's next wake-up: minGap, and
+// more as the shard holds more streams — gapPerStream each, up to
+// maxGapFactor times minGap — so that a busy shard writes more tokens per
+// wake-up. A wake-up costs microseconds of scheduling whatever it writes;
+// tokens it holds back are at most the gap late, and their pi_ts is still
+// the instant they are written. Called with mu held.
+func (sh *shard) gap() int64 {
+	return min(sh.minGap+int64(len(sh.streams))*gapPerStream, maxGapFactor*sh.minGap)
+}
+
+// How the gap grows with the streams of a shard.
+const (
+	gapPerStream = 500 // ns
+	maxGapFactor = 3
+)
 
 // spinUntilDue waits, without sleeping, for the earliest deadline when it
 // is at most spinAhead away. A sleeping CPU takes tens to hundreds of
@@ -175,7 +191,7 @@ func (sh *shard) spinUntilDue(poll func()) {
 // pollEvery is how often a shard spinning on an event loop lets the loop
 // handle its sockets: often enough that a token read there waits no
 // longer, seldom enough that the spin is not a string of syscalls.
-const pollEvery = 5_000 // ns
+const pollEvery = 20_000 // ns
 
 // close stops the shard: streams still scheduled are failed so their
 // connection goroutines end, and run returns.
