@@ -71,7 +71,7 @@ func (sh *shard) start(st *stream) {
 	for st.k < st.plan.Tokens && st.next <= clock.Now()+earlySlack {
 		ev := st.emitToken(sc, true)
 		sh.mu.Lock()
-		sh.lateness.Record(st.lastLate)
+		st.recordLateness(sh.lateness)
 		sh.mu.Unlock()
 		if ev != 0 {
 			st.notify(ev)
@@ -119,9 +119,7 @@ func (sh *shard) tick(poll func()) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for i, st := range due {
-		if st.result != evWrite { // else the token is not written yet
-			sh.lateness.Record(st.lastLate)
-		}
+		st.recordLateness(sh.lateness) // nothing when evWrite: not written yet
 		switch {
 		case st.result != 0:
 			st.notify(st.result)

@@ -8,6 +8,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/schedule"
+	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
 // event is what a shard hands back to the server about a stream.
@@ -65,7 +66,9 @@ type stream struct {
 
 	heapIndex int
 	result    event // what the last emitToken asked for (0: reschedule)
-	lastLate  int64 // lateness of the last emission, ns (0 if early)
+	// The last write: tokens wroteFrom..wroteFrom+wroteN-1, stamped wroteAt.
+	wroteFrom, wroteN int
+	wroteAt           int64
 
 	pending []byte // bytes a non-blocking write could not take
 
@@ -110,6 +113,14 @@ func putScratch(sc *scratch) {
 	}
 }
 
+// recordLateness records in m how late each token of the last write was
+// against its deadline (0 when early).
+func (st *stream) recordLateness(m *stats.Metric) {
+	for k := st.wroteFrom; k < st.wroteFrom+st.wroteN; k++ {
+		m.Record(max(st.wroteAt-st.plan.Deadline(k), 0))
+	}
+}
+
 // notify hands the stream and ev to its event goroutine. It is called by
 // the stream's current owner, which gives the stream up by calling it.
 func (st *stream) notify(ev event) {
@@ -120,12 +131,21 @@ func (st *stream) notify(ev event) {
 	go st.onEvent(st, ev)
 }
 
-// emitToken writes token st.k now, stamped with pi_ts taken immediately
-// before the write, putting the bytes together in sc. On a direct writer it never blocks: it is called from
-// the shard goroutine, and returns 0 when the stream should go back on the
-// heap, or the event to hand to the stream's goroutine; the shard notifies
-// it only after recording the emission, so that everything about a token is
-// accounted for before its client can see the stream end.
+// maxTokensPerWrite bounds how many overdue tokens of a stream one write
+// carries.
+const maxTokensPerWrite = 16
+
+// emitToken writes token st.k now — on a direct writer with the tokens
+// after it that are due too, up to maxTokensPerWrite, when the stream is
+// behind its schedule (elsewhere every token has its own write: one TLS
+// record, one HTTP/2 DATA frame) —
+// stamped with pi_ts taken immediately before the write (tokens written
+// together share it: they were handed to the socket at the same instant),
+// putting the bytes together in sc. On a direct writer it never blocks: it
+// is called from the shard goroutine, and returns 0 when the stream should
+// go back on the heap, or the event to hand to the stream's goroutine; the
+// shard notifies it only after recording the emission, so that everything
+// about a token is accounted for before its client can see the stream end.
 //
 // Without a direct writer, mayBlock says whether the caller may block: the
 // shard may not, and gets evWrite back with nothing done (no pi_ts taken,
@@ -135,24 +155,32 @@ func (st *stream) notify(ev event) {
 func (st *stream) emitToken(sc *scratch, mayBlock bool) event {
 	direct := st.w.direct()
 	if !direct && !mayBlock {
+		st.wroteN = 0
 		return evWrite
 	}
 	ts := clock.Now()
-	st.times.Set(st.k, ts)
-	sc.payload = st.enc.AppendToken(sc.payload[:0], st.k, ts)
-	sc.out = st.w.appendEvent(sc.out[:0], sc.payload)
+	st.wroteFrom, st.wroteN, st.wroteAt = st.k, 0, ts
+	sc.out = sc.out[:0]
+	for {
+		st.times.Set(st.k, ts)
+		sc.payload = st.enc.AppendToken(sc.payload[:0], st.k, ts)
+		sc.out = st.w.appendEvent(sc.out, sc.payload)
+		st.wroteN++
+		st.k++
+		if st.k < st.plan.Tokens {
+			st.next = st.plan.Deadline(st.k)
+		}
+		if !direct || st.k >= st.plan.Tokens || st.next > ts+earlySlack || st.wroteN == maxTokensPerWrite {
+			break
+		}
+	}
 	out := sc.out
-	st.lastLate = max(ts-st.next, 0)
 	var n int
 	var err error
 	if direct {
 		n, err = st.w.tryWrite(out)
 	} else if err = st.w.write(out); err == nil {
 		n = len(out)
-	}
-	st.k++
-	if st.k < st.plan.Tokens {
-		st.next = st.plan.Deadline(st.k)
 	}
 	switch {
 	case err == nil && n == len(out):

@@ -11,6 +11,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/schedule"
+	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
 // fakeWriter is a streamWriter that records when each write happened.
@@ -102,6 +103,49 @@ func TestEmitToken(t *testing.T) {
 		}
 		if ev == evFlush && string(st.pending) != string(sc.out[len(w.writes[0]):]) {
 			t.Errorf("%s: pending %q, want the unwritten rest of %q", tt.name, st.pending, sc.out)
+		}
+	}
+}
+
+// TestEmitOverdueTokens: a stream behind its schedule writes its overdue
+// tokens in one write on a direct writer (at most maxTokensPerWrite, all
+// stamped with that write's instant, each recorded in the registry and the
+// lateness), and one token per write on a writer without a file
+// descriptor (one TLS record, one HTTP/2 DATA frame per token).
+func TestEmitOverdueTokens(t *testing.T) {
+	const tokens = maxTokensPerWrite + 4
+	for _, tt := range []struct {
+		name      string
+		direct    bool
+		wantPerWr []int
+	}{
+		{"direct", true, []int{maxTokensPerWrite, tokens - maxTokensPerWrite}},
+		{"goroutine path", false, []int{1, 1}},
+	} {
+		reg := emission.New()
+		w := fakeWriter{isDirect: tt.direct, accept: -1}
+		// Every deadline lies a second in the past.
+		p := schedule.Plan{Start: clock.Now() - 1e9, Delay: 1e3, Tokens: tokens}
+		st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: tokens}), p)
+		st.times = reg.Start("id", tokens)
+		sc := newScratch()
+		for i, want := range tt.wantPerWr {
+			from := st.k
+			st.emitToken(sc, true)
+			got := len(piTsRE.FindAllString(w.writes[i], -1))
+			if got != want || st.wroteN != want || st.k != from+want {
+				t.Errorf("%s: write %d carries %d tokens (wroteN %d, k %d->%d), want %d", tt.name, i, got, st.wroteN, from, st.k, want)
+			}
+			m := stats.NewMetric()
+			st.recordLateness(m)
+			if m.N() != int64(want) || m.Min() < int64(9e8) {
+				t.Errorf("%s: write %d: %d lateness samples, least %d ns; want %d, about a second each", tt.name, i, m.N(), m.Min(), want)
+			}
+			for k := from; k < st.k; k++ {
+				if got := st.times.At(k); got != st.wroteAt {
+					t.Errorf("%s: token %d registered at %d, want the write's instant %d", tt.name, k, got, st.wroteAt)
+				}
+			}
 		}
 	}
 }
