@@ -276,31 +276,53 @@ func TestEncoderLongAnswer(t *testing.T) {
 }
 
 // TestEncoderTokenDoesNotAllocate pins the per-token path: no allocation
-// when the buffer has room.
+// when the buffer has room, in every phase (the first token of a phase,
+// which carries the events that open it, is left out: it may grow the
+// buffer once).
 func TestEncoderTokenDoesNotAllocate(t *testing.T) {
 	for _, d := range Dialects {
-		e := NewEncoder(d, Answer{No: 123456, Model: "some-model", Tokens: 1000})
-		buf := make([]byte, 0, 1024)
-		k := 0
-		allocs := testing.AllocsPerRun(100, func() {
-			buf = e.AppendToken(buf[:0], k, encTs)
-			k++
-		})
-		if allocs != 0 {
-			t.Errorf("%v: AppendToken allocates %.1f times per call, want 0", d, allocs)
+		for _, field := range []ReasoningField{ReasoningContent, ReasoningPlain} {
+			a := Answer{No: 123456, Model: "some-model", Tokens: 1000, Reasoning: 1000, ToolCall: 1000, ReasoningField: field}
+			e := NewEncoder(d, a)
+			buf := make([]byte, 0, 1024)
+			for _, first := range []int{0, 1000, 2000} {
+				k := first + 1
+				allocs := testing.AllocsPerRun(100, func() {
+					buf = e.AppendToken(buf[:0], k, encTs)
+					k++
+				})
+				if allocs != 0 {
+					t.Errorf("%v/%v: AppendToken(%d…) allocates %.1f times per call, want 0", d, field, first+1, allocs)
+				}
+			}
 		}
 	}
 }
 
+// BenchmarkEncoderAppendToken encodes a text token (the names the benchmark
+// had before the phases), then a reasoning and a tool-call token.
 func BenchmarkEncoderAppendToken(b *testing.B) {
 	for _, d := range Dialects {
-		b.Run(d.String(), func(b *testing.B) {
-			e := NewEncoder(d, Answer{No: 1, Tokens: 1000})
-			buf := make([]byte, 0, 1024)
-			b.ReportAllocs()
-			for b.Loop() {
-				buf = e.AppendToken(buf[:0], 9, encTs)
+		for _, p := range []Phase{PhaseText, PhaseReasoning, PhaseToolCall} {
+			name := d.String()
+			if p != PhaseText {
+				if d == Completions {
+					continue
+				}
+				name += "/" + p.String()
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				e := NewEncoder(d, Answer{No: 1, Tokens: 1000, Reasoning: 1000, ToolCall: 1000})
+				k := 9 + int(p)*1000 // in the middle of phase p
+				if d == Completions {
+					k = 9
+				}
+				buf := make([]byte, 0, 1024)
+				b.ReportAllocs()
+				for b.Loop() {
+					buf = e.AppendToken(buf[:0], k, encTs)
+				}
+			})
+		}
 	}
 }
