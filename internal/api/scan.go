@@ -172,16 +172,20 @@ func scanOpenAI(p []byte, contentKey string, phases bool) Scanned {
 			if c := k.peek(); c == '{' || c == '"' {
 				s.Flags |= Failed
 			}
+		// The phases sit in a choice's delta: {"choices":[{"delta":{…
+		// (depth 4), the arguments deeper, in "tool_calls" (or the legacy
+		// "function_call"); a top-level field of the same name is not
+		// theirs.
 		case "reasoning_content", "reasoning":
-			if phases {
+			if phases && depth >= 4 {
 				s.phaseString(&k, PhaseReasoning)
 			}
 		case "arguments":
-			if phases {
+			if phases && depth >= 5 {
 				s.phaseString(&k, PhaseToolCall)
 			}
 		case "tool_calls":
-			if c := k.peek(); phases && c != '[' && c != 'n' {
+			if c := k.peek(); phases && depth >= 4 && c != '[' && c != 'n' {
 				s.Flags |= Malformed
 			}
 		}

@@ -86,6 +86,8 @@ var scanPhaseVariants = []scanCase{
 	{"chat reasoning cut", Chat, "", `{"choices":[{"delta":{"reasoning_content":"AN`, Malformed, 0, "", "", ""},
 	{"chat tool_calls object", Chat, "", `{"choices":[{"delta":{"tool_calls":{"index":0}}}]}`, Malformed, 0, "", "", ""},
 	{"chat arguments object", Chat, "", `{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":{"words":"x"}}}]}}]}`, Malformed, 0, "", "", ""},
+	{"chat top-level reasoning is not the delta's", Chat, "", `{"reasoning":{"effort":"high"},"arguments":5,"tool_calls":1,"choices":[{"delta":{"content":"anan"}}]}`, HasContent, 0, "anan", "", ""},
+	{"chat legacy function_call arguments", Chat, "", `{"choices":[{"delta":{"function_call":{"arguments":"Anan"}}}]}`, HasArguments, 0, "", "", "Anan"},
 	{"completions reasoning key is not read", Completions, "", `{"choices":[{"text":"anan","reasoning":5}]}`, HasContent, 0, "anan", "", ""},
 	{"responses reasoning type from the event line", Responses, "response.reasoning_text.delta", `{"delta":"OBOB"}`, HasReasoning, 0, "", "OBOB", ""},
 	{"responses reasoning without delta", Responses, "", `{"type":"response.reasoning_summary_text.delta","item_id":"rs"}`, Malformed, 0, "", "", ""},

@@ -325,3 +325,25 @@ func FuzzReaderPhases(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderMergedPhases: an event that carries the texts of several
+// phases (a gateway merged them) records each phase's tokens, and its pi_ts
+// is no single token's emission time.
+func TestReaderMergedPhases(t *testing.T) {
+	merged := `data: {"pi_ts":77,"choices":[{"delta":{"reasoning":"ANAN","tool_calls":[{"index":0,"function":{"arguments":"{\"words\":\"Anan\"}"}}],"content":"anan"}}]}` + "\n\n"
+	empty := `data: {"pi_ts":78,"choices":[{"delta":{"content":"","reasoning_content":"HUHU"}}]}` + "\n\n"
+	rec := readEvents(t, Options{Dialect: api.Chat, ExpectTokens: 1, Reasoning: 2, ToolCall: 1}, []string{merged, empty, chatFinish + done})
+	if !rec.OK() || len(rec.Tokens) != 4 {
+		t.Fatalf("%q, %d tokens; want ok with 4", rec.Failure.Error(), len(rec.Tokens))
+	}
+	wantIndex := []int32{0, 2, 3, 1} // reasoning 0, the call, the text, then reasoning 1
+	for i, tok := range rec.Tokens {
+		if tok.Index != wantIndex[i] {
+			t.Errorf("token %d has index %d, want %d", i, tok.Index, wantIndex[i])
+		}
+	}
+	if rec.ByPiTs != 1 || rec.Tokens[3].Emitted != 78 {
+		t.Errorf("%d tokens by pi_ts, the last emitted %d; want only the last, alone in its event (an empty content does not count), at 78",
+			rec.ByPiTs, rec.Tokens[3].Emitted)
+	}
+}

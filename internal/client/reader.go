@@ -454,7 +454,11 @@ func (r *reader) handle(payload []byte, now int64) bool {
 	}
 	if ev.Flags&(api.HasContent|api.HasReasoning|api.HasArguments) != 0 {
 		// In phase order, should a gateway have merged phases into one
-		// event.
+		// event; the event's pi_ts is then no single token's.
+		piTs := ev.PiTs
+		if texts := min(len(ev.Reasoning), 1) + min(len(ev.Arguments), 1) + min(len(ev.Content), 1); texts > 1 {
+			piTs = 0
+		}
 		for p := range api.Phase(api.NumPhases) {
 			text, escaped := ev.Text(p)
 			if len(text) == 0 {
@@ -464,7 +468,7 @@ func (r *reader) handle(payload []byte, now int64) bool {
 				r.text, _ = api.AppendUnescaped(r.text[:0], text)
 				text = r.text
 			}
-			r.content(p, text, ev.PiTs, now)
+			r.content(p, text, piTs, now)
 		}
 	}
 	if ev.Flags&api.Finish != 0 {
