@@ -101,14 +101,7 @@ const (
 // AppendArgumentDelta appends argument delta j of a tool call of n tokens,
 // unescaped: [ArgumentsPrefix] token j [ArgumentsSuffix].
 func AppendArgumentDelta(dst []byte, j, n int) []byte {
-	if j == 0 {
-		dst = append(dst, ArgumentsPrefix...)
-	}
-	dst = AppendPhaseToken(dst, PhaseToolCall, j)
-	if j == n-1 {
-		dst = append(dst, ArgumentsSuffix...)
-	}
-	return dst
+	return appendArgumentDelta(dst, j, n, ArgumentsPrefix, ArgumentsSuffix)
 }
 
 // AppendArguments appends the whole arguments of a tool call of n tokens,
@@ -128,20 +121,26 @@ const (
 
 // appendArgumentDeltaJSON is AppendArgumentDelta escaped for a JSON string.
 func appendArgumentDeltaJSON(dst []byte, j, n int) []byte {
-	if j == 0 {
-		dst = append(dst, argumentsPrefixJSON...)
-	}
-	dst = AppendPhaseToken(dst, PhaseToolCall, j)
-	if j == n-1 {
-		dst = append(dst, argumentsSuffixJSON...)
-	}
-	return dst
+	return appendArgumentDelta(dst, j, n, argumentsPrefixJSON, argumentsSuffixJSON)
 }
 
 // appendArgumentsJSON is AppendArguments escaped for a JSON string.
 func appendArgumentsJSON(dst []byte, n int) []byte {
 	for j := 0; j < n; j++ {
 		dst = appendArgumentDeltaJSON(dst, j, n)
+	}
+	return dst
+}
+
+// appendArgumentDelta appends argument delta j of a tool call of n tokens
+// with the envelope's prefix and suffix in the given form.
+func appendArgumentDelta(dst []byte, j, n int, prefix, suffix string) []byte {
+	if j == 0 {
+		dst = append(dst, prefix...)
+	}
+	dst = AppendPhaseToken(dst, PhaseToolCall, j)
+	if j == n-1 {
+		dst = append(dst, suffix...)
 	}
 	return dst
 }

@@ -30,19 +30,7 @@ func BenchmarkPerToken(b *testing.B) {
 				if r.feed([]byte(sseHead+"Transfer-Encoding: chunked\r\n\r\n"), 1) {
 					b.Fatal(rec.Failure.Error())
 				}
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					if len(rec.Tokens) == cap(rec.Tokens) {
-						rec.Tokens = rec.Tokens[:0]
-					}
-					if r.feed(reads[i], int64(i)) {
-						b.Fatal(rec.Failure.Error())
-					}
-					if i++; i == len(reads) {
-						i = 0
-					}
-				}
+				feedForever(b, r, rec, reads)
 				if r.match.diverged || rec.Failure.Kind != result.OK {
 					b.Fatalf("the stream did not match: %q", r.match.problem())
 				}
@@ -85,23 +73,29 @@ func BenchmarkPerTokenPhases(b *testing.B) {
 				if r.feed([]byte(sseHead+"Transfer-Encoding: chunked\r\n\r\n"+chunk(string(pre))), 1) {
 					b.Fatal(rec.Failure.Error())
 				}
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					if len(rec.Tokens) == cap(rec.Tokens) {
-						rec.Tokens = rec.Tokens[:0]
-					}
-					if r.feed(reads[i], int64(i)) {
-						b.Fatal(rec.Failure.Error())
-					}
-					if i++; i == len(reads) {
-						i = 0
-					}
-				}
+				feedForever(b, r, rec, reads)
 				if r.reasoning.diverged || r.args.words.diverged || r.args.state == argBad || rec.ByPiTs == 0 || rec.Failure.Kind != result.OK {
 					b.Fatalf("the stream did not match: %q %q", r.reasoning.problem(), r.args.problem())
 				}
 			})
+		}
+	}
+}
+
+// feedForever is the loop of the per-token benchmarks: r reads the reads
+// over and over, one per iteration, the record's tokens recycled.
+func feedForever(b *testing.B, r *reader, rec *result.Request, reads [][]byte) {
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if len(rec.Tokens) == cap(rec.Tokens) {
+			rec.Tokens = rec.Tokens[:0]
+		}
+		if r.feed(reads[i], int64(i)) {
+			b.Fatal(rec.Failure.Error())
+		}
+		if i++; i == len(reads) {
+			i = 0
 		}
 	}
 }

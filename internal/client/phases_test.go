@@ -296,22 +296,7 @@ func FuzzReaderPhases(f *testing.F) {
 		dialects := []api.Dialect{api.Chat, api.Responses, api.Anthropic}
 		o := &Options{Dialect: dialects[int(d)%len(dialects)], ExpectTokens: 2, Reasoning: 2, ToolCall: 2, IncludeUsage: true}
 		rec := &result.Request{Sent: 1}
-		r := newReader(rec, o)
-		defer r.close()
-		if r.feed([]byte(sseHead+"\r\n"), 2) {
-			t.Fatal(rec.Failure.Error())
-		}
-		ended := false
-		for i, c := range cuts {
-			k := min(int(c), len(body))
-			if ended = r.feed(body[:k], int64(3+i)); ended {
-				break
-			}
-			body = body[k:]
-		}
-		if !ended {
-			r.feed(body, 1000)
-		}
+		feedCuts(t, rec, o, body, cuts)
 		var next [api.NumPhases]int
 		for _, tok := range rec.Tokens {
 			p, j := api.LocateToken(int(tok.Index), rec.Reasoning, rec.ToolCall)

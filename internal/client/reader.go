@@ -502,32 +502,21 @@ func (r *reader) quote(payload []byte) string {
 // text and records the tokens it completes. The event's pi_ts is used only
 // when the event carried exactly one whole token.
 func (r *reader) content(p api.Phase, text []byte, piTs int64, now int64) {
+	if at := [...]*int64{&r.rec.FirstReasoningAt, &r.rec.FirstToolCallAt, &r.rec.FirstTextAt}[p]; *at == 0 {
+		*at = now
+	}
 	var first, n int
 	var whole bool
-	switch p {
-	case api.PhaseReasoning:
-		if r.rec.FirstReasoningAt == 0 {
-			r.rec.FirstReasoningAt = now
-		}
-		if r.rec.Reasoning == 0 {
-			r.extra[p] += int64(len(text))
-			return
-		}
+	switch {
+	case p == api.PhaseReasoning && r.rec.Reasoning > 0:
 		first, n, whole = r.reasoning.feed(text)
-	case api.PhaseToolCall:
-		if r.rec.FirstToolCallAt == 0 {
-			r.rec.FirstToolCallAt = now
-		}
-		if r.rec.ToolCall == 0 {
-			r.extra[p] += int64(len(text))
-			return
-		}
+	case p == api.PhaseToolCall && r.rec.ToolCall > 0:
 		first, n, whole = r.args.feed(text)
-	default:
-		if r.rec.FirstTextAt == 0 {
-			r.rec.FirstTextAt = now
-		}
+	case p == api.PhaseText:
 		first, n, whole = r.match.feed(text)
+	default: // a phase that was not asked for
+		r.extra[p] += int64(len(text))
+		return
 	}
 	base := r.base[p]
 	for k := first; k < first+n; k++ {

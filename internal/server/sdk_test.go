@@ -42,6 +42,32 @@ func openaiClient(addr string) openai.Client {
 	)
 }
 
+func anthropicClient(addr string) anthropic.Client {
+	return anthropic.NewClient(
+		aoption.WithBaseURL("http://"+addr+"/"),
+		aoption.WithAPIKey("sk-ant-test"),
+		aoption.WithMaxRetries(0),
+		aoption.WithHTTPClient(&http.Client{}),
+	)
+}
+
+// streamMessage streams a message and accumulates it with the SDK's
+// Message.Accumulate.
+func streamMessage(t *testing.T, ctx context.Context, client anthropic.Client, params anthropic.MessageNewParams, opts ...aoption.RequestOption) anthropic.Message {
+	t.Helper()
+	stream := client.Messages.NewStreaming(ctx, params, opts...)
+	var msg anthropic.Message
+	for stream.Next() {
+		if err := msg.Accumulate(stream.Current()); err != nil {
+			t.Fatalf("Accumulate(%s): %v", stream.Current().RawJSON(), err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("messages stream: %v", err)
+	}
+	return msg
+}
+
 // checkUsage compares usage numbers an SDK read with what the server sent.
 func checkUsage(t *testing.T, what string, input, output, total int64) {
 	t.Helper()
@@ -189,27 +215,13 @@ func TestOpenAISDKResponses(t *testing.T) {
 
 func TestAnthropicSDKMessages(t *testing.T) {
 	addr, ctx := sdkServer(t)
-	client := anthropic.NewClient(
-		aoption.WithBaseURL("http://"+addr+"/"),
-		aoption.WithAPIKey("sk-ant-test"),
-		aoption.WithMaxRetries(0),
-		aoption.WithHTTPClient(&http.Client{}),
-	)
+	client := anthropicClient(addr)
 	params := anthropic.MessageNewParams{
 		Model:     "claude-sonnet-4-5",
 		MaxTokens: 4096,
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(api.ChatPrompt))},
 	}
-	stream := client.Messages.NewStreaming(ctx, params, aoption.WithJSONSet("pi_delay_ms", 0.1))
-	var msg anthropic.Message
-	for stream.Next() {
-		if err := msg.Accumulate(stream.Current()); err != nil {
-			t.Fatalf("Accumulate(%s): %v", stream.Current().RawJSON(), err)
-		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatalf("messages stream: %v", err)
-	}
+	msg := streamMessage(t, ctx, client, params, aoption.WithJSONSet("pi_delay_ms", 0.1))
 	if len(msg.Content) != 1 || msg.Content[0].Type != "text" || msg.Content[0].Text != allText(sdkTokens) {
 		t.Errorf("accumulated content %+v, want one text block %q", msg.Content, allText(sdkTokens))
 	}
@@ -424,28 +436,14 @@ func checkResponseOutput(t *testing.T, field api.ReasoningField, what string, r 
 
 func TestAnthropicSDKMessagesPhases(t *testing.T) {
 	addr, ctx := phaseServer(t, api.ReasoningContent)
-	client := anthropic.NewClient(
-		aoption.WithBaseURL("http://"+addr+"/"),
-		aoption.WithAPIKey("sk-ant-test"),
-		aoption.WithMaxRetries(0),
-		aoption.WithHTTPClient(&http.Client{}),
-	)
+	client := anthropicClient(addr)
 	params := anthropic.MessageNewParams{
 		Model:     "claude-sonnet-4-5",
 		MaxTokens: 4096,
 		Thinking:  anthropic.ThinkingConfigParamOfEnabled(api.AnthropicThinkingBudget),
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(api.ChatPrompt))},
 	}
-	stream := client.Messages.NewStreaming(ctx, params)
-	var msg anthropic.Message
-	for stream.Next() {
-		if err := msg.Accumulate(stream.Current()); err != nil {
-			t.Fatalf("Accumulate(%s): %v", stream.Current().RawJSON(), err)
-		}
-	}
-	if err := stream.Err(); err != nil {
-		t.Fatalf("messages stream: %v", err)
-	}
+	msg := streamMessage(t, ctx, client, params)
 	checkAnthropicPhases(t, "stream", msg)
 
 	res, err := client.Messages.New(ctx, params)
