@@ -16,6 +16,9 @@ type anthropicEncoder struct {
 	a     Answer
 	id    []byte // msg_sselatency_<no>
 	model []byte // JSON string literal
+	// deltaHead is, by phase, its delta event up to the token text: the
+	// per-token path appends it in one piece.
+	deltaHead [NumPhases][]byte
 	*phased
 }
 
@@ -26,6 +29,13 @@ func newAnthropicEncoder(a Answer) *anthropicEncoder {
 		model: modelLiteral(a.Model),
 	}
 	e.phased = newPhased(e, a)
+	for p, delta := range [NumPhases]string{
+		PhaseReasoning: `,"delta":{"type":"thinking_delta","thinking":"`,
+		PhaseToolCall:  `,"delta":{"type":"input_json_delta","partial_json":"`,
+		PhaseText:      `,"delta":{"type":"text_delta","text":"`,
+	} {
+		e.deltaHead[p] = append(blockHead(nil, "content_block_delta", e.slot[p]), delta...)
+	}
 	return e
 }
 
@@ -99,18 +109,12 @@ func (e *anthropicEncoder) appendOpen(dst []byte, p Phase, _, _, slot int, _ int
 	return append(dst, sseEnd...)
 }
 
-func (e *anthropicEncoder) appendDelta(dst []byte, p Phase, j, _, slot int, ts int64) []byte {
-	dst = blockHead(dst, "content_block_delta", slot)
-	switch p {
-	case PhaseReasoning:
-		dst = append(dst, `,"delta":{"type":"thinking_delta","thinking":"`...)
-		dst = AppendPhaseToken(dst, p, j)
-	case PhaseToolCall:
-		dst = append(dst, `,"delta":{"type":"input_json_delta","partial_json":"`...)
+func (e *anthropicEncoder) appendDelta(dst []byte, p Phase, j, _, _ int, ts int64) []byte {
+	dst = append(dst, e.deltaHead[p]...)
+	if p == PhaseToolCall {
 		dst = appendArgumentDeltaJSON(dst, j, e.a.ToolCall)
-	default:
-		dst = append(dst, `,"delta":{"type":"text_delta","text":"`...)
-		dst = AppendToken(dst, j)
+	} else {
+		dst = AppendPhaseToken(dst, p, j)
 	}
 	dst = append(dst, `"},"pi_ts":`...)
 	dst = strconv.AppendInt(dst, ts, 10)

@@ -33,6 +33,9 @@ type responsesEncoder struct {
 	fc    []byte // fc_sselatency_<no>: the function call item
 	msg   []byte // msg_sselatency_<no>: the message item
 	model []byte // JSON string literal
+	// By phase, its delta event up to the sequence number, and from there
+	// to the token text: the per-token path appends each in one piece.
+	deltaHead, deltaRef [NumPhases][]byte
 	*phased
 }
 
@@ -46,6 +49,11 @@ func newResponsesEncoder(a Answer) *responsesEncoder {
 		model: modelLiteral(a.Model),
 	}
 	e.phased = newPhased(e, a)
+	for p := PhaseReasoning; p < NumPhases; p++ {
+		typ := e.deltaEvent(p, false)
+		e.deltaHead[p] = append(appendEventHead(nil, typ), `{"type":"`+typ+`","sequence_number":`...)
+		e.deltaRef[p] = append(e.partRef(nil, p, e.slot[p]), `,"delta":"`...)
+	}
 	return e
 }
 
@@ -254,10 +262,10 @@ func (e *responsesEncoder) deltaEvent(p Phase, done bool) string {
 	return "response.output_text.delta"
 }
 
-func (e *responsesEncoder) appendDelta(dst []byte, p Phase, j, seq, slot int, ts int64) []byte {
-	dst = e.open(dst, e.deltaEvent(p, false), seq)
-	dst = e.partRef(dst, p, slot)
-	dst = append(dst, `,"delta":"`...)
+func (e *responsesEncoder) appendDelta(dst []byte, p Phase, j, seq, _ int, ts int64) []byte {
+	dst = append(dst, e.deltaHead[p]...)
+	dst = strconv.AppendInt(dst, int64(seq), 10)
+	dst = append(dst, e.deltaRef[p]...)
 	switch p {
 	case PhaseToolCall:
 		dst = appendArgumentDeltaJSON(dst, j, e.a.ToolCall)
