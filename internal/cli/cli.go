@@ -38,7 +38,7 @@ const (
 )
 
 // calibrationMaxTokens caps the tokens of each calibration request
-// (SPEC §5: min(n, 200)).
+// (SPEC §5: min(n, 200)), and its reasoning and tool-call tokens.
 const calibrationMaxTokens = 200
 
 // LatenessWarnNs is the emission-lateness p99 above which the tool warns
@@ -153,7 +153,9 @@ func (r *run) main(ctx context.Context) int {
 	r.emissions = emission.New()
 	r.runID = newRunID()
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
-		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, Engine: client.Engine(cfg.Engine)}
+		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams,
+		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(),
+		Engine: client.Engine(cfg.Engine)}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
@@ -407,6 +409,7 @@ func (r *run) request(addr string, t target, tc *tls.Config, tokens, expect int)
 // certificate), and HTTP/2 when the gateway batch uses it.
 func (r *run) calibrationRequest(addr string, tokens int) *client.Request {
 	o := r.baseOptions(addr, tokens, tokens)
+	o.Reasoning, o.ToolCall = min(o.Reasoning, calibrationMaxTokens), min(o.ToolCall, calibrationMaxTokens)
 	if r.selfTLS != nil {
 		o.Scheme = "https"
 		o.TLS = &tls.Config{InsecureSkipVerify: true} // our own certificate, generated or given
@@ -425,6 +428,8 @@ func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
 		Tokens:       tokens,
 		ExpectTokens: expect,
 		IncludeUsage: r.cfg.IncludeUsage,
+		Reasoning:    r.cfg.Reasoning,
+		ToolCall:     r.cfg.ToolCall,
 		ExtraHeaders: r.extraHeaders(),
 		APIKey:       r.cfg.APIKey,
 		KeepAlive:    r.cfg.KeepAlive,
