@@ -131,13 +131,18 @@ func (st *stream) notify(ev event) {
 	go st.onEvent(st, ev)
 }
 
-// maxTokensPerWrite bounds how many overdue tokens of a stream one write
-// carries.
-const maxTokensPerWrite = 16
+// A stream that fell more than coalesceLate behind its schedule — the
+// tool is overloaded: it warns past 1 ms of lateness — writes its overdue
+// tokens together, at most maxTokensPerWrite per write; otherwise every
+// token has a write, and a pi_ts, of its own.
+const (
+	coalesceLate      = 1_000_000 // ns
+	maxTokensPerWrite = 16
+)
 
 // emitToken writes token st.k now — on a direct writer with the tokens
-// after it that are due too, up to maxTokensPerWrite, when the stream is
-// behind its schedule (elsewhere every token has its own write: one TLS
+// after it that are more than coalesceLate late too, up to
+// maxTokensPerWrite (elsewhere every token has its own write: one TLS
 // record, one HTTP/2 DATA frame) —
 // stamped with pi_ts taken immediately before the write (tokens written
 // together share it: they were handed to the socket at the same instant),
@@ -170,7 +175,7 @@ func (st *stream) emitToken(sc *scratch, mayBlock bool) event {
 		if st.k < st.plan.Tokens {
 			st.next = st.plan.Deadline(st.k)
 		}
-		if !direct || st.k >= st.plan.Tokens || st.next > ts+earlySlack || st.wroteN == maxTokensPerWrite {
+		if !direct || st.k >= st.plan.Tokens || st.next > ts-coalesceLate || st.wroteN == maxTokensPerWrite {
 			break
 		}
 	}

@@ -107,8 +107,9 @@ func TestEmitToken(t *testing.T) {
 	}
 }
 
-// TestEmitOverdueTokens: a stream behind its schedule writes its overdue
-// tokens in one write on a direct writer (at most maxTokensPerWrite, all
+// TestEmitOverdueTokens: a stream more than coalesceLate behind its
+// schedule writes its overdue tokens in one write on a direct writer (at
+// most maxTokensPerWrite, all
 // stamped with that write's instant, each recorded in the registry and the
 // lateness), and one token per write on a writer without a file
 // descriptor (one TLS record, one HTTP/2 DATA frame per token).
@@ -146,6 +147,22 @@ func TestEmitOverdueTokens(t *testing.T) {
 					t.Errorf("%s: token %d registered at %d, want the write's instant %d", tt.name, k, got, st.wroteAt)
 				}
 			}
+		}
+	}
+}
+
+// TestEmitOnTimeTokensAlone: tokens due together but not late enough to
+// mean overload each get a write, and a pi_ts, of their own.
+func TestEmitOnTimeTokensAlone(t *testing.T) {
+	w := fakeWriter{isDirect: true, accept: -1}
+	// Tokens 0-2 are due now, a little late, but within coalesceLate.
+	p := schedule.Plan{Start: clock.Now() - coalesceLate/2, Delay: 1, Tokens: 3}
+	st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: 3}), p)
+	sc := newScratch()
+	for i := range 3 {
+		st.emitToken(sc, true)
+		if st.wroteN != 1 || st.k != i+1 {
+			t.Errorf("write %d: %d tokens, k=%d; want 1 token, k=%d", i, st.wroteN, st.k, i+1)
 		}
 	}
 }
