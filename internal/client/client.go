@@ -382,7 +382,7 @@ func (q *Request) fillEmitted(rec *result.Request) {
 		if t.Emitted != 0 {
 			continue
 		}
-		if ts := times.At(int(t.Index)); ts != 0 {
+		if ts := times.At(int(rec.TokenIndex(i))); ts != 0 {
 			t.Emitted = ts
 			rec.ByContent++
 		}

@@ -76,7 +76,7 @@ type comparable struct {
 func comparableOf(rec *result.Request) comparable {
 	var emitted []int64
 	for i, tok := range rec.Tokens {
-		if int(tok.Index) != i {
+		if int(rec.TokenIndex(i)) != i {
 			emitted = append(emitted, -1)
 		}
 		emitted = append(emitted, tok.Emitted)

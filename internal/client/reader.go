@@ -521,10 +521,7 @@ func (r *reader) content(p api.Phase, text []byte, piTs int64, now int64) {
 		r.extra[p] += int64(len(text))
 		return
 	}
-	base := r.base[p]
-	for k := first; k < first+n; k++ {
-		r.rec.Tokens = append(r.rec.Tokens, result.Token{Arrived: now, Read: r.readIdx, Index: base + int32(k)})
-	}
+	r.rec.AppendTokens(n, r.base[p]+int32(first), r.readIdx, now)
 	if whole && n == 1 && piTs > 0 {
 		r.rec.Tokens[len(r.rec.Tokens)-1].Emitted = piTs
 		r.rec.ByPiTs++
