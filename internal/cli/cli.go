@@ -27,6 +27,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -40,10 +41,6 @@ const (
 // calibrationMaxTokens caps the tokens of each calibration request
 // (SPEC §5: min(n, 200)).
 const calibrationMaxTokens = 200
-
-// LatenessWarnNs is the emission-lateness p99 above which the tool warns
-// that it is measuring its own overload.
-const LatenessWarnNs = 1_000_000
 
 // Main runs sse-latency with args (without the program name) and returns the
 // exit status. Cancelling ctx (Ctrl-C) stops the run: requests in flight end
@@ -123,10 +120,6 @@ type run struct {
 	start     time.Time
 	csv       *report.CSVWriter
 	csvFile   *os.File
-
-	loopSamples, gwSamples *report.SampleCollector
-
-	loopBursts, gwBursts *verdict.Accumulator
 }
 
 func (r *run) main(ctx context.Context) int {
@@ -227,7 +220,7 @@ func (r *run) main(ctx context.Context) int {
 		return ExitFailure
 	}
 
-	var loop *stats.Batch
+	var loop *summary.Collector
 	if !cfg.NoLoopback && self == target {
 		r.out.errorf("note: -t equals -L, skipping loopback calibration\n")
 	} else if !cfg.NoLoopback {
@@ -242,11 +235,10 @@ func (r *run) main(ctx context.Context) int {
 		// Straight to the server, on the dialect's own path (--path is the
 		// gateway's), in the protocol closest to the gateway batch's.
 		req := r.calibrationRequest(self, m)
-		r.loopBursts, r.loopSamples = verdict.NewAccumulator(), report.NewSampleCollector()
-		loop = r.runBatch(ctx, batch.Spec{Name: "loop", Requests: k, Concurrency: c, Request: req}, r.loopBursts, r.loopSamples)
+		loop = r.runBatch(ctx, batch.Spec{Name: "loop", Requests: k, Concurrency: c, Request: req})
 	}
 
-	var gw *stats.Batch
+	gw := summary.NewCollector() // empty when the run was stopped before it
 	if ctx.Err() == nil {
 		if cfg.Rate == 0 && cfg.Duration == 0 {
 			r.out.errorf("gw: sending %d request(s) to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
@@ -259,7 +251,6 @@ func (r *run) main(ctx context.Context) int {
 				loadShape(cfg), target, capText(cfg), cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
 		}
 		req := r.request(target, gwTarget, gwTLS, -1, cfg.Tokens)
-		r.gwBursts, r.gwSamples = verdict.NewAccumulator(), report.NewSampleCollector()
 		spec := batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req,
 			Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: 1, Duration: cfg.Duration, Warmup: cfg.Warmup}
 		if spec.Requests > 0 {
@@ -268,38 +259,39 @@ func (r *run) main(ctx context.Context) int {
 				spec.Concurrency = min(spec.Concurrency, spec.Requests)
 			}
 		}
-		gw = r.runBatch(ctx, spec, r.gwBursts, r.gwSamples)
-	} else {
-		gw = stats.NewBatch()
-		r.gwBursts, r.gwSamples = verdict.NewAccumulator(), report.NewSampleCollector()
+		gw = r.runBatch(ctx, spec)
 	}
-	v := verdict.Classify(r.loopBursts, r.gwBursts, loop, gw)
-	r.sum.Loop, r.sum.Gateway, r.sum.Verdict = loop, gw, &v
+	user, sys := cpuTimes()
+	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: self, GatewayTarget: target,
+		Lateness: srv.Lateness(), UserS: user, SystemS: sys})
+	if loop != nil {
+		r.sum.Loop = loop.Stats
+	}
+	r.sum.Gateway, r.sum.Verdict = gw.Stats, sum.Verdict
 	r.sum.ServerConnections, r.sum.ServerRequests = srv.Connections(), srv.Requests()
 
-	if err := r.out.report(loop, gw); err != nil {
-		r.out.errorf("sse-latency: writing the report: %v\n", err)
-	}
-	if !cfg.Compat {
-		if err := r.out.goReport(v, loop, gw); err != nil {
-			r.out.errorf("sse-latency: writing the report: %v\n", err)
-		}
-	}
-	warning := r.checkLateness()
-	code, reason := ExitOK, "done"
+	code, reason := ExitOK, report.EndDone
 	switch {
 	case ctx.Err() != nil:
-		r.out.errorf("interrupted: the report covers the requests that finished or were cut short\n")
-		code, reason = ExitInterrupted, "interrupted"
-	case gw.Failed > 0:
+		code, reason = ExitInterrupted, report.EndInterrupted
+	case gw.Stats.Failed > 0:
 		code = ExitFailure
 	}
 	if err := r.closeCSV(); err != nil {
 		r.out.errorf("sse-latency: --csv: %v\n", err)
 		code = max(code, ExitFailure)
 	}
+	doc := r.document(sum, code, reason)
+	if err := r.out.report(doc, cfg.Compat); err != nil {
+		r.out.errorf("sse-latency: writing the report: %v\n", err)
+	}
+	if cfg.Verbose {
+		late := srv.Lateness()
+		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
+			late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
+	}
+	r.out.warnings(doc)
 	if cfg.JSONPath != "" || cfg.HTMLPath != "" {
-		doc := r.document(loop, gw, self, target, &v, warning, code, reason)
 		if err := r.writeDocument(doc); err != nil {
 			r.out.errorf("sse-latency: %v\n", err)
 			code = max(code, ExitFailure)
@@ -322,21 +314,11 @@ func (r *run) closeCSV() error {
 }
 
 // document gathers the run into the JSON document.
-func (r *run) document(loop, gw *stats.Batch, loopTarget, gwTarget string, v *verdict.Verdict, warning string, code int, reason string) *report.Document {
+func (r *run) document(sum *summary.Run, code int, reason string) *report.Document {
 	cfgJSON, _ := json.Marshal(r.cfg.Redacted())
-	user, sys := cpuTimes()
-	ri := report.RunInfo{
-		Config: cfgJSON, Start: r.start, End: time.Now(), EndReason: reason, ExitCode: code,
-		Loop: loop, LoopTarget: loopTarget, Gateway: gw, GatewayTarget: gwTarget,
-		Verdict: v, Lateness: r.srv.Lateness(), UserS: user, SystemS: sys, Warning: warning, Version: Version(),
-	}
-	if r.loopSamples != nil {
-		ri.LoopSamples = r.loopSamples.Samples()
-	}
-	if r.gwSamples != nil {
-		ri.GatewaySamples = r.gwSamples.Samples()
-	}
-	return report.NewDocument(ri)
+	return report.NewDocument(report.RunInfo{
+		Config: cfgJSON, Start: r.start, End: time.Now(), EndReason: reason, ExitCode: code, Version: Version(),
+	}, sum)
 }
 
 // writeDocument writes --json and --html.
@@ -471,17 +453,13 @@ func (r *run) extraHeaders() []string {
 }
 
 // runBatch runs one batch, printing per-request lines and the progress line,
-// and returns its statistics.
-func (r *run) runBatch(ctx context.Context, spec batch.Spec, bursts *verdict.Accumulator, samples *report.SampleCollector) *stats.Batch {
-	b := stats.NewBatch()
+// and returns what it collected.
+func (r *run) runBatch(ctx context.Context, spec batch.Spec) *summary.Collector {
+	c := summary.NewCollector()
 	sink := func(rec *result.Request) {
-		b.Add(rec) // counts a warm-up request apart, outside the statistics
-		if !rec.Warmup {
-			bursts.Add(rec)
-			samples.Add(rec)
-			if r.csv != nil {
-				r.csv.Add(rec)
-			}
+		c.Add(rec) // counts a warm-up request apart, outside the statistics
+		if !rec.Warmup && r.csv != nil {
+			r.csv.Add(rec)
 		}
 		if !r.cfg.Quiet {
 			r.out.requestLine(rec)
@@ -498,33 +476,12 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, bursts *verdict.Acc
 	batch.Run(ctx, spec, sink, progress)
 	r.out.clearProgress()
 	if r.cfg.Verbose {
+		b := c.Stats
 		r.out.debugf("%s: inter-token p1=%.3fms p50=%.3fms p99=%.3fms; emit->recv p50=%.3fms p99=%.3fms p99.9=%.3fms",
 			spec.Name, ms(b.InterToken.Percentile(0.01)), ms(b.InterToken.Percentile(0.50)), ms(b.InterToken.Percentile(0.99)),
 			ms(b.EmitRecv.Percentile(0.50)), ms(b.EmitRecv.Percentile(0.99)), ms(b.EmitRecv.Percentile(0.999)))
 	}
-	return b
-}
-
-// checkLateness warns, after the report, when the tool itself fell behind
-// its emission schedule: the figures then describe its overload. It returns
-// the warning it printed, if any.
-func (r *run) checkLateness() string {
-	late := r.srv.Lateness()
-	if late.N() == 0 {
-		return ""
-	}
-	p50, p99 := late.Percentile(0.50), late.Percentile(0.99)
-	if r.cfg.Verbose {
-		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
-			late.N(), ms(p50), ms(p99), ms(late.Max()))
-	}
-	if p99 <= LatenessWarnNs {
-		return ""
-	}
-	w := fmt.Sprintf("sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): "+
-		"these figures describe the tool's overload, not the gateway; lower -c or raise -d", ms(p99), ms(LatenessWarnNs))
-	r.out.errorf("warning: %s\n", w)
-	return w
+	return c
 }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }
@@ -593,23 +550,21 @@ func (c *console) clearProgress() {
 	c.erase()
 }
 
-func (c *console) report(loop, gw *stats.Batch) error {
+// report writes the text report of doc (everything after the per-request
+// lines) on stdout.
+func (c *console) report(doc *report.Document, compat bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.erase()
-	return report.WriteReport(c.stdout, loop, gw)
+	return report.WriteText(c.stdout, &doc.Run, compat)
 }
 
-// goReport writes the Go tool's blocks that follow the reference's report:
-// the verdict and the stream shape.
-func (c *console) goReport(v verdict.Verdict, loop, gw *stats.Batch) error {
+// warnings writes the run's warnings (report.Warnings) on stderr.
+func (c *console) warnings(doc *report.Document) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.erase()
-	if err := report.WriteVerdict(c.stdout, v); err != nil {
-		return err
-	}
-	return report.WriteStream(c.stdout, loop, gw)
+	report.WriteWarnings(c.stderr, doc)
 }
 
 // isTerminal reports whether w is a terminal (for the progress line).

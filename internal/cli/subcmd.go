@@ -83,11 +83,13 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 		return ExitFailure
 	}
 	if *text || *html == "" {
-		if err := report.WriteDocumentText(stdout, d); err != nil {
+		if err := report.WriteText(stdout, &d.Run, d.Compat()); err != nil {
 			fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 			return ExitFailure
 		}
 	}
+	// What the run warned of, as it did: after the report, on stderr.
+	report.WriteWarnings(stderr, d)
 	if *html != "" {
 		if err := writeFile(*html, func(w io.Writer) error { return report.WriteHTML(w, d) }); err != nil {
 			fmt.Fprintf(stderr, "sse-latency: --html: %v\n", err)

@@ -6,7 +6,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
 // Compare writes, for a user checking that a change helped, how the run
@@ -30,12 +31,10 @@ import (
 // for the fields MergeIgnoredConfig allows) get a warning line: the
 // comparison is still made.
 func Compare(w io.Writer, before, after *Document) error {
-	rb, err := before.rebuild()
-	if err != nil {
+	if err := before.Validate(); err != nil {
 		return fmt.Errorf("before: %w", err)
 	}
-	ra, err := after.rebuild()
-	if err != nil {
+	if err := after.Validate(); err != nil {
 		return fmt.Errorf("after: %w", err)
 	}
 	p := printer{w: w}
@@ -47,11 +46,10 @@ func Compare(w io.Writer, before, after *Document) error {
 	if len(diffs) > 0 {
 		p.printf("warning: the configurations differ in %s; the figures may not be comparable\n", strings.Join(diffs, ", "))
 	}
-	bl, al, bg, ag := rb.loop, ra.loop, rb.gw, ra.gw
-	compareBatch(&p, LoopbackTitle, bl, al)
-	compareBatch(&p, GatewayTitle, bg, ag)
-	compareOverhead(&p, overheadOf(bl, bg), overheadOf(al, ag))
-	compareVerdict(&p, before.Verdict, after.Verdict, bg, ag)
+	compareBatch(&p, summary.LoopbackTitle, before.Loop(), after.Loop())
+	compareBatch(&p, summary.GatewayTitle, before.Gateway(), after.Gateway())
+	compareOverhead(&p, before.Overhead, after.Overhead)
+	compareVerdict(&p, before.Verdict, after.Verdict, before.Gateway(), after.Gateway())
 	return p.err
 }
 
@@ -88,7 +86,7 @@ func cmpRows(p *printer, name string, rows []cmpStat, signed bool) {
 
 // compareBatch writes the table of one batch; nothing when neither run had
 // it.
-func compareBatch(p *printer, title string, before, after *stats.Batch) {
+func compareBatch(p *printer, title string, before, after *summary.Batch) {
 	switch {
 	case before == nil && after == nil:
 		return
@@ -103,18 +101,18 @@ func compareBatch(p *printer, title string, before, after *stats.Batch) {
 	p.printf("=== %s: %d requests, %d ok, %d failed, %d tokens -> %d requests, %d ok, %d failed, %d tokens ===\n",
 		title, before.Requests, before.OK, before.Failed, before.Tokens, after.Requests, after.OK, after.Failed, after.Tokens)
 	cmpHeader(p)
-	bm, am := batchMetrics(before), batchMetrics(after)
+	bm, am := before.Metrics.Named(), after.Metrics.Named()
 	for i := range bm {
-		b, a := bm[i].m, am[i].m
-		if b.N() == 0 || a.N() == 0 {
-			p.printf("%-24s n/a (no samples %s)\n", bm[i].name, noSamples(b.N(), a.N()))
+		b, a := bm[i].Metric, am[i].Metric
+		if b.N == 0 || a.N == 0 {
+			p.printf("%-24s n/a (no samples %s)\n", bm[i].Name, noSamples(b.N, a.N))
 			continue
 		}
-		cmpRows(p, bm[i].name, []cmpStat{
-			{"mean", b.Mean() / nsPerMs, a.Mean() / nsPerMs},
-			{"p50", ms(b.Percentile(0.50)), ms(a.Percentile(0.50))},
-			{"p95", ms(b.Percentile(0.95)), ms(a.Percentile(0.95))},
-			{"p99", ms(b.Percentile(0.99)), ms(a.Percentile(0.99))},
+		cmpRows(p, bm[i].Name, []cmpStat{
+			{"mean", b.MeanMs, a.MeanMs},
+			{"p50", b.P50Ms, a.P50Ms},
+			{"p95", b.P95Ms, a.P95Ms},
+			{"p99", b.P99Ms, a.P99Ms},
 		}, false)
 	}
 }
@@ -139,7 +137,7 @@ func change(b, a float64) string {
 }
 
 // compareOverhead writes the table of the overhead blocks.
-func compareOverhead(p *printer, before, after *Overhead) {
+func compareOverhead(p *printer, before, after *summary.Overhead) {
 	switch {
 	case before == nil && after == nil:
 		return
@@ -152,25 +150,18 @@ func compareOverhead(p *printer, before, after *Overhead) {
 	}
 	p.printf("=== gateway overhead (gateway minus loopback): before -> after ===\n")
 	cmpHeader(p)
-	lines := []struct {
-		name string
-		b, a *Delta
-	}{
-		{"emit->recv (1st token)", before.FirstEmitRecv, after.FirstEmitRecv},
-		{"emit->recv (tokens)", before.EmitRecv, after.EmitRecv},
-		{"TTFT (client)", before.TTFT, after.TTFT},
-		{"inter-token (client)", before.InterToken, after.InterToken},
-	}
-	for _, l := range lines {
-		if l.b == nil || l.a == nil {
-			p.printf("%-24s n/a (no samples %s)\n", l.name, noSamples(boolN(l.b != nil), boolN(l.a != nil)))
+	bl, al := before.Named(), after.Named()
+	for i, l := range bl {
+		b, a := l.Delta, al[i].Delta
+		if b == nil || a == nil {
+			p.printf("%-24s n/a (no samples %s)\n", l.Name, noSamples(boolN(b != nil), boolN(a != nil)))
 			continue
 		}
-		cmpRows(p, l.name, []cmpStat{
-			{"mean", l.b.MeanMs, l.a.MeanMs},
-			{"p50", l.b.P50Ms, l.a.P50Ms},
-			{"p95", l.b.P95Ms, l.a.P95Ms},
-			{"p99", l.b.P99Ms, l.a.P99Ms},
+		cmpRows(p, l.Name, []cmpStat{
+			{"mean", b.MeanMs, a.MeanMs},
+			{"p50", b.P50Ms, a.P50Ms},
+			{"p95", b.P95Ms, a.P95Ms},
+			{"p99", b.P99Ms, a.P99Ms},
 		}, true)
 	}
 }
@@ -185,16 +176,16 @@ func boolN(b bool) int64 {
 // compareVerdict writes how the verdict changed. The added delay compares
 // gateway minus loopback when both runs had a calibration, else the
 // gateway's own emit->recv (tokens) of both, from the batches bg and ag.
-func compareVerdict(p *printer, before, after *VerdictInfo, bg, ag *stats.Batch) {
+func compareVerdict(p *printer, before, after *verdict.Verdict, bg, ag *summary.Batch) {
 	if before == nil && after == nil {
 		return
 	}
 	p.printf("=== verdict: before -> after ===\n")
-	class := func(v *VerdictInfo) string {
+	class := func(v *verdict.Verdict) string {
 		if v == nil {
 			return "none"
 		}
-		return v.Class
+		return v.Class.String()
 	}
 	p.printf("%-24s %s -> %s\n", "class", class(before), class(after))
 	if before == nil || after == nil {
@@ -204,23 +195,31 @@ func compareVerdict(p *printer, before, after *VerdictInfo, bg, ag *stats.Batch)
 		100*before.CoalescedFraction, before.Tokens, 100*after.CoalescedFraction, after.Tokens,
 		100*(after.CoalescedFraction-before.CoalescedFraction))
 	cmpHeader(p)
-	if before.Relative && after.Relative {
+	var b, a summary.Metric // the gateways' emit->recv (tokens); none without a gateway batch
+	if bg != nil {
+		b = bg.Metrics.EmitRecv
+	}
+	if ag != nil {
+		a = ag.Metrics.EmitRecv
+	}
+	switch {
+	case before.Relative && after.Relative:
 		cmpRows(p, "added emit->recv", []cmpStat{
 			{"mean", before.AddedMeanMs, after.AddedMeanMs},
 			{"p50", before.AddedP50Ms, after.AddedP50Ms},
 			{"p99", before.AddedP99Ms, after.AddedP99Ms},
 		}, true)
-	} else if b, a := bg.EmitRecv, ag.EmitRecv; b.N() > 0 && a.N() > 0 {
+	case b.N > 0 && a.N > 0:
 		// A side without calibration has no added delay to compare with.
 		cmpRows(p, "emit->recv (gateway)", []cmpStat{
-			{"mean", b.Mean() / nsPerMs, a.Mean() / nsPerMs},
-			{"p50", ms(b.Percentile(0.5)), ms(a.Percentile(0.5))},
-			{"p99", ms(b.Percentile(0.99)), ms(a.Percentile(0.99))},
+			{"mean", b.MeanMs, a.MeanMs},
+			{"p50", b.P50Ms, a.P50Ms},
+			{"p99", b.P99Ms, a.P99Ms},
 		}, true)
-	} else {
-		p.printf("%-24s n/a (no samples %s)\n", "emit->recv (gateway)", noSamples(b.N(), a.N()))
+	default:
+		p.printf("%-24s n/a (no samples %s)\n", "emit->recv (gateway)", noSamples(b.N, a.N))
 	}
-	hold := func(v *VerdictInfo) string {
+	hold := func(v *verdict.Verdict) string {
 		if !v.FirstTokenHold {
 			return "no"
 		}

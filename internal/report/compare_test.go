@@ -25,10 +25,11 @@ var flushing = struct{ loop, gw []stream }{
 
 func flushingDoc(t *testing.T) *Document {
 	t.Helper()
-	ri := newFixture(flushing.loop, flushing.gw).info()
+	f := newFixture(flushing.loop, flushing.gw)
+	ri := f.info()
 	ri.Config = json.RawMessage(strings.Replace(strings.Replace(testConfig, `"tokens": 1000`, `"tokens": 200`, 1),
 		`"target": "127.0.0.1:8080"`, `"target": "127.0.0.1:8081"`, 1))
-	return fixEnv(NewDocument(ri))
+	return fixEnv(NewDocument(ri, f.run))
 }
 
 func compareText(t *testing.T, before, after *Document) []byte {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -144,13 +145,10 @@ func MergeNamed(names []string, docs []*Document) (*Document, error) {
 	if len(docs) == 0 {
 		return nil, errors.New("nothing to merge")
 	}
-	rs := make([]*rebuilt, len(docs))
 	for i, d := range docs {
-		r, err := d.rebuild()
-		if err != nil {
+		if err := d.Validate(); err != nil {
 			return nil, fmt.Errorf("cannot merge %s: %w", name(i), err)
 		}
-		rs[i] = r
 	}
 	first := docs[0]
 	for i, d := range docs[1:] {
@@ -174,8 +172,8 @@ func MergeNamed(names []string, docs []*Document) (*Document, error) {
 		Start:         first.Start,
 		End:           first.End,
 		EndReason:     EndDone,
-		Batches:       []Batch{},
 	}
+	out.Batches = []summary.Batch{}
 	lateness := stats.NewMetric()
 	var warnings, versions, hosts []string
 	for i, d := range docs {
@@ -193,14 +191,20 @@ func MergeNamed(names []string, docs []*Document) (*Document, error) {
 		case d.EndReason == EndInterrupted:
 			out.EndReason = EndInterrupted
 		}
-		lateness.Merge(rs[i].lateness)
+		late, err := d.Self.Lateness.Stats()
+		if err != nil {
+			return nil, fmt.Errorf("cannot merge %s: self.emission_lateness: %w", name(i), err)
+		}
+		lateness.Merge(late)
 		out.Self.UserS += d.Self.UserS
 		out.Self.SystemS += d.Self.SystemS
-		warnings = appendDistinct(warnings, d.Self.Warning)
+		for _, w := range strings.Split(d.Self.Warning, "\n") {
+			warnings = appendDistinct(warnings, w)
+		}
 		versions = appendDistinct(versions, d.Tool.Version)
 		hosts = appendDistinct(hosts, d.Environment.Hostname)
 	}
-	out.Self.Lateness = docMetric(lateness)
+	out.Self.Lateness = summary.NewMetric(lateness)
 	out.Self.Warning = strings.Join(warnings, "\n")
 	if len(versions) > 1 {
 		out.Notes = append(out.Notes, "the runs were made by different versions of the tool: "+strings.Join(versions, ", "))
@@ -213,25 +217,26 @@ func MergeNamed(names []string, docs []*Document) (*Document, error) {
 	for _, b := range first.Batches {
 		sb := stats.NewBatch()
 		var targets []string
-		samples := make([]Samples, 0, len(docs))
+		samples := make([]summary.Samples, 0, len(docs))
 		offset := 0
 		for i, d := range docs {
-			db := d.batch(b.Name)
-			if b.Name == LoopbackBatch {
-				sb.Merge(rs[i].loop)
-			} else {
-				sb.Merge(rs[i].gw)
+			db := d.Batch(b.Name)
+			s, err := db.Stats()
+			if err != nil {
+				return nil, fmt.Errorf("cannot merge %s: %s batch: %w", name(i), b.Name, err)
 			}
+			sb.Merge(s)
 			targets = appendDistinct(targets, db.Target)
 			samples = append(samples, offsetSamples(db.Samples, offset))
 			offset += db.Requests
 		}
 		merged[b.Name] = sb
-		out.Batches = append(out.Batches, docBatch(b.Name, strings.Join(targets, ", "), sb, mergeSamples(samples)))
+		out.Batches = append(out.Batches, summary.NewBatch(b.Name, strings.Join(targets, ", "), sb, mergeSamples(samples)))
 	}
-	out.Overhead = overheadOf(merged[LoopbackBatch], merged[GatewayBatch])
+	loop, gw := merged[summary.LoopbackBatch], merged[summary.GatewayBatch]
+	out.Overhead = summary.NewOverhead(loop, gw)
 	var notes []string
-	out.Verdict, notes = mergeVerdicts(docs, name, merged[LoopbackBatch], merged[GatewayBatch])
+	out.Verdict, notes = mergeVerdicts(docs, name, loop, gw)
 	out.Notes = append(out.Notes, notes...)
 	return out, nil
 }
@@ -254,8 +259,8 @@ func appendDistinct(list []string, s string) []string {
 }
 
 // offsetSamples returns a copy of s whose request indices are offset by n.
-func offsetSamples(s Samples, n int) Samples {
-	s = normSamples(s)
+func offsetSamples(s summary.Samples, n int) summary.Samples {
+	s = summary.NormSamples(s)
 	for i := range s.Requests {
 		s.Requests[i].Index += n
 	}
@@ -266,9 +271,9 @@ func offsetSamples(s Samples, n int) Samples {
 }
 
 // mergeSamples combines the samples of the runs (see MergeNamed).
-func mergeSamples(list []Samples) Samples {
-	var out Samples
-	byLabel := make(map[string][]Series)
+func mergeSamples(list []summary.Samples) summary.Samples {
+	var out summary.Samples
+	byLabel := make(map[string][]summary.Series)
 	var labels []string
 	for _, s := range list {
 		out.Requests = append(out.Requests, s.Requests...)
@@ -280,10 +285,10 @@ func mergeSamples(list []Samples) Samples {
 			byLabel[se.Label] = append(byLabel[se.Label], se)
 		}
 	}
-	if n := len(out.Requests); n > MaxRequestSamples {
-		kept := make([]RequestSample, MaxRequestSamples)
+	if n := len(out.Requests); n > summary.MaxRequestSamples {
+		kept := make([]summary.RequestSample, summary.MaxRequestSamples)
 		for i := range kept {
-			kept[i] = out.Requests[i*n/MaxRequestSamples]
+			kept[i] = out.Requests[i*n/summary.MaxRequestSamples]
 		}
 		out.Requests, out.Sampled = kept, true
 	}
@@ -294,15 +299,15 @@ func mergeSamples(list []Samples) Samples {
 			out.Series = append(out.Series, se)
 		}
 	}
-	return normSamples(out)
+	return summary.NormSamples(out)
 }
 
 // pickSeries chooses, among the runs' series of one label, the fastest of
 // the "fastest", the slowest of the "slowest" and the median of the
 // "median", by the mean delay of their points; the first for another label.
-func pickSeries(label string, ss []Series) Series {
+func pickSeries(label string, ss []summary.Series) summary.Series {
 	sorted := slices.Clone(ss)
-	slices.SortStableFunc(sorted, func(a, b Series) int {
+	slices.SortStableFunc(sorted, func(a, b summary.Series) int {
 		ma, mb := seriesMean(a), seriesMean(b)
 		switch {
 		case ma < mb:
@@ -325,7 +330,7 @@ func pickSeries(label string, ss []Series) Series {
 
 // seriesMean is the mean delay of s's points, +Inf without any (so that an
 // empty series is never the fastest).
-func seriesMean(s Series) float64 {
+func seriesMean(s summary.Series) float64 {
 	if len(s.Points) == 0 {
 		return math.Inf(1)
 	}
@@ -338,14 +343,14 @@ func seriesMean(s Series) float64 {
 
 // mergeVerdicts combines the runs' verdicts (see MergeNamed), with notes
 // saying how, or why there is none.
-func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batch) (*VerdictInfo, []string) {
+func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batch) (*verdict.Verdict, []string) {
 	var missing, classes []string
 	for i, d := range docs {
 		if d.Verdict == nil {
 			missing = append(missing, name(i))
 			continue
 		}
-		classes = append(classes, name(i)+": "+d.Verdict.Class)
+		classes = append(classes, name(i)+": "+d.Verdict.Class.String())
 	}
 	switch {
 	case len(missing) == len(docs):
@@ -360,7 +365,7 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 		}
 	}
 
-	v := &VerdictInfo{Class: first.Class, Reason: first.Reason, Causes: []string{}}
+	v := &verdict.Verdict{Class: first.Class, Reason: first.Reason, Causes: []string{}}
 	var coalesced float64
 	var loopShares, sizes, periods, gaps, holds, following []float64
 	holdRuns := 0
@@ -394,11 +399,11 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 	v.Noisy = v.LoopCoalesced >= verdict.NoisyLoopFraction
 	v.BurstSizeP50, v.BurstPeriodMs, v.EmitGapMs = median(sizes), median(periods), median(gaps)
 	v.FirstTokenHoldMs, v.FollowingMs = median(holds), median(following)
-	addedDelay(v, loop, gw)
+	v.SetAddedDelay(loop, gw)
 
 	notes := []string{fmt.Sprintf("verdict: the %d merged runs all found %q; tokens, bursts, hold requests, the share of tokens "+
 		"in bursts and the added delay are exact over all of them; the burst size, burst period, emission gap, loopback share "+
-		"and first-token figures are the median of the runs' values", len(docs), v.Class)}
+		"and first-token figures are the median of the runs' values", len(docs), v.Class.String())}
 	v.FirstTokenHold = holdRuns == len(docs)
 	if holdRuns > 0 && !v.FirstTokenHold {
 		v.Causes = slices.DeleteFunc(v.Causes, func(c string) bool { return c == verdict.CauseFirstTokenHold })
@@ -417,22 +422,24 @@ func median(xs []float64) float64 {
 	return s[(len(s)-1)/2]
 }
 
-// addedDelay sets v's added delay from the batches as the classifier does
-// (verdict.Verdict.AddedMeanMs): the gateway's emit->recv (tokens) minus the
-// calibration's when it has samples, the gateway's own otherwise.
-func addedDelay(v *VerdictInfo, loop, gw *stats.Batch) {
-	v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms, v.Relative = 0, 0, 0, false
-	if gw == nil || gw.EmitRecv.N() == 0 {
-		return
+// configKey normalises a config field name, so that "no_loopback",
+// "NoLoopback" and "no-loopback" are the same field.
+func configKey(k string) string {
+	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(k))
+}
+
+// Compat reports whether the run was made with --compat (the reference's
+// output only), from its configuration.
+func (d *Document) Compat() bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(d.Config, &m) != nil {
+		return false
 	}
-	g := gw.EmitRecv
-	v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms = g.Mean()/nsPerMs, ms(g.Percentile(0.5)), ms(g.Percentile(0.99))
-	if loop == nil || loop.EmitRecv.N() == 0 {
-		return
+	for k, v := range m {
+		var b bool
+		if configKey(k) == configKey("compat") && json.Unmarshal(v, &b) == nil {
+			return b
+		}
 	}
-	l := loop.EmitRecv
-	v.Relative = true
-	v.AddedMeanMs -= l.Mean() / nsPerMs
-	v.AddedP50Ms -= ms(l.Percentile(0.5))
-	v.AddedP99Ms -= ms(l.Percentile(0.99))
+	return false
 }

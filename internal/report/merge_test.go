@@ -14,6 +14,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -70,7 +71,7 @@ func TestMergeExact(t *testing.T) {
 		ri.Start = runStart.Add(time.Duration(run-1) * time.Second) // run 0 starts first
 		ri.End = runStart.Add(time.Duration(10-run) * time.Second)  // and ends last
 		ri.ExitCode = run % 2
-		docs = append(docs, readBack(t, fixEnv(NewDocument(ri))))
+		docs = append(docs, readBack(t, fixEnv(NewDocument(ri, f.run))))
 		runGw.Merge(f.gw)
 		allLoop, allGw = append(allLoop, loopS...), append(allGw, gwS...)
 	}
@@ -81,12 +82,13 @@ func TestMergeExact(t *testing.T) {
 	}
 	merged = readBack(t, merged)
 
+	mergedLoop, mergedGw := statsOf(t, merged.Loop()), statsOf(t, merged.Gateway())
 	for _, c := range []struct {
 		name      string
 		got, want *stats.Batch
 	}{
-		{"loopback", merged.Loop(), all.loop},
-		{"gateway", merged.Gateway(), all.gw},
+		{"loopback", mergedLoop, all.loop},
+		{"gateway", mergedGw, all.gw},
 	} {
 		counts := func(b *stats.Batch) []int64 {
 			return []int64{int64(b.Requests), int64(b.OK), int64(b.Failed), b.Tokens, b.Unstamped, b.ByPiTs, b.ByContent,
@@ -108,7 +110,7 @@ func TestMergeExact(t *testing.T) {
 		if g, w := tallies(c.got), tallies(c.want); !reflect.DeepEqual(g, w) {
 			t.Errorf("merged %s failure tallies = %+v, want %+v", c.name, g, w)
 		}
-		gm, wm := batchMetrics(c.got), batchMetrics(c.want)
+		gm, wm := statsMetrics(c.got), statsMetrics(c.want)
 		for i := range gm {
 			g, w := gm[i].m, wm[i].m
 			if g.N() != w.N() || g.Sum() != w.Sum() || g.Min() != w.Min() || g.Max() != w.Max() {
@@ -129,19 +131,22 @@ func TestMergeExact(t *testing.T) {
 			}
 		}
 	}
-	if g, w := merged.Gateway().Failures(), runGw.Failures(); !reflect.DeepEqual(g, w) {
+	if g, w := mergedGw.Failures(), runGw.Failures(); !reflect.DeepEqual(g, w) {
 		t.Errorf("merged gateway failures = %+v, want those of stats.Batch.Merge %+v", g, w)
 	}
-	if got, want := merged.Overhead, overheadOf(all.loop, all.gw); !reflect.DeepEqual(got, want) {
+	if got, want := merged.Overhead, summary.NewOverhead(all.loop, all.gw); !reflect.DeepEqual(got, want) {
 		t.Errorf("merged overhead = %+v, want %+v", got, want)
 	}
 	// The text report of the merged document is that of all the records.
-	var got bytes.Buffer
-	if err := WriteReport(&got, merged.Loop(), merged.Gateway()); err != nil {
+	var got, want bytes.Buffer
+	if err := WriteReport(&got, &merged.Run); err != nil {
 		t.Fatal(err)
 	}
-	if want := expectedText(t, all.loop, all.gw, nil, true); !bytes.Equal(got.Bytes(), want) {
-		t.Errorf("WriteReport(merged) =\n%s\nwant\n%s", got.Bytes(), want)
+	if err := WriteReport(&want, runOf(all.loop, all.gw)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("WriteReport(merged) =\n%s\nwant\n%s", got.Bytes(), want.Bytes())
 	}
 
 	checks := []struct {
@@ -167,6 +172,27 @@ func TestMergeExact(t *testing.T) {
 			t.Errorf("Merge(3 runs): %s = %v, want %v", c.what, c.got, c.want)
 		}
 	}
+}
+
+// statsOf rebuilds the statistics of b.
+func statsOf(t *testing.T, b *summary.Batch) *stats.Batch {
+	t.Helper()
+	sb, err := b.Stats()
+	if err != nil {
+		t.Fatalf("Stats(%s): %v", b.Name, err)
+	}
+	return sb
+}
+
+// statsMetrics are the four metrics of b with their names.
+func statsMetrics(b *stats.Batch) []struct {
+	name string
+	m    *stats.Metric
+} {
+	return []struct {
+		name string
+		m    *stats.Metric
+	}{{"TTFT (client)", b.TTFT}, {"TTFT emit->recv(1st)", b.FirstEmitRecv}, {"inter-token (client)", b.InterToken}, {"emit->recv (tokens)", b.EmitRecv}}
 }
 
 // withConfig returns a copy of the full document with config field key set
@@ -291,7 +317,7 @@ func TestMergeVerdict(t *testing.T) {
 		d := fixedDoc(t, "full")
 		d.Verdict = nil
 		if v != nil {
-			d.Verdict = verdictInfo(*v)
+			d.Verdict = summary.NormVerdict(v)
 		}
 		return d
 	}
@@ -317,12 +343,12 @@ func TestMergeVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := m.Verdict
-	gw, loop := m.Gateway(), m.Loop()
+	gw, loop := statsOf(t, m.Gateway()), statsOf(t, m.Loop())
 	checks := []struct {
 		what      string
 		got, want any
 	}{
-		{"class", v.Class, "buffers"},
+		{"class", v.Class, verdict.Buffers},
 		{"tokens", v.Tokens, int64(3996 + 1004 + 3996)},
 		{"coalesced", math.Round(v.CoalescedFraction*1e9) / 1e9, math.Round((0.99925*3996*2+0.5*1004)/8996*1e9) / 1e9},
 		{"bursts", v.Bursts, int64(220)},
@@ -373,33 +399,33 @@ func TestMergeVerdict(t *testing.T) {
 }
 
 func TestMergeSamples(t *testing.T) {
-	reqs := func(n int) []RequestSample {
-		out := make([]RequestSample, n)
+	reqs := func(n int) []summary.RequestSample {
+		out := make([]summary.RequestSample, n)
 		for i := range out {
-			out[i] = RequestSample{Index: i, OK: true, TTFTMs: float64(i), Tokens: 10}
+			out[i] = summary.RequestSample{Index: i, OK: true, TTFTMs: float64(i), Tokens: 10}
 		}
 		return out
 	}
-	series := func(label string, index int, delay float64) Series {
-		return Series{Label: label, Index: index, Tokens: 2, Points: [][2]float64{{1, delay}, {2, delay}}}
+	series := func(label string, index int, delay float64) summary.Series {
+		return summary.Series{Label: label, Index: index, Tokens: 2, Points: [][2]float64{{1, delay}, {2, delay}}}
 	}
-	list := []Samples{
-		{Requests: reqs(1500), Series: []Series{series("fastest", 1, 0.5), series("median", 2, 1), series("slowest", 3, 9), series("odd", 4, 0)}},
-		{Requests: reqs(1000), Series: []Series{series("fastest", 1, 0.2), series("median", 2, 2), series("slowest", 3, 4)}},
-		{Requests: reqs(500), Sampled: true, Series: []Series{series("median", 2, 3), series("slowest", 3, 12), {Label: "fastest"}}},
+	list := []summary.Samples{
+		{Requests: reqs(1500), Series: []summary.Series{series("fastest", 1, 0.5), series("median", 2, 1), series("slowest", 3, 9), series("odd", 4, 0)}},
+		{Requests: reqs(1000), Series: []summary.Series{series("fastest", 1, 0.2), series("median", 2, 2), series("slowest", 3, 4)}},
+		{Requests: reqs(500), Sampled: true, Series: []summary.Series{series("median", 2, 3), series("slowest", 3, 12), {Label: "fastest"}}},
 	}
-	var shifted []Samples
+	var shifted []summary.Samples
 	offset := 0
 	for _, s := range list {
 		shifted = append(shifted, offsetSamples(s, offset))
 		offset += len(s.Requests)
 	}
 	got := mergeSamples(shifted)
-	if len(got.Requests) != MaxRequestSamples || !got.Sampled {
-		t.Fatalf("mergeSamples(3000 requests): %d kept, sampled %v; want %d, true", len(got.Requests), got.Sampled, MaxRequestSamples)
+	if len(got.Requests) != summary.MaxRequestSamples || !got.Sampled {
+		t.Fatalf("mergeSamples(3000 requests): %d kept, sampled %v; want %d, true", len(got.Requests), got.Sampled, summary.MaxRequestSamples)
 	}
 	for i, r := range got.Requests {
-		if want := i * 3000 / MaxRequestSamples; r.Index != want {
+		if want := i * 3000 / summary.MaxRequestSamples; r.Index != want {
 			t.Fatalf("mergeSamples: request %d has index %d, want %d (uniform over the runs, offset)", i, r.Index, want)
 		}
 	}
@@ -416,11 +442,11 @@ func TestMergeSamples(t *testing.T) {
 		}
 	}
 	// One request's series serves one label only.
-	dup := mergeSamples([]Samples{{Series: []Series{series("fastest", 7, 1), series("slowest", 7, 1)}}})
+	dup := mergeSamples([]summary.Samples{{Series: []summary.Series{series("fastest", 7, 1), series("slowest", 7, 1)}}})
 	if len(dup.Series) != 1 || dup.Series[0].Label != "fastest" {
 		t.Errorf("mergeSamples(one request fastest and slowest) = %+v, want its series once, as fastest", dup.Series)
 	}
-	small := mergeSamples([]Samples{{Requests: reqs(3)}, {}})
+	small := mergeSamples([]summary.Samples{{Requests: reqs(3)}, {}})
 	if len(small.Requests) != 3 || small.Sampled || small.Series == nil {
 		t.Errorf("mergeSamples(3 requests) = %+v, want the 3, not sampled, empty series", small)
 	}

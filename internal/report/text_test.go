@@ -14,6 +14,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -74,6 +75,23 @@ func batchOf(rs ...*result.Request) *stats.Batch {
 	return b
 }
 
+// sumOf summarises b as the batch named name.
+func sumOf(name string, b *stats.Batch) *summary.Batch {
+	sb := summary.NewBatch(name, "", b, summary.Samples{})
+	return &sb
+}
+
+// runOf returns the summary of a run of these batches (loop nil: no
+// calibration), without verdict or lateness.
+func runOf(loop, gw *stats.Batch) *summary.Run {
+	r := &summary.Run{Overhead: summary.NewOverhead(loop, gw), Self: summary.Self{Lateness: summary.NewMetric(nil)}}
+	if loop != nil {
+		r.Batches = append(r.Batches, *sumOf(summary.LoopbackBatch, loop))
+	}
+	r.Batches = append(r.Batches, *sumOf(summary.GatewayBatch, gw))
+	return r
+}
+
 func requests(ss ...stream) []*result.Request {
 	var rs []*result.Request
 	for _, s := range ss {
@@ -106,13 +124,13 @@ func TestSPECLines(t *testing.T) {
 			"gw   0: ok  ttft=     0.18ms  emit-delay(first)=     0.03ms  tokens=1000  wall=5.004s"},
 		{"WriteRequestLine(failed)", func(b *bytes.Buffer) error { return WriteRequestLine(b, failed) },
 			"gw   1: FAILED: connection closed before [DONE]"},
-		{"WriteBatch(loop) title", func(b *bytes.Buffer) error { return WriteBatch(b, LoopbackTitle, loop) },
+		{"WriteBatch(loop) title", func(b *bytes.Buffer) error { return WriteBatch(b, sumOf(summary.LoopbackBatch, loop)) },
 			"=== loopback (direct to listen address): 3 requests, 3 ok, 0 failed, 600 tokens ==="},
-		{"WriteBatch(loop) TTFT", func(b *bytes.Buffer) error { return WriteBatch(b, LoopbackTitle, loop) },
+		{"WriteBatch(loop) TTFT", func(b *bytes.Buffer) error { return WriteBatch(b, sumOf(summary.LoopbackBatch, loop)) },
 			"TTFT (client)            n=3  mean=0.04ms  min=0.04ms  p50=0.04ms  p95=0.04ms  p99=0.04ms  max=0.04ms"},
-		{"WriteOverhead 1st token", func(b *bytes.Buffer) error { return WriteOverhead(b, loop, gw) },
+		{"WriteOverhead 1st token", func(b *bytes.Buffer) error { return WriteOverhead(b, summary.NewOverhead(loop, gw)) },
 			"emit->recv (1st token)   mean +0.026ms  p50 +0.026ms  p95 +0.026ms  p99 +0.026ms"},
-		{"WriteOverhead title", func(b *bytes.Buffer) error { return WriteOverhead(b, loop, gw) },
+		{"WriteOverhead title", func(b *bytes.Buffer) error { return WriteOverhead(b, summary.NewOverhead(loop, gw)) },
 			"=== gateway overhead (gateway minus loopback; negative = loopback noise) ==="},
 	}
 	for _, tt := range tests {
@@ -189,7 +207,7 @@ func TestOverheadLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var b bytes.Buffer
-		if err := WriteOverhead(&b, tt.loop, tt.gw); err != nil {
+		if err := WriteOverhead(&b, summary.NewOverhead(tt.loop, tt.gw)); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
 		if !containsLine(b.String(), tt.want) {
@@ -200,7 +218,7 @@ func TestOverheadLines(t *testing.T) {
 
 func TestEmptyMetricLine(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteBatch(&b, GatewayTitle, batchOf()); err != nil {
+	if err := WriteBatch(&b, sumOf(summary.GatewayBatch, batchOf())); err != nil {
 		t.Fatal(err)
 	}
 	const want = "=== gateway: 0 requests, 0 ok, 0 failed, 0 tokens ===\n" +
@@ -314,7 +332,7 @@ func render(loopS, gwS []stream) ([]byte, error) {
 		}
 		gw.Add(r)
 	}
-	if err := WriteReport(&out, loop, gw); err != nil {
+	if err := WriteReport(&out, runOf(loop, gw)); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
@@ -412,12 +430,12 @@ func TestWriteErrors(t *testing.T) {
 		"WriteRequestLine(unstamped)": func(w *failAfter) error {
 			return WriteRequestLine(w, &result.Request{Batch: "gw", Tokens: []result.Token{{Arrived: 1}}})
 		},
-		"WriteBatch":           func(w *failAfter) error { return WriteBatch(w, GatewayTitle, gw) },
-		"WriteBatch(empty)":    func(w *failAfter) error { return WriteBatch(w, GatewayTitle, batchOf()) },
-		"WriteOverhead":        func(w *failAfter) error { return WriteOverhead(w, loop, gw) },
-		"WriteOverhead(n/a)":   func(w *failAfter) error { return WriteOverhead(w, batchOf(), gw) },
-		"WriteReport":          func(w *failAfter) error { return WriteReport(w, loop, gw) },
-		"WriteReport(no loop)": func(w *failAfter) error { return WriteReport(w, nil, gw) },
+		"WriteBatch":           func(w *failAfter) error { return WriteBatch(w, sumOf(summary.GatewayBatch, gw)) },
+		"WriteBatch(empty)":    func(w *failAfter) error { return WriteBatch(w, sumOf(summary.GatewayBatch, batchOf())) },
+		"WriteOverhead":        func(w *failAfter) error { return WriteOverhead(w, summary.NewOverhead(loop, gw)) },
+		"WriteOverhead(n/a)":   func(w *failAfter) error { return WriteOverhead(w, summary.NewOverhead(batchOf(), gw)) },
+		"WriteReport":          func(w *failAfter) error { return WriteReport(w, runOf(loop, gw)) },
+		"WriteReport(no loop)": func(w *failAfter) error { return WriteReport(w, runOf(nil, gw)) },
 	}
 	for name, write := range writers {
 		n := 0

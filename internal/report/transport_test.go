@@ -9,6 +9,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
 // transportRecords are the records of a keep-alive batch: 2 warm-up
@@ -75,7 +76,7 @@ func init() {
 func TestTransportLines(t *testing.T) {
 	c := streamCases["transport"]
 	var b bytes.Buffer
-	if err := WriteStream(&b, c.loop, c.gw); err != nil {
+	if err := WriteStream(&b, streamRun(c)); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -94,7 +95,7 @@ func TestTransportLines(t *testing.T) {
 	}
 	// A batch of records without connection facts has none of these lines.
 	b.Reset()
-	if err := WriteStream(&b, nil, streamCases["merging"].gw); err != nil {
+	if err := WriteStream(&b, runOf(nil, streamCases["merging"].gw)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Count(b.String(), "\n") != 2 {
@@ -133,25 +134,23 @@ func TestPhasesLine(t *testing.T) {
 
 // transportDoc is the document of a run whose batches carry connection
 // facts.
-func transportDoc() (*Document, RunInfo) {
-	ri := RunInfo{
-		Config: json.RawMessage(testConfig), Start: runStart, End: runStart.Add(time.Second), EndReason: EndDone,
-		Loop: transportBatch("loop", "HTTP/1.1", false), LoopTarget: "127.0.0.1:8090",
-		Gateway: transportBatch("gw", "h2", true), GatewayTarget: "127.0.0.1:8443",
-	}
-	return fixEnv(NewDocument(ri)), ri
+func transportDoc() (*Document, *summary.Run) {
+	ri := RunInfo{Config: json.RawMessage(testConfig), Start: runStart, End: runStart.Add(time.Second), EndReason: EndDone}
+	run := runOf(transportBatch("loop", "HTTP/1.1", false), transportBatch("gw", "h2", true))
+	run.Loop().Target, run.Gateway().Target = "127.0.0.1:8090", "127.0.0.1:8443"
+	return fixEnv(NewDocument(ri, run)), run
 }
 
 // TestTransportJSON: the new fields are written, validate against the
 // schema, read back to the same text and JSON, and merge by summing.
 func TestTransportJSON(t *testing.T) {
-	d, ri := transportDoc()
+	d, run := transportDoc()
 	gw := d.Batches[1]
 	if gw.Warmup != 2 || gw.Connections == nil || gw.Phases == nil || gw.StartLateness == nil {
 		t.Fatalf("gateway batch: warmup %d, connections %v, phases %v, start lateness %v; want 2 and all set",
 			gw.Warmup, gw.Connections, gw.Phases, gw.StartLateness)
 	}
-	wantConns := Connections{Opened: 2, OpenedByWarmup: 2, Requests: 7, RequestsPerConnection: 1.75, ReuseFailures: 1, Poisoned: 1,
+	wantConns := summary.Connections{Opened: 2, OpenedByWarmup: 2, Requests: 7, RequestsPerConnection: 1.75, ReuseFailures: 1, Poisoned: 1,
 		Protocols: map[string]int{"h2": 7}}
 	if c := *gw.Connections; c.Opened != wantConns.Opened || c.OpenedByWarmup != 2 || c.Requests != 7 || c.RequestsPerConnection != 1.75 ||
 		c.ReuseFailures != 1 || c.Poisoned != 1 || len(c.Protocols) != 1 || c.Protocols["h2"] != 7 {
@@ -171,12 +170,15 @@ func TestTransportJSON(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReadJSON: %v", err)
 	}
-	var got bytes.Buffer
-	if err := WriteDocumentText(&got, back); err != nil {
+	var got, want bytes.Buffer
+	if err := WriteText(&got, &back.Run, false); err != nil {
 		t.Fatal(err)
 	}
-	if want := expectedText(t, ri.Loop, ri.Gateway, nil, false); !bytes.Equal(got.Bytes(), want) {
-		t.Errorf("WriteDocumentText after the round trip =\n%s\nwant\n%s", got.Bytes(), want)
+	if err := WriteText(&want, run, false); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Errorf("WriteText after the round trip =\n%s\nwant\n%s", got.Bytes(), want.Bytes())
 	}
 	if again := marshal(t, back); !bytes.Equal(again, js) {
 		t.Errorf("WriteJSON(ReadJSON(js)) differs from js")
@@ -242,7 +244,7 @@ func TestOldDocumentReads(t *testing.T) {
 		t.Fatalf("ReadJSON(without the transport fields): %v", err)
 	}
 	var b bytes.Buffer
-	if err := WriteDocumentText(&b, back); err != nil {
+	if err := WriteText(&b, &back.Run, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range []string{"connections ", "phases ", "start-lateness ", "warm-up "} {

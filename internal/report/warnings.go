@@ -1,0 +1,40 @@
+package report
+
+import (
+	"io"
+	"strings"
+)
+
+// InterruptedLine is what a run stopped by a signal prints after its
+// report.
+const InterruptedLine = "interrupted: the report covers the requests that finished or were cut short"
+
+// Warnings returns the lines a run prints on stderr after its report to
+// say that its figures need care, in this order: the tool's own overload
+// ("warning: sse-latency fell behind its own emission schedule …", one line
+// per run for a merged document), and the interruption when the run was
+// stopped. The run prints them from its document, `sse-latency report`
+// from the saved one, and the HTML report shows them: the same lines
+// wherever the run is looked at.
+func Warnings(d *Document) []string {
+	var out []string
+	for w := range strings.SplitSeq(d.Self.Warning, "\n") {
+		if w != "" {
+			out = append(out, "warning: "+w)
+		}
+	}
+	if d.EndReason == EndInterrupted {
+		out = append(out, InterruptedLine)
+	}
+	return out
+}
+
+// WriteWarnings writes the lines of Warnings, each with a newline.
+func WriteWarnings(w io.Writer, d *Document) error {
+	for _, l := range Warnings(d) {
+		if _, err := io.WriteString(w, l+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+// Package summary is the one model every report renders: per batch the
+// counts, the failures by kind with their texts, every metric with its
+// serialised histogram, the stream and connection figures; then the
+// overhead (gateway minus loopback), the buffering verdict and the tool's
+// own behaviour (emission lateness, CPU, the warning it printed).
+//
+// A Run is computed once, from the records (New, through a Collector per
+// batch), and saved as it is in the run document (package rundoc, whose
+// batches, overhead, verdict and self objects are these types). The text,
+// JSON and HTML reports render from it, and `sse-latency report RUN.json`
+// renders from the summary the document stores, without recomputing it.
+// Summary figures are in milliseconds; the histograms, in nanoseconds, are
+// the authority a merge recomputes them from (Batch.Stats).
+package summary
+
+import (
+	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/verdict"
+)
+
+// Batch names (Batch.Name).
+const (
+	LoopbackBatch = "loopback"
+	GatewayBatch  = "gateway"
+)
+
+// Batch titles, as the text report prints them (SPEC §6).
+const (
+	LoopbackTitle = "loopback (direct to listen address)"
+	GatewayTitle  = "gateway"
+)
+
+// Run is the summary of one measurement, or of several merged.
+type Run struct {
+	Batches  []Batch          `json:"batches"`            // "loopback" first when it ran, then "gateway"
+	Overhead *Overhead        `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
+	Verdict  *verdict.Verdict `json:"verdict,omitempty"`  // absent when no gateway batch ran
+	Self     Self             `json:"self"`               // the tool's own behaviour: emission lateness, CPU
+}
+
+// Batch returns the batch named name, nil when absent.
+func (r *Run) Batch(name string) *Batch {
+	for i := range r.Batches {
+		if r.Batches[i].Name == name {
+			return &r.Batches[i]
+		}
+	}
+	return nil
+}
+
+// Loop returns the calibration batch, nil when none ran.
+func (r *Run) Loop() *Batch { return r.Batch(LoopbackBatch) }
+
+// Gateway returns the gateway batch, nil when none ran.
+func (r *Run) Gateway() *Batch { return r.Batch(GatewayBatch) }
+
+// Batch is one batch of requests: the loopback calibration or the gateway.
+type Batch struct {
+	Name     string        `json:"name"`   // LoopbackBatch or GatewayBatch
+	Target   string        `json:"target"` // address the requests went to
+	Requests int           `json:"requests"`
+	OK       int           `json:"ok"`
+	Failed   int           `json:"failed"`
+	Tokens   int64         `json:"tokens"` // tokens of ok requests (the reference's count)
+	Failures []FailureKind `json:"failures"`
+	Metrics  Metrics       `json:"metrics"`
+	Stream   Stream        `json:"stream"`
+
+	// Go tool, present only when the batch has them (documents written
+	// before these fields read as a batch without any).
+	Warmup        int          `json:"warmup,omitempty"`         // warm-up requests, left out of everything else
+	Connections   *Connections `json:"connections,omitempty"`    // the connections that carried the requests
+	Phases        *Phases      `json:"phases,omitempty"`         // the phases of the time to first token
+	StartLateness *Metric      `json:"start_lateness,omitempty"` // open loop: request start − its schedule
+
+	Samples Samples `json:"samples"`
+}
+
+// Title returns the batch's title in the text report (SPEC §6), its name
+// for a batch of another name.
+func (b *Batch) Title() string {
+	switch b.Name {
+	case LoopbackBatch:
+		return LoopbackTitle
+	case GatewayBatch:
+		return GatewayTitle
+	}
+	return b.Name
+}
+
+// Connections are the connections that carried a batch's requests (warm-ups
+// left out; see stats.Batch).
+type Connections struct {
+	Opened                int            `json:"opened"`                  // requests that opened their connection
+	OpenedByWarmup        int            `json:"opened_by_warmup"`        // connections opened by warm-up requests, then reused
+	Requests              int            `json:"requests"`                // requests carried by a connection
+	RequestsPerConnection float64        `json:"requests_per_connection"` // requests / (opened + opened_by_warmup); 0 without connections
+	ReuseFailures         int            `json:"reuse_failures"`          // kept connections found closed by the peer; the request went again on a new one
+	Poisoned              int            `json:"poisoned"`                // kept connections closed because of bytes after, or no, framing end
+	Protocols             map[string]int `json:"protocols"`               // requests per protocol: "HTTP/1.1", "h2", "h2c"
+}
+
+// Phases are the phases of the time to first token (k6-style), one sample
+// per request where both ends are known.
+type Phases struct {
+	Connect    Metric `json:"connect"`     // TCP connect (new connections)
+	TLS        Metric `json:"tls"`         // TLS handshake
+	Written    Metric `json:"written"`     // request written, from the connection ready (or the start)
+	Head       Metric `json:"head"`        // response head received, from the request written
+	FirstToken Metric `json:"first_token"` // first token, from the response head
+}
+
+// Named returns the phases in the order of a request, with the names the
+// stream block gives them ("connect", "tls", "written", "head",
+// "first-token", as stats.Batch.Phases).
+func (p *Phases) Named() []NamedMetric {
+	return []NamedMetric{{"connect", &p.Connect}, {"tls", &p.TLS}, {"written", &p.Written}, {"head", &p.Head},
+		{"first-token", &p.FirstToken}}
+}
+
+// FailureKind counts the failed requests of one kind, with their texts.
+type FailureKind struct {
+	Kind  string      `json:"kind"` // result.Kind.String(): "timeout", "integrity", …
+	Count int         `json:"count"`
+	Texts []TextCount `json:"texts"` // the distinct failure texts (bounded), most frequent first
+	Other int         `json:"other"` // failures whose text did not fit in Texts
+}
+
+// TextCount is one failure text and how often it occurred.
+type TextCount struct {
+	Text  string `json:"text"`
+	Count int    `json:"count"`
+}
+
+// Metrics are the four distributions of a batch (SPEC §4).
+type Metrics struct {
+	TTFT          Metric `json:"ttft"`            // request sent -> first token received
+	FirstEmitRecv Metric `json:"first_emit_recv"` // one-way delay of the first token
+	InterToken    Metric `json:"inter_token"`     // gap between consecutive arrivals
+	EmitRecv      Metric `json:"emit_recv"`       // one-way delay of tokens 2..n
+}
+
+// NamedMetric is a metric with the name the reports give it.
+type NamedMetric struct {
+	Name   string
+	Metric *Metric
+}
+
+// Named returns the metrics in the order of the text report's batch block,
+// with its names (SPEC §4, §6).
+func (m *Metrics) Named() []NamedMetric {
+	return []NamedMetric{
+		{"TTFT (client)", &m.TTFT},
+		{"TTFT emit->recv(1st)", &m.FirstEmitRecv},
+		{"inter-token (client)", &m.InterToken},
+		{"emit->recv (tokens)", &m.EmitRecv},
+	}
+}
+
+// Metric is one distribution: its summary in milliseconds (percentiles by
+// the SPEC's rank rule, see package stats) and its serialised histogram,
+// from which the summary can be recomputed and runs merged exactly.
+type Metric struct {
+	N         int64          `json:"n"`
+	MeanMs    float64        `json:"mean_ms"`
+	StddevMs  float64        `json:"stddev_ms"`
+	MinMs     float64        `json:"min_ms"`
+	P50Ms     float64        `json:"p50_ms"`
+	P90Ms     float64        `json:"p90_ms"`
+	P95Ms     float64        `json:"p95_ms"`
+	P99Ms     float64        `json:"p99_ms"`
+	P999Ms    float64        `json:"p99_9_ms"`
+	MaxMs     float64        `json:"max_ms"`
+	Histogram stats.Snapshot `json:"histogram"`
+}
+
+// Stream is how the tokens travelled (the text report's stream block).
+type Stream struct {
+	ByPiTs           int64 `json:"by_pi_ts"`
+	ByContent        int64 `json:"by_content"`
+	Unmeasured       int64 `json:"unmeasured"`
+	Reads            int64 `json:"reads"`
+	Events           int64 `json:"events"`
+	Bytes            int64 `json:"bytes"`
+	MaxTokensPerRead int   `json:"max_tokens_per_read"`
+	IntegrityErrors  int   `json:"integrity_errors"`
+	Unstamped        int64 `json:"unstamped"` // tokens without an emission time, left out of the emit->recv metrics
+}
+
+// Received returns the tokens received, by ok and failed requests alike.
+func (s *Stream) Received() int64 { return s.ByPiTs + s.ByContent + s.Unmeasured }
+
+// Overhead is the gateway statistic minus the loopback one (SPEC §6), for
+// the mean and each percentile, in milliseconds. A metric without samples
+// on either side is absent.
+type Overhead struct {
+	FirstEmitRecv *Delta `json:"first_emit_recv,omitempty"`
+	EmitRecv      *Delta `json:"emit_recv,omitempty"`
+	TTFT          *Delta `json:"ttft,omitempty"`
+	InterToken    *Delta `json:"inter_token,omitempty"`
+}
+
+// Delta is one overhead line.
+type Delta struct {
+	MeanMs float64 `json:"mean_ms"`
+	P50Ms  float64 `json:"p50_ms"`
+	P95Ms  float64 `json:"p95_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+}
+
+// NamedDelta is an overhead line with the name the reports give it; Delta
+// is nil when a side had no samples.
+type NamedDelta struct {
+	Name  string
+	Delta *Delta
+}
+
+// Named returns the overhead lines in the order of the text report's
+// overhead block, with its names (SPEC §6). A nil Overhead gives every
+// line without a Delta.
+func (o *Overhead) Named() []NamedDelta {
+	if o == nil {
+		o = &Overhead{}
+	}
+	return []NamedDelta{
+		{"emit->recv (1st token)", o.FirstEmitRecv},
+		{"emit->recv (tokens)", o.EmitRecv},
+		{"TTFT (client)", o.TTFT},
+		{"inter-token (client)", o.InterToken},
+	}
+}
+
+// Self is the tool's own behaviour during the run: how late the server
+// wrote tokens against their schedule, and the CPU the process used.
+type Self struct {
+	Lateness Metric  `json:"emission_lateness"`
+	UserS    float64 `json:"cpu_user_s"`
+	SystemS  float64 `json:"cpu_system_s"`
+	// Warning is the "fell behind" warning (LatenessWarning) when the run
+	// printed it; a merge keeps its runs' warnings, one per line.
+	Warning string `json:"warning,omitempty"`
+}
