@@ -25,6 +25,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/report"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -270,10 +271,10 @@ func (r *run) main(ctx context.Context) int {
 	r.sum.Gateway, r.sum.Verdict = gw.Stats, sum.Verdict
 	r.sum.ServerConnections, r.sum.ServerRequests = srv.Connections(), srv.Requests()
 
-	code, reason := ExitOK, report.EndDone
+	code, reason := ExitOK, rundoc.EndDone
 	switch {
 	case ctx.Err() != nil:
-		code, reason = ExitInterrupted, report.EndInterrupted
+		code, reason = ExitInterrupted, rundoc.EndInterrupted
 	case gw.Stats.Failed > 0:
 		code = ExitFailure
 	}
@@ -314,21 +315,21 @@ func (r *run) closeCSV() error {
 }
 
 // document gathers the run into the JSON document.
-func (r *run) document(sum *summary.Run, code int, reason string) *report.Document {
+func (r *run) document(sum *summary.Run, code int, reason string) *rundoc.Document {
 	cfgJSON, _ := json.Marshal(r.cfg.Redacted())
-	return report.NewDocument(report.RunInfo{
+	return rundoc.NewDocument(rundoc.RunInfo{
 		Config: cfgJSON, Start: r.start, End: time.Now(), EndReason: reason, ExitCode: code, Version: Version(),
 	}, sum)
 }
 
 // writeDocument writes --json and --html.
-func (r *run) writeDocument(doc *report.Document) error {
+func (r *run) writeDocument(doc *rundoc.Document) error {
 	if p := r.cfg.JSONPath; p == "-" {
-		if err := report.WriteJSON(r.docOut, doc); err != nil {
+		if err := rundoc.WriteJSON(r.docOut, doc); err != nil {
 			return fmt.Errorf("--json: %v", err)
 		}
 	} else if p != "" {
-		if err := writeFile(p, func(w io.Writer) error { return report.WriteJSON(w, doc) }); err != nil {
+		if err := writeFile(p, func(w io.Writer) error { return rundoc.WriteJSON(w, doc) }); err != nil {
 			return fmt.Errorf("--json: %v", err)
 		}
 	}
@@ -552,7 +553,7 @@ func (c *console) clearProgress() {
 
 // report writes the text report of doc (everything after the per-request
 // lines) on stdout.
-func (c *console) report(doc *report.Document, compat bool) error {
+func (c *console) report(doc *rundoc.Document, compat bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.erase()
@@ -560,7 +561,7 @@ func (c *console) report(doc *report.Document, compat bool) error {
 }
 
 // warnings writes the run's warnings (report.Warnings) on stderr.
-func (c *console) warnings(doc *report.Document) {
+func (c *console) warnings(doc *rundoc.Document) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.erase()

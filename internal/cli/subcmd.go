@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sse-latency/sse-latency/internal/report"
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 )
 
 // subcommands work on documents saved with --json.
@@ -54,13 +55,13 @@ func newSubFlags(name string) *pflag.FlagSet {
 }
 
 // readDocument opens and decodes one saved run, naming the file in errors.
-func readDocument(path string) (*report.Document, error) {
+func readDocument(path string) (*rundoc.Document, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	d, err := report.ReadJSON(f)
+	d, err := rundoc.ReadJSON(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -107,7 +108,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() < 1 {
 		return subUsage(stderr, mergeUsage, errors.New("merge needs at least one RUN.json"))
 	}
-	var docs []*report.Document
+	var docs []*rundoc.Document
 	for _, p := range fs.Args() {
 		d, err := readDocument(p)
 		if err != nil {
@@ -116,7 +117,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		docs = append(docs, d)
 	}
-	merged, err := report.MergeNamed(fs.Args(), docs)
+	merged, err := rundoc.MergeNamed(fs.Args(), docs)
 	if err != nil {
 		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 		return ExitFailure
@@ -124,7 +125,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	for _, n := range merged.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
-	if err := report.WriteJSON(stdout, merged); err != nil {
+	if err := rundoc.WriteJSON(stdout, merged); err != nil {
 		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 		return ExitFailure
 	}
@@ -141,9 +142,9 @@ func compareCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	before, err := readDocument(fs.Arg(0))
 	if err == nil {
-		var after *report.Document
+		var after *rundoc.Document
 		if after, err = readDocument(fs.Arg(1)); err == nil {
-			err = report.Compare(stdout, before, after)
+			err = rundoc.Compare(stdout, before, after)
 		}
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/report/svg"
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -31,7 +32,7 @@ var htmlTemplate = template.Must(template.New("report.html.tmpl").ParseFS(htmlTe
 // inter-token gaps, the TTFT of each request), the stream figures, the
 // tool's own lateness and CPU, and the configuration. The page has inline
 // CSS, no script and no external reference; its bytes depend on d only.
-func WriteHTML(w io.Writer, d *Document) error {
+func WriteHTML(w io.Writer, d *rundoc.Document) error {
 	var b bytes.Buffer
 	if err := htmlTemplate.Execute(&b, newHTMLView(d)); err != nil {
 		return fmt.Errorf("html report: %w", err)
@@ -100,7 +101,7 @@ type htmlChart struct {
 }
 
 // newHTMLView formats d for the template.
-func newHTMLView(d *Document) htmlView {
+func newHTMLView(d *rundoc.Document) htmlView {
 	name := cmp.Or(d.Tool.Name, "sse-latency")
 	v := htmlView{
 		Title:    fmt.Sprintf("%s %s — run of %s", name, cmp.Or(d.Tool.Version, "(unknown version)"), htmlTime(d.Start)),
@@ -145,7 +146,7 @@ func newHTMLView(d *Document) htmlView {
 }
 
 // htmlMeta describes the run: when, how it ended, where.
-func htmlMeta(d *Document) []string {
+func htmlMeta(d *rundoc.Document) []string {
 	when := "started " + htmlTime(d.Start)
 	if !d.End.IsZero() {
 		when += ", ended " + htmlTime(d.End)

@@ -18,8 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/summary/summarytest"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -126,7 +128,7 @@ func simJitter(seed simRNG, base, spread int64) func(int, int64) int64 {
 // gateway that flushes every event or, with buffering, holds tokens and
 // releases them every 90 ms (a phase per request), as haproxy does without
 // option http-no-delay.
-func simDocument(buffering bool) *Document {
+func simDocument(buffering bool) *rundoc.Document {
 	loop := simBatch("loopback", "127.0.0.1:8090", 10, 200, simJitter(1, 12_000, 20_000))
 	gwArrive := simJitter(2, 45_000, 60_000)
 	if buffering {
@@ -139,10 +141,10 @@ func simDocument(buffering bool) *Document {
 		}
 	}
 	gw := simBatch("gateway", "127.0.0.1:8080", 20, 200, gwArrive)
-	d := &Document{
-		SchemaVersion: SchemaVersion,
-		Tool:          ToolInfo{Name: "sse-latency", Version: "v0.9.0", GoVersion: "go1.26.8"},
-		Environment:   Environment{OS: "linux", Arch: "amd64", NumCPU: 2, GOMAXPROCS: 2, Hostname: "ci-runner"},
+	d := &rundoc.Document{
+		SchemaVersion: rundoc.SchemaVersion,
+		Tool:          rundoc.ToolInfo{Name: "sse-latency", Version: "v0.9.0", GoVersion: "go1.26.8"},
+		Environment:   rundoc.Environment{OS: "linux", Arch: "amd64", NumCPU: 2, GOMAXPROCS: 2, Hostname: "ci-runner"},
 		Config:        json.RawMessage(`{"listen":":8090","target":"127.0.0.1:8080","requests":20,"concurrency":5,"tokens":200,"think_ms":0,"delay_ms":5,"api":"chat"}`),
 		Start:         time.Date(2026, 3, 14, 9, 26, 53, 589_000_000, time.UTC),
 		End:           time.Date(2026, 3, 14, 9, 27, 1, 812_000_000, time.UTC),
@@ -196,12 +198,12 @@ func simLateness(n int, spread float64) *stats.Metric {
 	return m
 }
 
-var htmlCases = map[string]func() *Document{
-	"flushing":  func() *Document { return simDocument(false) },
-	"buffering": func() *Document { return simDocument(true) },
+var htmlCases = map[string]func() *rundoc.Document{
+	"flushing":  func() *rundoc.Document { return simDocument(false) },
+	"buffering": func() *rundoc.Document { return simDocument(true) },
 }
 
-func renderHTML(t *testing.T, d *Document) string {
+func renderHTML(t *testing.T, d *rundoc.Document) string {
 	t.Helper()
 	var b bytes.Buffer
 	if err := WriteHTML(&b, d); err != nil {
@@ -347,10 +349,10 @@ func htmlEscape(s string) string {
 // TestHTMLEmpty renders documents without data: every chart says so, and
 // nothing breaks.
 func TestHTMLEmpty(t *testing.T) {
-	docs := map[string]*Document{
+	docs := map[string]*rundoc.Document{
 		"zero": {},
 		"setup failed": {
-			SchemaVersion: SchemaVersion, EndReason: "setup_failed", ExitCode: 1, Config: json.RawMessage("null"),
+			SchemaVersion: rundoc.SchemaVersion, EndReason: "setup_failed", ExitCode: 1, Config: json.RawMessage("null"),
 			Run: summary.Run{Verdict: &verdict.Verdict{Class: verdict.Unknown, Reason: "no gateway tokens", LoopCoalesced: -1}},
 		},
 		"failed requests only": {
@@ -491,7 +493,7 @@ func TestGapBins(t *testing.T) {
 }
 
 func ExampleWriteHTML() {
-	d := &Document{SchemaVersion: SchemaVersion, Tool: ToolInfo{Name: "sse-latency", Version: "v1.0.0"}}
+	d := &rundoc.Document{SchemaVersion: rundoc.SchemaVersion, Tool: rundoc.ToolInfo{Name: "sse-latency", Version: "v1.0.0"}}
 	var b bytes.Buffer
 	if err := WriteHTML(&b, d); err != nil {
 		fmt.Println(err)
@@ -507,7 +509,7 @@ func ExampleWriteHTML() {
 // to hide: a hold without the requests it was measured over, a noisy
 // calibration, bursts counted without a burst period.
 func TestHTMLVerdictWords(t *testing.T) {
-	cases := maps.Clone(verdicts)
+	cases := maps.Clone(summarytest.Verdicts)
 	cases["hold, noisy calibration"] = verdict.Verdict{
 		Class: verdict.Flushes, Tokens: 400, CoalescedFraction: 0.12, LoopCoalesced: 0.15, Noisy: true, EmitGapMs: 5,
 		AddedMeanMs: 0.1, AddedP50Ms: 0.09, AddedP99Ms: 0.3, Relative: true, FirstTokenHold: true, FirstTokenHoldMs: 35.2,
@@ -572,7 +574,7 @@ func TestHTMLVerdictWords(t *testing.T) {
 	}
 	// No bursts counted, no bursts line (the text's condition), whatever
 	// the largest burst says.
-	v = verdicts["buffers"]
+	v = summarytest.Verdicts["buffers"]
 	v.Bursts = 0
 	if h := newHTMLVerdict(&v); strings.HasPrefix(h.Lines[0], "bursts") {
 		t.Errorf("a buffering verdict without bursts has a bursts line: %q", h.Lines)

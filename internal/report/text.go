@@ -1,7 +1,13 @@
-// Package report renders what the tool prints. This file holds the text of
-// the reference tool, reproduced byte for byte (SPEC §6): the per-request
-// lines, the batch and overhead blocks, the duration estimate and the
-// progress line. Every format string cites the SPEC line it reproduces.
+// Package report renders what the tool prints, from the records (the
+// per-request lines, --csv) and from the run's summary (package summary):
+// the text report, the verdict and stream blocks, the warnings, the HTML
+// page with its SVG charts, the progress line. A saved run (package rundoc)
+// renders through the same functions.
+//
+// This file holds the text of the reference tool, reproduced byte for byte
+// (SPEC §6): the per-request lines, the batch and overhead blocks, the
+// duration estimate and the progress line. Every format string cites the
+// SPEC line it reproduces.
 //
 // Numbers follow the reference's C printf formats; the Go verbs used here
 // (%d, %3d, %-24s, %.2f, %9.2f, %.3f, %+.3f, %02d) print the same bytes as

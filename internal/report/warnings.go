@@ -1,6 +1,7 @@
 package report
 
 import (
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"io"
 	"strings"
 )
@@ -16,21 +17,21 @@ const InterruptedLine = "interrupted: the report covers the requests that finish
 // stopped. The run prints them from its document, `sse-latency report`
 // from the saved one, and the HTML report shows them: the same lines
 // wherever the run is looked at.
-func Warnings(d *Document) []string {
+func Warnings(d *rundoc.Document) []string {
 	var out []string
 	for w := range strings.SplitSeq(d.Self.Warning, "\n") {
 		if w != "" {
 			out = append(out, "warning: "+w)
 		}
 	}
-	if d.EndReason == EndInterrupted {
+	if d.EndReason == rundoc.EndInterrupted {
 		out = append(out, InterruptedLine)
 	}
 	return out
 }
 
 // WriteWarnings writes the lines of Warnings, each with a newline.
-func WriteWarnings(w io.Writer, d *Document) error {
+func WriteWarnings(w io.Writer, d *rundoc.Document) error {
 	for _, l := range Warnings(d) {
 		if _, err := io.WriteString(w, l+"\n"); err != nil {
 			return err

@@ -1,8 +1,6 @@
-package report
+package rundoc
 
-// This file builds, writes and reads the versioned JSON document (--json,
-// the report, merge and compare subcommands); docs/json-schema.md describes
-// it field by field and docs/sse-latency.schema.json is its JSON Schema.
+// This file builds, validates, writes and reads the document.
 
 import (
 	"bytes"

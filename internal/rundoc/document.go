@@ -1,4 +1,12 @@
-package report
+// Package rundoc is the run document: the versioned JSON a run saves with
+// --json, and that the report, merge and compare subcommands read. It holds
+// the document's types — an envelope (tool, environment, configuration,
+// times, how the run ended) around the run's summary (package summary) —
+// and writes, reads, validates, merges and compares documents. It prints
+// nothing but the comparison; the reports are package report's.
+// docs/json-schema.md describes the document field by field and
+// docs/sse-latency.schema.json is its JSON Schema.
+package rundoc
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package report
+package rundoc
 
 import (
 	"fmt"
@@ -37,20 +37,22 @@ func Compare(w io.Writer, before, after *Document) error {
 	if err := after.Validate(); err != nil {
 		return fmt.Errorf("after: %w", err)
 	}
-	p := printer{w: w}
-	p.printf("=== compare: after minus before ===\n")
+	var b strings.Builder // written at once: one write, one error
+	p := &b
+	fmt.Fprintf(p, "=== compare: after minus before ===\n")
 	diffs, err := configDiff(before.Config, after.Config)
 	if err != nil {
 		return err
 	}
 	if len(diffs) > 0 {
-		p.printf("warning: the configurations differ in %s; the figures may not be comparable\n", strings.Join(diffs, ", "))
+		fmt.Fprintf(p, "warning: the configurations differ in %s; the figures may not be comparable\n", strings.Join(diffs, ", "))
 	}
-	compareBatch(&p, summary.LoopbackTitle, before.Loop(), after.Loop())
-	compareBatch(&p, summary.GatewayTitle, before.Gateway(), after.Gateway())
-	compareOverhead(&p, before.Overhead, after.Overhead)
-	compareVerdict(&p, before.Verdict, after.Verdict, before.Gateway(), after.Gateway())
-	return p.err
+	compareBatch(p, summary.LoopbackTitle, before.Loop(), after.Loop())
+	compareBatch(p, summary.GatewayTitle, before.Gateway(), after.Gateway())
+	compareOverhead(p, before.Overhead, after.Overhead)
+	compareVerdict(p, before.Verdict, after.Verdict, before.Gateway(), after.Gateway())
+	_, err = io.WriteString(w, b.String())
+	return err
 }
 
 // cmpColumns are the columns of the comparison tables: a name, a
@@ -64,13 +66,13 @@ type cmpStat struct {
 }
 
 // cmpHeader writes the header line of a table.
-func cmpHeader(p *printer) {
-	p.printf(cmpColumns, "metric", "stat", "before", "after", "diff", "change")
+func cmpHeader(p *strings.Builder) {
+	fmt.Fprintf(p, cmpColumns, "metric", "stat", "before", "after", "diff", "change")
 }
 
 // cmpRows writes the rows of one metric, its name on the first; signed
 // prints the values before and after with their sign (differences).
-func cmpRows(p *printer, name string, rows []cmpStat, signed bool) {
+func cmpRows(p *strings.Builder, name string, rows []cmpStat, signed bool) {
 	format := "%.3fms"
 	if signed {
 		format = "%+.3fms"
@@ -79,33 +81,33 @@ func cmpRows(p *printer, name string, rows []cmpStat, signed bool) {
 		if j > 0 {
 			name = ""
 		}
-		p.printf(cmpColumns, name, s.name, fmt.Sprintf(format, s.b), fmt.Sprintf(format, s.a),
+		fmt.Fprintf(p, cmpColumns, name, s.name, fmt.Sprintf(format, s.b), fmt.Sprintf(format, s.a),
 			fmt.Sprintf("%+.3fms", s.a-s.b), change(s.b, s.a))
 	}
 }
 
 // compareBatch writes the table of one batch; nothing when neither run had
 // it.
-func compareBatch(p *printer, title string, before, after *summary.Batch) {
+func compareBatch(p *strings.Builder, title string, before, after *summary.Batch) {
 	switch {
 	case before == nil && after == nil:
 		return
 	case before == nil:
-		p.printf("=== %s: only after ===\n", title)
+		fmt.Fprintf(p, "=== %s: only after ===\n", title)
 		return
 	case after == nil:
-		p.printf("=== %s: only before ===\n", title)
+		fmt.Fprintf(p, "=== %s: only before ===\n", title)
 		return
 	}
 	// Not a SPEC line: the batch titles of WriteBatch, before -> after.
-	p.printf("=== %s: %d requests, %d ok, %d failed, %d tokens -> %d requests, %d ok, %d failed, %d tokens ===\n",
+	fmt.Fprintf(p, "=== %s: %d requests, %d ok, %d failed, %d tokens -> %d requests, %d ok, %d failed, %d tokens ===\n",
 		title, before.Requests, before.OK, before.Failed, before.Tokens, after.Requests, after.OK, after.Failed, after.Tokens)
 	cmpHeader(p)
 	bm, am := before.Metrics.Named(), after.Metrics.Named()
 	for i := range bm {
 		b, a := bm[i].Metric, am[i].Metric
 		if b.N == 0 || a.N == 0 {
-			p.printf("%-24s n/a (no samples %s)\n", bm[i].Name, noSamples(b.N, a.N))
+			fmt.Fprintf(p, "%-24s n/a (no samples %s)\n", bm[i].Name, noSamples(b.N, a.N))
 			continue
 		}
 		cmpRows(p, bm[i].Name, []cmpStat{
@@ -137,24 +139,24 @@ func change(b, a float64) string {
 }
 
 // compareOverhead writes the table of the overhead blocks.
-func compareOverhead(p *printer, before, after *summary.Overhead) {
+func compareOverhead(p *strings.Builder, before, after *summary.Overhead) {
 	switch {
 	case before == nil && after == nil:
 		return
 	case before == nil:
-		p.printf("=== gateway overhead: only after (no calibration before) ===\n")
+		fmt.Fprintf(p, "=== gateway overhead: only after (no calibration before) ===\n")
 		return
 	case after == nil:
-		p.printf("=== gateway overhead: only before (no calibration after) ===\n")
+		fmt.Fprintf(p, "=== gateway overhead: only before (no calibration after) ===\n")
 		return
 	}
-	p.printf("=== gateway overhead (gateway minus loopback): before -> after ===\n")
+	fmt.Fprintf(p, "=== gateway overhead (gateway minus loopback): before -> after ===\n")
 	cmpHeader(p)
 	bl, al := before.Named(), after.Named()
 	for i, l := range bl {
 		b, a := l.Delta, al[i].Delta
 		if b == nil || a == nil {
-			p.printf("%-24s n/a (no samples %s)\n", l.Name, noSamples(boolN(b != nil), boolN(a != nil)))
+			fmt.Fprintf(p, "%-24s n/a (no samples %s)\n", l.Name, noSamples(boolN(b != nil), boolN(a != nil)))
 			continue
 		}
 		cmpRows(p, l.Name, []cmpStat{
@@ -176,22 +178,22 @@ func boolN(b bool) int64 {
 // compareVerdict writes how the verdict changed. The added delay compares
 // gateway minus loopback when both runs had a calibration, else the
 // gateway's own emit->recv (tokens) of both, from the batches bg and ag.
-func compareVerdict(p *printer, before, after *verdict.Verdict, bg, ag *summary.Batch) {
+func compareVerdict(p *strings.Builder, before, after *verdict.Verdict, bg, ag *summary.Batch) {
 	if before == nil && after == nil {
 		return
 	}
-	p.printf("=== verdict: before -> after ===\n")
+	fmt.Fprintf(p, "=== verdict: before -> after ===\n")
 	class := func(v *verdict.Verdict) string {
 		if v == nil {
 			return "none"
 		}
 		return v.Class.String()
 	}
-	p.printf("%-24s %s -> %s\n", "class", class(before), class(after))
+	fmt.Fprintf(p, "%-24s %s -> %s\n", "class", class(before), class(after))
 	if before == nil || after == nil {
 		return
 	}
-	p.printf("%-24s %.1f%% of %d tokens -> %.1f%% of %d tokens (%+.1f points)\n", "tokens in bursts",
+	fmt.Fprintf(p, "%-24s %.1f%% of %d tokens -> %.1f%% of %d tokens (%+.1f points)\n", "tokens in bursts",
 		100*before.CoalescedFraction, before.Tokens, 100*after.CoalescedFraction, after.Tokens,
 		100*(after.CoalescedFraction-before.CoalescedFraction))
 	cmpHeader(p)
@@ -217,7 +219,7 @@ func compareVerdict(p *printer, before, after *verdict.Verdict, bg, ag *summary.
 			{"p99", b.P99Ms, a.P99Ms},
 		}, true)
 	default:
-		p.printf("%-24s n/a (no samples %s)\n", "emit->recv (gateway)", noSamples(b.N, a.N))
+		fmt.Fprintf(p, "%-24s n/a (no samples %s)\n", "emit->recv (gateway)", noSamples(b.N, a.N))
 	}
 	hold := func(v *verdict.Verdict) string {
 		if !v.FirstTokenHold {
@@ -225,5 +227,5 @@ func compareVerdict(p *printer, before, after *verdict.Verdict, bg, ag *summary.
 		}
 		return fmt.Sprintf("yes (%+.2fms)", v.FirstTokenHoldMs)
 	}
-	p.printf("%-24s %s -> %s\n", "first token held", hold(before), hold(after))
+	fmt.Fprintf(p, "%-24s %s -> %s\n", "first token held", hold(before), hold(after))
 }
