@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -316,9 +315,8 @@ func (r *run) closeCSV() error {
 
 // document gathers the run into the JSON document.
 func (r *run) document(sum *summary.Run, code int, reason string) *rundoc.Document {
-	cfgJSON, _ := json.Marshal(r.cfg.Redacted())
 	return rundoc.NewDocument(rundoc.RunInfo{
-		Config: cfgJSON, Start: r.start, End: time.Now(), EndReason: reason, ExitCode: code, Version: Version(),
+		Config: r.cfg.Redacted().Config, Start: r.start, End: time.Now(), EndReason: reason, ExitCode: code, Version: Version(),
 	}, sum)
 }
 

@@ -22,14 +22,18 @@ var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
 const reportUsage = `usage: sse-latency report RUN.json [--text] [--html OUT]
 
 Re-renders a run saved with --json: the text report (the default, or with
---text) and/or the HTML report.
+--text) and/or the HTML report; then, on stderr, the warnings the run
+printed (its own overload, an interruption, a forced merge).
 `
 
-const mergeUsage = `usage: sse-latency merge A.json B.json ... > ALL.json
+const mergeUsage = `usage: sse-latency merge [--force] A.json B.json ... > ALL.json
 
-Combines runs of the same configuration taken in parallel (for example one
-per pod of a Kubernetes Indexed Job): histograms are merged exactly, counts
-summed. Runs whose configurations differ are refused.
+Combines runs taken in parallel against one gateway (for example one per pod
+of a Kubernetes Indexed Job): histograms are merged exactly, counts and the
+load (-r, -c, --rate, --warmup) summed. Each run may have its own listen
+address and --path prefix. Runs against another gateway (-t, --host-header)
+or of another measurement (-n, -d, --api, ...) are refused with the field
+named; --force merges them anyway and the merged run says so.
 `
 
 const compareUsage = `usage: sse-latency compare BEFORE.json AFTER.json
@@ -102,6 +106,7 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 
 func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newSubFlags("merge")
+	force := fs.Bool("force", false, "")
 	if err := fs.Parse(args); err != nil {
 		return subUsage(stderr, mergeUsage, err)
 	}
@@ -117,7 +122,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		docs = append(docs, d)
 	}
-	merged, err := rundoc.MergeNamed(fs.Args(), docs)
+	merged, err := rundoc.Merge(docs, rundoc.MergeOptions{Names: fs.Args(), Force: *force})
 	if err != nil {
 		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 		return ExitFailure
@@ -125,6 +130,8 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	for _, n := range merged.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
+	// The merged run's warnings, as report will print them.
+	report.WriteWarnings(stderr, merged)
 	if err := rundoc.WriteJSON(stdout, merged); err != nil {
 		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 		return ExitFailure

@@ -2,7 +2,8 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -39,12 +40,8 @@ func scenarioRun(sc summarytest.Scenario, late ...int64) *summary.Run {
 // report` gets it.
 func readBack(t *testing.T, s *summary.Run, compat bool, reason string) (orig, back *rundoc.Document) {
 	t.Helper()
-	cfg := `{"compat": false}`
-	if compat {
-		cfg = `{"compat": true}`
-	}
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	orig = rundoc.NewDocument(rundoc.RunInfo{Config: json.RawMessage(cfg), Start: start, End: start.Add(time.Second), EndReason: reason}, s)
+	orig = rundoc.NewDocument(rundoc.RunInfo{Config: rundoc.Config{Compat: compat}, Start: start, End: start.Add(time.Second), EndReason: reason}, s)
 	var js bytes.Buffer
 	if err := rundoc.WriteJSON(&js, orig); err != nil {
 		t.Fatal(err)
@@ -115,12 +112,16 @@ func TestWriteTextNoGateway(t *testing.T) {
 	}
 }
 
-// TestWarnings: one line per run's warning, then the interruption; the
-// writer's error is returned.
+// TestWarnings: one line per forced difference, one per run's warning,
+// then the interruption; the writer's error is returned.
 func TestWarnings(t *testing.T) {
 	d := rundoc.NewDocument(rundoc.RunInfo{EndReason: rundoc.EndInterrupted}, nil)
 	d.Self.Warning = "first run fell behind\nsecond run fell behind"
-	want := []string{"warning: first run fell behind", "warning: second run fell behind", InterruptedLine}
+	d.Forced = []string{`a.json and b.json: config differs in tokens (1 vs 2)`}
+	want := []string{
+		"warning: merged with --force although a.json and b.json: config differs in tokens (1 vs 2): the figures may mix different measurements",
+		"warning: first run fell behind", "warning: second run fell behind", InterruptedLine,
+	}
 	if got := Warnings(d); !slices.Equal(got, want) {
 		t.Errorf("Warnings = %q, want %q", got, want)
 	}
@@ -133,5 +134,42 @@ func TestWarnings(t *testing.T) {
 	}
 	if got := Warnings(rundoc.NewDocument(rundoc.RunInfo{EndReason: rundoc.EndDone}, nil)); got != nil {
 		t.Errorf("Warnings(quiet run) = %q, want none", got)
+	}
+}
+
+// TestVersion1DocumentsRender: documents an earlier version wrote (see
+// rundoc's testdata/v1) print the text and the warnings their run printed,
+// byte for byte.
+func TestVersion1DocumentsRender(t *testing.T) {
+	dir := filepath.Join("..", "rundoc", "testdata", "v1")
+	for _, name := range []string{"fail", "open", "w1"} {
+		f, err := os.Open(filepath.Join(dir, name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := rundoc.ReadJSON(f)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var text, warnings bytes.Buffer
+		if err := WriteText(&text, &d.Run, d.Compat()); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteWarnings(&warnings, d); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			file string
+			got  []byte
+		}{{name + ".txt", text.Bytes()}, {name + ".err", warnings.Bytes()}} {
+			want, err := os.ReadFile(filepath.Join(dir, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(c.got, want) {
+				t.Errorf("%s: rendered\n%s\nwant (what the run printed, %s)\n%s", name, c.got, c.file, want)
+			}
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -110,7 +111,7 @@ func newHTMLView(d *rundoc.Document) htmlView {
 		Verdict:  newHTMLVerdict(d.Verdict),
 		Self:     newHTMLSelf(&d.Self),
 		Charts:   htmlCharts(d.Batches),
-		Config:   htmlConfig(d.Config),
+		Config:   htmlConfig(&d.Config),
 	}
 	for i := range d.Batches {
 		b := &d.Batches[i]
@@ -238,16 +239,17 @@ func newHTMLSelf(s *summary.Self) htmlSelf {
 	return v
 }
 
-// htmlConfig indents the configuration's JSON.
-func htmlConfig(raw json.RawMessage) string {
-	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+// htmlConfig indents the configuration's JSON; a zero configuration (a
+// document that recorded none) is "(not recorded)".
+func htmlConfig(c *rundoc.Config) string {
+	if reflect.ValueOf(*c).IsZero() {
 		return "(not recorded)"
 	}
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		return string(raw)
+	js, err := json.MarshalIndent(c, "", "  ")
+	if err != nil { // a NaN or ±Inf setting, which the command line refuses
+		return fmt.Sprintf("%+v", *c)
 	}
-	return b.String()
+	return string(js)
 }
 
 // Chart colours: loopback blue, gateway orange; the representative

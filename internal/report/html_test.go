@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -145,11 +144,12 @@ func simDocument(buffering bool) *rundoc.Document {
 		SchemaVersion: rundoc.SchemaVersion,
 		Tool:          rundoc.ToolInfo{Name: "sse-latency", Version: "v0.9.0", GoVersion: "go1.26.8"},
 		Environment:   rundoc.Environment{OS: "linux", Arch: "amd64", NumCPU: 2, GOMAXPROCS: 2, Hostname: "ci-runner"},
-		Config:        json.RawMessage(`{"listen":":8090","target":"127.0.0.1:8080","requests":20,"concurrency":5,"tokens":200,"think_ms":0,"delay_ms":5,"api":"chat"}`),
-		Start:         time.Date(2026, 3, 14, 9, 26, 53, 589_000_000, time.UTC),
-		End:           time.Date(2026, 3, 14, 9, 27, 1, 812_000_000, time.UTC),
-		EndReason:     "done",
-		Runs:          1,
+		Config: rundoc.Config{Listen: ":8090", Target: "127.0.0.1:8080", Requests: 20, Concurrency: 5, Tokens: 200, DelayMs: 5,
+			TimeoutMs: 300000, API: "chat", Model: "sse-latency-1", Arrival: "constant"},
+		Start:     time.Date(2026, 3, 14, 9, 26, 53, 589_000_000, time.UTC),
+		End:       time.Date(2026, 3, 14, 9, 27, 1, 812_000_000, time.UTC),
+		EndReason: "done",
+		Runs:      1,
 		Run: summary.Run{
 			Batches: []summary.Batch{loop, gw},
 			Self: summary.Self{
@@ -352,7 +352,7 @@ func TestHTMLEmpty(t *testing.T) {
 	docs := map[string]*rundoc.Document{
 		"zero": {},
 		"setup failed": {
-			SchemaVersion: rundoc.SchemaVersion, EndReason: "setup_failed", ExitCode: 1, Config: json.RawMessage("null"),
+			SchemaVersion: rundoc.SchemaVersion, EndReason: "setup_failed", ExitCode: 1,
 			Run: summary.Run{Verdict: &verdict.Verdict{Class: verdict.Unknown, Reason: "no gateway tokens", LoopCoalesced: -1}},
 		},
 		"failed requests only": {
@@ -422,7 +422,7 @@ func TestHTMLUserText(t *testing.T) {
 	d.Environment.Hostname = `<script>alert("x")</script>`
 	d.Batches[1].Target = "https://gw.example"
 	d.Batches[1].Failures = []summary.FailureKind{{Kind: "status", Count: 1, Texts: []summary.TextCount{{Text: "status HTTP/1.1 502 <b>Bad</b>", Count: 1}}}}
-	d.Config = json.RawMessage(`{"target":"</pre><script>"}`)
+	d.Config.Target = "</pre><script>"
 	page := renderHTML(t, d)
 	if strings.Contains(page, "<script") || strings.Contains(page, "<b>") || strings.Contains(page, "</pre><") {
 		t.Errorf("text from the run reached the page unescaped")

@@ -343,7 +343,7 @@ func exactOf(sorted []int64) exactStats {
 }
 
 // TestGoldenIsExact checks every metric and overhead line of the golden
-// summarytest.Scenarios against the SPEC's exact rule applied to the sorted samples.
+// scenarios against the SPEC's exact rule applied to the sorted samples.
 func TestGoldenIsExact(t *testing.T) {
 	names := [4]string{"TTFT (client)", "TTFT emit->recv(1st)", "inter-token (client)", "emit->recv (tokens)"}
 	overheadNames := [4]string{"TTFT (client)", "emit->recv (1st token)", "inter-token (client)", "emit->recv (tokens)"}

@@ -22,14 +22,15 @@ import (
 //	                         …
 //
 // one such table per batch present in either document (loopback first),
-// with the mean, p50, p95 and p99 of each metric, recomputed from the
-// histograms; then the same table for the overhead block when either run
+// with the mean, p50, p95 and p99 of each metric, as the documents'
+// summaries hold them; then the same table for the overhead block when either run
 // had a calibration, and the verdict's class, share of tokens in bursts,
 // added delay and first-token hold. A metric without samples on a side
 // prints "n/a" there; a change in percent is relative to the magnitude of
-// the value before, "n/a" when that is 0. Configurations that differ (but
-// for the fields MergeIgnoredConfig allows) get a warning line: the
-// comparison is still made.
+// the value before, "n/a" when that is 0. Configurations that differ in a
+// field of RuleSame or RuleSum get a warning line (not the gateway, which
+// a comparison expects to change, nor what is each instance's own or only
+// the console's): the comparison is still made.
 func Compare(w io.Writer, before, after *Document) error {
 	if err := before.Validate(); err != nil {
 		return fmt.Errorf("before: %w", err)
@@ -40,18 +41,14 @@ func Compare(w io.Writer, before, after *Document) error {
 	var b strings.Builder // written at once: one write, one error
 	p := &b
 	fmt.Fprintf(p, "=== compare: after minus before ===\n")
-	diffs, err := configDiff(before.Config, after.Config)
-	if err != nil {
-		return err
-	}
-	if len(diffs) > 0 {
-		fmt.Fprintf(p, "warning: the configurations differ in %s; the figures may not be comparable\n", strings.Join(diffs, ", "))
+	if diffs := compareDiffs(&before.Config, &after.Config); len(diffs) > 0 {
+		fmt.Fprintf(p, "warning: the configurations differ in %s; the figures may not be comparable\n", joinDiffs(diffs))
 	}
 	compareBatch(p, summary.LoopbackTitle, before.Loop(), after.Loop())
 	compareBatch(p, summary.GatewayTitle, before.Gateway(), after.Gateway())
 	compareOverhead(p, before.Overhead, after.Overhead)
 	compareVerdict(p, before.Verdict, after.Verdict, before.Gateway(), after.Gateway())
-	_, err = io.WriteString(w, b.String())
+	_, err := io.WriteString(w, b.String())
 	return err
 }
 

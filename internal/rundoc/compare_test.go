@@ -2,7 +2,6 @@ package rundoc
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -28,8 +27,7 @@ func flushingDoc(t *testing.T) *Document {
 	t.Helper()
 	f := newFixture(flushing.loop, flushing.gw)
 	ri := f.info()
-	ri.Config = json.RawMessage(strings.Replace(strings.Replace(testConfig, `"tokens": 1000`, `"tokens": 200`, 1),
-		`"target": "127.0.0.1:8080"`, `"target": "127.0.0.1:8081"`, 1))
+	ri.Config.Tokens, ri.Config.Target = 200, "127.0.0.1:8081"
 	return fixEnv(NewDocument(ri, f.run))
 }
 

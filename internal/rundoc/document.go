@@ -9,7 +9,6 @@
 package rundoc
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -26,15 +25,15 @@ const SchemaVersion = 1
 // serialised, not only their percentiles). Times are RFC 3339; durations
 // and delays are milliseconds (_ms) unless a field says otherwise.
 type Document struct {
-	SchemaVersion int             `json:"schema_version"`
-	Tool          ToolInfo        `json:"tool"`
-	Environment   Environment     `json:"environment"`
-	Config        json.RawMessage `json:"config"` // the normalised command-line configuration (cli.Config)
-	Start         time.Time       `json:"start"`
-	End           time.Time       `json:"end"`
-	EndReason     string          `json:"end_reason"` // "done", "interrupted" or "setup_failed"
-	ExitCode      int             `json:"exit_code"`
-	Runs          int             `json:"runs"` // 1, or how many runs were merged into this one
+	SchemaVersion int         `json:"schema_version"`
+	Tool          ToolInfo    `json:"tool"`
+	Environment   Environment `json:"environment"`
+	Config        Config      `json:"config"` // the normalised command-line configuration
+	Start         time.Time   `json:"start"`
+	End           time.Time   `json:"end"`
+	EndReason     string      `json:"end_reason"` // "done", "interrupted" or "setup_failed"
+	ExitCode      int         `json:"exit_code"`
+	Runs          int         `json:"runs"` // 1, or how many runs were merged into this one
 
 	// The summary of the run (batches, overhead, verdict, self), as the
 	// run computed it and the reports render it.
@@ -43,7 +42,15 @@ type Document struct {
 	// Notes say what a merge could not combine exactly (see Merge); absent
 	// from a single run.
 	Notes []string `json:"notes,omitempty"`
+	// Forced lists what differed between runs merged with --force
+	// (MergeOptions.Force) although merge refuses it: configurations,
+	// batches. Absent unless a merge was forced; the reports warn of it.
+	Forced []string `json:"forced,omitempty"`
 }
+
+// Compat reports whether the run was made with --compat (the reference's
+// output only).
+func (d *Document) Compat() bool { return d.Config.Compat }
 
 // ToolInfo identifies the program that wrote the document.
 type ToolInfo struct {

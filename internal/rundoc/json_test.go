@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,11 +22,9 @@ import (
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-// testConfig is a cli.Config as the CLI marshals it (snake_case keys).
-const testConfig = `{"listen": ":8090", "target": "127.0.0.1:8080", "requests": 4, "concurrency": 2,
-	"tokens": 1000, "think_ms": 0, "delay_ms": 5, "timeout_ms": 300000, "no_loopback": false,
-	"quiet": false, "verbose": false, "compat": false, "compressed": false, "api": "chat",
-	"model": "sse-latency-1", "path": "", "include_usage": false}`
+// testConfig is the configuration of the synthetic runs.
+var testConfig = Config{Listen: ":8090", Target: "127.0.0.1:8080", Requests: 4, Concurrency: 2, Tokens: 1000, DelayMs: 5,
+	TimeoutMs: 300000, API: "chat", Model: "sse-latency-1", Arrival: "constant"}
 
 // runStart is the fixed start of the synthetic runs.
 var runStart = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -81,7 +80,7 @@ func newFixture(loopS, gwS []stream) *fixture {
 // info is the RunInfo of the fixture, with fixed times.
 func (f *fixture) info() RunInfo {
 	return RunInfo{
-		Config:    json.RawMessage(testConfig),
+		Config:    testConfig,
 		Start:     runStart,
 		End:       runStart.Add(12500 * time.Millisecond),
 		EndReason: EndDone,
@@ -192,8 +191,8 @@ func TestNewDocument(t *testing.T) {
 		}
 	}
 	d = NewDocument(RunInfo{EndReason: EndSetupFailed}, nil)
-	if string(d.Config) != "{}" || d.Batches == nil || len(d.Batches) != 0 || d.Verdict != nil || d.Overhead != nil || d.Self.Lateness.N != 0 {
-		t.Errorf("NewDocument(nothing ran): config %s, batches %v, verdict %v, overhead %v, lateness n %d; want {}, [], nil, nil, 0",
+	if !reflect.DeepEqual(d.Config, Config{}) || d.Batches == nil || len(d.Batches) != 0 || d.Verdict != nil || d.Overhead != nil || d.Self.Lateness.N != 0 {
+		t.Errorf("NewDocument(nothing ran): config %+v, batches %v, verdict %v, overhead %v, lateness n %d; want none, [], nil, nil, 0",
 			d.Config, d.Batches, d.Verdict, d.Overhead, d.Self.Lateness.N)
 	}
 }
@@ -219,7 +218,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		f := newFixture(sc.Loop, sc.Gw)
 		ri := f.info()
 		if tt.compat {
-			ri.Config = json.RawMessage(strings.Replace(testConfig, `"compat": false`, `"compat": true`, 1))
+			ri.Config.Compat = true
 		}
 		if tt.noVerdict {
 			f.run.Verdict = nil
@@ -380,7 +379,8 @@ var badDocuments = []struct {
 		"batches[1] (gateway): failures count 2 requests, failed says 3", false},
 	{"lateness", func(m map[string]any) { at(m, "self", "emission_lateness", "histogram")["max_ns"] = 1 },
 		"self.emission_lateness: histogram: invalid metric snapshot", false},
-	{"config", func(m map[string]any) { m["config"] = []any{1} }, "config: not a JSON object", true},
+	{"config", func(m map[string]any) { m["config"] = []any{1} }, "config: a JSON array where an object is wanted", true},
+	{"config field", func(m map[string]any) { at(m, "config")["tokens"] = "many" }, "config.tokens: a JSON string where an integer is wanted", false},
 	{"tool", func(m map[string]any) { at(m, "tool")["name"] = "other" }, `tool.name is "other"`, true},
 	{"runs", func(m map[string]any) { m["runs"] = 0 }, "runs is 0", true},
 }
@@ -443,11 +443,16 @@ func TestSchema(t *testing.T) {
 		"empty":          fixedDoc(t, "empty"),
 		"setup failed":   fixEnv(NewDocument(RunInfo{EndReason: EndSetupFailed, ExitCode: 1}, nil)),
 	}
-	merged, err := Merge([]*Document{fixedDoc(t, "full"), fixedDoc(t, "full")})
+	merged, err := Merge([]*Document{fixedDoc(t, "full"), fixedDoc(t, "full")}, MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	good["merged"] = merged
+	forced, err := Merge([]*Document{fixedDoc(t, "full"), fixedDoc(t, "no_calibration")}, MergeOptions{Force: true})
+	if err != nil || forced.Forced == nil {
+		t.Fatalf("forced merge: %v, forced %q", err, forced.Forced)
+	}
+	good["forced merge"] = forced
 	for name, d := range good {
 		if err := validate(sch, marshal(t, d)); err != nil {
 			t.Errorf("the %s document does not validate: %v", name, err)
@@ -469,6 +474,7 @@ func TestSchema(t *testing.T) {
 		{"point of 3", func(m map[string]any) {
 			at(m, "batches", 1, "samples", "series", 0)["points"] = []any{[]any{1, 2, 3}}
 		}},
+		{"empty forced", func(m map[string]any) { m["forced"] = []any{} }},
 		{"geometry", func(m map[string]any) {
 			at(m, "self", "emission_lateness", "histogram", "histogram")["significant_figures"] = 2
 		}},
@@ -509,9 +515,9 @@ func TestWriteJSONErrors(t *testing.T) {
 		t.Errorf("WriteJSON(failing writer) = %v, want %v", err, errWrite)
 	}
 	d := fixedDoc(t, "empty")
-	d.Config = json.RawMessage("{")
+	d.Config.DelayMs = math.NaN()
 	if err := WriteJSON(&bytes.Buffer{}, d); err == nil {
-		t.Errorf("WriteJSON(config {) = nil, want an error")
+		t.Errorf("WriteJSON(config delay NaN) = nil, want an error")
 	}
 	if err := WriteJSON(&bytes.Buffer{}, nil); err == nil {
 		t.Errorf("WriteJSON(nil) = nil, want an error")

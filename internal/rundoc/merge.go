@@ -1,13 +1,10 @@
 package rundoc
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/sse-latency/sse-latency/internal/stats"
@@ -15,130 +12,70 @@ import (
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-// MergeIgnoredConfig names the configuration fields that may differ between
-// runs taken in parallel and merged, or compared without a warning
-// (compared after configKey, so "no_loopback" and "NoLoopback" are one
-// field): each instance needs its own listen address and usually its own
-// gateway frontend, and the console options do not change what was
-// measured. The merged document keeps the first run's values.
-var MergeIgnoredConfig = []string{"listen", "target", "quiet", "verbose", "compat"}
-
-// ignoredConfig reports whether config field k may differ between merged
-// runs.
-func ignoredConfig(k string) bool {
-	k = configKey(k)
-	for _, f := range MergeIgnoredConfig {
-		if configKey(f) == k {
-			return true
-		}
-	}
-	return false
+// MergeOptions say how Merge names the documents and treats runs that
+// differ.
+type MergeOptions struct {
+	// Names are the documents' names (their files) for the messages and
+	// notes; a document without one is "run 1", "run 2"…
+	Names []string
+	// Force merges runs that Merge would refuse (different configurations
+	// or batches) anyway, and records what differed in the merged
+	// document's Forced.
+	Force bool
 }
 
-// configDiff lists the fields of configuration a and b that differ, but
-// for those ignoredConfig allows, as "requests (20 vs 40)", by field name.
-func configDiff(a, b json.RawMessage) ([]string, error) {
-	var ma, mb map[string]json.RawMessage
-	if err := json.Unmarshal(a, &ma); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if err := json.Unmarshal(b, &mb); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	keys := make(map[string]string) // configKey -> the name as written
-	for k := range ma {
-		keys[configKey(k)] = k
-	}
-	for k := range mb {
-		if _, ok := keys[configKey(k)]; !ok {
-			keys[configKey(k)] = k
-		}
-	}
-	var diffs []string
-	for _, nk := range sortedKeys(keys) {
-		if ignoredConfig(nk) {
-			continue
-		}
-		va, vb := configValue(ma, nk), configValue(mb, nk)
-		if va != vb {
-			diffs = append(diffs, fmt.Sprintf("%s (%s vs %s)", keys[nk], va, vb))
-		}
-	}
-	return diffs, nil
-}
-
-// configValue returns the compact JSON of the field of m whose configKey is
-// nk, "absent" when there is none.
-func configValue(m map[string]json.RawMessage, nk string) string {
-	for k, v := range m {
-		if configKey(k) == nk {
-			var b bytes.Buffer
-			if json.Compact(&b, v) != nil {
-				return string(v)
-			}
-			return b.String()
-		}
-	}
-	return "absent"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-// Merge combines documents of runs of the same configuration taken in
-// parallel; see MergeNamed. Its errors name the documents "run 1", "run 2"…
-func Merge(docs []*Document) (*Document, error) { return MergeNamed(nil, docs) }
-
-// MergeNamed is Merge with the documents' names (their files) for the
-// error messages and notes.
+// Merge combines the documents of runs taken in parallel (N instances,
+// one gateway) into the document one run of all their requests would have
+// given, where that can be computed.
 //
-// The documents must be valid (Validate), of this schema version, of the
-// same configuration but for the fields MergeIgnoredConfig allows, and
-// have the same batches; otherwise it refuses with an error naming the two
-// documents and the fields ("cannot merge A.json and B.json: config differs
-// in requests (20 vs 40)").
+// The documents must be valid (Validate) and of this schema version. Each
+// configuration field's Rule (Config's merge tags) says how the runs may
+// differ: not at all in the measurement's settings (RuleSame) and the
+// gateway (RuleGateway); freely in what is each instance's own, its listen
+// address and path prefix (RuleInstance: the first run's is kept, a note
+// says how many there were) and in what only changed the console output
+// (RuleConsole); in amount in the load each generated (RuleSum: summed).
+// The batches must be the same. Otherwise Merge refuses, naming the two
+// documents and the fields ("cannot merge a.json and b.json: config
+// differs in target ("127.0.0.1:8080" vs "127.0.0.1:9090"); --force merges
+// them anyway"), unless opt.Force: then it merges anyway (the batches any
+// run has, each from the runs that have it) and lists the differences in
+// Forced, which the reports warn of.
 //
-// The result is the document one run of all their requests would have
-// given, where that can be computed:
+// The rest:
 //   - every batch's histograms are merged exactly (stats.Batch.Merge), so
 //     its metrics, the overhead block and the emission lateness are those
 //     of all the samples; counts, stream counters and CPU times are summed,
 //     max_tokens_per_read is the largest; failures are merged per kind and
 //     text (at most stats.MaxFailureTexts texts per kind, the rest counted
 //     in other);
-//   - targets: the distinct targets of the runs, comma-separated; tool,
-//     environment and config: the first document's (a note lists differing
-//     tool versions or hosts);
+//   - targets: the distinct targets of the runs, comma-separated; tool and
+//     environment: the first document's (a note lists differing tool
+//     versions or hosts);
 //   - start is the earliest, end the latest, runs the sum, exit_code the
 //     largest; end_reason is "done" only when every run's is, else
 //     "setup_failed" if any run's is, else "interrupted"; the warnings of
-//     the runs are kept, one per line;
+//     the runs are kept, one per line, and so are the runs' own Forced;
 //   - samples: the request samples of all runs, their indices offset by the
 //     requests of the runs before (run 2's request 0 follows run 1's last),
-//     then at most MaxRequestSamples of them taken uniformly (sampled is
-//     then true); of the series, for each label, the one with the lowest
-//     mean delay among the runs' "fastest", the highest among the
-//     "slowest", the median among the "median" (the first run's for
+//     then at most summary.MaxRequestSamples of them taken uniformly
+//     (sampled is then true); of the series, for each label, the one with
+//     the lowest mean delay among the runs' "fastest", the highest among
+//     the "slowest", the median among the "median" (the first run's for
 //     another label), each request's series once;
 //   - the verdict cannot be recomputed without the token records: it is
 //     kept only if every run has one and they agree on the class, with the
 //     tokens, bursts, hold requests and share of tokens in bursts summed or
 //     weighted exactly, the added delay recomputed from the merged
-//     emit->recv histograms as the classifier computes it, the largest
-//     burst, and the median of the runs' values for the burst size, burst
-//     period, emission gap, loopback share and first-token figures; a
-//     first-token hold only if every run flagged one. Notes say so, or why
-//     the verdict was dropped.
-func MergeNamed(names []string, docs []*Document) (*Document, error) {
+//     emit->recv histograms as the classifier computes it
+//     (verdict.Verdict.SetAddedDelay), the largest burst, and the median of
+//     the runs' values for the burst size, burst period, emission gap,
+//     loopback share and first-token figures; a first-token hold only if
+//     every run flagged one. Notes say so, or why the verdict was dropped.
+func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	name := func(i int) string {
-		if i < len(names) && names[i] != "" {
-			return names[i]
+		if i < len(opt.Names) && opt.Names[i] != "" {
+			return opt.Names[i]
 		}
 		return fmt.Sprintf("run %d", i+1)
 	}
@@ -151,32 +88,49 @@ func MergeNamed(names []string, docs []*Document) (*Document, error) {
 		}
 	}
 	first := docs[0]
-	for i, d := range docs[1:] {
-		diffs, err := configDiff(first.Config, d.Config)
-		if err != nil {
-			return nil, fmt.Errorf("cannot merge %s and %s: %w", name(0), name(i+1), err)
+	var forced []string
+	for _, d := range docs {
+		for _, f := range d.Forced {
+			forced = appendDistinct(forced, f)
 		}
-		if len(diffs) > 0 {
-			return nil, fmt.Errorf("cannot merge %s and %s: config differs in %s", name(0), name(i+1), strings.Join(diffs, ", "))
+	}
+	for i, d := range docs[1:] {
+		var why []string
+		if diffs := mergeDiffs(&first.Config, &d.Config); len(diffs) > 0 {
+			why = append(why, "config differs in "+joinDiffs(diffs))
 		}
 		if a, b := batchNames(first), batchNames(d); a != b {
-			return nil, fmt.Errorf("cannot merge %s and %s: batches differ (%s vs %s)", name(0), name(i+1), a, b)
+			why = append(why, fmt.Sprintf("batches differ (%s vs %s)", a, b))
 		}
+		if len(why) == 0 {
+			continue
+		}
+		if !opt.Force {
+			return nil, fmt.Errorf("cannot merge %s and %s: %s; --force merges them anyway", name(0), name(i+1), strings.Join(why, "; "))
+		}
+		forced = append(forced, fmt.Sprintf("%s and %s: %s", name(0), name(i+1), strings.Join(why, "; ")))
 	}
 
 	out := &Document{
 		SchemaVersion: SchemaVersion,
 		Tool:          first.Tool,
 		Environment:   first.Environment,
-		Config:        slices.Clone(first.Config),
+		Config:        first.Config,
 		Start:         first.Start,
 		End:           first.End,
 		EndReason:     EndDone,
+		Forced:        forced,
 	}
+	out.Config.Headers = slices.Clone(first.Config.Headers)
 	out.Batches = []summary.Batch{}
 	lateness := stats.NewMetric()
 	var warnings, versions, hosts []string
+	cfgs := make([]*Config, len(docs))
 	for i, d := range docs {
+		cfgs[i] = &d.Config
+		if i > 0 {
+			out.Config.addLoad(&d.Config)
+		}
 		if d.Start.Before(out.Start) {
 			out.Start = d.Start
 		}
@@ -212,26 +166,38 @@ func MergeNamed(names []string, docs []*Document) (*Document, error) {
 	if len(hosts) > 1 {
 		out.Notes = append(out.Notes, "the runs were made on different hosts: "+strings.Join(hosts, ", "))
 	}
+	if inst := instanceValues(cfgs); len(inst) > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("each run had its own %s; config keeps %s's", strings.Join(inst, ", "), name(0)))
+	}
 
 	merged := make(map[string]*stats.Batch)
-	for _, b := range first.Batches {
-		sb := stats.NewBatch()
+	for _, bn := range []string{summary.LoopbackBatch, summary.GatewayBatch} {
+		var sb *stats.Batch
 		var targets []string
-		samples := make([]summary.Samples, 0, len(docs))
+		var samples []summary.Samples
 		offset := 0
 		for i, d := range docs {
-			db := d.Batch(b.Name)
+			db := d.Batch(bn)
+			if db == nil {
+				continue // only when forced: the batches of the runs that have it
+			}
 			s, err := db.Stats()
 			if err != nil {
-				return nil, fmt.Errorf("cannot merge %s: %s batch: %w", name(i), b.Name, err)
+				return nil, fmt.Errorf("cannot merge %s: %s batch: %w", name(i), bn, err)
+			}
+			if sb == nil {
+				sb = stats.NewBatch()
 			}
 			sb.Merge(s)
 			targets = appendDistinct(targets, db.Target)
 			samples = append(samples, offsetSamples(db.Samples, offset))
 			offset += db.Requests
 		}
-		merged[b.Name] = sb
-		out.Batches = append(out.Batches, summary.NewBatch(b.Name, strings.Join(targets, ", "), sb, mergeSamples(samples)))
+		if sb == nil {
+			continue
+		}
+		merged[bn] = sb
+		out.Batches = append(out.Batches, summary.NewBatch(bn, strings.Join(targets, ", "), sb, mergeSamples(samples)))
 	}
 	loop, gw := merged[summary.LoopbackBatch], merged[summary.GatewayBatch]
 	out.Overhead = summary.NewOverhead(loop, gw)
@@ -270,7 +236,7 @@ func offsetSamples(s summary.Samples, n int) summary.Samples {
 	return s
 }
 
-// mergeSamples combines the samples of the runs (see MergeNamed).
+// mergeSamples combines the samples of the runs (see Merge).
 func mergeSamples(list []summary.Samples) summary.Samples {
 	var out summary.Samples
 	byLabel := make(map[string][]summary.Series)
@@ -341,7 +307,7 @@ func seriesMean(s summary.Series) float64 {
 	return sum / float64(len(s.Points))
 }
 
-// mergeVerdicts combines the runs' verdicts (see MergeNamed), with notes
+// mergeVerdicts combines the runs' verdicts (see Merge), with notes
 // saying how, or why there is none.
 func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batch) (*verdict.Verdict, []string) {
 	var missing, classes []string
@@ -420,26 +386,4 @@ func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[(len(s)-1)/2]
-}
-
-// configKey normalises a config field name, so that "no_loopback",
-// "NoLoopback" and "no-loopback" are the same field.
-func configKey(k string) string {
-	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(k))
-}
-
-// Compat reports whether the run was made with --compat (the reference's
-// output only), from its configuration.
-func (d *Document) Compat() bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(d.Config, &m) != nil {
-		return false
-	}
-	for k, v := range m {
-		var b bool
-		if configKey(k) == configKey("compat") && json.Unmarshal(v, &b) == nil {
-			return b
-		}
-	}
-	return false
 }

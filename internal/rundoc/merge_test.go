@@ -2,12 +2,12 @@ package rundoc
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +77,7 @@ func TestMergeExact(t *testing.T) {
 		allLoop, allGw = append(allLoop, loopS...), append(allGw, gwS...)
 	}
 	all := newFixture(allLoop, allGw)
-	merged, err := Merge(docs)
+	merged, err := Merge(docs, MergeOptions{})
 	if err != nil {
 		t.Fatalf("Merge(3 runs): %v", err)
 	}
@@ -167,7 +167,11 @@ func TestMergeExact(t *testing.T) {
 		{"request samples", len(merged.Batches[1].Samples.Requests), 6},
 		{"second run's first sample index", merged.Batches[1].Samples.Requests[2].Index, 15},
 		{"third run's series index", merged.Batches[1].Samples.Series[0].Index, 0},
-		{"config", string(merged.Config), string(docs[0].Config)},
+		{"config", merged.Config, func() Config {
+			c := docs[0].Config
+			c.Requests, c.Concurrency = 3*c.Requests, 3*c.Concurrency
+			return c
+		}()},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
@@ -197,30 +201,16 @@ func statsMetrics(b *stats.Batch) []struct {
 	}{{"TTFT (client)", b.TTFT}, {"TTFT emit->recv(1st)", b.FirstEmitRecv}, {"inter-token (client)", b.InterToken}, {"emit->recv (tokens)", b.EmitRecv}}
 }
 
-// withConfig returns a copy of the full document with config field key set
-// to value (a JSON text).
-func withConfig(t *testing.T, key, value string) *Document {
+// withConfig returns a copy of the full document with its configuration
+// changed by set.
+func withConfig(t *testing.T, set func(c *Config)) *Document {
 	t.Helper()
 	d := fixedDoc(t, "full")
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(d.Config, &m); err != nil {
-		t.Fatal(err)
-	}
-	m[key] = json.RawMessage(value)
-	raw, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Config = raw
+	set(&d.Config)
 	return d
 }
 
 func TestMergeRefuses(t *testing.T) {
-	goStyle := func(requests int) *Document {
-		d := fixedDoc(t, "full")
-		d.Config = json.RawMessage(fmt.Sprintf(`{"Listen": ":%d", "Requests": %d, "Compat": %v}`, 8090+requests, requests, requests > 20))
-		return d
-	}
 	noLoop := fixedDoc(t, "no_calibration")
 	noLoop.Config = fixedDoc(t, "full").Config
 	v2 := fixedDoc(t, "full")
@@ -231,17 +221,19 @@ func TestMergeRefuses(t *testing.T) {
 		docs  []*Document
 		want  string // "" : merges
 	}{
-		{"requests", nil, []*Document{withConfig(t, "requests", "20"), withConfig(t, "requests", "40")},
-			"cannot merge run 1 and run 2: config differs in requests (20 vs 40)"},
+		{"another gateway", nil, []*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Target = "127.0.0.1:9080" })},
+			`cannot merge run 1 and run 2: config differs in target ("127.0.0.1:8080" vs "127.0.0.1:9080"); --force merges them anyway`},
+		{"another virtual host", nil, []*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.HostHeader = "b.example" })},
+			`config differs in host_header ("" vs "b.example")`},
 		{"named files", []string{"A.json", "B.json", "C.json"},
-			[]*Document{fixedDoc(t, "full"), fixedDoc(t, "full"), withConfig(t, "delay_ms", "10")},
+			[]*Document{fixedDoc(t, "full"), fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.DelayMs = 10 })},
 			"cannot merge A.json and C.json: config differs in delay_ms (5 vs 10)"},
-		{"tokens", nil, []*Document{fixedDoc(t, "full"), withConfig(t, "tokens", "1")},
-			"config differs in tokens (1000 vs 1)"},
-		{"absent field", nil, []*Document{fixedDoc(t, "full"), withConfig(t, "rate", `"fast"`)},
-			`config differs in rate (absent vs "fast")`},
-		{"go-style keys", nil, []*Document{goStyle(20), goStyle(40)},
-			"cannot merge run 1 and run 2: config differs in Requests (20 vs 40)"},
+		{"tokens and dialect", nil, []*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Tokens, c.API = 1, "anthropic" })},
+			`config differs in tokens (1000 vs 1), api ("chat" vs "anthropic")`},
+		{"open loop and closed loop", nil, []*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Rate = 5 })},
+			"config differs in rate (0 vs 5)"},
+		{"headers", nil, []*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Headers = []string{"X-A: REDACTED"} })},
+			`config differs in headers (null vs ["X-A: REDACTED"])`},
 		{"batches", nil, []*Document{fixedDoc(t, "full"), noLoop},
 			"cannot merge run 1 and run 2: batches differ ([loopback gateway] vs [gateway])"},
 		{"schema_version", nil, []*Document{fixedDoc(t, "full"), v2},
@@ -249,14 +241,15 @@ func TestMergeRefuses(t *testing.T) {
 		{"nothing", nil, nil, "nothing to merge"},
 		{"nil", nil, []*Document{nil}, "cannot merge run 1: no document"},
 		// What parallel instances may differ in.
-		{"listen, target, output options", nil, []*Document{
-			fixedDoc(t, "full"), withConfig(t, "listen", `":9090"`), withConfig(t, "target", `"127.0.0.1:9080"`),
-			withConfig(t, "verbose", "true"), withConfig(t, "quiet", "true"), withConfig(t, "compat", "true"),
+		{"instance and console fields, load", nil, []*Document{
+			fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Listen, c.Path = ":9090", "/pod-1/v1/chat/completions" }),
+			withConfig(t, func(c *Config) { c.CACert, c.TLSCert, c.TLSKey = "/a/ca.pem", "/a/c.pem", "/a/k.pem" }),
+			withConfig(t, func(c *Config) { c.Verbose, c.Quiet, c.Compat = true, true, true }),
+			withConfig(t, func(c *Config) { c.Requests, c.Concurrency = 40, 9 }),
 		}, ""},
-		{"go-style keys, listen and compat only", nil, []*Document{goStyle(20), goStyle(20)}, ""},
 	}
 	for _, tt := range tests {
-		_, err := MergeNamed(tt.names, tt.docs)
+		_, err := Merge(tt.docs, MergeOptions{Names: tt.names})
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("Merge(%s) = %v, want no error", tt.name, err)
@@ -264,8 +257,89 @@ func TestMergeRefuses(t *testing.T) {
 			t.Errorf("Merge(%s) = %v, want an error containing %q", tt.name, err, tt.want)
 		}
 	}
-	if _, err := Merge([]*Document{fixedDoc(t, "full"), v2}); !errors.Is(err, ErrSchemaVersion) {
+	if _, err := Merge([]*Document{fixedDoc(t, "full"), v2}, MergeOptions{}); !errors.Is(err, ErrSchemaVersion) {
 		t.Errorf("Merge(schema_version 2) = %v, want an error wrapping ErrSchemaVersion", err)
+	}
+	// Forced: an invalid document is still refused.
+	if _, err := Merge([]*Document{fixedDoc(t, "full"), v2}, MergeOptions{Force: true}); !errors.Is(err, ErrSchemaVersion) {
+		t.Errorf("Merge(schema_version 2, forced) = %v, want an error wrapping ErrSchemaVersion", err)
+	}
+}
+
+// TestMergeConfig: the merged configuration holds the runs' load summed,
+// the first run's own settings, and a note of how many there were.
+func TestMergeConfig(t *testing.T) {
+	pod := func(i, requests int) *Document {
+		return withConfig(t, func(c *Config) {
+			c.Listen, c.Path = fmt.Sprintf(":%d", 8090+i), fmt.Sprintf("/pod-%d/v1/chat/completions", i)
+			c.Requests, c.Concurrency, c.Warmup = requests, 2, 1
+		})
+	}
+	m, err := Merge([]*Document{pod(0, 20), pod(1, 20), pod(2, 10)}, MergeOptions{Names: []string{"run-0.json", "run-1.json", "run-2.json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Config
+	if c.Requests != 50 || c.Concurrency != 6 || c.Warmup != 3 || c.Listen != ":8090" || c.Path != "/pod-0/v1/chat/completions" ||
+		c.Tokens != 1000 || c.Target != "127.0.0.1:8080" || m.Forced != nil {
+		t.Errorf("merged config %+v, forced %q; want requests 50, concurrency 6, warmup 3, run-0's listen and path, not forced", c, m.Forced)
+	}
+	if want := "each run had its own listen (3 values), path (3 values); config keeps run-0.json's"; !slices.Contains(m.Notes, want) {
+		t.Errorf("notes %q, want %q among them", m.Notes, want)
+	}
+	// Merged again with another run: the sums go on.
+	m2, err := Merge([]*Document{m, pod(3, 5)}, MergeOptions{})
+	if err != nil || m2.Config.Requests != 55 || m2.Runs != 4 {
+		t.Errorf("Merge(merged, run) = config requests %d, runs %d, %v; want 55, 4", m2.Config.Requests, m2.Runs, err)
+	}
+	// Zero load is another kind of run: no request limit, no warm-up.
+	if _, err := Merge([]*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Requests = 9 })}, MergeOptions{}); err != nil {
+		t.Errorf("Merge(runs both without warm-up) = %v", err)
+	}
+	if _, err := Merge([]*Document{pod(0, 20), withConfig(t, func(c *Config) { c.Requests = 20 })},
+		MergeOptions{}); err == nil || !strings.Contains(err.Error(), "warmup (1 vs 0)") {
+		t.Errorf("Merge(a run with warm-up, one without) = %v, want warmup named", err)
+	}
+	if _, err := Merge([]*Document{pod(0, 20), withConfig(t, func(c *Config) { c.Requests = 0; c.Duration = 1e9 })},
+		MergeOptions{}); err == nil || !strings.Contains(err.Error(), "requests (20 vs 0), duration_ns (0 vs 1000000000)") {
+		t.Errorf("Merge(a counted run, a timed one) = %v, want requests and duration_ns named", err)
+	}
+}
+
+// TestMergeForce: what merge refuses, --force merges, and the merged
+// document says what it overrode; a later merge keeps saying it.
+func TestMergeForce(t *testing.T) {
+	other := withConfig(t, func(c *Config) { c.Target, c.Tokens = "127.0.0.1:9080", 200 })
+	noLoop := fixedDoc(t, "no_calibration")
+	m, err := Merge([]*Document{fixedDoc(t, "full"), other, noLoop}, MergeOptions{Names: []string{"a.json", "b.json", "c.json"}, Force: true})
+	if err != nil {
+		t.Fatalf("Merge(forced) = %v", err)
+	}
+	want := []string{
+		`a.json and b.json: config differs in target ("127.0.0.1:8080" vs "127.0.0.1:9080"), tokens (1000 vs 200)`,
+		"a.json and c.json: batches differ ([loopback gateway] vs [gateway])",
+	}
+	if !slices.Equal(m.Forced, want) {
+		t.Errorf("Forced = %q, want %q", m.Forced, want)
+	}
+	// The batches of the runs that have them: the loopback of two runs,
+	// the gateway of three.
+	if len(m.Batches) != 2 || m.Batches[0].Requests != 6 || m.Batches[1].Requests != 4+4+1 || m.Overhead == nil {
+		t.Errorf("forced merge: batches %+v, overhead %v", batchNames(m), m.Overhead)
+	}
+	if err := m.Validate(); err != nil {
+		t.Errorf("forced merge does not validate: %v", err)
+	}
+	back := readBack(t, m)
+	if !slices.Equal(back.Forced, want) {
+		t.Errorf("Forced read back = %q", back.Forced)
+	}
+	again, err := Merge([]*Document{back, fixedDoc(t, "full")}, MergeOptions{Force: true})
+	if err != nil || !slices.Equal(again.Forced, want) {
+		t.Errorf("merged again: Forced %q, %v; want the first merge's", again.Forced, err)
+	}
+	if plain, _ := Merge([]*Document{fixedDoc(t, "full"), fixedDoc(t, "full")}, MergeOptions{Force: true}); plain.Forced != nil {
+		t.Errorf("forced merge of runs that agree: Forced %q, want none", plain.Forced)
 	}
 }
 
@@ -295,7 +369,7 @@ func TestMergeRunFields(t *testing.T) {
 			[]string{"different versions of the tool: v1, v2", "different hosts: h, k"}, 2},
 	}
 	for _, tt := range tests {
-		m, err := Merge(tt.docs)
+		m, err := Merge(tt.docs, MergeOptions{})
 		if err != nil {
 			t.Fatalf("Merge(%s): %v", tt.name, err)
 		}
@@ -338,7 +412,7 @@ func TestMergeVerdict(t *testing.T) {
 		for _, v := range vs {
 			docs = append(docs, withVerdict(v))
 		}
-		return Merge(docs)
+		return Merge(docs, MergeOptions{})
 	}
 	m, err := merged(&buffers, &buffers2, &buffers3)
 	if err != nil {
@@ -366,7 +440,7 @@ func TestMergeVerdict(t *testing.T) {
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
-			t.Errorf("Merge(3 buffering summarytest.Verdicts): %s = %v, want %v", c.what, c.got, c.want)
+			t.Errorf("Merge(3 buffering verdicts): %s = %v, want %v", c.what, c.got, c.want)
 		}
 	}
 

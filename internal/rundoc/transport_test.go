@@ -2,7 +2,6 @@ package rundoc
 
 import (
 	"bytes"
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,7 +14,7 @@ import (
 // transportDoc is the document of a run whose batches carry connection
 // facts (summarytest.TransportRecords).
 func transportDoc() (*Document, *summary.Run) {
-	ri := RunInfo{Config: json.RawMessage(testConfig), Start: runStart, End: runStart.Add(time.Second), EndReason: EndDone}
+	ri := RunInfo{Config: testConfig, Start: runStart, End: runStart.Add(time.Second), EndReason: EndDone}
 	run := runOf(summarytest.Batch(summarytest.TransportRecords("loop", "HTTP/1.1", false)...),
 		summarytest.Batch(summarytest.TransportRecords("gw", "h2", true)...))
 	run.Loop().Target, run.Gateway().Target = "127.0.0.1:8090", "127.0.0.1:8443"
@@ -58,7 +57,7 @@ func TestTransportJSON(t *testing.T) {
 		t.Errorf("WriteJSON(ReadJSON(js)) differs from js")
 	}
 
-	m, err := Merge([]*Document{back, back})
+	m, err := Merge([]*Document{back, back}, MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
