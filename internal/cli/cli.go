@@ -118,8 +118,7 @@ type run struct {
 	runID     string
 	docOut    io.Writer // where --json - goes
 	start     time.Time
-	csv       *report.CSVWriter
-	csvFile   *os.File
+	outs      *outputs // the files it writes, open from before its first request
 }
 
 func (r *run) main(ctx context.Context) int {
@@ -130,15 +129,6 @@ func (r *run) main(ctx context.Context) int {
 			r.out.errorf("sse-latency: %v\n", err)
 			return ExitFailure
 		}
-	}
-	if cfg.CSVPath != "" {
-		f, err := os.Create(cfg.CSVPath)
-		if err != nil {
-			r.out.errorf("sse-latency: --csv: %v\n", err)
-			return ExitFailure
-		}
-		r.csvFile, r.csv = f, report.NewCSVWriter(f)
-		defer r.closeCSV()
 	}
 	laddr, _ := listenAddr(cfg.Listen)
 	// The server records when it wrote each token of each request id, so
@@ -219,6 +209,13 @@ func (r *run) main(ctx context.Context) int {
 		r.out.errorf("sse-latency: -L: %v\n", err)
 		return ExitFailure
 	}
+	// The files the run writes, before its first request: a path that
+	// cannot be written fails now, not after the measurement.
+	if r.outs, err = openOutputs(cfg, r.docOut); err != nil {
+		r.out.errorf("sse-latency: %v\n", err)
+		return ExitFailure
+	}
+	defer r.outs.abandon()
 
 	var loop *summary.Collector
 	if !cfg.NoLoopback && self == target {
@@ -277,8 +274,8 @@ func (r *run) main(ctx context.Context) int {
 	case gw.Stats.Failed > 0:
 		code = ExitFailure
 	}
-	if err := r.closeCSV(); err != nil {
-		r.out.errorf("sse-latency: --csv: %v\n", err)
+	if err := r.outs.closeCSV(); err != nil {
+		r.out.errorf("sse-latency: %v\n", err)
 		code = max(code, ExitFailure)
 	}
 	doc := r.document(sum, code, reason)
@@ -291,26 +288,11 @@ func (r *run) main(ctx context.Context) int {
 			late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
 	}
 	r.out.warnings(doc)
-	if cfg.JSONPath != "" || cfg.HTMLPath != "" {
-		if err := r.writeDocument(doc); err != nil {
-			r.out.errorf("sse-latency: %v\n", err)
-			code = max(code, ExitFailure)
-		}
+	if err := r.outs.writeDocument(doc); err != nil {
+		r.out.errorf("sse-latency: %v\n", err)
+		code = max(code, ExitFailure)
 	}
 	return code
-}
-
-// closeCSV flushes and closes the --csv file (once).
-func (r *run) closeCSV() error {
-	if r.csv == nil {
-		return nil
-	}
-	err := r.csv.Close()
-	if cerr := r.csvFile.Close(); err == nil {
-		err = cerr
-	}
-	r.csv, r.csvFile = nil, nil
-	return err
 }
 
 // document gathers the run into the JSON document.
@@ -318,25 +300,6 @@ func (r *run) document(sum *summary.Run, code int, reason string) *rundoc.Docume
 	return rundoc.NewDocument(rundoc.RunInfo{
 		Config: r.cfg.Redacted().Config, Start: r.start, End: time.Now(), EndReason: reason, ExitCode: code, Version: Version(),
 	}, sum)
-}
-
-// writeDocument writes --json and --html.
-func (r *run) writeDocument(doc *rundoc.Document) error {
-	if p := r.cfg.JSONPath; p == "-" {
-		if err := rundoc.WriteJSON(r.docOut, doc); err != nil {
-			return fmt.Errorf("--json: %v", err)
-		}
-	} else if p != "" {
-		if err := writeFile(p, func(w io.Writer) error { return rundoc.WriteJSON(w, doc) }); err != nil {
-			return fmt.Errorf("--json: %v", err)
-		}
-	}
-	if p := r.cfg.HTMLPath; p != "" {
-		if err := writeFile(p, func(w io.Writer) error { return report.WriteHTML(w, doc) }); err != nil {
-			return fmt.Errorf("--html: %v", err)
-		}
-	}
-	return nil
 }
 
 // writeFile creates path and fills it with write, reporting the first error.
@@ -457,8 +420,8 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec) *summary.Collector 
 	c := summary.NewCollector()
 	sink := func(rec *result.Request) {
 		c.Add(rec) // counts a warm-up request apart, outside the statistics
-		if !rec.Warmup && r.csv != nil {
-			r.csv.Add(rec)
+		if !rec.Warmup && r.outs.csv != nil {
+			r.outs.csv.Add(rec)
 		}
 		if !r.cfg.Quiet {
 			r.out.requestLine(rec)

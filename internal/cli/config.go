@@ -219,7 +219,10 @@ func parseArgs(args []string) (Config, error) {
 			return cfg, fmt.Errorf("-t: %v", err)
 		}
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, checkOutputs(cfg)
 }
 
 // usage is the help text; a test pins it and checks that it names every flag.
