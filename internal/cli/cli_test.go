@@ -118,8 +118,8 @@ func TestClamps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := parseArgs(tt.args)
-		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseArgs(%q) = %+v, %v; want %+v", tt.args, got, err, tt.want)
+		if err != nil || !reflect.DeepEqual(got.cfg, tt.want) {
+			t.Errorf("parseArgs(%q) = %+v, %v; want %+v", tt.args, got.cfg, err, tt.want)
 		}
 	}
 }
@@ -144,7 +144,7 @@ func TestAddressForms(t *testing.T) {
 		{"[::1:80", "", "", "bad address"},
 	}
 	for _, tt := range tests {
-		l, err := listenAddr(tt.in)
+		l, _, err := listenAddr(tt.in)
 		if tt.wantErrSub != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErrSub) {
 				t.Errorf("listenAddr(%q) = %q, %v; want an error containing %q", tt.in, l, err, tt.wantErrSub)

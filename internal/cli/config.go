@@ -142,8 +142,46 @@ var (
 	errVersion = errors.New("version requested")
 )
 
-// parseArgs parses argv (without the program name) into a validated Config.
-func parseArgs(args []string) (Config, error) {
+// commandLine is argv parsed and validated: the configuration, and its
+// addresses parsed once.
+type commandLine struct {
+	cfg        Config
+	listen     string // -L as net.Listen takes it
+	listenHost string // -L's host, "" for the wildcard forms
+	target     target // -t; the zero target without -t (server only)
+}
+
+// parseArgs parses argv (without the program name) into a validated
+// command line. Its errors name the flag; errHelp and errVersion say what
+// was asked instead of a run.
+func parseArgs(args []string) (commandLine, error) {
+	cl, err := parseFlags(args)
+	if err != nil {
+		return cl, err
+	}
+	cfg := &cl.cfg
+	if cl.listen, cl.listenHost, err = listenAddr(cfg.Listen); err != nil {
+		return cl, fmt.Errorf("-L: %v", err)
+	}
+	if cfg.Target != "" {
+		t, err := parseTarget(cfg.Target)
+		if err == nil {
+			_, _, err = splitAddr(t.hostPort)
+		}
+		if err != nil {
+			return cl, fmt.Errorf("-t: %v", err)
+		}
+		cl.target = t
+	}
+	if err := cfg.Validate(); err != nil {
+		return cl, err
+	}
+	return cl, checkOutputs(*cfg)
+}
+
+// parseFlags reads the flags into a Config with the defaults of the
+// others.
+func parseFlags(args []string) (commandLine, error) {
 	cfg := DefaultConfig()
 	fs := pflag.NewFlagSet("sse-latency", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -191,7 +229,7 @@ func parseArgs(args []string) (Config, error) {
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		return commandLine{cfg: cfg}, err
 	}
 	if cfg.Duration > 0 && !fs.Changed("requests") {
 		cfg.Requests = 0 // --duration instead of -r
@@ -201,28 +239,13 @@ func parseArgs(args []string) (Config, error) {
 	}
 	switch {
 	case help:
-		return cfg, errHelp
+		return commandLine{cfg: cfg}, errHelp
 	case version:
-		return cfg, errVersion
+		return commandLine{cfg: cfg}, errVersion
 	case fs.NArg() > 0:
-		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return commandLine{cfg: cfg}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if _, err := listenAddr(cfg.Listen); err != nil {
-		return cfg, fmt.Errorf("-L: %v", err)
-	}
-	if cfg.Target != "" {
-		t, err := parseTarget(cfg.Target)
-		if err == nil {
-			_, _, err = splitAddr(t.hostPort)
-		}
-		if err != nil {
-			return cfg, fmt.Errorf("-t: %v", err)
-		}
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, err
-	}
-	return cfg, checkOutputs(cfg)
+	return commandLine{cfg: cfg}, nil
 }
 
 // usage is the help text; a test pins it and checks that it names every flag.

@@ -13,17 +13,18 @@ import (
 )
 
 // outputs are the files a run writes (--json, --html, --csv). They are
-// opened before the run's first request, so that a path that cannot be
+// opened before the run's server starts, so that a path that cannot be
 // written fails the run at once instead of after the whole measurement.
 // The document files are filled at the end (an existing file is left as
 // it was until then); the CSV file is streamed into, so it is truncated at
 // once.
 type outputs struct {
-	docs    []*docFile
-	csvFile *os.File
-	csv     *report.CSVWriter // nil without --csv
-	stdout  io.Writer         // where --json - goes
-	toJSON  bool              // --json -
+	docs       []*docFile
+	csvFile    *os.File
+	csvCreated bool              // the CSV file did not exist before: abandon removes it
+	csv        *report.CSVWriter // nil without --csv
+	stdout     io.Writer         // where --json - goes
+	toJSON     bool              // --json -
 }
 
 // docFile is a document file opened for the end of the run.
@@ -76,6 +77,7 @@ func openOutputs(cfg Config, stdout io.Writer) (*outputs, error) {
 		o.docs = append(o.docs, d)
 	}
 	if p := cfg.CSVPath; p != "" {
+		o.csvCreated = !exists(p)
 		f, err := os.Create(p)
 		if err != nil {
 			o.abandon()
@@ -86,11 +88,16 @@ func openOutputs(cfg Config, stdout io.Writer) (*outputs, error) {
 	return o, nil
 }
 
+// exists reports whether path names a file (whatever its kind).
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
 // open opens the file for writing without truncating it, creating it if
 // needed.
 func (d *docFile) open() error {
-	_, err := os.Stat(d.path)
-	d.created = errors.Is(err, fs.ErrNotExist)
+	d.created = !exists(d.path)
 	f, err := os.OpenFile(d.path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("%s: %w", d.flag, err)
@@ -99,8 +106,15 @@ func (d *docFile) open() error {
 	return nil
 }
 
-// abandon closes what openOutputs opened and removes the files it created.
+// abandon closes what is still open of the outputs of a run that did not
+// get to write them, and removes the files it created (an earlier
+// document is left as it was; an earlier CSV file was truncated, as the
+// run began to stream into it). After writeDocument and closeCSV, or on a
+// nil outputs, it does nothing.
 func (o *outputs) abandon() {
+	if o == nil {
+		return
+	}
 	for _, d := range o.docs {
 		d.f.Close()
 		if d.created {
@@ -110,6 +124,9 @@ func (o *outputs) abandon() {
 	o.docs = nil
 	if o.csvFile != nil {
 		o.csvFile.Close()
+		if o.csvCreated {
+			os.Remove(o.csvFile.Name())
+		}
 		o.csvFile, o.csv = nil, nil
 	}
 }

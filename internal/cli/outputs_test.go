@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,7 @@ func TestOutputsCheckedBeforeMeasuring(t *testing.T) {
 		if code != ExitFailure || !strings.Contains(errOut.String(), tt.want) {
 			t.Errorf("%s: exit %d, stderr\n%s\nwant 1 and %q", tt.name, code, errOut.String(), tt.want)
 		}
-		if s := errOut.String(); strings.Contains(s, "calibrating") || strings.Contains(s, "sending") || out.Len() != 0 {
+		if s := errOut.String(); strings.Contains(s, "listening") || strings.Contains(s, "sending") || out.Len() != 0 {
 			t.Errorf("%s: the run measured before failing:\nstdout:\n%s\nstderr:\n%s", tt.name, out.String(), s)
 		}
 	}
@@ -51,6 +52,36 @@ func TestOutputsCheckedBeforeMeasuring(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
 		t.Errorf("the --json file of a run that failed to start was left behind: %v", err)
+	}
+}
+
+// TestOutputsOfARunThatCannotStart: when the server cannot listen, the
+// output files the run created are removed again, and an earlier document
+// is left as it was.
+func TestOutputsOfARunThatCannotStart(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0") // held: -L cannot bind it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dir := t.TempDir()
+	earlier := filepath.Join(dir, "earlier.html")
+	if err := os.WriteFile(earlier, []byte("<p>an earlier run</p>\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newJSON, newCSV := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.csv")
+	var out, errOut bytes.Buffer
+	args := []string{"-L", taken.Addr().String(), "-t", "127.0.0.1:1", "-q", "--json", newJSON, "--html", earlier, "--csv", newCSV}
+	if code, _ := Measure(context.Background(), args, &out, &errOut); code != ExitFailure || !strings.Contains(errOut.String(), "cannot listen on") {
+		t.Fatalf("Measure(-L taken) = %d\n%s\nwant 1 and the listen error", code, errOut.String())
+	}
+	for _, p := range []string{newJSON, newCSV} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left behind by a run that could not start: %v", p, err)
+		}
+	}
+	if b, err := os.ReadFile(earlier); err != nil || string(b) != "<p>an earlier run</p>\n" {
+		t.Errorf("the earlier --html file became %q, %v; want it untouched", b, err)
 	}
 }
 

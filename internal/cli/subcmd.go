@@ -58,6 +58,19 @@ func newSubFlags(name string) *pflag.FlagSet {
 	return fs
 }
 
+// writeFile creates path and fills it with write, reporting the first error.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // readDocument opens and decodes one saved run, naming the file in errors.
 func readDocument(path string) (*rundoc.Document, error) {
 	f, err := os.Open(path)
