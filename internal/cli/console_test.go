@@ -48,7 +48,7 @@ func TestStdoutFailure(t *testing.T) {
 	g := startPodGateway(t)
 	for _, n := range []int{0, 2} { // the first request line lost; the report lost
 		path := filepath.Join(t.TempDir(), "run.json")
-		stderr := &announcer{g: g, pod: "pod-0"}
+		stderr := announcer(g, "pod-0")
 		args := []string{"-L", "127.0.0.1:0", "-t", g.addr, "--path", "/pod-0/v1/chat/completions",
 			"-r", "2", "-n", "10", "-d", "0.5", "-l", "--json", path}
 		code, _ := Measure(context.Background(), args, &brokenStdout{n: n}, stderr)

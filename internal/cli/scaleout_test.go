@@ -75,32 +75,38 @@ func (g *podGateway) route(path string) *url.URL {
 // listening is the line an instance prints once its server listens.
 var listening = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+) `)
 
-// announcer is an instance's stderr: it keeps what the instance prints
-// and, when the instance says where its server listens, routes its pod
-// there.
-type announcer struct {
-	g   *podGateway
-	pod string
+// watched is a writer that keeps what is written to it and shows each
+// write to on as it happens (one line at a time, as the console writes).
+type watched struct {
+	on  func(p []byte)
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (a *announcer) Write(p []byte) (int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.buf.Write(p)
-	if m := listening.FindSubmatch(p); m != nil {
-		a.g.mu.Lock()
-		a.g.routes[a.pod] = &url.URL{Scheme: "http", Host: string(m[1])}
-		a.g.mu.Unlock()
-	}
+func (w *watched) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	w.on(p)
 	return len(p), nil
 }
 
-func (a *announcer) String() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.buf.String()
+func (w *watched) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// announcer is an instance's stderr: when the instance says where its
+// server listens, it routes the instance's pod there.
+func announcer(g *podGateway, pod string) *watched {
+	return &watched{on: func(p []byte) {
+		if m := listening.FindSubmatch(p); m != nil {
+			g.mu.Lock()
+			g.routes[pod] = &url.URL{Scheme: "http", Host: string(m[1])}
+			g.mu.Unlock()
+		}
+	}}
 }
 
 // instance runs one sse-latency instance as docs/scale-out.md runs each
@@ -112,7 +118,7 @@ func instance(t *testing.T, g *podGateway, dir string, i int, extra ...string) s
 	path := filepath.Join(dir, "run-"+fmt.Sprint(i)+".json")
 	args := append([]string{"-L", "127.0.0.1:0", "-t", g.addr, "--path", "/" + pod + "/v1/chat/completions",
 		"-r", "3", "-c", "3", "-n", "30", "-d", "0.5", "-q", "--json", path}, extra...)
-	stderr := &announcer{g: g, pod: pod}
+	stderr := announcer(g, pod)
 	var stdout bytes.Buffer
 	if code, _ := Measure(context.Background(), args, &stdout, stderr); code != ExitOK {
 		t.Errorf("instance %d: Measure(%q) = %d\nstdout:\n%s\nstderr:\n%s", i, args, code, stdout.String(), stderr.String())

@@ -5,27 +5,17 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
 
 // cancelOn is a stdout that cancels the run once a line starting with
 // prefix was printed.
-type cancelOn struct {
-	prefix string
-	cancel context.CancelFunc
-	mu     sync.Mutex
-	buf    bytes.Buffer
-}
-
-func (c *cancelOn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.buf.Write(p)
-	if bytes.HasPrefix(p, []byte(c.prefix)) {
-		c.cancel()
-	}
-	return len(p), nil
+func cancelOn(prefix string, cancel context.CancelFunc) *watched {
+	return &watched{on: func(p []byte) {
+		if bytes.HasPrefix(p, []byte(prefix)) {
+			cancel()
+		}
+	}}
 }
 
 // warningLines are the lines of stderr that warn about the figures.
@@ -48,8 +38,8 @@ func TestReportPrintsTheRunsWarnings(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "run.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stdout := &cancelOn{prefix: "gw ", cancel: cancel}
-	stderr := &announcer{g: g, pod: "pod-0"}
+	stdout := cancelOn("gw ", cancel)
+	stderr := announcer(g, "pod-0")
 	args := []string{"-L", "127.0.0.1:0", "-t", g.addr, "--path", "/pod-0/v1/chat/completions",
 		"-r", "4", "-c", "1", "-n", "50", "-d", "1", "--json", path}
 	if code, _ := Measure(ctx, args, stdout, stderr); code != ExitInterrupted {
@@ -68,7 +58,7 @@ func TestReportPrintsTheRunsWarnings(t *testing.T) {
 		t.Errorf("report printed on stderr\n%s\nwant the run's warnings\n%s", errOut, strings.Join(runWarnings, ""))
 	}
 	// The report follows the per-request lines of the run's stdout.
-	if run := stdout.buf.String(); !strings.HasSuffix(run, text) || !strings.Contains(text, "=== gateway: ") {
+	if run := stdout.String(); !strings.HasSuffix(run, text) || !strings.Contains(text, "=== gateway: ") {
 		t.Errorf("report printed\n%s\nwant the end of the run's stdout\n%s", text, run)
 	}
 }

@@ -8,24 +8,13 @@ import (
 	"github.com/sse-latency/sse-latency/internal/result"
 )
 
-// csvRequest builds a finished request whose n tokens are emitted 1 ms
-// apart and arrive delay ns later.
-func csvRequest(index, n int, delay int64) *result.Request {
-	r := &result.Request{Batch: "gw", Index: index, Start: 1000, Sent: 2000}
-	for i := 0; i < n; i++ {
-		e := int64(10_000 + i*1_000_000)
-		r.Tokens = append(r.Tokens, result.Token{Emitted: e, Arrived: e + delay, Read: int32(i), Index: int32(i)})
-	}
-	r.End = r.Tokens[n-1].Arrived
-	return r
-}
-
 func TestCSV(t *testing.T) {
 	var b strings.Builder
 	c := NewCSVWriter(&b)
-	r := csvRequest(3, 2, 250_000)
-	r.Tokens[1].Emitted = 0
-	c.Add(r)
+	c.Add(&result.Request{Batch: "gw", Index: 3, Tokens: []result.Token{
+		{Emitted: 10_000, Arrived: 260_000, Read: 0, Index: 0},
+		{Arrived: 1_260_000, Read: 1, Index: 1}, // no emission time
+	}})
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +30,11 @@ func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full")
 
 func TestCSVReportsWriteErrors(t *testing.T) {
 	c := NewCSVWriter(failWriter{})
-	c.Add(csvRequest(0, 10000, 1))
+	r := &result.Request{Batch: "gw", Tokens: make([]result.Token, 10000)} // more than the buffer holds
+	for i := range r.Tokens {
+		r.Tokens[i] = result.Token{Emitted: int64(i) * 1e6, Arrived: int64(i)*1e6 + 1, Index: int32(i)}
+	}
+	c.Add(r)
 	if err := c.Close(); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Errorf("Close() = %v, want the write error", err)
 	}

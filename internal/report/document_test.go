@@ -129,7 +129,7 @@ func TestWarnings(t *testing.T) {
 	if err := WriteWarnings(&b, d); err != nil || b.String() != strings.Join(want, "\n")+"\n" {
 		t.Errorf("WriteWarnings = %q, %v", b.String(), err)
 	}
-	if err := WriteWarnings(&failAfter{n: 1}, d); err != errWrite {
+	if err := WriteWarnings(&failAfter{N: 1}, d); err != errWrite {
 		t.Errorf("WriteWarnings(failing writer) = %v, want %v", err, errWrite)
 	}
 	if got := Warnings(rundoc.NewDocument(rundoc.RunInfo{EndReason: rundoc.EndDone}, nil)); got != nil {

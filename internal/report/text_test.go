@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,11 +23,16 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 type stream = summarytest.Stream
 
 var (
-	batchOf  = summarytest.Batch
-	sumOf    = summarytest.Summary
-	runOf    = summarytest.Run
-	requests = summarytest.Requests
+	batchOf      = summarytest.Batch
+	sumOf        = summarytest.Summary
+	runOf        = summarytest.Run
+	requests     = summarytest.Requests
+	containsLine = summarytest.ContainsLine
+	errWrite     = summarytest.ErrWrite
 )
+
+// failAfter fails every write after the first N.
+type failAfter = summarytest.FailAfter
 
 // TestSPECLines checks that the example lines of SPEC §6 are reproduced
 // from records that carry their numbers.
@@ -72,15 +76,6 @@ func TestSPECLines(t *testing.T) {
 			t.Errorf("%s wrote\n%s\nwant the line\n%s", tt.name, b.String(), tt.want)
 		}
 	}
-}
-
-func containsLine(out, line string) bool {
-	for l := range strings.Lines(out) {
-		if l == line+"\n" {
-			return true
-		}
-	}
-	return false
 }
 
 func TestWriteRequestLine(t *testing.T) {
@@ -254,19 +249,6 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
-// failAfter fails every write after the first n.
-type failAfter struct{ n int }
-
-var errWrite = errors.New("write failed")
-
-func (f *failAfter) Write(p []byte) (int, error) {
-	if f.n == 0 {
-		return 0, errWrite
-	}
-	f.n--
-	return len(p), nil
-}
-
 // TestWriteErrors checks that every writer reports the first failing write,
 // whichever it is.
 func TestWriteErrors(t *testing.T) {
@@ -288,7 +270,7 @@ func TestWriteErrors(t *testing.T) {
 	for name, write := range writers {
 		n := 0
 		for ; ; n++ {
-			err := write(&failAfter{n: n})
+			err := write(&failAfter{N: n})
 			if err == nil {
 				break
 			}

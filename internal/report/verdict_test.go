@@ -96,7 +96,7 @@ func TestVerdictWriteErrors(t *testing.T) {
 		lines := strings.Count(all.String(), "\n")
 		n := 0
 		for ; ; n++ {
-			err := WriteVerdict(&failAfter{n: n}, v)
+			err := WriteVerdict(&failAfter{N: n}, v)
 			if err == nil {
 				break
 			}

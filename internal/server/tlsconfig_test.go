@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/x509"
 	"path/filepath"
 	"testing"
 )
@@ -17,13 +16,7 @@ func TestTLSConfig(t *testing.T) {
 		t.Fatalf("TLSConfig(self-signed) = %v, %q, %v; want a certificate and its fingerprint", tc, fp, err)
 	}
 	dir := t.TempDir()
-	keyDER, err := x509.MarshalPKCS8PrivateKey(tc.Certificates[0].PrivateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	writePEM(t, certFile, "CERTIFICATE", tc.Certificates[0].Certificate[0])
-	writePEM(t, keyFile, "PRIVATE KEY", keyDER)
+	certFile, keyFile := writeKeyPair(t, tc, dir)
 	files, fp2, err := TLSConfig(certFile, keyFile, false)
 	if err != nil || fp2 != "" || len(files.Certificates) != 1 || Fingerprint(files.Certificates[0].Certificate[0]) != fp {
 		t.Errorf("TLSConfig(%s, %s) = %v, %q, %v; want the file's certificate, no fingerprint", certFile, keyFile, files, fp2, err)

@@ -5,7 +5,9 @@
 package summarytest
 
 import (
+	"errors"
 	"slices"
+	"strings"
 
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
@@ -266,4 +268,30 @@ func TransportRecords(tag, proto string, open bool) []*result.Request {
 	add(result.Request{Failure: result.Failure{Kind: result.Connect, Detail: "Connection refused"}})
 	add(result.Request{ConnID: 4, Reused: true, Proto: proto})
 	return rs
+}
+
+// ContainsLine reports whether out has line as one of its lines.
+func ContainsLine(out, line string) bool {
+	for l := range strings.Lines(out) {
+		if l == line+"\n" {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrWrite is the error of a FailAfter's failing writes.
+var ErrWrite = errors.New("write failed")
+
+// FailAfter is a writer whose writes fail with ErrWrite after the first N,
+// to check that a renderer returns the first failing write, whichever it
+// is.
+type FailAfter struct{ N int }
+
+func (f *FailAfter) Write(p []byte) (int, error) {
+	if f.N == 0 {
+		return 0, ErrWrite
+	}
+	f.N--
+	return len(p), nil
 }
