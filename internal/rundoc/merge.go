@@ -87,6 +87,40 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 			return nil, fmt.Errorf("cannot merge %s: %w", name(i), err)
 		}
 	}
+	forced, err := mergeable(docs, name, opt.Force)
+	if err != nil {
+		return nil, err
+	}
+	first := docs[0]
+	out := &Document{
+		SchemaVersion: SchemaVersion,
+		Tool:          first.Tool,
+		Environment:   first.Environment,
+		Config:        first.Config,
+		Start:         first.Start,
+		End:           first.End,
+		EndReason:     EndDone,
+		Forced:        forced,
+	}
+	out.Config.Headers = slices.Clone(first.Config.Headers)
+	if err := out.mergeRuns(docs, name); err != nil {
+		return nil, err
+	}
+	loop, gw, err := out.mergeBatches(docs, name)
+	if err != nil {
+		return nil, err
+	}
+	out.Overhead = summary.NewOverhead(loop, gw)
+	var notes []string
+	out.Verdict, notes = mergeVerdicts(docs, name, loop, gw)
+	out.Notes = append(out.Notes, notes...)
+	return out, nil
+}
+
+// mergeable checks the configurations and batches of docs against the
+// first's (see Merge): it refuses what differs, or, when forced, returns
+// the differences, with those the documents already carried.
+func mergeable(docs []*Document, name func(int) string, force bool) ([]string, error) {
 	first := docs[0]
 	var forced []string
 	for _, d := range docs {
@@ -105,24 +139,19 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 		if len(why) == 0 {
 			continue
 		}
-		if !opt.Force {
+		if !force {
 			return nil, fmt.Errorf("cannot merge %s and %s: %s; --force merges them anyway", name(0), name(i+1), strings.Join(why, "; "))
 		}
 		forced = append(forced, fmt.Sprintf("%s and %s: %s", name(0), name(i+1), strings.Join(why, "; ")))
 	}
+	return forced, nil
+}
 
-	out := &Document{
-		SchemaVersion: SchemaVersion,
-		Tool:          first.Tool,
-		Environment:   first.Environment,
-		Config:        first.Config,
-		Start:         first.Start,
-		End:           first.End,
-		EndReason:     EndDone,
-		Forced:        forced,
-	}
-	out.Config.Headers = slices.Clone(first.Config.Headers)
-	out.Batches = []summary.Batch{}
+// mergeRuns sets what out says of the runs themselves from docs (see
+// Merge): the load summed into the config, times, runs, exit code and end
+// reason, the tool's own lateness, CPU and warnings, and the notes on what
+// differed between them without mattering.
+func (out *Document) mergeRuns(docs []*Document, name func(int) string) error {
 	lateness := stats.NewMetric()
 	var warnings, versions, hosts []string
 	cfgs := make([]*Config, len(docs))
@@ -147,7 +176,7 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 		}
 		late, err := d.Self.Lateness.Stats()
 		if err != nil {
-			return nil, fmt.Errorf("cannot merge %s: self.emission_lateness: %w", name(i), err)
+			return fmt.Errorf("cannot merge %s: self.emission_lateness: %w", name(i), err)
 		}
 		lateness.Merge(late)
 		out.Self.UserS += d.Self.UserS
@@ -169,7 +198,14 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	if inst := instanceValues(cfgs); len(inst) > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("each run had its own %s; config keeps %s's", strings.Join(inst, ", "), name(0)))
 	}
+	return nil
+}
 
+// mergeBatches sets out's batches from those of docs, each from the runs
+// that have it (all of them, unless the merge was forced), and returns the
+// merged statistics of the loopback and gateway batches (nil when absent).
+func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop, gw *stats.Batch, err error) {
+	out.Batches = []summary.Batch{}
 	merged := make(map[string]*stats.Batch)
 	for _, bn := range []string{summary.LoopbackBatch, summary.GatewayBatch} {
 		var sb *stats.Batch
@@ -179,11 +215,11 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 		for i, d := range docs {
 			db := d.Batch(bn)
 			if db == nil {
-				continue // only when forced: the batches of the runs that have it
+				continue
 			}
 			s, err := db.Stats()
 			if err != nil {
-				return nil, fmt.Errorf("cannot merge %s: %s batch: %w", name(i), bn, err)
+				return nil, nil, fmt.Errorf("cannot merge %s: %s batch: %w", name(i), bn, err)
 			}
 			if sb == nil {
 				sb = stats.NewBatch()
@@ -193,18 +229,12 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 			samples = append(samples, offsetSamples(db.Samples, offset))
 			offset += db.Requests
 		}
-		if sb == nil {
-			continue
+		if sb != nil {
+			merged[bn] = sb
+			out.Batches = append(out.Batches, summary.NewBatch(bn, strings.Join(targets, ", "), sb, mergeSamples(samples)))
 		}
-		merged[bn] = sb
-		out.Batches = append(out.Batches, summary.NewBatch(bn, strings.Join(targets, ", "), sb, mergeSamples(samples)))
 	}
-	loop, gw := merged[summary.LoopbackBatch], merged[summary.GatewayBatch]
-	out.Overhead = summary.NewOverhead(loop, gw)
-	var notes []string
-	out.Verdict, notes = mergeVerdicts(docs, name, loop, gw)
-	out.Notes = append(out.Notes, notes...)
-	return out, nil
+	return merged[summary.LoopbackBatch], merged[summary.GatewayBatch], nil
 }
 
 // batchNames lists the batches of d, as "[loopback gateway]".
