@@ -67,7 +67,10 @@ func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		fmt.Fprint(stderr, usage)
 		return ExitOK, nil
 	case errors.Is(err, errVersion):
-		fmt.Fprintln(stdout, "sse-latency", Version())
+		if _, err := fmt.Fprintln(stdout, "sse-latency", Version()); err != nil {
+			fmt.Fprintf(stderr, "sse-latency: %v\n", err)
+			return ExitFailure, nil
+		}
 		return ExitOK, nil
 	case err != nil:
 		fmt.Fprintf(stderr, "sse-latency: %v\n%s", err, usage)

@@ -60,3 +60,12 @@ func TestStdoutFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestVersionToBrokenStdout: --version that cannot be printed fails.
+func TestVersionToBrokenStdout(t *testing.T) {
+	var errOut strings.Builder
+	if code, _ := Measure(context.Background(), []string{"--version"}, &brokenStdout{}, &errOut); code != ExitFailure ||
+		!strings.Contains(errOut.String(), "no space left on device") {
+		t.Errorf("--version to a failing stdout: exit %d, stderr %q; want 1 and the error", code, errOut.String())
+	}
+}

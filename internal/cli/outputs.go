@@ -109,8 +109,9 @@ func (d *docFile) open() error {
 // abandon closes what is still open of the outputs of a run that did not
 // get to write them, and removes the files it created (an earlier
 // document is left as it was; an earlier CSV file was truncated, as the
-// run began to stream into it). After writeDocument and closeCSV, or on a
-// nil outputs, it does nothing.
+// run began to stream into it). It is a best-effort clean-up on the way
+// out of a failed run: its own errors have nothing left to change. After
+// writeDocument and closeCSV, or on a nil outputs, it does nothing.
 func (o *outputs) abandon() {
 	if o == nil {
 		return
