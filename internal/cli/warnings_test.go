@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,5 +62,29 @@ func TestReportPrintsTheRunsWarnings(t *testing.T) {
 	// The report follows the per-request lines of the run's stdout.
 	if run := stdout.String(); !strings.HasSuffix(run, text) || !strings.Contains(text, "=== gateway: ") {
 		t.Errorf("report printed\n%s\nwant the end of the run's stdout\n%s", text, run)
+	}
+}
+
+// TestDocumentRedactsSecrets: the configuration a run records (and so
+// the JSON and HTML of the run) has the API key and secret header values
+// masked, as every report does.
+func TestDocumentRedactsSecrets(t *testing.T) {
+	g := startPodGateway(t)
+	dir := t.TempDir()
+	jsonPath, htmlPath := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.html")
+	args := []string{"-L", "127.0.0.1:0", "-t", g.addr, "--path", "/pod-0/v1/chat/completions", "-r", "1", "-n", "5", "-d", "0.5", "-q",
+		"--api-key", "sk-secret-key", "-H", "X-Api-Key: hdr-secret", "--json", jsonPath, "--html", htmlPath}
+	stderr := announcer(g, "pod-0")
+	if code, _ := Measure(context.Background(), args, io.Discard, stderr); code != ExitOK {
+		t.Fatalf("Measure = %d\n%s", code, stderr.String())
+	}
+	for _, p := range []string{jsonPath, htmlPath} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "sk-secret-key") || strings.Contains(string(b), "hdr-secret") || !strings.Contains(string(b), "REDACTED") {
+			t.Errorf("%s shows a secret, or no REDACTED", p)
+		}
 	}
 }
