@@ -1,7 +1,7 @@
 package batch
 
 // CalibrationMaxTokens caps the tokens of each calibration request (SPEC §5:
-// min(n, 200)).
+// min(n, 200)), and its reasoning and tool-call tokens.
 const CalibrationMaxTokens = 200
 
 // CalibrationMinRequests is the fewest calibration requests a batch asks for

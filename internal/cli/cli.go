@@ -197,7 +197,8 @@ func (r *run) startServer() error {
 	cfg := r.cfg
 	r.emissions, r.runID = emission.New(), newRunID()
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
-		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS}
+		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
+		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape()}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}

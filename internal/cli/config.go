@@ -40,7 +40,9 @@ func DefaultConfig() Config {
 		TimeoutMs:   300000,
 		API:         "chat",
 		Model:       api.Model,
-		Arrival:     "constant",
+
+		ReasoningField: api.ReasoningContent.String(),
+		Arrival:        "constant",
 	}}
 }
 
@@ -48,6 +50,13 @@ func DefaultConfig() Config {
 func (c *Config) Dialect() api.Dialect {
 	d, _ := api.ParseDialect(c.API)
 	return d
+}
+
+// ReasoningShape is the reasoning shape named by --reasoning-field
+// (Validate has checked it).
+func (c *Config) ReasoningShape() api.ReasoningField {
+	f, _ := api.ParseReasoningField(c.ReasoningField)
+	return f
 }
 
 // Validate applies the reference's clamps: -r and -c below 1 become 1, -c is
@@ -101,6 +110,20 @@ func (c *Config) Validate() error {
 	}
 	if c.Tokens > server.DefaultMaxTokens {
 		return fmt.Errorf("-n %d is above the server's limit of %d tokens per response", c.Tokens, server.DefaultMaxTokens)
+	}
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"--reasoning", c.Reasoning}, {"--tool-call", c.ToolCall}} {
+		if f.n < 0 || f.n > server.DefaultMaxTokens {
+			return fmt.Errorf("%s %d: want a number of tokens from 0 to the server's limit of %d", f.name, f.n, server.DefaultMaxTokens)
+		}
+	}
+	if _, err := api.ParseReasoningField(c.ReasoningField); err != nil {
+		return fmt.Errorf("--reasoning-field: %v", err)
+	}
+	if c.Dialect() == api.Completions && (c.Reasoning > 0 || c.ToolCall > 0) {
+		return errors.New("--reasoning and --tool-call need --api chat, responses or anthropic: the completions API streams text only")
 	}
 	if c.ThinkMs > float64(server.DefaultMaxDelay/time.Millisecond) || c.DelayMs > float64(server.DefaultMaxDelay/time.Millisecond) {
 		return fmt.Errorf("-T and -d must not exceed the server's limit of %v", server.DefaultMaxDelay)
@@ -205,6 +228,9 @@ func parseFlags(args []string) (commandLine, error) {
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
 	fs.StringVar(&cfg.Path, "path", cfg.Path, "")
 	fs.BoolVar(&cfg.IncludeUsage, "include-usage", false, "")
+	fs.IntVar(&cfg.Reasoning, "reasoning", 0, "")
+	fs.IntVar(&cfg.ToolCall, "tool-call", 0, "")
+	fs.StringVar(&cfg.ReasoningField, "reasoning-field", cfg.ReasoningField, "")
 	fs.IntVar(&cfg.IdleMs, "idle-timeout", 0, "")
 	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "")
 	fs.BoolVar(&cfg.ServerClose, "server-close", false, "")
@@ -274,6 +300,10 @@ Options:
       --model <name>         model the requests ask for (def sse-latency-1)
       --path <path>          request path through the gateway (def: the dialect's, e.g. /v1/messages)
       --include-usage        ask chat/completions streams for usage and fail requests without it
+      --reasoning <n>        stream n reasoning tokens first, spread over -T (at -d when -T is 0) (def 0)
+      --tool-call <n>        then one tool call of n argument tokens, at -d, before the text (def 0)
+      --reasoning-field <f>  reasoning_content (chat delta.reasoning_content, responses summary) or
+                             reasoning (chat delta.reasoning, responses reasoning_text) (def reasoning_content)
       --idle-timeout <ms>    end a request whose stream stays silent this long (def 0: off; -w still applies)
   -k, --keepalive            reuse one connection per concurrency slot (drained to its end after [DONE])
       --server-close         the server closes every connection after its response, as the reference

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/client"
 )
 
@@ -33,9 +34,12 @@ func (r *run) gatewayRequest() *client.Request {
 // calibrationRequest prepares the calibration's requests of tokens tokens
 // straight to the server: on the dialect's own path (--path is the
 // gateway's), with TLS when it listens with TLS (trusting its own
-// certificate), in the protocol closest to the gateway batch's.
+// certificate), in the protocol closest to the gateway batch's, with at
+// most batch.CalibrationMaxTokens tokens in each phase.
 func (r *run) calibrationRequest(tokens int) *client.Request {
 	o := r.baseOptions(r.selfAddr, tokens, tokens)
+	// Its reasoning and tool-call tokens are capped like its text.
+	o.Reasoning, o.ToolCall = min(o.Reasoning, batch.CalibrationMaxTokens), min(o.ToolCall, batch.CalibrationMaxTokens)
 	if r.selfTLS != nil {
 		o.Scheme = "https"
 		o.TLS = &tls.Config{InsecureSkipVerify: true} // our own certificate, generated or given
@@ -56,6 +60,8 @@ func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
 		Tokens:       tokens,
 		ExpectTokens: expect,
 		IncludeUsage: r.cfg.IncludeUsage,
+		Reasoning:    r.cfg.Reasoning,
+		ToolCall:     r.cfg.ToolCall,
 		ExtraHeaders: r.extraHeaders(),
 		APIKey:       r.cfg.APIKey,
 		KeepAlive:    r.cfg.KeepAlive,

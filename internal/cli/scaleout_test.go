@@ -11,11 +11,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 )
 
 // podGateway is an in-process gateway (httputil.ReverseProxy) that routes
@@ -286,5 +289,12 @@ func TestConfigRecorded(t *testing.T) {
 	cfg.JSONPath, cfg.HTMLPath, cfg.CSVPath = "a.json", "a.html", "a.csv"
 	if got, want := keys(cfg), keys(cfg.Config); !slices.Equal(got, want) {
 		t.Errorf("cli.Config records %q, rundoc.Config %q", got, want)
+	}
+	// A document without a setting reads it as the default a run had.
+	missing, def := reflect.ValueOf(rundoc.MissingSettings), reflect.ValueOf(cfg.Config)
+	for i := range missing.NumField() {
+		if m := missing.Field(i); !m.IsZero() && !reflect.DeepEqual(m.Interface(), def.Field(i).Interface()) {
+			t.Errorf("rundoc.MissingSettings.%s = %v, but the default is %v", missing.Type().Field(i).Name, m, def.Field(i))
+		}
 	}
 }

@@ -26,6 +26,16 @@
 // corrupted tokens, a missing finish or usage), and a mismatch fails the
 // request as result.Integrity.
 //
+// An answer may stream reasoning and one tool call before its text
+// (Options.Reasoning, Options.ToolCall). Each phase has its own words
+// (api.AppendPhaseToken) and is matched on its own — the tool call's
+// arguments as the exact JSON object the server emitted — so that a phase
+// measured by content keeps its tokens' indexes, laid out per phase as
+// result.Request documents, and a gateway that drops, merges, reorders or
+// converts a phase shows in the record: the first arrival of each phase,
+// the heartbeats seen, the longest silence. A reasoning or tool-call event
+// whose text cannot be read fails the request, quoted.
+//
 // A hostile gateway cannot crash or hang a request: whatever comes back
 // ends it with a failure text, in bounded memory and time. A response that
 // is no HTTP fails as soon as its first bytes or its first line show it;
@@ -125,6 +135,14 @@ type Options struct {
 	// means unknown: the content is still checked token by token, but not
 	// its length.
 	ExpectTokens int
+	// Reasoning and ToolCall are the reasoning tokens and tool-call
+	// argument tokens the response should carry before its text: asked for
+	// with the pi_reasoning_tokens and pi_tool_call_tokens hints when > 0,
+	// and checked like the text (none may arrive when 0). A response
+	// without any reasoning is not a failure (gateways drop it); the record
+	// shows it. Completions has neither.
+	Reasoning int
+	ToolCall  int
 	// IncludeUsage asks Chat and Completions streams for their usage chunk
 	// (stream_options.include_usage), and fails a request as an integrity
 	// error when no usage arrives — in every dialect (Responses and
@@ -224,7 +242,24 @@ func (q *Request) hints(id string) api.Hints {
 		n := int64(q.Tokens)
 		h.Tokens = &n
 	}
+	if q.Reasoning > 0 {
+		n := int64(q.Reasoning)
+		h.Reasoning = &n
+	}
+	if q.ToolCall > 0 {
+		n := int64(q.ToolCall)
+		h.ToolCall = &n
+	}
 	return h
+}
+
+// expectedTokens is the number of tokens a response should carry, all
+// phases (0: unknown), the capacity of the record's tokens.
+func (q *Request) expectedTokens() int {
+	if q.ExpectTokens <= 0 {
+		return 0
+	}
+	return q.ExpectTokens + max(q.Reasoning, 0) + max(q.ToolCall, 0)
 }
 
 // body returns the request body for hints h.

@@ -145,7 +145,7 @@ func simDocument(buffering bool) *rundoc.Document {
 		Tool:          rundoc.ToolInfo{Name: "sse-latency", Version: "v0.9.0", GoVersion: "go1.26.8"},
 		Environment:   rundoc.Environment{OS: "linux", Arch: "amd64", NumCPU: 2, GOMAXPROCS: 2, Hostname: "ci-runner"},
 		Config: rundoc.Config{Listen: ":8090", Target: "127.0.0.1:8080", Requests: 20, Concurrency: 5, Tokens: 200, DelayMs: 5,
-			TimeoutMs: 300000, API: "chat", Model: "sse-latency-1", Arrival: "constant"},
+			TimeoutMs: 300000, API: "chat", Model: "sse-latency-1", ReasoningField: "reasoning_content", Arrival: "constant"},
 		Start:     time.Date(2026, 3, 14, 9, 26, 53, 589_000_000, time.UTC),
 		End:       time.Date(2026, 3, 14, 9, 27, 1, 812_000_000, time.UTC),
 		EndReason: "done",

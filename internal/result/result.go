@@ -126,7 +126,7 @@ type Token struct {
 	Emitted int64 // when the server wrote it: its pi_ts, or from the emission registry; 0 if unknown
 	Arrived int64 // when the Read that delivered its last byte returned
 	Read    int32 // index of that Read within the response (0-based)
-	Index   int32 // position of the token in the stream (0-based), from its content
+	Index   int32 // position of the token in the stream (0-based, all phases: see Request.Reasoning), from its content
 }
 
 // Request is the record of one streamed request.
@@ -162,10 +162,41 @@ type Request struct {
 
 	ID string // request id sent to the server as a hint ("" if none)
 
-	Tokens []Token // content tokens in arrival order
+	Tokens []Token // content tokens in arrival order, all phases
 	Reads  int     // number of Reads that returned data after the request was sent
 	Bytes  int64   // response bytes received, head included
 	Events int     // SSE data payloads received (one per event in every dialect)
+
+	// The phases of the answer the request asked for: Reasoning reasoning
+	// tokens, then a tool call of ToolCall argument tokens, then the text.
+	// Token indexes are laid out per phase in that order, as the server
+	// numbers its emissions: a token whose Index is below Reasoning is a
+	// reasoning token, below Reasoning+ToolCall a tool-call argument token,
+	// else a text token (text token j has Index Reasoning+ToolCall+j); see
+	// api.LocateToken. A gateway that drops the reasoning leaves no token
+	// below Reasoning and FirstReasoningAt 0, and the request OK.
+	Reasoning int
+	ToolCall  int
+
+	// When the Read that delivered the first SSE event, and the first
+	// event carrying each phase's text, returned; 0 if none arrived.
+	// FirstTextAt is the time to first visible output (TTFO).
+	FirstEventAt     int64
+	FirstReasoningAt int64
+	FirstToolCallAt  int64
+	FirstTextAt      int64
+
+	// Heartbeats seen: SSE comment lines (": ping") and Anthropic
+	// "event: ping" events, whoever sent them.
+	Comments int
+	Pings    int
+
+	// LastReadAt is when the last Read that returned data returned;
+	// MaxSilence the longest time without a byte, in nanoseconds, from
+	// Sent to the first Read and between Reads (to End, the silence after
+	// LastReadAt is End-LastReadAt).
+	LastReadAt int64
+	MaxSilence int64
 
 	// How the emission time of each token was found: from the pi_ts of the
 	// event that carried it alone, or by content through the emission

@@ -37,6 +37,11 @@ type Config struct {
 	Path         string `json:"path" merge:"instance"`      // --path: request path through the gateway; "" = the dialect's
 	IncludeUsage bool   `json:"include_usage" merge:"same"` // --include-usage: ask chat/completions streams for usage and check it
 
+	// Phases before the text (not in --api completions).
+	Reasoning      int    `json:"reasoning" merge:"same"`       // --reasoning: reasoning tokens per response, spread over -T (>= 0)
+	ToolCall       int    `json:"tool_call" merge:"same"`       // --tool-call: argument tokens of a tool call before the text (>= 0)
+	ReasoningField string `json:"reasoning_field" merge:"same"` // --reasoning-field: reasoning_content or reasoning (the Chat field; Responses summary or reasoning text)
+
 	// Transports and headers.
 	KeepAlive     bool     `json:"keepalive" merge:"same"`       // -k: reuse a connection per concurrency slot
 	ServerClose   bool     `json:"server_close" merge:"same"`    // --server-close: the server closes after every response, as the reference
@@ -58,6 +63,13 @@ type Config struct {
 	Duration time.Duration `json:"duration_ns" merge:"same"` // --duration: start requests for this long instead of -r
 	Warmup   int           `json:"warmup" merge:"sum"`       // --warmup: first N requests excluded from the statistics
 }
+
+// MissingSettings are the values a document that lacks a setting is read
+// with: each setting's default, for the settings added after
+// schema_version 1 began (a run made before one existed had it so). With
+// them, documents of before and after a setting compare equal when it was
+// not used. cli.DefaultConfig agrees (a test checks it).
+var MissingSettings = Config{Arrival: "constant", ReasoningField: "reasoning_content"}
 
 // Rule is what merge (and compare) does with a configuration field in
 // which the runs differ.

@@ -417,7 +417,7 @@ func ReadJSON(r io.Reader) (*Document, error) {
 			}
 		}
 	}
-	d := new(Document)
+	d := &Document{Config: MissingSettings} // what the document has overwrites them
 	if err := json.Unmarshal(data, d); err != nil {
 		return nil, decodeError(data, err)
 	}

@@ -54,6 +54,10 @@ func TestVersion1Documents(t *testing.T) {
 			t.Errorf("%s: Compare(run, run merged with itself) = %v\n%s", name, err, b.String())
 		}
 	}
+	// Written before --reasoning-field existed: read with its default.
+	if c := readV1(t, "fail").Config; c.ReasoningField != "reasoning_content" || c.Arrival != "constant" || c.Reasoning != 0 {
+		t.Errorf("v1/fail.json config reads reasoning_field %q, arrival %q, reasoning %d; want the defaults", c.ReasoningField, c.Arrival, c.Reasoning)
+	}
 	_, err := Merge([]*Document{readV1(t, "fail"), readV1(t, "open")}, MergeOptions{Names: []string{"fail.json", "open.json"}})
 	if err == nil || !strings.Contains(err.Error(), "cannot merge fail.json and open.json: config differs in concurrency (2 vs 0), tokens (300 vs 30), ") {
 		t.Errorf("Merge(fail, open) = %v, want a refusal naming tokens", err)

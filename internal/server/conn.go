@@ -422,6 +422,10 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		s.writeError(t, &httpError{status: 400, code: "hint_above_limit", message: err.Error()})
 		return nil
 	}
+	if err := api.CheckPhases(d, h); err != nil {
+		s.writeError(t, &httpError{status: 400, code: "invalid_request_error", message: err.Error()})
+		return nil
+	}
 	if !s.enterAnswer() {
 		s.writeError(t, &httpError{status: 429, code: "rate_limit_exceeded",
 			fields:  []wire.Field{{Name: "Retry-After", Value: retryAfter}},
@@ -429,17 +433,15 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		return nil
 	}
 	no := s.streamNo.Add(1)
-	a := api.Answer{No: no, Model: sr.Model, IncludeUsage: sr.IncludeUsage}
+	a := api.Answer{No: no, Model: sr.Model, IncludeUsage: sr.IncludeUsage, ReasoningField: s.cfg.ReasoningField}
 	if !sr.Stream {
 		defer s.leaveAnswer()
-		p := s.plan(clock.Now(), h)
-		a.Tokens = p.Tokens
+		p := s.plan(clock.Now(), d, h, &a)
 		s.serveCompletion(t, d, a, p)
 		return nil
 	}
 	start := clock.Now()
-	p := s.plan(start, h)
-	a.Tokens = p.Tokens
+	p := s.plan(start, d, h, &a)
 	a.Created = start / 1e9
 	st := newStream(t, api.NewEncoder(d, a), p)
 	out := t.startStream(st.out[:0])
@@ -453,8 +455,8 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		return nil
 	}
 	st.times = s.cfg.Emissions.Start(h.ID, p.Tokens)
-	s.logf("server: %s: %s stream %d (id %q): %d tokens, think %dns, delay %dns",
-		t, d, no, h.ID, p.Tokens, p.Think, p.Delay)
+	s.logf("server: %s: %s stream %d (id %q): %d tokens (%d reasoning, %d tool call), think %dns, delay %dns",
+		t, d, no, h.ID, p.Tokens, a.Reasoning, a.ToolCall, p.Think, p.Delay)
 	st.shard = s.shards[no%uint64(len(s.shards))]
 	t.bind(st)
 	st.shard.start(st)

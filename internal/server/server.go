@@ -47,14 +47,24 @@ import (
 	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
-// Config is the server's behaviour. Requests may override Tokens, ThinkMs and
-// DelayMs individually with hints (api.Hints: the pi_tokens, pi_think_ms and
-// pi_delay_ms JSON fields, else the api.HintHeader header, else the prompt
-// marker).
+// Config is the server's behaviour. Requests may override Tokens, ThinkMs,
+// DelayMs, Reasoning and ToolCall individually with hints (api.Hints: the
+// pi_tokens, pi_think_ms, pi_delay_ms, pi_reasoning_tokens and
+// pi_tool_call_tokens JSON fields, else the api.HintHeader header, else the
+// prompt marker).
 type Config struct {
-	Tokens  int     // tokens per response
-	ThinkMs float64 // delay before the first token, ms
+	Tokens  int     // text tokens per response
+	ThinkMs float64 // think time: before the first token after the reasoning (see schedule.Plan), ms
 	DelayMs float64 // delay between tokens, ms
+
+	// Reasoning reasoning tokens stream during the think time, spread over
+	// ThinkMs (at DelayMs when ThinkMs is 0); then one tool call of
+	// ToolCall argument tokens, at DelayMs, before the text. Completions
+	// answers leave both out (a request that asks for them there gets a
+	// 400). ReasoningField is how Chat and Responses carry the reasoning.
+	Reasoning      int
+	ToolCall       int
+	ReasoningField api.ReasoningField
 
 	// Emissions, when set, receives the emission time (the pi_ts) of every
 	// token of every stream whose request carries an id hint, keyed by that
@@ -95,12 +105,13 @@ type Config struct {
 	// (0 means DefaultIdleTimeout).
 	IdleTimeout time.Duration
 
-	// MaxTokens caps the token count a request may ask for with a hint;
-	// past it the request gets a 400 naming the hint and the cap. 0 means
-	// DefaultMaxTokens; it is never more than 2³¹−1. It bounds what one
-	// request makes the server send and, with an id hint, the emission
-	// times it allocates (8 bytes per token). Tokens itself is not checked:
-	// the caller validates its own defaults.
+	// MaxTokens caps each token count a request may ask for with a hint
+	// (text, reasoning, tool call); past it the request gets a 400 naming
+	// the hint and the cap. 0 means DefaultMaxTokens; it is never more than
+	// 2³¹−1. It bounds what one request makes the server send and, with an
+	// id hint, the emission times it allocates (8 bytes per token, all
+	// phases: at most 3·MaxTokens). Tokens, Reasoning and ToolCall
+	// themselves are not checked: the caller validates its own defaults.
 	MaxTokens int
 	// MaxDelay caps the think time and the delay between tokens a request
 	// may ask for with a hint (each separately); past it, a 400. 0 means
@@ -402,25 +413,35 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
-// plan resolves the request's hints against the server defaults.
-func (s *Server) plan(start int64, h api.Hints) schedule.Plan {
-	p := schedule.Plan{
-		Start:  start,
-		Think:  schedule.MsToNs(s.cfg.ThinkMs),
-		Delay:  schedule.MsToNs(s.cfg.DelayMs),
-		Tokens: s.cfg.Tokens,
+// plan resolves the request's hints against the server defaults: it sets
+// the token counts of answer a, of dialect d, and returns its schedule,
+// whose tokens are a's, all phases. Completions answers have no reasoning
+// or tool call.
+func (s *Server) plan(start int64, d api.Dialect, h api.Hints, a *api.Answer) schedule.Plan {
+	count := func(def int, hint *int64) int {
+		if hint != nil {
+			return max(int(*hint), 0)
+		}
+		return max(def, 0)
 	}
-	if h.Tokens != nil {
-		p.Tokens = int(*h.Tokens)
+	a.Tokens = count(s.cfg.Tokens, h.Tokens)
+	a.Reasoning = count(s.cfg.Reasoning, h.Reasoning)
+	a.ToolCall = count(s.cfg.ToolCall, h.ToolCall)
+	if d == api.Completions {
+		a.Reasoning, a.ToolCall = 0, 0
+	}
+	p := schedule.Plan{
+		Start:     start,
+		Think:     schedule.MsToNs(s.cfg.ThinkMs),
+		Delay:     schedule.MsToNs(s.cfg.DelayMs),
+		Tokens:    a.Total(),
+		Reasoning: a.Reasoning,
 	}
 	if h.ThinkMs != nil {
 		p.Think = schedule.MsToNs(*h.ThinkMs)
 	}
 	if h.DelayMs != nil {
 		p.Delay = schedule.MsToNs(*h.DelayMs)
-	}
-	if p.Tokens < 0 {
-		p.Tokens = 0
 	}
 	return p
 }
