@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/batch"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -121,8 +122,8 @@ func TestClamps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := parseArgs(tt.args)
-		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseArgs(%q) = %+v, %v; want %+v", tt.args, got, err, tt.want)
+		if err != nil || !reflect.DeepEqual(got.cfg, tt.want) {
+			t.Errorf("parseArgs(%q) = %+v, %v; want %+v", tt.args, got.cfg, err, tt.want)
 		}
 	}
 }
@@ -147,7 +148,7 @@ func TestAddressForms(t *testing.T) {
 		{"[::1:80", "", "", "bad address"},
 	}
 	for _, tt := range tests {
-		l, err := listenAddr(tt.in)
+		l, _, err := listenAddr(tt.in)
 		if tt.wantErrSub != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErrSub) {
 				t.Errorf("listenAddr(%q) = %q, %v; want an error containing %q", tt.in, l, err, tt.wantErrSub)
@@ -221,7 +222,8 @@ func TestPhaseFlags(t *testing.T) {
 		}
 	}
 
-	cfg, err := parseArgs([]string{"--api", "responses", "--reasoning", "300", "--tool-call", "20", "--reasoning-field", "reasoning", "-n", "50"})
+	cl, err := parseArgs([]string{"--api", "responses", "--reasoning", "300", "--tool-call", "20", "--reasoning-field", "reasoning", "-n", "50"})
+	cfg := cl.cfg
 	if err != nil || cfg.Reasoning != 300 || cfg.ToolCall != 20 || cfg.ReasoningShape() != api.ReasoningPlain {
 		t.Fatalf("parseArgs = %+v, %v", cfg, err)
 	}
@@ -233,11 +235,11 @@ func TestPhaseFlags(t *testing.T) {
 	if json.Unmarshal(b, &echo); echo["reasoning"] != 300.0 || echo["tool_call"] != 20.0 || echo["reasoning_field"] != "reasoning" {
 		t.Errorf("the JSON configuration %s lacks the phase flags", b)
 	}
-	r := &run{cfg: cfg}
-	gw := r.request("127.0.0.1:1", target{}, nil, -1, cfg.Tokens)
-	loop := r.calibrationRequest("127.0.0.1:1", min(cfg.Tokens, calibrationMaxTokens))
-	if gw.Reasoning != 300 || gw.ToolCall != 20 || loop.Reasoning != calibrationMaxTokens || loop.ToolCall != 20 {
+	r := &run{commandLine: cl, cfg: cfg, gwAddr: "127.0.0.1:1", selfAddr: "127.0.0.1:1"}
+	gw := r.gatewayRequest()
+	loop := r.calibrationRequest(batch.CalibrationFor(cfg.Requests, cfg.Concurrency, cfg.Tokens).Tokens)
+	if gw.Reasoning != 300 || gw.ToolCall != 20 || loop.Reasoning != batch.CalibrationMaxTokens || loop.ToolCall != 20 {
 		t.Errorf("requests ask for reasoning/tool call %d/%d (gateway), %d/%d (calibration); want 300/20, %d/20",
-			gw.Reasoning, gw.ToolCall, loop.Reasoning, loop.ToolCall, calibrationMaxTokens)
+			gw.Reasoning, gw.ToolCall, loop.Reasoning, loop.ToolCall, batch.CalibrationMaxTokens)
 	}
 }

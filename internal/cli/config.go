@@ -10,60 +10,19 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
 
 	"github.com/spf13/pflag"
 )
 
 // Config is the whole measurement, as given on the command line, with the
-// reference's defaults (SPEC §2) and, after Validate, its clamps.
+// reference's defaults (SPEC §2) and, after Validate, its clamps: the
+// settings a run document records (rundoc.Config, where each field, its
+// unit and its merge rule are described) and the output paths, which it
+// does not record.
 type Config struct {
-	Listen      string  `json:"listen"`          // -L: listen address of the dummy server
-	Target      string  `json:"target"`          // -t: gateway address; empty = server only
-	Requests    int     `json:"requests"`        // -r: number of gateway requests (>= 1)
-	Concurrency int     `json:"concurrency"`     // -c: requests in flight (1..Requests)
-	Tokens      int     `json:"tokens"`          // -n: tokens per response (>= 0)
-	ThinkMs     float64 `json:"think_ms"`        // -T: delay before the first token, ms (>= 0)
-	DelayMs     float64 `json:"delay_ms"`        // -d: delay between tokens, ms (>= 0)
-	TimeoutMs   int     `json:"timeout_ms"`      // -w: per-request timeout, ms (>= 1)
-	IdleMs      int     `json:"idle_timeout_ms"` // --idle-timeout: end a request silent for this long, ms (0 = off)
-	NoLoopback  bool    `json:"no_loopback"`     // -l: skip the loopback calibration batch
-	Quiet       bool    `json:"quiet"`           // -q: no per-request lines
-	Verbose     bool    `json:"verbose"`         // -v: debug lines on stderr
-	Compat      bool    `json:"compat"`          // --compat: print only what the reference prints (no verdict block)
-	Compressed  bool    `json:"compressed"`      // --compressed: ask for gzip (Accept-Encoding: gzip); gzip bodies are always decoded
-	Engine      string  `json:"engine"`          // --engine: I/O engine, auto, epoll or goroutine (see client.Engine)
-
-	API          string `json:"api"`           // --api: chat, completions, responses or anthropic
-	Model        string `json:"model"`         // --model: model name the requests ask for
-	Path         string `json:"path"`          // --path: request path through the gateway; "" = the dialect's
-	IncludeUsage bool   `json:"include_usage"` // --include-usage: ask chat/completions streams for usage and check it
-
-	// Phases before the text (not in --api completions).
-	Reasoning      int    `json:"reasoning"`       // --reasoning: reasoning tokens per response, spread over -T (>= 0)
-	ToolCall       int    `json:"tool_call"`       // --tool-call: argument tokens of a tool call before the text (>= 0)
-	ReasoningField string `json:"reasoning_field"` // --reasoning-field: reasoning_content or reasoning (the Chat field; Responses summary or reasoning text)
-
-	// Transports and headers.
-	KeepAlive     bool     `json:"keepalive"`       // -k: reuse a connection per concurrency slot
-	ServerClose   bool     `json:"server_close"`    // --server-close: the server closes after every response, as the reference
-	MaxStreams    int      `json:"max_streams"`     // --max-streams: the server answers 429 beyond this many concurrent streams (0 = its default, -1 = no limit)
-	Insecure      bool     `json:"insecure"`        // --insecure: do not verify the gateway's certificate
-	CACert        string   `json:"cacert"`          // --cacert: PEM file of CAs to trust for https targets
-	HTTP2         bool     `json:"http2"`           // --http2: offer h2 to https targets (ALPN)
-	H2C           bool     `json:"h2c"`             // --h2c: speak h2c with prior knowledge to http targets
-	TLSCert       string   `json:"tls_cert"`        // --tls-cert: the server's certificate (PEM)
-	TLSKey        string   `json:"tls_key"`         // --tls-key: its key
-	TLSSelfSigned bool     `json:"tls_self_signed"` // --tls-self-signed: the server listens with TLS, in-memory certificate
-	Headers       []string `json:"headers"`         // -H: extra request headers ("Name: value"); secrets redacted in reports
-	APIKey        string   `json:"api_key"`         // --api-key: Authorization: Bearer (x-api-key for anthropic); redacted in reports
-	HostHeader    string   `json:"host_header"`     // --host-header: Host header to send
-
-	// Load shape.
-	Rate     float64       `json:"rate"`        // --rate: requests per second (open loop); 0 = closed loop
-	Arrival  string        `json:"arrival"`     // --arrival: constant or poisson
-	Duration time.Duration `json:"duration_ns"` // --duration: start requests for this long instead of -r
-	Warmup   int           `json:"warmup"`      // --warmup: first N requests excluded from the statistics
+	rundoc.Config
 
 	JSONPath string `json:"-"` // --json: write the JSON document here ("-" = stdout, the text report then goes to stderr)
 	HTMLPath string `json:"-"` // --html: write the HTML report here
@@ -72,7 +31,7 @@ type Config struct {
 
 // DefaultConfig returns the reference tool's defaults.
 func DefaultConfig() Config {
-	return Config{
+	return Config{Config: rundoc.Config{
 		Listen:      ":8090",
 		Requests:    1,
 		Concurrency: 1,
@@ -85,7 +44,7 @@ func DefaultConfig() Config {
 		ReasoningField: api.ReasoningContent.String(),
 		Arrival:        "constant",
 		Engine:         string(client.EngineAuto),
-	}
+	}}
 }
 
 // Dialect is the API named by --api (Validate has checked it).
@@ -212,8 +171,46 @@ var (
 	errVersion = errors.New("version requested")
 )
 
-// parseArgs parses argv (without the program name) into a validated Config.
-func parseArgs(args []string) (Config, error) {
+// commandLine is argv parsed and validated: the configuration, and its
+// addresses parsed once.
+type commandLine struct {
+	cfg        Config
+	listen     string // -L as net.Listen takes it
+	listenHost string // -L's host, "" for the wildcard forms
+	target     target // -t; the zero target without -t (server only)
+}
+
+// parseArgs parses argv (without the program name) into a validated
+// command line. Its errors name the flag; errHelp and errVersion say what
+// was asked instead of a run.
+func parseArgs(args []string) (commandLine, error) {
+	cl, err := parseFlags(args)
+	if err != nil {
+		return cl, err
+	}
+	cfg := &cl.cfg
+	if cl.listen, cl.listenHost, err = listenAddr(cfg.Listen); err != nil {
+		return cl, fmt.Errorf("-L: %v", err)
+	}
+	if cfg.Target != "" {
+		t, err := parseTarget(cfg.Target)
+		if err == nil {
+			_, _, err = splitAddr(t.hostPort)
+		}
+		if err != nil {
+			return cl, fmt.Errorf("-t: %v", err)
+		}
+		cl.target = t
+	}
+	if err := cfg.Validate(); err != nil {
+		return cl, err
+	}
+	return cl, checkOutputs(*cfg)
+}
+
+// parseFlags reads the flags into a Config with the defaults of the
+// others.
+func parseFlags(args []string) (commandLine, error) {
 	cfg := DefaultConfig()
 	fs := pflag.NewFlagSet("sse-latency", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -265,7 +262,7 @@ func parseArgs(args []string) (Config, error) {
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		return commandLine{cfg: cfg}, err
 	}
 	if cfg.Duration > 0 && !fs.Changed("requests") {
 		cfg.Requests = 0 // --duration instead of -r
@@ -275,25 +272,13 @@ func parseArgs(args []string) (Config, error) {
 	}
 	switch {
 	case help:
-		return cfg, errHelp
+		return commandLine{cfg: cfg}, errHelp
 	case version:
-		return cfg, errVersion
+		return commandLine{cfg: cfg}, errVersion
 	case fs.NArg() > 0:
-		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return commandLine{cfg: cfg}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if _, err := listenAddr(cfg.Listen); err != nil {
-		return cfg, fmt.Errorf("-L: %v", err)
-	}
-	if cfg.Target != "" {
-		t, err := parseTarget(cfg.Target)
-		if err == nil {
-			_, _, err = splitAddr(t.hostPort)
-		}
-		if err != nil {
-			return cfg, fmt.Errorf("-t: %v", err)
-		}
-	}
-	return cfg, cfg.Validate()
+	return commandLine{cfg: cfg}, nil
 }
 
 // usage is the help text; a test pins it and checks that it names every flag.
@@ -356,7 +341,7 @@ a URL, http(s)://host[:port][/prefix] (the prefix goes before the API path).
 Example: sse-latency -L :8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 1000
 
 Subcommands on saved runs (--json files):
-  sse-latency report RUN.json [--text] [--html OUT]   re-render a run
-  sse-latency merge A.json B.json ... > ALL.json      combine parallel runs of one config
-  sse-latency compare BEFORE.json AFTER.json          the difference, metric by metric
+  sse-latency report RUN.json [--text] [--html OUT]          re-render a run and its warnings
+  sse-latency merge [--force] A.json B.json ... > ALL.json   combine parallel runs through one gateway
+  sse-latency compare BEFORE.json AFTER.json                 the difference, metric by metric
 `

@@ -56,6 +56,17 @@ func (k Kind) String() string {
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
+// ParseKind returns the kind whose String is s ("timeout", "integrity", …),
+// as machine-readable reports name it; false for a name of no kind.
+func ParseKind(s string) (Kind, bool) {
+	for k, name := range kindNames {
+		if name == s {
+			return Kind(k), true
+		}
+	}
+	return 0, false
+}
+
 // Failure says why a request did not end OK. Detail completes the text for
 // the kinds that carry one (the status line, the timeout, the connect reason,
 // the terminal event a stream lacked, what an integrity check found, the

@@ -45,6 +45,14 @@ func TestKindNames(t *testing.T) {
 			t.Errorf("kind %d has name %q (also kind %d)", k, name, prev)
 		}
 		seen[name] = k
+		if back, ok := ParseKind(name); !ok || back != k {
+			t.Errorf("ParseKind(%q) = %v, %v; want %v, true", name, back, ok, k)
+		}
+	}
+	for _, bad := range []string{"", "kind(99)", "Timeout", "timeout "} {
+		if k, ok := ParseKind(bad); ok {
+			t.Errorf("ParseKind(%q) = %v, true; want false", bad, k)
+		}
 	}
 	if StreamError.String() != "stream_error" || Integrity.String() != "integrity" || IdleTimeout.String() != "idle_timeout" || Redirect.String() != "redirect" {
 		t.Errorf("names %q, %q, %q, %q", StreamError.String(), Integrity.String(), IdleTimeout.String(), Redirect.String())

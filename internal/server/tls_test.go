@@ -154,13 +154,7 @@ func TestTLSPiTsIsWriteTime(t *testing.T) {
 func TestLoadTLS(t *testing.T) {
 	gen, roots, fp := selfSigned(t)
 	dir := t.TempDir()
-	keyDER, err := x509.MarshalPKCS8PrivateKey(gen.Certificates[0].PrivateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	writePEM(t, certFile, "CERTIFICATE", gen.Certificates[0].Certificate[0])
-	writePEM(t, keyFile, "PRIVATE KEY", keyDER)
+	certFile, keyFile := writeKeyPair(t, gen, dir)
 
 	cfg, err := LoadTLS(certFile, keyFile)
 	if err != nil {
@@ -185,6 +179,19 @@ func TestLoadTLS(t *testing.T) {
 			t.Errorf("LoadTLS(%s, %s) = nil error, want one", files[0], files[1])
 		}
 	}
+}
+
+// writeKeyPair writes the certificate and key of cfg to PEM files in dir.
+func writeKeyPair(t *testing.T, cfg *tls.Config, dir string) (certFile, keyFile string) {
+	t.Helper()
+	keyDER, err := x509.MarshalPKCS8PrivateKey(cfg.Certificates[0].PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writePEM(t, certFile, "CERTIFICATE", cfg.Certificates[0].Certificate[0])
+	writePEM(t, keyFile, "PRIVATE KEY", keyDER)
+	return certFile, keyFile
 }
 
 func writePEM(t *testing.T, name, typ string, der []byte) {

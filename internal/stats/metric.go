@@ -247,8 +247,8 @@ var ErrSnapshot = errors.New("invalid metric snapshot")
 // buckets that are real buckets of it in ascending order with positive counts
 // summing to N, and exact fields consistent with them.
 func MetricFromSnapshot(s Snapshot) (*Metric, error) {
-	if err := s.validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrSnapshot, err)
+	if err := s.Validate(); err != nil {
+		return nil, err
 	}
 	m := NewMetric()
 	for _, b := range s.Histogram.Buckets {
@@ -261,7 +261,17 @@ func MetricFromSnapshot(s Snapshot) (*Metric, error) {
 	return m, nil
 }
 
-func (s *Snapshot) validate() error {
+// Validate checks, without building the histogram, what MetricFromSnapshot
+// checks: that s is a snapshot Snapshot can produce. Its errors wrap
+// ErrSnapshot.
+func (s *Snapshot) Validate() error {
+	if err := s.check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrSnapshot, err)
+	}
+	return nil
+}
+
+func (s *Snapshot) check() error {
 	h := &s.Histogram
 	if h.LowestNs != HistogramLowestNs || h.HighestNs != HistogramHighestNs || h.SignificantFigures != HistogramSignificantFigures {
 		return fmt.Errorf("histogram geometry %d..%d ns, %d digits; want %d..%d ns, %d digits",
