@@ -29,6 +29,11 @@ const (
 	EngineGoroutine = evloop.Goroutine
 )
 
+// testEngine is the engine of the Options that name none ("": EngineAuto).
+// Only the package's tests set it: they run their suites once per engine
+// (TestMain), so that every test of a request runs on each.
+var testEngine Engine
+
 // Engines lists the names ParseEngine accepts, for usage texts.
 const Engines = evloop.Engines
 
@@ -41,6 +46,9 @@ func ParseEngine(s string) (Engine, error) { return evloop.ParseEngine(s) }
 // and HTTP/2, which always use it, and where there are no event loops.
 func (o *Options) ResolveEngine() (Engine, string) {
 	want := o.Engine
+	if want == "" {
+		want = testEngine
+	}
 	if want == "" {
 		want = EngineAuto
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,25 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/result"
 )
+
+// TestMain runs the package's tests once per engine: every Request whose
+// Options name no engine takes the pass's (testEngine), so that the whole
+// suite — dialects, correlation by content, keep-alive and reuse failures,
+// gzip, the hostile gateways, timeouts, interruption — runs on each. The
+// pass's engine is printed before its tests.
+func TestMain(m *testing.M) {
+	code := 0
+	for _, e := range engines() {
+		testEngine = e
+		fmt.Fprintf(os.Stderr, "=== client tests on the %s engine\n", e)
+		if c := m.Run(); c != 0 {
+			fmt.Fprintf(os.Stderr, "--- FAIL: the client tests on the %s engine\n", e)
+			code = c
+		}
+	}
+	testEngine = ""
+	os.Exit(code)
+}
 
 // engines are the engines the client tests run on: the event loops where
 // the platform has them, and the goroutine engine always.
@@ -44,13 +64,13 @@ func TestResolveEngine(t *testing.T) {
 		want Engine
 		note bool
 	}{
-		{"auto, plain http", Options{}, loopOr(EngineEpoll), false},
+		{"auto, plain http", Options{Engine: EngineAuto}, loopOr(EngineEpoll), false},
 		{"epoll, plain http", Options{Engine: EngineEpoll}, loopOr(EngineEpoll), !epoll},
 		{"goroutine", Options{Engine: EngineGoroutine}, EngineGoroutine, false},
-		{"auto, https", Options{Scheme: "https"}, EngineGoroutine, false},
+		{"auto, https", Options{Scheme: "https", Engine: EngineAuto}, EngineGoroutine, false},
 		{"epoll, https", Options{Scheme: "https", Engine: EngineEpoll}, EngineGoroutine, true},
 		{"epoll, h2c", Options{H2C: true, Engine: EngineEpoll}, EngineGoroutine, true},
-		{"auto, h2c", Options{H2C: true}, EngineGoroutine, false},
+		{"auto, h2c", Options{H2C: true, Engine: EngineAuto}, EngineGoroutine, false},
 	}
 	for _, tt := range tests {
 		got, note := tt.o.ResolveEngine()
