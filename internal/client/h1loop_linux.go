@@ -96,10 +96,6 @@ type econn struct {
 	port    int   // the local port, claimed on the loop (0: none)
 }
 
-// affine: claim the local ports (an experiment switch, SSELAT_AFFINE=0 to
-// turn off).
-var affine = os.Getenv("SSELAT_AFFINE") != "0"
-
 // sockPort is the port of a TCP socket address, 0 for another kind.
 func sockPort(sa unix.Sockaddr) int {
 	switch a := sa.(type) {
@@ -339,11 +335,11 @@ func (ls *loopSession) connect() {
 		return
 	}
 	ls.c = c
-	if affine {
-		if local, err := unix.Getsockname(fd); err == nil {
-			c.port = sockPort(local)
-			ls.l.Claim(c.port)
-		}
+	// The server, when it is this process's, writes the stream of this
+	// connection from this loop (evloop.Affine).
+	if local, err := unix.Getsockname(fd); err == nil {
+		c.port = sockPort(local)
+		ls.l.Claim(c.port)
 	}
 	if want == evloop.Read {
 		c.connected()

@@ -115,24 +115,9 @@ func (b *epollBackend) watch(fd int, key int32, want Interest, added bool) error
 	return nil
 }
 
-// waitMode is a measurement switch (SSELAT_WAIT=block: a blocking
-// epoll_wait instead of the netpoller).
-var waitMode = os.Getenv("SSELAT_WAIT")
-
 func (b *epollBackend) wait(until int64, keys []int32) (int, error) {
 	if until < 0 {
 		n, err := epollPoll(b.epfd, b.events[:min(len(keys), maxEvents)])
-		if err != nil && err != unix.EINTR {
-			return 0, os.NewSyscallError("epoll_wait", err)
-		}
-		return b.ready(max(n, 0), keys), nil
-	}
-	if waitMode == "block" {
-		ms := -1
-		if until > 0 {
-			ms = max(int((until-clock.Now()+999_999)/1_000_000), 0)
-		}
-		n, err := unix.EpollWait(b.epfd, b.events[:min(len(keys), maxEvents)], ms)
 		if err != nil && err != unix.EINTR {
 			return 0, os.NewSyscallError("epoll_wait", err)
 		}
