@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/sse-latency/sse-latency/internal/api"
@@ -145,7 +146,7 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 		}
 		r.rec.HeadAt = r.now
 		if h.Proto != "" {
-			r.rec.Proto = h.Proto
+			r.rec.Proto = ownProto(h.Proto)
 		}
 		r.gotHead = true
 		r.chunked = h.Chunked
@@ -161,6 +162,19 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 		}
 		return r.head[n:], false
 	}
+}
+
+// ownProto returns the protocol of a head as a string of its own: h.Proto
+// is cut from the whole head, which the record would otherwise keep alive
+// as long as itself (thousands of records in flight).
+func ownProto(p string) string {
+	switch p {
+	case ProtoHTTP1:
+		return ProtoHTTP1
+	case "HTTP/1.0":
+		return "HTTP/1.0"
+	}
+	return strings.Clone(p)
 }
 
 // nonSuccess handles the head of a final response with a status other than
