@@ -107,9 +107,10 @@ func (sh *shard) tick(poll func()) bool {
 	sh.mu.Lock()
 	sh.armed = math.MaxInt64
 	due := sh.due[:0]
-	for len(sh.streams) > 0 && sh.streams[0].next <= woke+earlySlack {
+	for len(sh.streams) > 0 && sh.streams[0].next <= woke+earlySlack && len(due) < maxPerTick {
 		due = append(due, heap.Pop(&sh.streams).(*stream))
 	}
+	full := len(due) == maxPerTick
 	sh.mu.Unlock()
 
 	for _, st := range due {
@@ -133,7 +134,7 @@ func (sh *shard) tick(poll func()) bool {
 	sh.due = due[:0]
 	if len(sh.streams) > 0 && !sh.closed {
 		next := sh.streams[0].next - sh.spinAhead
-		if gap := sh.gap(); next < woke+gap {
+		if gap := sh.gap(); next < woke+gap && !full {
 			next = woke + gap
 		}
 		sh.armed = next
@@ -159,6 +160,12 @@ const (
 	gapPerStream = 500 // ns
 	maxGapFactor = 3
 )
+
+// maxPerTick bounds the streams one tick writes. An overloaded shard that
+// wrote every overdue stream at once would hold its event loop for
+// milliseconds while the tokens it wrote wait to be read there; past the
+// bound it comes back at once, after the loop has read what arrived.
+const maxPerTick = 128
 
 // spinUntilDue waits, without sleeping, for the earliest deadline when it
 // is at most spinAhead away. A sleeping CPU takes tens to hundreds of
