@@ -43,13 +43,6 @@ func engines() []Engine {
 	return []Engine{EngineGoroutine}
 }
 
-// forEngines runs f as a subtest per engine.
-func forEngines(t *testing.T, f func(t *testing.T, e Engine)) {
-	for _, e := range engines() {
-		t.Run(string(e), func(t *testing.T) { f(t, e) })
-	}
-}
-
 func TestResolveEngine(t *testing.T) {
 	epoll, _ := EngineEpoll.Loops()
 	loopOr := func(e Engine) Engine {
