@@ -16,7 +16,8 @@ import (
 // pi_reasoning_tokens, pi_tool_call_tokens), as the HintHeader header, and
 // as a marker line in the prompt text ("[sse-latency id=… tokens=…]"). The
 // server takes each value from the JSON fields, else the header, else the
-// prompt.
+// prompt. Faults ask the server for an upstream fault (see Faults); they
+// travel the same three ways.
 type Hints struct {
 	ID        string   // request id: letters, digits, '-', '_', '.'; at most MaxIDLen
 	Tokens    *int64   // text tokens to stream
@@ -24,6 +25,7 @@ type Hints struct {
 	DelayMs   *float64 // delay between tokens, ms
 	Reasoning *int64   // reasoning tokens to stream during the think time (key "reasoning")
 	ToolCall  *int64   // argument tokens of a tool call, before the text (key "tool_call")
+	Faults    Faults   // upstream faults to inject (keys "cut_after", "status", …)
 }
 
 // HintHeader is the request header that carries the hints
@@ -36,9 +38,14 @@ const MaxIDLen = 64
 // promptMarker opens the hint marker in the prompt text.
 const promptMarker = "[sse-latency "
 
+// maxMarkerBytes bounds the pairs of a prompt marker, between promptMarker
+// and its closing ']'.
+const maxMarkerBytes = 512
+
 // Empty reports whether no hint is set.
 func (h Hints) Empty() bool {
-	return h.ID == "" && h.Tokens == nil && h.ThinkMs == nil && h.DelayMs == nil && h.Reasoning == nil && h.ToolCall == nil
+	return h.ID == "" && h.Tokens == nil && h.ThinkMs == nil && h.DelayMs == nil && h.Reasoning == nil && h.ToolCall == nil &&
+		h.Faults.Empty()
 }
 
 // Merge fills the hints h lacks from o (h wins where both have one).
@@ -61,6 +68,7 @@ func (h Hints) Merge(o Hints) Hints {
 	if h.ToolCall == nil {
 		h.ToolCall = o.ToolCall
 	}
+	h.Faults = h.Faults.Merge(o.Faults)
 	return h
 }
 
@@ -99,7 +107,7 @@ func (h Hints) appendPairs(dst []byte, sep string) []byte {
 		add("tool_call")
 		dst = strconv.AppendInt(dst, *h.ToolCall, 10)
 	}
-	return dst
+	return h.Faults.appendPairs(dst, sep, first)
 }
 
 // HeaderValue is the value of the HintHeader header.
@@ -136,7 +144,7 @@ func FindPromptHints(body []byte) Hints {
 	}
 	rest := body[i+len(promptMarker):]
 	end := bytes.IndexByte(rest, ']')
-	if end < 0 || end > 256 {
+	if end < 0 || end > maxMarkerBytes {
 		return Hints{}
 	}
 	var h Hints
@@ -178,6 +186,8 @@ func (h *Hints) set(k, v string) {
 		} else {
 			h.DelayMs = &f
 		}
+	default:
+		h.Faults.set(k, v)
 	}
 }
 

@@ -64,8 +64,10 @@ func (src HintSource) name(key string) string {
 			return "pi_reasoning_tokens"
 		case "tool_call":
 			return "pi_tool_call_tokens"
-		default:
+		case "delay":
 			return "pi_delay_ms"
+		default: // the faults
+			return "pi_" + key
 		}
 	}
 	return key
@@ -85,8 +87,9 @@ func (src HintSource) where() string {
 // Resolve merges the hints of the three channels — the JSON fields, the
 // HintHeader header and the prompt marker — taking each value from the
 // first channel that has it (as Merge does), and checks each value it takes
-// against l; values that an earlier channel overrides are not checked (a
-// conversation may quote an old marker). The error wraps ErrHintAboveLimit
+// against l (the faults against their caps too: see Faults); values that
+// an earlier channel overrides are not checked (a conversation may quote
+// an old marker). The error wraps ErrHintAboveLimit
 // and names the hint as its channel spells it, the channel, the value and
 // the limit.
 func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
@@ -124,7 +127,9 @@ func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
 			h.DelayMs = c.DelayMs
 		}
 	}
-	return h, nil
+	var err error
+	h.Faults, err = l.resolveFaults(json.Faults, header.Faults, prompt.Faults)
+	return h, err
 }
 
 func hintErr(src HintSource, key, value, limit string) error {

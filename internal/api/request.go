@@ -82,7 +82,8 @@ func AppendPaddedPrompt(dst []byte, h Hints, size int) []byte {
 // PromptBytes above its length) and <pi> the dialect's reasoning and
 // tool fields when the hints ask for those phases (appendPhaseFields),
 // then the hint fields that are set, in the order pi_id, pi_tokens,
-// pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens.
+// pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens, then
+// the faults' (Faults).
 // Without hints or options a chat body is byte for byte the reference's
 // (SPEC §4).
 func AppendRequestBody(dst []byte, d Dialect, r RequestBody) []byte {
@@ -143,6 +144,7 @@ func AppendRequestBody(dst []byte, d Dialect, r RequestBody) []byte {
 		dst = append(dst, `,"pi_tool_call_tokens":`...)
 		dst = strconv.AppendInt(dst, *h.ToolCall, 10)
 	}
+	dst = h.Faults.appendJSON(dst)
 	return append(dst, '}')
 }
 
