@@ -351,8 +351,8 @@ func TestGzipBody(t *testing.T) {
 	head := sseHead + "Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
 	pieces := []string{head + chunk(z[0]), chunk(z[1]), chunk(z[2]) + "0\r\n\r\n"}
 	rec := do(t, scripted(t, pieces...))
-	if !rec.OK() || len(rec.Tokens) != 3 {
-		t.Fatalf("%q with %d tokens, want ok with 3 from a gzip-encoded stream", rec.Failure.Error(), len(rec.Tokens))
+	if !rec.OK() || len(rec.Tokens) != 3 || rec.Encoding != "gzip" {
+		t.Fatalf("%q with %d tokens, encoding %q; want ok with 3 from a gzip-encoded stream", rec.Failure.Error(), len(rec.Tokens), rec.Encoding)
 	}
 	// Each piece was its own Read: the tokens decoded from the second one
 	// share its arrival, later than the first's.
