@@ -109,6 +109,8 @@ type accumulator struct {
 	following *stats.Metric // per request: median emit->recv of the tokens after the first
 
 	scratch []int64 // the others' emit->recv of one request, reused
+
+	sig sigAccumulator // what the signature needs (signature.go)
 }
 
 func newAccumulator() accumulator {
@@ -118,6 +120,7 @@ func newAccumulator() accumulator {
 		emitGap:   stats.NewMetric(),
 		hold:      stats.NewMetric(),
 		following: stats.NewMetric(),
+		sig:       newSigAccumulator(),
 	}
 }
 
@@ -181,6 +184,7 @@ func (a *accumulator) add(r *result.Request) {
 	}
 	a.close(&b)
 	a.addHold(toks)
+	a.sig.add(r)
 }
 
 // addHold records the first-token hold of one request: the first token's
@@ -264,6 +268,7 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 	default:
 		v.Class = Flushes
 	}
+	v.Signature = g.sig.signature(&v)
 	v.Causes = causes(v)
 	return v
 }
@@ -292,7 +297,8 @@ func (v *Verdict) SetAddedDelay(loopStats, gwStats *stats.Batch) {
 }
 
 // causes lists the likely causes of a buffering verdict and of a
-// first-token hold, most likely first.
+// first-token hold, most likely first. (The signature names its own fix:
+// Signature.Cause.)
 func causes(v Verdict) []string {
 	var out []string
 	if v.Class == Buffers {

@@ -114,6 +114,10 @@ type Verdict struct {
 	HoldRequests     int64   `json:"hold_requests"`       // requests that gave a first-token hold sample
 
 	Causes []string `json:"causes"` // likely causes and the knobs to try, most likely first
+
+	// Signature is how the gateway releases the stream (signature.go);
+	// nil when the class is Unknown, and in documents written before it.
+	Signature *Signature `json:"signature,omitempty"`
 }
 
 // Accumulator gathers, in bounded memory, what Classify needs from the
