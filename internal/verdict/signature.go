@@ -20,9 +20,15 @@ import (
 //   - across each long pause in the emission (a stall), whether the tokens
 //     before it waited for the stream to resume (a buffer that fills) or
 //     were released during it (a timer, an event loop);
-//   - the bursts (as the class counts them): the bytes each released,
-//     but the last (the end of the stream releases that one), and the time
-//     between the starts of consecutive bursts, over stretches without a
+//   - the releases: the tokens a gateway let go together. A token belongs
+//     to the release of the one before it when it came in the same Read,
+//     or arrived less than JoinFraction of their emission gap after it
+//     (the class's bursts), or — a release read in several Reads by a busy
+//     client — it had been emitted before the one before it arrived and
+//     came less than half the typical emission gap after it. Of the releases of
+//     2 tokens or more: the bytes and tokens each let go, but the last one
+//     of a request (the end of the stream let that one go), and the time
+//     between the starts of consecutive ones, over stretches without a
 //     pause;
 //   - the response's content coding.
 //
@@ -30,16 +36,17 @@ import (
 // (WholeFraction of the tokens after the last emission), one event behind
 // (OneBehindFraction of the pairs, and the tokens before most pauses held
 // across them: a gateway that merely adds one emission gap of delay does
-// not hold them), flush per event (the class says
-// Flushes), then for a buffering gateway a byte threshold (the tokens
-// before a pause held across it, in most pauses), a time period (regular
-// bursts: their period's coefficient of variation at most RegularCV;
-// without a pause to tell, a burst size within PowerOfTwoTolerance of a
-// power of two from 1 KiB says byte threshold instead), else dispatch
-// bursts (irregular). Compression (CompressedFraction of the requests
-// content-encoded) overrides every kind but flush per event, the kind it
-// overrides kept as the shape. A gateway one event behind buffers, though
-// its tokens come one by one: the class becomes Buffers.
+// not hold them), flush per event (the class says Flushes), then for a
+// buffering gateway a byte threshold (the tokens before most pauses held
+// across them), a time period (regular releases: the quartile spreads of
+// their period and of their tokens at most RegularSpread — a timer lets
+// go what came in one period; without a pause to tell, a release size
+// within PowerOfTwoTolerance of a power of two from 1 KiB says byte
+// threshold instead), else dispatch bursts (irregular). Compression
+// (CompressedFraction of the requests content-encoded) overrides every
+// kind but flush per event, the kind it overrides kept as the shape. A
+// gateway one event behind buffers, though its tokens come one by one:
+// the class becomes Buffers.
 
 // The thresholds of the signature.
 const (
@@ -63,9 +70,11 @@ const (
 	PauseGaps  = 10
 	PauseMinNs = 50_000_000
 
-	// RegularCV is the coefficient of variation (stddev/mean) of the burst
-	// period at most which bursts are regular: a timer releases them.
-	RegularCV = 0.25
+	// RegularSpread is the quartile spread of the release period,
+	// (Q3−Q1)/(Q3+Q1), at most which releases are regular: a timer lets
+	// them go. A few releases read apart or merged by a busy client move
+	// the quartiles little; a dispatching event loop's spread is about 0.5.
+	RegularSpread = 0.2
 
 	// PowerOfTwoTolerance is the relative distance from a power of two
 	// (1 KiB and up) within which regular bursts, with no pause to tell,
@@ -133,10 +142,12 @@ type Signature struct {
 	// Evidence is one sentence of figures behind the kind.
 	Evidence string `json:"evidence"`
 
-	SizeBytes float64 `json:"size_bytes"` // typical bytes a burst released (but each request's last), as received; 0 when none
-	PeriodMs  float64 `json:"period_ms"`  // mean time between the starts of consecutive bursts, pauses left out, ms; 0 when none
-	PeriodCV  float64 `json:"period_cv"`  // its coefficient of variation
-	Encoding  string  `json:"encoding,omitempty"`
+	SizeBytes    float64 `json:"size_bytes"`         // typical bytes a release let go (but each request's last), as received; 0 when none
+	Tokens       float64 `json:"release_tokens"`     // typical tokens of the same releases; 0 when none
+	MaxTokens    int64   `json:"release_tokens_max"` // the most tokens one of them let go
+	PeriodMs     float64 `json:"period_ms"`          // typical time between the starts of consecutive releases, pauses left out (p50), ms; 0 when none
+	PeriodSpread float64 `json:"period_spread"`      // its quartile spread, (Q3−Q1)/(Q3+Q1)
+	Encoding     string  `json:"encoding,omitempty"`
 
 	WholeFraction     float64 `json:"whole_fraction"`      // tokens that arrived after their request's last emission
 	OneBehindFraction float64 `json:"one_behind_fraction"` // judged pairs whose first token came with the second's emission
@@ -166,49 +177,26 @@ func (s *Signature) Cause() string {
 	return ""
 }
 
-// moments are the count, sum and sum of squares of some samples.
-type moments struct {
-	n         int64
-	sum, sum2 float64
-}
-
-func (m *moments) add(x float64) { m.n++; m.sum += x; m.sum2 += x * x }
-
-func (m *moments) mean() float64 {
-	if m.n == 0 {
-		return 0
-	}
-	return m.sum / float64(m.n)
-}
-
-// cv is the coefficient of variation; 0 for fewer than 2 samples.
-func (m *moments) cv() float64 {
-	mean := m.mean()
-	if m.n < 2 || mean == 0 {
-		return 0
-	}
-	v := max(m.sum2/float64(m.n)-mean*mean, 0)
-	return math.Sqrt(v) / mean
-}
-
 // sigAccumulator gathers what the signature needs, in bounded memory: the
-// counts and moments below, and scratch slices as long as the longest
-// request.
+// counts and distributions below, and scratch slices as long as the
+// longest request.
 type sigAccumulator struct {
 	requests, encoded int64
 	encoding          string
 	tokens, whole     int64
 	pairs, behind     int64
 	pauses, held      int64
-	release           moments // bytes per burst, but each request's last
-	period            moments // ns between the starts of consecutive bursts, pauses left out
-	releaseBytes      *stats.Metric
+	releaseBytes      *stats.Metric // per release of 2 tokens or more, but each request's last
+	releaseTokens     *stats.Metric // the same releases' tokens
+	period            *stats.Metric // ns between the starts of consecutive releases, pauses left out
 
 	stamped []result.Token // the request's stamped tokens, in arrival order
 	gaps    []int64        // their emission gaps, sorted
 }
 
-func newSigAccumulator() sigAccumulator { return sigAccumulator{releaseBytes: stats.NewMetric()} }
+func newSigAccumulator() sigAccumulator {
+	return sigAccumulator{releaseBytes: stats.NewMetric(), releaseTokens: stats.NewMetric(), period: stats.NewMetric()}
+}
 
 // add folds one request in.
 func (a *sigAccumulator) add(r *result.Request) {
@@ -266,7 +254,7 @@ func (a *sigAccumulator) add(r *result.Request) {
 				a.held++
 			}
 		}
-		if joined(t.Arrived-p.Arrived, g) {
+		if sameRelease(p, t, typical) {
 			b.size++
 			b.paused = b.paused || paused
 			continue
@@ -275,6 +263,16 @@ func (a *sigAccumulator) add(r *result.Request) {
 		b.start(t, paused)
 	}
 	// The last burst is left out: the end of the stream released it.
+}
+
+// sameRelease reports whether token t came in the same release as token p
+// before it (see the comment at the top of the file), typical being the
+// request's typical emission gap. Tokens the server wrote together (no
+// emission gap, when it falls behind) break a burst of the class, not a
+// release.
+func sameRelease(p, t result.Token, typical int64) bool {
+	arrive, emit := t.Arrived-p.Arrived, t.Emitted-p.Emitted
+	return arrive == 0 || joined(arrive, emit) || t.Emitted <= p.Arrived && 2*arrive < typical
 }
 
 // sigBurst is the current burst of a request, for the signature.
@@ -296,11 +294,10 @@ func (a *sigAccumulator) closeBurst(b *sigBurst, perToken float64) {
 	if b.size < 2 {
 		return
 	}
-	bytes := float64(b.size) * perToken
-	a.release.add(bytes)
-	a.releaseBytes.Record(int64(bytes))
+	a.releaseBytes.Record(int64(float64(b.size) * perToken))
+	a.releaseTokens.Record(b.size)
 	if b.prevValid && !b.paused {
-		a.period.add(float64(b.at - b.prevAt))
+		a.period.Record(b.at - b.prevAt)
 	}
 	b.prevAt, b.prevValid, b.paused = b.at, true, false
 }
@@ -310,6 +307,15 @@ func frac(n, of int64) float64 {
 		return 0
 	}
 	return float64(n) / float64(of)
+}
+
+// spread is the quartile spread (Q3−Q1)/(Q3+Q1) of m, 0 when empty.
+func spread(m *stats.Metric) float64 {
+	q1, q3 := float64(m.Percentile(0.25)), float64(m.Percentile(0.75))
+	if q1+q3 <= 0 {
+		return 0
+	}
+	return (q3 - q1) / (q3 + q1)
 }
 
 // nearPowerOfTwo reports whether bytes is within PowerOfTwoTolerance of a
@@ -332,12 +338,16 @@ func (a *sigAccumulator) signature(v *Verdict) *Signature {
 	s := &Signature{
 		WholeFraction: frac(a.whole, a.tokens), OneBehindFraction: frac(a.behind, a.pairs),
 		Pauses: a.pauses, HeldPauses: a.held,
-		PeriodMs: a.period.mean() / nsPerMs, PeriodCV: a.period.cv(),
 	}
-	if a.release.n > 0 {
+	if a.period.N() > 0 {
+		s.PeriodMs, s.PeriodSpread = msOf(a.period.Percentile(0.5)), spread(a.period)
+	}
+	releases := a.releaseBytes.N()
+	if releases > 0 {
 		s.SizeBytes = float64(a.releaseBytes.Percentile(0.5))
+		s.Tokens, s.MaxTokens = float64(a.releaseTokens.Percentile(0.5)), a.releaseTokens.Max()
 	}
-	regular := a.period.n > 0 && s.PeriodCV <= RegularCV
+	regular := a.period.N() > 0 && s.PeriodSpread <= RegularSpread && spread(a.releaseTokens) <= RegularSpread
 	switch {
 	case s.WholeFraction >= WholeFraction:
 		s.Kind = WholeResponse
@@ -350,9 +360,9 @@ func (a *sigAccumulator) signature(v *Verdict) *Signature {
 		s.Kind = ByteThreshold
 	case regular && a.pauses == 0 && nearPowerOfTwo(s.SizeBytes):
 		s.Kind = ByteThreshold
-	case regular, a.period.n == 0 && a.release.n > 0 && a.pauses > 0:
+	case regular, a.period.N() == 0 && releases > 0 && a.pauses > 0:
 		s.Kind = TimePeriod
-	case a.period.n == 0 && a.release.n > 0:
+	case a.period.N() == 0 && releases > 0:
 		s.Kind = ByteThreshold
 	default:
 		s.Kind = DispatchBursts
@@ -395,20 +405,20 @@ func (s *Signature) evidence(v *Verdict) string {
 		if s.SizeBytes > 0 {
 			e += " of ~" + sizeText(s.SizeBytes)
 		}
-		e += fmt.Sprintf(" (typical %.0f tokens)", v.BurstSizeP50) + periodText(s) + pauses
+		e += fmt.Sprintf(" (typical %.0f tokens)", s.Tokens) + periodText(s) + pauses
 	case TimePeriod:
 		e = "released"
 		if s.PeriodMs > 0 {
-			e += fmt.Sprintf(" every ~%.0f ms (period varying %.0f%%),", s.PeriodMs, 100*s.PeriodCV)
+			e += fmt.Sprintf(" every ~%.0f ms (quartile spread %.2f),", s.PeriodMs, s.PeriodSpread)
 		}
-		e += fmt.Sprintf(" in bursts of ~%.0f tokens", v.BurstSizeP50)
+		e += fmt.Sprintf(" in bursts of ~%.0f tokens", s.Tokens)
 		if s.Pauses > 0 {
 			e += fmt.Sprintf("; the tokens before %d of %d pauses in the stream arrived during them", s.Pauses-s.HeldPauses, s.Pauses)
 		}
 	case DispatchBursts:
-		e = fmt.Sprintf("irregular bursts of ~%.0f tokens (max %d)", v.BurstSizeP50, v.BurstSizeMax)
+		e = fmt.Sprintf("irregular bursts of ~%.0f tokens (max %d)", s.Tokens, s.MaxTokens)
 		if s.PeriodMs > 0 {
-			e += fmt.Sprintf(", ~%.0f ms apart varying %.0f%%", s.PeriodMs, 100*s.PeriodCV)
+			e += fmt.Sprintf(", ~%.0f ms apart (quartile spread %.2f)", s.PeriodMs, s.PeriodSpread)
 		}
 		e += fmt.Sprintf(", %.0f%% of the tokens in bursts", 100*v.CoalescedFraction)
 	}
