@@ -60,6 +60,9 @@ func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		if cmd, ok := subcommands[args[0]]; ok {
 			return cmd(args[1:], stdout, stderr), nil
 		}
+		if args[0] == "check" { // runs the server and streams, under ctx
+			return checkMain(ctx, args[1:], stdout, stderr), nil
+		}
 	}
 	cl, err := parseArgs(args)
 	switch {

@@ -340,6 +340,9 @@ Addresses: port, :port, *:port, ip:port, host:port, [v6]:port; -t also takes
 a URL, http(s)://host[:port][/prefix] (the prefix goes before the API path).
 Example: sse-latency -L :8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 1000
 
+A conformance report card of a gateway (sse-latency check -h for its options):
+  sse-latency check -t 127.0.0.1:8080 -L 127.0.0.1:8090 [--api chat] [--only|--skip names] [--long]
+
 Subcommands on saved runs (--json files):
   sse-latency report RUN.json [--text] [--html OUT]          re-render a run and its warnings
   sse-latency merge [--force] A.json B.json ... > ALL.json   combine parallel runs through one gateway

@@ -20,7 +20,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-//go:embed templates/report.html.tmpl
+//go:embed templates/report.html.tmpl templates/check.html.tmpl
 var htmlTemplateFS embed.FS
 
 // htmlTemplate is the page; the view below holds every string it prints.

@@ -25,11 +25,12 @@ import (
 //     or arrived less than JoinFraction of their emission gap after it
 //     (the class's bursts), or — a release read in several Reads by a busy
 //     client — it had been emitted before the one before it arrived and
-//     came less than half the typical emission gap after it. Of the releases of
+//     came less than the typical emission gap after it. Of the releases of
 //     2 tokens or more: the bytes and tokens each let go, but the last one
 //     of a request (the end of the stream let that one go), and the time
 //     between the starts of consecutive ones, over stretches without a
-//     pause;
+//     pause; and for a buffer that fills, the tokens emitted by the first
+//     arrival (nothing came through until it was full);
 //   - the response's content coding.
 //
 // The kinds, in the order they are tried: the whole response
@@ -38,9 +39,8 @@ import (
 // across them: a gateway that merely adds one emission gap of delay does
 // not hold them), flush per event (the class says Flushes), then for a
 // buffering gateway a byte threshold (the tokens before most pauses held
-// across them), a time period (regular releases: the quartile spreads of
-// their period and of their tokens at most RegularSpread — a timer lets
-// go what came in one period; without a pause to tell, a release size
+// across them), a time period (regular releases: their period's quartile
+// spread at most RegularSpread; without a pause to tell, a release size
 // within PowerOfTwoTolerance of a power of two from 1 KiB says byte
 // threshold instead), else dispatch bursts (irregular). Compression
 // (CompressedFraction of the requests content-encoded) overrides every
@@ -72,9 +72,10 @@ const (
 
 	// RegularSpread is the quartile spread of the release period,
 	// (Q3−Q1)/(Q3+Q1), at most which releases are regular: a timer lets
-	// them go. A few releases read apart or merged by a busy client move
-	// the quartiles little; a dispatching event loop's spread is about 0.5.
-	RegularSpread = 0.2
+	// them go (haproxy's 200 ms: 0.01; a 250 ms flush timer: 0.02). A few
+	// releases read apart or merged by a busy client move the quartiles
+	// little; a dispatching event loop's spread is 0.2 and more.
+	RegularSpread = 0.1
 
 	// PowerOfTwoTolerance is the relative distance from a power of two
 	// (1 KiB and up) within which regular bursts, with no pause to tell,
@@ -142,7 +143,7 @@ type Signature struct {
 	// Evidence is one sentence of figures behind the kind.
 	Evidence string `json:"evidence"`
 
-	SizeBytes    float64 `json:"size_bytes"`         // typical bytes a release let go (but each request's last), as received; 0 when none
+	SizeBytes    float64 `json:"size_bytes"`         // byte threshold: typical bytes emitted by the first arrival (the buffer); else typical bytes a release let go (but each request's last); 0 when none
 	Tokens       float64 `json:"release_tokens"`     // typical tokens of the same releases; 0 when none
 	MaxTokens    int64   `json:"release_tokens_max"` // the most tokens one of them let go
 	PeriodMs     float64 `json:"period_ms"`          // typical time between the starts of consecutive releases, pauses left out (p50), ms; 0 when none
@@ -188,6 +189,8 @@ type sigAccumulator struct {
 	pauses, held      int64
 	releaseBytes      *stats.Metric // per release of 2 tokens or more, but each request's last
 	releaseTokens     *stats.Metric // the same releases' tokens
+	firstBytes        *stats.Metric // per request: the bytes of the tokens emitted by its first arrival
+	firstTokens       *stats.Metric // and those tokens
 	period            *stats.Metric // ns between the starts of consecutive releases, pauses left out
 
 	stamped []result.Token // the request's stamped tokens, in arrival order
@@ -195,7 +198,8 @@ type sigAccumulator struct {
 }
 
 func newSigAccumulator() sigAccumulator {
-	return sigAccumulator{releaseBytes: stats.NewMetric(), releaseTokens: stats.NewMetric(), period: stats.NewMetric()}
+	return sigAccumulator{releaseBytes: stats.NewMetric(), releaseTokens: stats.NewMetric(), period: stats.NewMetric(),
+		firstBytes: stats.NewMetric(), firstTokens: stats.NewMetric()}
 }
 
 // add folds one request in.
@@ -229,6 +233,17 @@ func (a *sigAccumulator) add(r *result.Request) {
 	pause := max(PauseGaps*typical, PauseMinNs)
 
 	perToken := float64(r.Bytes) / float64(len(r.Tokens))
+	// A buffer that fills lets nothing through until it is full: the
+	// tokens emitted by the first arrival filled it, however the client
+	// then read them.
+	var first int64
+	for _, t := range st {
+		if t.Emitted <= st[0].Arrived {
+			first++
+		}
+	}
+	a.firstTokens.Record(first)
+	a.firstBytes.Record(int64(float64(first) * perToken))
 	var b sigBurst
 	for i, t := range st {
 		a.tokens++
@@ -272,7 +287,7 @@ func (a *sigAccumulator) add(r *result.Request) {
 // release.
 func sameRelease(p, t result.Token, typical int64) bool {
 	arrive, emit := t.Arrived-p.Arrived, t.Emitted-p.Emitted
-	return arrive == 0 || joined(arrive, emit) || t.Emitted <= p.Arrived && 2*arrive < typical
+	return arrive == 0 || joined(arrive, emit) || t.Emitted <= p.Arrived && arrive < typical
 }
 
 // sigBurst is the current burst of a request, for the signature.
@@ -347,7 +362,7 @@ func (a *sigAccumulator) signature(v *Verdict) *Signature {
 		s.SizeBytes = float64(a.releaseBytes.Percentile(0.5))
 		s.Tokens, s.MaxTokens = float64(a.releaseTokens.Percentile(0.5)), a.releaseTokens.Max()
 	}
-	regular := a.period.N() > 0 && s.PeriodSpread <= RegularSpread && spread(a.releaseTokens) <= RegularSpread
+	regular := a.period.N() > 0 && s.PeriodSpread <= RegularSpread
 	switch {
 	case s.WholeFraction >= WholeFraction:
 		s.Kind = WholeResponse
@@ -366,6 +381,9 @@ func (a *sigAccumulator) signature(v *Verdict) *Signature {
 		s.Kind = ByteThreshold
 	default:
 		s.Kind = DispatchBursts
+	}
+	if s.Kind == ByteThreshold {
+		s.SizeBytes, s.Tokens = float64(a.firstBytes.Percentile(0.5)), float64(a.firstTokens.Percentile(0.5))
 	}
 	if frac(a.encoded, a.requests) >= CompressedFraction {
 		s.Encoding = a.encoding

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sse-latency/sse-latency/internal/check"
+)
+
+// TestCheckUsage: check -h prints its usage, which names every flag it
+// takes and every check.
+func TestCheckUsage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := Main(context.Background(), []string{"check", "-h"}, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("check -h: exit %d", code)
+	}
+	help := stderr.String()
+	if !strings.HasPrefix(help, "usage: sse-latency check -t TARGET") {
+		t.Errorf("check -h printed %q", help)
+	}
+	for _, name := range check.Names() {
+		if !strings.Contains(help, name) {
+			t.Errorf("the usage does not name the check %q", name)
+		}
+	}
+	var flags []string
+	code := checkArgs(context.Background(), nil, []string{"--no-such-flag"}, &stdout, &stderr)
+	if code != ExitFailure || !strings.Contains(stderr.String(), "unknown flag: --no-such-flag") {
+		t.Errorf("an unknown flag: exit %d, %q", code, stderr.String())
+	}
+	for _, l := range strings.Split(help, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], "-") {
+			flags = append(flags, f...)
+		}
+	}
+	for _, want := range []string{"-t,", "--target", "-L,", "--listen", "--api", "--only", "--skip", "--long", "--json", "--html",
+		"--model", "--path", "-H,", "--header", "--api-key", "--host-header", "--insecure", "--cacert", "--http2", "--h2c",
+		"--engine", "-v,", "--verbose", "-h,", "--help"} {
+		found := false
+		for _, f := range flags {
+			found = found || f == want
+		}
+		if !found {
+			t.Errorf("the usage lacks %s", want)
+		}
+	}
+}
+
+// TestCheckBadInput: each mistake on the command line is refused with its
+// reason, before anything runs.
+func TestCheckBadInput(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "check needs the gateway: -t"},
+		{[]string{"-t", "127.0.0.1:1", "--api", "soap"}, "--api"},
+		{[]string{"-t", "ftp://x"}, `URL scheme "ftp"`},
+		{[]string{"-t", "127.0.0.1:1", "extra"}, `unexpected argument "extra"`},
+		{[]string{"-t", "127.0.0.1:1", "--json", "a", "--html", "a"}, "name the same file"},
+		{[]string{"-t", "127.0.0.1:1", "-L", "127.0.0.1:0", "--only", "flush,flsh"}, `unknown check "flsh"`},
+		{[]string{"-t", "127.0.0.1:1", "-L", "127.0.0.1:0", "--json", "/no/such/dir/x.json"}, "--json: open /no/such/dir/.x.json"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(context.Background(), append([]string{"check"}, tt.args...), &stdout, &stderr); code != ExitFailure ||
+			!strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("check %q: exit %d, stderr %q; want 1 and %q", tt.args, code, stderr.String(), tt.want)
+		}
+	}
+}
+
+// TestCheckThroughReverseProxy runs a few checks through httputil's
+// ReverseProxy, the server on a listener the test bound: the rows on
+// stdout as they finish, the summary, the JSON and HTML files, exit 0; and
+// a target that is no gateway: one line, exit 1.
+func TestCheckThroughReverseProxy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse("http://" + ln.Addr().String())
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.FlushInterval = -1
+	gw := httptest.NewServer(p)
+	defer gw.Close()
+	dir := t.TempDir()
+	jsonPath, htmlPath := filepath.Join(dir, "check.json"), filepath.Join(dir, "check.html")
+	var stdout, stderr bytes.Buffer
+	code := CheckOn(context.Background(), ln, []string{"-t", gw.URL, "-L", ln.Addr().String(), "--only", "terminal,error-status,upstream-cut",
+		"--json", jsonPath, "--html", htmlPath}, &stdout, &stderr)
+	out := stdout.String()
+	if code != ExitOK || stderr.Len() > 0 {
+		t.Fatalf("check through ReverseProxy: exit %d\n%s\nstderr: %s", code, out, stderr.String())
+	}
+	for _, want := range []string{"sse-latency check of " + gw.URL + " (api chat); its dummy server on " + ln.Addr().String() + "\n",
+		"PASS  terminal          the terminal event passes: ", "PASS  upstream-cut  ", "PASS  error-status  ", "\n3 checks: 3 PASS, 0 WARN, 0 FAIL ("} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	var rep check.Report
+	b, err := os.ReadFile(jsonPath)
+	if err != nil || json.Unmarshal(b, &rep) != nil || rep.SchemaVersion != check.SchemaVersion || len(rep.Rows) != 3 || rep.Rows[0].Name != "terminal" {
+		t.Errorf("--json: %v, %s", err, b)
+	}
+	if h, err := os.ReadFile(htmlPath); err != nil || !strings.Contains(string(h), `<section id="check">`) ||
+		!strings.Contains(string(h), `<tr class="PASS"><td class="status">PASS</td><td class="name">upstream-cut</td>`) {
+		t.Errorf("--html: %v, %s", err, h)
+	}
+
+	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
+	refused, _ := net.Listen("tcp", "127.0.0.1:0")
+	refusedAddr := refused.Addr().String()
+	refused.Close()
+	stdout.Reset()
+	stderr.Reset()
+	code = CheckOn(context.Background(), ln2, []string{"-t", refusedAddr, "--json", jsonPath}, &stdout, &stderr)
+	if code != ExitFailure || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "sse-latency check: not a gateway") {
+		t.Errorf("no gateway: exit %d, stderr %q; want 1 and one line", code, stderr.String())
+	}
+	if b2, err := os.ReadFile(jsonPath); err != nil || !bytes.Equal(b2, b) {
+		t.Errorf("a check that did not run replaced the --json file of the one before (%v)", err)
+	}
+	if tmps, _ := filepath.Glob(filepath.Join(dir, ".check.json.*")); len(tmps) > 0 {
+		t.Errorf("temporary files left: %q", tmps)
+	}
+}
