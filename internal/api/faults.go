@@ -502,9 +502,9 @@ func (l Limits) resolveFaults(json, header, prompt Faults) (Faults, error) {
 	return f, nil
 }
 
-// CheckFaults checks f against the caps, as a server does the faults of
-// a request's JSON body (the error names the pi_* field).
-func (l Limits) CheckFaults(f Faults) error { return l.checkFaults(FromJSON, Faults{}, f) }
+// CheckFaults checks f, a server's own faults (the --fault flag), against
+// the caps a request's hints have; the error names the fault by its key.
+func (l Limits) CheckFaults(f Faults) error { return l.checkFaults(FromServer, Faults{}, f) }
 
 // checkFaults checks the faults of c that have does not set against the
 // caps, and returns the first one past its cap.

@@ -121,8 +121,8 @@ func TestFaultCaps(t *testing.T) {
 			t.Errorf("%s: Resolve error %v, want ErrHintAboveLimit containing %q", tt.name, err, tt.wantErr)
 		}
 	}
-	if err := lim.CheckFaults(Faults{Status: ptr[int64](302)}); err == nil || !strings.Contains(err.Error(), "pi_status 302") {
-		t.Errorf("CheckFaults(status 302) = %v, want an error naming pi_status", err)
+	if err := lim.CheckFaults(Faults{Status: ptr[int64](302)}); err == nil || !strings.Contains(err.Error(), "status=302 in the server's faults; the limit is 400 to 599") {
+		t.Errorf("CheckFaults(status 302) = %v, want an error naming status", err)
 	}
 }
 

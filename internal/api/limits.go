@@ -50,6 +50,7 @@ const (
 	FromJSON   HintSource = iota // the pi_* fields of the JSON body
 	FromHeader                   // the HintHeader header
 	FromPrompt                   // the prompt marker
+	FromServer                   // the server's own faults (the --fault flag), not a hint
 )
 
 // name is how the hint called key is spelled in channel src.
@@ -77,6 +78,8 @@ func (src HintSource) where() string {
 	switch src {
 	case FromJSON:
 		return "in the JSON body"
+	case FromServer:
+		return "in the server's faults"
 	case FromHeader:
 		return "in the " + HintHeader + " header"
 	default:

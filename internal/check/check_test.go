@@ -199,9 +199,7 @@ func TestGatewayMishandlings(t *testing.T) {
 // speak HTTP or does not forward to the server ends the check at once with
 // one clear error.
 func TestNotAGateway(t *testing.T) {
-	refused := listen(t)
-	refusedAddr := refused.Addr().String()
-	refused.Close()
+	refused := refusedAddr(t)
 	redirect := httptest.NewServer(http.RedirectHandler("https://example.invalid/v1/chat/completions", http.StatusMovedPermanently))
 	defer redirect.Close()
 	elsewhere := httptest.NewServer(http.NotFoundHandler())
@@ -219,7 +217,7 @@ func TestNotAGateway(t *testing.T) {
 		}
 	}()
 	for _, tt := range []struct{ name, target, want string }{
-		{"refused", refusedAddr, "cannot connect to " + refusedAddr + ": connect(): Connection refused"},
+		{"refused", refused, "cannot connect to " + refused + ": connect(): Connection refused"},
 		{"redirect", redirect.Listener.Addr().String(), "answered with a redirect 301 to https://example.invalid/v1/chat/completions; check follows no redirect"},
 		{"another service", elsewhere.Listener.Addr().String(), "404 Not Found"},
 		{"not HTTP", notHTTP.Addr().String(), "does not answer in HTTP"},

@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sse-latency/sse-latency/internal/check"
 )
@@ -118,12 +123,10 @@ func TestCheckThroughReverseProxy(t *testing.T) {
 	}
 
 	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
-	refused, _ := net.Listen("tcp", "127.0.0.1:0")
-	refusedAddr := refused.Addr().String()
-	refused.Close()
+	refused := refusedAddr(t)
 	stdout.Reset()
 	stderr.Reset()
-	code = CheckOn(context.Background(), ln2, []string{"-t", refusedAddr, "--json", jsonPath}, &stdout, &stderr)
+	code = CheckOn(context.Background(), ln2, []string{"-t", refused, "--json", jsonPath}, &stdout, &stderr)
 	if code != ExitFailure || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "sse-latency check: not a gateway") {
 		t.Errorf("no gateway: exit %d, stderr %q; want 1 and one line", code, stderr.String())
 	}
@@ -132,5 +135,77 @@ func TestCheckThroughReverseProxy(t *testing.T) {
 	}
 	if tmps, _ := filepath.Glob(filepath.Join(dir, ".check.json.*")); len(tmps) > 0 {
 		t.Errorf("temporary files left: %q", tmps)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer written by the run and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestFaultFlag: --fault makes the server inject its faults into every
+// answer — here, in server-only mode on a port it bound and named, an
+// error status in the dialect's shape, which a request's own hint
+// overrides — and a fault past its cap or unknown is a usage error
+// naming it.
+func TestFaultFlag(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"-L", "127.0.0.1:0", "--fault", "status=529", "--fault", "cut_after=1"}, &stdout, &stderr)
+	}()
+	listening := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+) `)
+	var addr string
+	for deadline := time.Now().Add(10 * time.Second); addr == ""; time.Sleep(5 * time.Millisecond) {
+		if m := listening.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no listening line in 10 s: %q", stderr.String())
+		}
+	}
+	post := func(body string) (int, string) {
+		resp, err := http.Post("http://"+addr+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(`{"stream":true}`); code != 529 || !strings.Contains(body, `"type":"overloaded_error","message":"sse-latency: injected upstream fault (status 529)"`) {
+		t.Errorf("--fault status=529: %d %s", code, body)
+	}
+	if code, body := post(`{"stream":true,"pi_status":500}`); code != 500 {
+		t.Errorf("a request's status hint over --fault's: %d %s", code, body)
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Errorf("server-only run ended with %d", code)
+	}
+	for _, tt := range []struct{ flag, want string }{
+		{"status=200", "--fault: api: pi_* hint above the server's limit: status=200 in the server's faults; the limit is 400 to 599"},
+		{"cut=3", `--fault: unknown fault "cut"`},
+		{"split=0", `--fault: split=0: offset "0"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := Main(context.Background(), []string{"-L", "127.0.0.1:0", "--fault", tt.flag}, &stdout, &stderr); code != ExitFailure ||
+			!strings.Contains(stderr.String(), tt.want) {
+			t.Errorf("--fault %s: exit %d, %q; want %q", tt.flag, code, stderr.String(), tt.want)
+		}
 	}
 }

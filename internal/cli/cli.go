@@ -202,7 +202,7 @@ func (r *run) startServer() error {
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
 		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(),
-		Engine: client.Engine(cfg.Engine)}
+		Engine: client.Engine(cfg.Engine), Faults: cfg.ServerFaults()}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
