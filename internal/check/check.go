@@ -30,7 +30,6 @@ import (
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/evloop"
-	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
@@ -167,7 +166,7 @@ type checker struct {
 	runID  string
 	seq    atomic.Int64
 
-	flushStreams []*result.Request // the signature streams, once run (flush, first-token)
+	flushStreams streams // the signature streams, once run (flush, first-token)
 }
 
 // Run runs the check: the server on o.Listener, the pre-flight request,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -143,7 +144,7 @@ func TestGatewaySignatures(t *testing.T) {
 			if tt.period > 0 && (s.PeriodMs < 0.8*tt.period || s.PeriodMs > 1.2*tt.period) {
 				t.Errorf("period %.1f ms, want ~%.0f (%s)", s.PeriodMs, tt.period, r.Evidence)
 			}
-			if tt.status == Fail && (r.Fix == "" || !strings.Contains(r.Evidence, s.Kind.Name())) {
+			if tt.status == Fail && (r.Fix == "" || !strings.Contains(r.Evidence, s.Title())) {
 				t.Errorf("a failing row without its fix, or an evidence without the signature's name: %+v", r)
 			}
 		})
@@ -204,6 +205,13 @@ func TestNotAGateway(t *testing.T) {
 	defer redirect.Close()
 	elsewhere := httptest.NewServer(http.NotFoundHandler())
 	defer elsewhere.Close()
+	// Another sse-latency server: a stream, but not this check's.
+	other := listen(t)
+	osrv := server.New(other, server.Config{Tokens: 3})
+	octx, ostop := context.WithCancel(context.Background())
+	odone := make(chan error, 1)
+	go func() { odone <- osrv.Serve(octx) }()
+	defer func() { ostop(); <-odone }()
 	notHTTP := listen(t)
 	defer notHTTP.Close()
 	go func() {
@@ -221,6 +229,7 @@ func TestNotAGateway(t *testing.T) {
 		{"redirect", redirect.Listener.Addr().String(), "answered with a redirect 301 to https://example.invalid/v1/chat/completions; check follows no redirect"},
 		{"another service", elsewhere.Listener.Addr().String(), "404 Not Found"},
 		{"not HTTP", notHTTP.Addr().String(), "does not answer in HTTP"},
+		{"another server", other.Addr().String(), "answered with a stream the server never sent"},
 	} {
 		start := time.Now()
 		target := tt.target

@@ -14,11 +14,7 @@ func signatureLines(s *verdict.Signature) []verdictLine {
 	if s == nil {
 		return nil
 	}
-	name := s.Kind.Name()
-	if s.Kind == verdict.Compression {
-		name += " (" + s.Encoding + ", " + s.Shape.Name() + ")"
-	}
-	lines := []verdictLine{{"signature", name + ": " + s.Evidence}}
+	lines := []verdictLine{{"signature", s.Title() + ": " + s.Evidence}}
 	if c := s.Cause(); c != "" {
 		lines = append(lines, verdictLine{"signature fix", c})
 	}

@@ -156,6 +156,15 @@ type Signature struct {
 	HeldPauses        int64   `json:"held_pauses"`         // of which the token before waited for the stream to resume
 }
 
+// Title names the signature: its kind in words, for compression with the
+// coding and the shape it overrides ("compression (gzip, whole response)").
+func (s *Signature) Title() string {
+	if s.Kind == Compression {
+		return s.Kind.Name() + " (" + s.Encoding + ", " + s.Shape.Name() + ")"
+	}
+	return s.Kind.Name()
+}
+
 // Cause returns the fix the signature points to first ("" for flush per
 // event).
 func (s *Signature) Cause() string {
@@ -398,10 +407,8 @@ func (a *sigAccumulator) signature(v *Verdict) *Signature {
 // evidence words the figures behind the signature in one sentence.
 func (s *Signature) evidence(v *Verdict) string {
 	k := s.Kind
-	prefix := ""
 	if k == Compression {
-		prefix = fmt.Sprintf("the responses were %s-encoded and came as: ", s.Encoding)
-		k = s.Shape
+		k = s.Shape // Title says the rest
 	}
 	pauses := ""
 	if s.Pauses > 0 {
@@ -412,7 +419,7 @@ func (s *Signature) evidence(v *Verdict) string {
 	case FlushPerEvent:
 		e = fmt.Sprintf("each token arrived on its own, %.3f ms after its emission (p50)", v.AddedP50Ms)
 		if s.Encoding != "" {
-			e += fmt.Sprintf(", %s-encoded", s.Encoding)
+			e = s.Encoding + "-encoded, " + e
 		}
 	case WholeResponse:
 		e = fmt.Sprintf("%.0f%% of the tokens arrived after their response's last token was emitted", 100*s.WholeFraction)
@@ -440,7 +447,7 @@ func (s *Signature) evidence(v *Verdict) string {
 		}
 		e += fmt.Sprintf(", %.0f%% of the tokens in bursts", 100*v.CoalescedFraction)
 	}
-	return prefix + e
+	return e
 }
 
 func periodText(s *Signature) string {

@@ -51,7 +51,7 @@ func TestSignature(t *testing.T) {
 		{name: "a delay of one gap is not one behind, when a pause shows it", e: paused, rel: summarytest.Delay(5 * ms),
 			class: verdict.Flushes, kind: verdict.FlushPerEvent},
 		{name: "flush, gzip", e: plain, rel: summarytest.Flush(100_000), encoding: "gzip", class: verdict.Flushes,
-			kind: verdict.FlushPerEvent, evidence: "gzip-encoded"},
+			kind: verdict.FlushPerEvent, evidence: "gzip-encoded, each token arrived on its own"},
 		{name: "16 KB buffer, paused", e: paused, rel: summarytest.ByteThreshold(16384, 100_000), class: verdict.Buffers,
 			kind: verdict.ByteThreshold, size: 16384, evidence: "released in blocks of ~16."},
 		{name: "16 KB buffer", e: plain, rel: summarytest.ByteThreshold(16384, 100_000), class: verdict.Buffers,
@@ -71,7 +71,7 @@ func TestSignature(t *testing.T) {
 			evidence: "irregular bursts"},
 		{name: "dispatch bursts, paused", e: paused, rel: summarytest.Dispatch(7, 2*ms, 30*ms), class: verdict.Buffers, kind: verdict.DispatchBursts},
 		{name: "gzip, whole", e: plain, rel: summarytest.Whole(100_000), encoding: "gzip", class: verdict.Buffers,
-			kind: verdict.Compression, shape: verdict.WholeResponse, evidence: "the responses were gzip-encoded and came as: 100%"},
+			kind: verdict.Compression, shape: verdict.WholeResponse, evidence: "100% of the tokens arrived after"},
 		{name: "gzip, 8 KB blocks, paused", e: paused, rel: summarytest.ByteThreshold(8192, 100_000), encoding: "gzip",
 			class: verdict.Buffers, kind: verdict.Compression, shape: verdict.ByteThreshold},
 	}

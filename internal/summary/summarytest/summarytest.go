@@ -233,7 +233,7 @@ var Verdicts = map[string]verdict.Verdict{
 		AddedMeanMs: 497.5, AddedP50Ms: 497.5, AddedP99Ms: 990.1, Relative: true,
 		Causes: []string{verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
 		Signature: &verdict.Signature{Kind: verdict.Compression, Shape: verdict.WholeResponse, Encoding: "gzip",
-			Evidence:      "the responses were gzip-encoded and came as: 100% of the tokens arrived after their response's last token was emitted",
+			Evidence:      "100% of the tokens arrived after their response's last token was emitted",
 			WholeFraction: 1},
 	},
 }
