@@ -193,6 +193,7 @@ func (f *Faults) parse(k, v string) error {
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 			return fmt.Errorf("%s=%s: want a non-negative number of milliseconds", k, v)
 		}
+		x = math.Abs(x) // -0 reads back as 0, not "-0"
 		*dst = &x
 		return nil
 	}
@@ -419,8 +420,8 @@ type faultFields struct {
 	PiText       json.RawMessage `json:"pi_text"`
 }
 
-// faults decodes the fault fields: numbers where the textual form is a
-// number, true/false (or 1/0) for the flags, strings for the line ending
+// faults decodes the fault fields: numbers (not booleans) where the
+// textual form is a number, true/false (or 1/0) for the flags, strings for the line ending
 // and the words, a string or an array of numbers for the split. null is
 // unset. A value of the wrong type or out of its range wraps ErrBadHint,
 // naming the field.
@@ -455,6 +456,11 @@ func jsonFaultValue(k string, raw json.RawMessage) (string, error) {
 	}
 	var b bool
 	if json.Unmarshal(raw, &b) == nil {
+		switch k {
+		case "cut_after", "status", "stall_after", "stall_ms", "event_bytes", "split_gap_ms":
+			// A count or a duration: true is not "1 token" or "1 ms".
+			return "", errors.New("a boolean where a number is wanted")
+		}
 		if b {
 			return "1", nil
 		}

@@ -55,6 +55,10 @@ func TestParseFaults(t *testing.T) {
 	if back, err := ParseFaults(allFaults.String()); err != nil || !reflect.DeepEqual(back, allFaults) {
 		t.Errorf("ParseFaults(%q) = %q, %v: the String form does not read back", allFaults.String(), back, err)
 	}
+	// -0 equals 0, so only the written form tells them apart.
+	if got, err := ParseFaults("stall_ms=-0; split_gap_ms=-0.0"); err != nil || got.String() != "stall_ms=0; split_gap_ms=0" {
+		t.Errorf(`ParseFaults("stall_ms=-0; split_gap_ms=-0.0") = %q, %v; want "stall_ms=0; split_gap_ms=0"`, got, err)
+	}
 }
 
 // TestFaultChannels: faults set on the client's hints reach the server's
@@ -146,6 +150,10 @@ func TestFaultJSON(t *testing.T) {
 		{body: `{"pi_split":[0]}`, wantErr: "pi_split: split=0"},
 		{body: `{"pi_split":{"at":3}}`, wantErr: `pi_split: want "utf8", "none", "5,17" or an array of byte offsets`},
 		{body: `{"pi_line_end":true}`, wantErr: "pi_line_end: line_end=1: want lf, crlf or cr"},
+		{body: `{"pi_status":true}`, wantErr: "pi_status: a boolean where a number is wanted"},
+		{body: `{"pi_cut_after":false}`, wantErr: "pi_cut_after: a boolean where a number is wanted"},
+		{body: `{"pi_stall_ms":true}`, wantErr: "pi_stall_ms: a boolean where a number is wanted"},
+		{body: `{"pi_no_terminal":true,"pi_comments":0}`, want: Faults{NoTerminal: ptr(true), Comments: ptr(false)}},
 	}
 	for _, tt := range tests {
 		req, err := ParseServerRequest([]byte(tt.body))
