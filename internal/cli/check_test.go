@@ -138,6 +138,57 @@ func TestCheckThroughReverseProxy(t *testing.T) {
 	}
 }
 
+// TestCheckNotAGateway: a target that refuses connections, does not speak
+// HTTP, or redirects ends the command at once (before the preflight
+// request's timeout), exit 1, with only the header on stdout and one line
+// on stderr saying why.
+func TestCheckNotAGateway(t *testing.T) {
+	refused := refusedAddr(t)
+	notHTTP, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		for {
+			c, err := notHTTP.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("SSH-2.0-OpenSSH_9.2\r\n"))
+			c.Close()
+		}
+	}()
+	defer func() { notHTTP.Close(); <-served }()
+	redirect := httptest.NewServer(http.RedirectHandler("http://example.invalid/v1/chat/completions", http.StatusFound))
+	defer redirect.Close()
+	for _, tt := range []struct{ name, target, want string }{
+		{"refused", refused, "cannot connect to " + refused},
+		{"not HTTP", notHTTP.Addr().String(), "does not answer in HTTP"},
+		{"redirect", redirect.URL, "answered with a redirect 302 to http://example.invalid/v1/chat/completions; check follows no redirect"},
+	} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		start := time.Now()
+		code := CheckOn(context.Background(), ln, []string{"-t", tt.target}, &stdout, &stderr)
+		took := time.Since(start)
+		header := "sse-latency check of " + tt.target + " (api chat); its dummy server on " + ln.Addr().String() + "\n"
+		line := stderr.String()
+		if code != ExitFailure || stdout.String() != header || strings.Count(line, "\n") != 1 ||
+			!strings.HasPrefix(line, "sse-latency check: not a gateway to sse-latency's server: ") || !strings.Contains(line, tt.want) {
+			t.Errorf("%s: check -t %s: exit %d, stdout %q, stderr %q; want 1, the header, and one line saying %q",
+				tt.name, tt.target, code, stdout.String(), line, tt.want)
+		}
+		if took >= check.PreflightTimeout {
+			t.Errorf("%s: check -t %s took %v to give up, the preflight's whole timeout", tt.name, tt.target, took)
+		}
+	}
+}
+
 // lockedBuffer is a bytes.Buffer written by the run and read by the test.
 type lockedBuffer struct {
 	mu sync.Mutex

@@ -359,23 +359,36 @@ func testFaultSplit(t *testing.T, e evloop.Engine) {
 	}
 }
 
-// TestFaultHintCaps: a fault hint past its cap gets a 400 naming it.
+// TestFaultHintCaps: a fault hint past its cap gets a 400 hint_above_limit
+// naming it as its channel spells it, with the cap; a malformed JSON fault
+// a 400 invalid_request_error naming the field. Every cap, every channel.
 func TestFaultHintCaps(t *testing.T) {
-	srv := startServer(t, Config{Tokens: 3})
-	for _, tt := range []struct{ body, header, want string }{
-		{`{"stream":true,"pi_status":200}`, "", "pi_status 200 in the JSON body; the limit is 400 to 599"},
-		{`{"stream":true,"pi_event_bytes":2000000}`, "", "pi_event_bytes 2000000 in the JSON body"},
-		{`{"stream":true}`, api.HintHeader + ": stall_ms=700000", "stall_ms=700000 in the X-SSE-Latency header"},
-		{`{"stream":true,"pi_split":"x"}`, "", `pi_split: split=x`},
+	srv := startServer(t, Config{Tokens: 3, MaxTokens: 100, MaxDelay: time.Second})
+	const above, bad = "hint_above_limit", "invalid_request_error"
+	marker := func(hints string) string {
+		return `{"stream":true,"messages":[{"role":"user","content":"Say 4-letter words [sse-latency ` + hints + `]"}]}`
+	}
+	for _, tt := range []struct{ name, body, header, code, want string }{
+		{"cut_after, JSON", `{"stream":true,"pi_cut_after":101}`, "", above, "pi_cut_after 101 in the JSON body; the limit is 100"},
+		{"cut_after, header", `{"stream":true}`, "cut_after=101", above, "cut_after=101 in the X-SSE-Latency header; the limit is 100"},
+		{"stall_after, marker", marker("stall_after=101"), "", above, "stall_after=101 in the prompt marker; the limit is 100"},
+		{"status below", `{"stream":true,"pi_status":200}`, "", above, "pi_status 200 in the JSON body; the limit is 400 to 599"},
+		{"status above, marker", marker("status=600"), "", above, "status=600 in the prompt marker; the limit is 400 to 599"},
+		{"stall_ms, JSON", `{"stream":true,"pi_stall_ms":1000.5}`, "", above, "pi_stall_ms 1000.5 in the JSON body; the limit is 1000 ms (1s)"},
+		{"stall_ms, header", `{"stream":true}`, "stall_ms=700000", above, "stall_ms=700000 in the X-SSE-Latency header; the limit is 1000 ms (1s)"},
+		{"event_bytes", `{"stream":true,"pi_event_bytes":1048577}`, "", above, "pi_event_bytes 1048577 in the JSON body; the limit is 1048576"},
+		{"split_gap_ms", `{"stream":true,"pi_split_gap_ms":1001}`, "", above, "pi_split_gap_ms 1001 in the JSON body; the limit is 1000 ms (1s)"},
+		{"split_gap_ms, header", `{"stream":true}`, "split_gap_ms=5000", above, "split_gap_ms=5000 in the X-SSE-Latency header; the limit is 1000 ms (1s)"},
+		{"split offsets", `{"stream":true,"pi_split":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}`, "", bad, "pi_split: split=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17: 17 offsets: at most 16"},
+		{"split offset", `{"stream":true,"pi_split":[1048577]}`, "", bad, `pi_split: split=1048577: offset "1048577": want utf8 or a byte offset from 1 to 1048576`},
+		{"split malformed", `{"stream":true,"pi_split":"x"}`, "", bad, `pi_split: split=x`},
+		{"status a boolean", `{"stream":true,"pi_status":true}`, "", bad, "pi_status: a boolean where a number is wanted"},
 	} {
 		var header []string
 		if tt.header != "" {
-			header = append(header, tt.header)
+			header = append(header, api.HintHeader+": "+tt.header)
 		}
-		r := streamRaw(t, srv, "/v1/chat/completions", tt.body, header...)
-		if !strings.HasPrefix(r.head, "HTTP/1.1 400 ") || !strings.Contains(r.body(), tt.want) {
-			t.Errorf("%s %s: %q %q; want a 400 naming %q", tt.body, tt.header, r.head, r.body(), tt.want)
-		}
+		checkError(t, tt.name, exchange(t, srv, postRequest("/v1/chat/completions", tt.body, header...)), "400 Bad Request", tt.code, tt.want)
 	}
 }
 
