@@ -348,7 +348,7 @@ Options:
       --server-close         the server closes every connection after its response, as the reference
       --max-streams <n>      the server answers 429 beyond n concurrent streams (def 10000; -1: no limit)
       --fault <spec>         the server injects upstream faults into every answer, e.g. "cut_after=5" or
-                             "stall_after=10; stall_ms=2000" (repeatable; keys in docs/gateways.md)
+                             "stall_after=10; stall_ms=2000" (repeatable; keys in README.md, "Fault hints")
   -H, --header <line>        extra request header "Name: value" (repeatable)
       --api-key <key>        send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
       --host-header <host>   Host header to send
