@@ -13,6 +13,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/testnet"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -200,7 +201,7 @@ func TestGatewayMishandlings(t *testing.T) {
 // speak HTTP or does not forward to the server ends the check at once with
 // one clear error.
 func TestNotAGateway(t *testing.T) {
-	refused := refusedAddr(t)
+	refused := testnet.RefusedAddr(t)
 	redirect := httptest.NewServer(http.RedirectHandler("https://example.invalid/v1/chat/completions", http.StatusMovedPermanently))
 	defer redirect.Close()
 	elsewhere := httptest.NewServer(http.NotFoundHandler())
@@ -212,23 +213,12 @@ func TestNotAGateway(t *testing.T) {
 	odone := make(chan error, 1)
 	go func() { odone <- osrv.Serve(octx) }()
 	defer func() { ostop(); <-odone }()
-	notHTTP := listen(t)
-	defer notHTTP.Close()
-	go func() {
-		for {
-			c, err := notHTTP.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("SSH-2.0-OpenSSH_9.2\r\n"))
-			c.Close()
-		}
-	}()
+	notHTTP := testnet.NotHTTP(t)
 	for _, tt := range []struct{ name, target, want string }{
 		{"refused", refused, "cannot connect to " + refused + ": connect(): Connection refused"},
 		{"redirect", redirect.Listener.Addr().String(), "answered with a redirect 301 to https://example.invalid/v1/chat/completions; check follows no redirect"},
 		{"another service", elsewhere.Listener.Addr().String(), "404 Not Found"},
-		{"not HTTP", notHTTP.Addr().String(), "does not answer in HTTP"},
+		{"not HTTP", notHTTP, "does not answer in HTTP"},
 		{"another server", other.Addr().String(), "answered with a stream the server never sent"},
 	} {
 		start := time.Now()

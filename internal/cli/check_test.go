@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/check"
+	"github.com/sse-latency/sse-latency/internal/testnet"
 )
 
 // TestCheckUsage: check -h prints its usage, which names every flag it
@@ -123,7 +124,7 @@ func TestCheckThroughReverseProxy(t *testing.T) {
 	}
 
 	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
-	refused := refusedAddr(t)
+	refused := testnet.RefusedAddr(t)
 	stdout.Reset()
 	stderr.Reset()
 	code = CheckOn(context.Background(), ln2, []string{"-t", refused, "--json", jsonPath}, &stdout, &stderr)
@@ -143,29 +144,12 @@ func TestCheckThroughReverseProxy(t *testing.T) {
 // request's timeout), exit 1, with only the header on stdout and one line
 // on stderr saying why.
 func TestCheckNotAGateway(t *testing.T) {
-	refused := refusedAddr(t)
-	notHTTP, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		for {
-			c, err := notHTTP.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("SSH-2.0-OpenSSH_9.2\r\n"))
-			c.Close()
-		}
-	}()
-	defer func() { notHTTP.Close(); <-served }()
+	refused, notHTTP := testnet.RefusedAddr(t), testnet.NotHTTP(t)
 	redirect := httptest.NewServer(http.RedirectHandler("http://example.invalid/v1/chat/completions", http.StatusFound))
 	defer redirect.Close()
 	for _, tt := range []struct{ name, target, want string }{
 		{"refused", refused, "cannot connect to " + refused},
-		{"not HTTP", notHTTP.Addr().String(), "does not answer in HTTP"},
+		{"not HTTP", notHTTP, "does not answer in HTTP"},
 		{"redirect", redirect.URL, "answered with a redirect 302 to http://example.invalid/v1/chat/completions; check follows no redirect"},
 	} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,16 +1,16 @@
 //go:build !unix
 
-package check
+package testnet
 
 import (
 	"net"
 	"testing"
 )
 
-// refusedAddr returns a loopback address that refused connections a
+// RefusedAddr returns a loopback address that refused connections a
 // moment ago (elsewhere than on Unix, a port cannot be held without
 // listening).
-func refusedAddr(t testing.TB) string {
+func RefusedAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

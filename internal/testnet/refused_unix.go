@@ -1,6 +1,6 @@
 //go:build unix
 
-package check
+package testnet
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// refusedAddr returns a loopback address that refuses connections, and
+// RefusedAddr returns a loopback address that refuses connections, and
 // keeps refusing them for the test: a TCP socket bound there, never
 // listening, holds the port (a port closed and found again could be taken
 // by another socket in the meantime).
-func refusedAddr(t testing.TB) string {
+func RefusedAddr(t testing.TB) string {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
