@@ -25,14 +25,16 @@ func ms(ns int64) float64 { return float64(ns) / nsPerMs }
 // (verdict.Accumulator) and the bounded samples the HTML report plots.
 // Add is called once per finished request, one call at a time.
 type Collector struct {
-	Stats   *stats.Batch
-	Bursts  *verdict.Accumulator
-	Samples *SampleCollector
+	Stats    *stats.Batch
+	Bursts   *verdict.Accumulator
+	Samples  *SampleCollector
+	Declared *DeclaredCollector
 }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
-	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector()}
+	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
+		Declared: NewDeclaredCollector()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
@@ -44,6 +46,7 @@ func (c *Collector) Add(r *result.Request) {
 	}
 	c.Bursts.Add(r)
 	c.Samples.Add(r)
+	c.Declared.Add(r)
 }
 
 // Inputs is what New summarises.
@@ -52,12 +55,18 @@ type Inputs struct {
 	LoopTarget, GatewayTarget string     // the addresses the batches' requests went to
 	Lateness                  *stats.Metric
 	UserS, SystemS            float64 // CPU time of the process, seconds
+	// Rounds are the rounds of an interleaved run, in the order they ran
+	// (their records are in Loop and Gateway too); nil for the
+	// reference's single calibration.
+	Rounds []Round
 }
 
 // New computes the summary of a run: one Batch per batch that ran
 // (loopback first), the overhead when both ran, the verdict when the
 // gateway batch ran (verdict.Classify, the calibration as its noise floor),
 // and the tool's own behaviour with the warning LatenessWarning gives.
+// With rounds, the batches hold every round's requests and the overhead
+// is the rounds' (Rounds.Overhead).
 func New(in Inputs) *Run {
 	r := &Run{Batches: []Batch{}, Self: Self{
 		Lateness: NewMetric(in.Lateness),
@@ -69,11 +78,21 @@ func New(in Inputs) *Run {
 	var loopBursts *verdict.Accumulator
 	if l := in.Loop; l != nil {
 		loopStats, loopBursts = l.Stats, l.Bursts
-		r.Batches = append(r.Batches, NewBatch(LoopbackBatch, in.LoopTarget, l.Stats, l.Samples.Samples()))
+		b := NewBatch(LoopbackBatch, in.LoopTarget, l.Stats, l.Samples.Samples())
+		b.Declared = l.Declared.Timings()
+		r.Batches = append(r.Batches, b)
 	}
 	if g := in.Gateway; g != nil {
-		r.Batches = append(r.Batches, NewBatch(GatewayBatch, in.GatewayTarget, g.Stats, g.Samples.Samples()))
+		b := NewBatch(GatewayBatch, in.GatewayTarget, g.Stats, g.Samples.Samples())
+		b.Declared = g.Declared.Timings()
+		r.Batches = append(r.Batches, b)
 		r.Overhead = NewOverhead(loopStats, g.Stats)
+		if in.Rounds != nil {
+			r.Rounds = NewRounds(in.Rounds)
+			if loopStats != nil {
+				r.Overhead = r.Rounds.Overhead()
+			}
+		}
 		v := verdict.Classify(loopBursts, g.Bursts, loopStats, g.Stats)
 		r.Verdict = NormVerdict(&v)
 	}
