@@ -7,68 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/slo"
-	"github.com/sse-latency/sse-latency/internal/stats"
-	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/summary/summarytest"
-	"github.com/sse-latency/sse-latency/internal/sweep"
 )
-
-// gatesRun is the summary of an interleaved run of the "full" scenario's
-// streams, two pairs of rounds, whose gateway declared timings on every
-// other head; with the objectives objectives checked (none: no check).
-func gatesRun(t *testing.T, objectives ...string) *summary.Run {
-	t.Helper()
-	sc := summarytest.Scenarios["full"]
-	loop, gw := summary.NewCollector(), summary.NewCollector()
-	var rounds []summary.Round
-	var good *slo.Goodput
-	var os []slo.SLO
-	for _, s := range objectives {
-		o, err := slo.Parse(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		os = append(os, o)
-	}
-	good = slo.NewGoodput(os)
-	for pair, order := range []string{"LG", "GL"} {
-		for _, side := range order {
-			b := stats.NewBatch()
-			if side == 'L' {
-				for _, r := range requests(sc.Loop...) {
-					loop.Add(r)
-					b.Add(r)
-				}
-				rounds = append(rounds, summary.NewRound(summary.LoopbackBatch, pair, b))
-				continue
-			}
-			for i, r := range requests(sc.Gw...) {
-				if r.Sent != 0 {
-					r.HeadAt = r.Sent + 50_000
-				}
-				if i%2 == 0 {
-					r.Timing = result.TimingHeaders{LiteLLMOverhead: "0.25", ServerTiming: "gw;dur=0.1, upstream;dur=30"}
-				}
-				gw.Add(r)
-				b.Add(r)
-				if good != nil {
-					good.Add(r)
-				}
-			}
-			rounds = append(rounds, summary.NewRound(summary.GatewayBatch, pair, b))
-		}
-	}
-	late := stats.NewMetric()
-	late.Record(40_000)
-	run := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: "127.0.0.1:8090", GatewayTarget: "127.0.0.1:8080",
-		Lateness: late, UserS: 1, SystemS: 0.5, Rounds: rounds})
-	if len(os) > 0 {
-		run.SLO = slo.Check(os, run, good)
-	}
-	return run
-}
 
 // gatesDoc is the document of gatesRun.
 func gatesDoc(t *testing.T, objectives ...string) *Document {
@@ -80,26 +21,17 @@ func gatesDoc(t *testing.T, objectives ...string) *Document {
 		cfg.SLOs = append(cfg.SLOs, p.String())
 	}
 	ri := RunInfo{Config: cfg, Start: runStart, End: runStart.Add(3e9), EndReason: EndDone, ExitCode: 1, Version: "v1.2.3-test"}
-	return fixEnv(NewDocument(ri, gatesRun(t, objectives...)))
+	return fixEnv(NewDocument(ri, summarytest.GatesRun(objectives...)))
 }
 
-// sweepDoc is a sweep of two steps, each gatesRun, without samples.
+// sweepDoc is the document of summarytest.Sweep.
 func sweepDoc(t *testing.T) *Document {
 	t.Helper()
 	d := fixEnv(NewDocument(RunInfo{Config: testConfig, Start: runStart, End: runStart.Add(9e9), EndReason: EndDone, Version: "v"}, nil))
-	sw := &sweep.Sweep{Axis: sweep.AxisConcurrency, Values: []float64{1, 10, 50}, Rounds: 2, KneeThresholdMs: 1}
-	for _, v := range []float64{1, 10} {
-		r := gatesRun(t)
-		for i := range r.Batches {
-			r.Batches[i].Samples = summary.NormSamples(summary.Samples{})
-		}
-		sw.Steps = append(sw.Steps, sweep.Step{Value: v, Requests: 4, Run: *r})
-	}
-	sw.Knee = sweep.FindKnee(sw.Axis, sw.Steps, sw.KneeThresholdMs)
-	if sw.Knee == nil {
+	d.Sweep = summarytest.Sweep()
+	if d.Sweep.Knee == nil {
 		t.Fatal("the buffering gateway of the full scenario has no knee")
 	}
-	d.Sweep = sw
 	return d
 }
 
@@ -152,7 +84,9 @@ func TestGatesInvalid(t *testing.T) {
 			"rounds: rounds[0]: TTFT (client): n is 9", false},
 		{"declared counts", run, func(m map[string]any) { at(m, "batches", 1, "declared", "figures", 0)["missing"] = 0 },
 			"batches[1] (gateway): declared: figures[0] (x-litellm-overhead-duration-ms): requests=4, invalid=0, missing=0", false},
-		{"declared source", run, func(m map[string]any) { at(m, "batches", 1, "declared", "figures", 1)["source"] = "x-litellm-overhead-duration-ms" },
+		{"declared source", run, func(m map[string]any) {
+			at(m, "batches", 1, "declared", "figures", 1)["source"] = "x-litellm-overhead-duration-ms"
+		},
 			"figures[1]: source \"x-litellm-overhead-duration-ms\" empty or repeated", false},
 		{"declared extra field", run, func(m map[string]any) { at(m, "batches", 1, "declared")["extra"] = 1 }, "", true},
 		{"sweep axis", sw, func(m map[string]any) { at(m, "sweep")["axis"] = "tokens" }, `sweep: axis "tokens"`, true},
