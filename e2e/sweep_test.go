@@ -1,0 +1,156 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sse-latency/sse-latency/internal/cli"
+	"github.com/sse-latency/sse-latency/internal/rundoc"
+	"github.com/sse-latency/sse-latency/internal/sweep"
+	"github.com/sse-latency/sse-latency/internal/verdict"
+)
+
+// exampleNamed returns the shipped example called name.
+func exampleNamed(t *testing.T, name string) Example {
+	t.Helper()
+	for _, ex := range allExamples() {
+		if ex.Name == name {
+			return ex
+		}
+	}
+	t.Fatalf("no example %q", name)
+	return Example{}
+}
+
+// TestSweepHAProxy sweeps the concurrency through real haproxy, with and
+// without option http-no-delay: every step has its overhead; without the
+// option every step buffers, adding tens of milliseconds (the knee is the
+// first step: the threshold is passed at every load); with it every step
+// flushes, adding well under a millisecond at p50.
+func TestSweepHAProxy(t *testing.T) {
+	for _, name := range []string{"haproxy", "haproxy-no-delay"} {
+		t.Run(name, func(t *testing.T) {
+			checkGoroutines(t)
+			ex := exampleNamed(t, name)
+			bin := requireProgram(t, ex.Gateway)
+			ctx, cancel := context.WithTimeout(t.Context(), e2eLimit)
+			defer cancel()
+			gw := launch(t, ctx, ex, bin)
+			jsonPath := filepath.Join(t.TempDir(), "sweep.json")
+			args := []string{"sweep", "-L", gw.BackendAddr, "-t", gw.Addr, "-r", "1", "-n", "100", "-d", "2", "-w", "20000", "-q",
+				"--concurrency", "1,2,4", "--json", jsonPath}
+			var stdout, stderr bytes.Buffer
+			code := cli.Main(ctx, args, &stdout, &stderr)
+			run := "sse-latency " + strings.Join(args, " ") + "\n--- stdout ---\n" + stdout.String() + "--- stderr ---\n" + stderr.String() +
+				"--- gateway log ---\n" + gw.Log()
+			if code != cli.ExitOK {
+				t.Fatalf("exit %d\n%s", code, run)
+			}
+			f, err := os.Open(jsonPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			d, err := rundoc.ReadJSON(f)
+			if err != nil || d.Sweep == nil || len(d.Sweep.Steps) != 3 {
+				t.Fatalf("the sweep's document: %v\n%s", err, run)
+			}
+			for _, st := range d.Sweep.Steps {
+				o, v := st.Overhead, st.Verdict
+				if o == nil || o.EmitRecv == nil || o.TTFT == nil || v == nil || st.Gateway().OK != int(st.Value) {
+					t.Fatalf("step %v: overhead %+v, verdict %v; want both, and every request ok\n%s", st.Value, o, v, run)
+				}
+				t.Logf("%s concurrency %v: added emit->recv p50 %+.3f p99 %+.3f ms, TTFT p50 %+.3f ms, %s, tool saturated %v",
+					name, st.Value, o.EmitRecv.P50Ms, o.EmitRecv.P99Ms, o.TTFT.P50Ms, v.Class, st.ToolSaturated)
+				switch name {
+				case "haproxy":
+					if v.Class != verdict.Buffers || o.EmitRecv.P50Ms < buffersMinAddedMeanMs {
+						t.Errorf("step %v: %s, added p50 %.3f ms; want buffering adding over %v ms at every load\n%s",
+							st.Value, v.Class, o.EmitRecv.P50Ms, buffersMinAddedMeanMs, run)
+					}
+				default:
+					if v.Class != verdict.Flushes || o.EmitRecv.P50Ms > flushesMaxAddedP50Ms {
+						t.Errorf("step %v: %s, added p50 %.3f ms; want flushing, under %v ms\n%s",
+							st.Value, v.Class, o.EmitRecv.P50Ms, flushesMaxAddedP50Ms, run)
+					}
+				}
+			}
+			if name == "haproxy" {
+				if k := d.Sweep.Knee; k == nil || k.Step != 0 || k.Reason != sweep.KneeThreshold {
+					t.Errorf("knee %+v, want the first step, past the threshold\n%s", k, run)
+				}
+				if !strings.Contains(stdout.String(), "buffers   KNEE") || strings.Count(stdout.String(), "buffers   beyond") != 2 {
+					t.Errorf("the table should show the buffering at every step:\n%s", run)
+				}
+			}
+		})
+	}
+}
+
+// TestCIGate runs examples/ci/gate.sh as the example workflow does, with a
+// small load: a change from haproxy with option http-no-delay to haproxy
+// without it is a regression far beyond any noise (exit 3); the same
+// configuration twice is not (exit 0).
+func TestCIGate(t *testing.T) {
+	checkGoroutines(t)
+	haproxy := requireProgram(t, HAProxy)
+	bash, err := LookPath("bash")
+	if err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*e2eLimit)
+	defer cancel()
+	dir := t.TempDir()
+	sse := filepath.Join(dir, "sse-latency")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", sse, "../cmd/sse-latency").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	addrs, err := FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confs := map[string]string{}
+	for _, name := range []string{"haproxy", "haproxy-no-delay"} {
+		b, err := os.ReadFile(repoPath(exampleNamed(t, name).File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err = Render(b, addrs[0], addrs[1]); err != nil {
+			t.Fatal(err)
+		}
+		confs[name] = filepath.Join(dir, name+".cfg")
+		if err := os.WriteFile(confs[name], b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		before, after string
+		code          int
+	}{
+		{"haproxy-no-delay", "haproxy", cli.ExitGate},
+		{"haproxy-no-delay", "haproxy-no-delay", cli.ExitOK},
+	} {
+		out := t.TempDir()
+		cmd := exec.CommandContext(ctx, bash, repoPath("examples/ci/gate.sh"), confs[tt.before], confs[tt.after])
+		cmd.Env = append(os.Environ(), "SSE_LATENCY="+sse, "GATEWAY="+haproxy+" -db -f", "LISTEN="+addrs[1], "TARGET="+addrs[0],
+			"ROUNDS=2", "LOAD=-r 2 -c 2 -n 100 -d 2 -w 20000", "FAIL_IF=added emit->recv p99 +10ms", "OUT="+out)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := cmd.ProcessState.ExitCode()
+		if code != tt.code {
+			t.Errorf("gate.sh %s %s: exit %d (%v), want %d\n--- stdout ---\n%s--- stderr ---\n%s", tt.before, tt.after, code, err, tt.code,
+				stdout.String(), stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "=== fail-if ===") {
+			t.Errorf("gate.sh %s %s printed no fail-if block:\n%s", tt.before, tt.after, stdout.String())
+		}
+	}
+}
