@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/h2c"
-
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/result"
 )
@@ -32,7 +29,11 @@ func TestTimingHeaders(t *testing.T) {
 		r.Header.Add("Server-Timing", `upstream;desc="model, eu";dur=41`)
 		return nil
 	}
-	gw := httptest.NewServer(h2c.NewHandler(p, &http2.Server{}))
+	gw := httptest.NewUnstartedServer(p)
+	gw.Config.Protocols = new(http.Protocols)
+	gw.Config.Protocols.SetHTTP1(true)
+	gw.Config.Protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge
+	gw.Start()
 	t.Cleanup(gw.Close)
 	want := result.TimingHeaders{LiteLLMOverhead: "0.81", KongProxy: "2", KongUpstream: "40",
 		ServerTiming: `gw;dur=0.5, upstream;desc="model, eu";dur=41`}
