@@ -362,6 +362,12 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
 			late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
 	}
+	return r.conclude(doc, code)
+}
+
+// conclude prints doc's warnings, writes its files and returns code, or
+// ExitFailure when a file or the report could not be written.
+func (r *run) conclude(doc *rundoc.Document, code int) int {
 	r.out.warnings(doc)
 	if err := r.outs.writeDocument(doc); err != nil {
 		r.out.errorf("sse-latency: %v\n", err)

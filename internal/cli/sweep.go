@@ -231,14 +231,5 @@ func (r *run) finishSweep(ctx context.Context, sw *sweep.Sweep, failed int) int 
 		EndReason: reason, ExitCode: code, Version: Version()}, whole)
 	doc.Sweep = sw
 	r.out.sweep(doc)
-	r.out.warnings(doc)
-	if err := r.outs.writeDocument(doc); err != nil {
-		r.out.errorf("sse-latency: %v\n", err)
-		code = max(code, ExitFailure)
-	}
-	if err := r.out.stdoutErr(); err != nil {
-		r.out.errorf("sse-latency: writing the report: %v\n", err)
-		code = max(code, ExitFailure)
-	}
-	return code
+	return r.conclude(doc, code)
 }

@@ -119,15 +119,33 @@ func WriteDeclared(w io.Writer, s *summary.Run) error {
 			p.printf("%-8s %d Server-Timing durations of further names ignored (at most %d sources)\n", b.Name, n, summary.MaxDeclaredSources)
 		}
 	}
+	if o, ok := observedTTFT(s); ok {
+		p.printf("observed %s  mean %sms  p50 %sms  p99 %sms  (%s)\n", o.name, o.cells[0], o.cells[1], o.cells[2], o.what)
+	}
+	return p.err
+}
+
+// observed is the overhead a gateway's declared timings should explain:
+// the added TTFT's mean, p50 and p99 (ms, signed), or without calibration
+// the gateway's own TTFT.
+type observed struct {
+	name, what string
+	cells      [3]string
+}
+
+// observedTTFT returns the observed figure of s; false when s has none.
+func observedTTFT(s *summary.Run) (observed, bool) {
 	switch gw := s.Gateway(); {
 	case s.Overhead != nil && s.Overhead.TTFT != nil:
 		d := s.Overhead.TTFT
-		p.printf("observed added TTFT (client)  mean %+.3fms  p50 %+.3fms  p99 %+.3fms  (gateway minus loopback)\n", d.MeanMs, d.P50Ms, d.P99Ms)
+		return observed{"added TTFT (client)", "gateway minus loopback",
+			[3]string{fmt.Sprintf("%+.3f", d.MeanMs), fmt.Sprintf("%+.3f", d.P50Ms), fmt.Sprintf("%+.3f", d.P99Ms)}}, true
 	case gw != nil && gw.Metrics.TTFT.N > 0:
 		m := &gw.Metrics.TTFT
-		p.printf("observed TTFT (client)  mean %.3fms  p50 %.3fms  p99 %.3fms  (no calibration to subtract)\n", m.MeanMs, m.P50Ms, m.P99Ms)
+		return observed{"TTFT (client)", "no calibration to subtract",
+			[3]string{fmt.Sprintf("%.3f", m.MeanMs), fmt.Sprintf("%.3f", m.P50Ms), fmt.Sprintf("%.3f", m.P99Ms)}}, true
 	}
-	return p.err
+	return observed{}, false
 }
 
 // declaredText words one declared timing: how many heads had it, and its

@@ -92,15 +92,8 @@ func newHTMLDeclared(s *summary.Run) []htmlDeclaredRow {
 	if out == nil {
 		return nil
 	}
-	switch gw := s.Gateway(); {
-	case s.Overhead != nil && s.Overhead.TTFT != nil:
-		d := s.Overhead.TTFT
-		out = append(out, htmlDeclaredRow{Batch: "observed", Source: "added TTFT (client), gateway minus loopback",
-			Cells: []string{htmlSigned(d.MeanMs), htmlSigned(d.P50Ms), htmlSigned(d.P99Ms)}})
-	case gw != nil && gw.Metrics.TTFT.N > 0:
-		m := &gw.Metrics.TTFT
-		out = append(out, htmlDeclaredRow{Batch: "observed", Source: "TTFT (client), no calibration to subtract",
-			Cells: []string{htmlMs(m.MeanMs), htmlMs(m.P50Ms), htmlMs(m.P99Ms)}})
+	if o, ok := observedTTFT(s); ok {
+		out = append(out, htmlDeclaredRow{Batch: "observed", Source: o.name + ", " + o.what, Cells: o.cells[:]})
 	}
 	return out
 }
