@@ -315,7 +315,6 @@ func parseFlags(args []string, lists *listFlags) (commandLine, error) {
 		fs.Float64Var(&cfg.Rate, "rate", 0, "")
 	} else {
 		fs.StringVar(&lists.rate, "rate", "", "")
-		fs.Float64Var(&lists.kneeMs, "knee-threshold", sweep.DefaultKneeThresholdMs, "")
 	}
 	fs.StringVar(&cfg.Arrival, "arrival", cfg.Arrival, "")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "")
@@ -323,6 +322,9 @@ func parseFlags(args []string, lists *listFlags) (commandLine, error) {
 	fs.IntVar(&cfg.Rounds, "rounds", 0, "")
 	fs.StringVar(&promptBytes, "prompt-bytes", "", "")
 	fs.StringArrayVar(&slos, "slo", nil, "")
+	if lists != nil {
+		fs.Float64Var(&lists.kneeMs, "knee-threshold", sweep.DefaultKneeThresholdMs, "")
+	}
 	fs.StringVar(&cfg.JSONPath, "json", "", "")
 	fs.StringVar(&cfg.HTMLPath, "html", "", "")
 	fs.StringVar(&cfg.CSVPath, "csv", "", "")

@@ -94,35 +94,69 @@ func msOrNA(m *summary.Metric, v float64) string {
 //	gateway  server-timing:gw  18 of 20 requests, 2 without it  mean 0.310ms  p50 0.300ms  p99 0.500ms
 //	observed added TTFT (client)  mean +1.215ms  p50 +1.200ms  p99 +2.100ms  (gateway minus loopback)
 func WriteDeclared(w io.Writer, s *summary.Run) error {
-	var any bool
-	for i := range s.Batches {
-		any = any || s.Batches[i].Declared != nil
-	}
-	if !any {
+	rows, notes := declaredRows(s)
+	if rows == nil {
 		return nil
 	}
 	p := printer{w: w}
 	p.printf("=== declared by the gateway vs observed ===\n")
-	for i := range s.Batches {
-		b := &s.Batches[i]
-		if b.Declared == nil {
-			continue
+	for _, r := range rows {
+		p.printf("%-8s %s  %s", r.batch, r.source, r.counts)
+		if m := r.metric; m.N > 0 {
+			p.printf("  mean %.3fms  p50 %.3fms  p99 %.3fms", m.MeanMs, m.P50Ms, m.P99Ms)
 		}
-		for _, f := range b.Declared.Figures {
-			name := f.Source
-			if f.Overhead {
-				name += " (overhead)"
-			}
-			p.printf("%-8s %s  %s\n", b.Name, name, declaredText(&f, b.Declared.Heads))
-		}
-		if n := b.Declared.Dropped; n > 0 {
-			p.printf("%-8s %d Server-Timing durations of further names ignored (at most %d sources)\n", b.Name, n, summary.MaxDeclaredSources)
-		}
+		p.printf("\n")
+	}
+	for _, n := range notes {
+		p.printf("%s\n", n)
 	}
 	if o, ok := observedTTFT(s); ok {
 		p.printf("observed %s  mean %sms  p50 %sms  p99 %sms  (%s)\n", o.name, o.cells[0], o.cells[1], o.cells[2], o.what)
 	}
 	return p.err
+}
+
+// declaredRow is one declared timing of one batch, as the reports word it.
+type declaredRow struct {
+	batch, source, counts string
+	metric                *summary.Metric
+}
+
+// declaredRows words the declared timings of s's batches, with a note per
+// batch that dropped Server-Timing names; nil rows when no batch has any.
+func declaredRows(s *summary.Run) (rows []declaredRow, notes []string) {
+	for i := range s.Batches {
+		b := &s.Batches[i]
+		if b.Declared == nil {
+			continue
+		}
+		for j := range b.Declared.Figures {
+			f := &b.Declared.Figures[j]
+			src := f.Source
+			if f.Overhead {
+				src += " (overhead)"
+			}
+			rows = append(rows, declaredRow{b.Name, src, declaredCounts(f, b.Declared.Heads), &f.Metric})
+		}
+		if n := b.Declared.Dropped; n > 0 {
+			notes = append(notes, fmt.Sprintf("%-8s %d Server-Timing durations of further names ignored (at most %d sources)",
+				b.Name, n, summary.MaxDeclaredSources))
+		}
+	}
+	return rows, notes
+}
+
+// declaredCounts words how many heads had a declared timing.
+func declaredCounts(f *summary.Declared, heads int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d requests", f.Requests, heads)
+	if f.Missing > 0 {
+		fmt.Fprintf(&b, ", %d without it", f.Missing)
+	}
+	if f.Invalid > 0 {
+		fmt.Fprintf(&b, ", %d unreadable", f.Invalid)
+	}
+	return b.String()
 }
 
 // observed is the overhead a gateway's declared timings should explain:
@@ -146,23 +180,6 @@ func observedTTFT(s *summary.Run) (observed, bool) {
 			[3]string{fmt.Sprintf("%.3f", m.MeanMs), fmt.Sprintf("%.3f", m.P50Ms), fmt.Sprintf("%.3f", m.P99Ms)}}, true
 	}
 	return observed{}, false
-}
-
-// declaredText words one declared timing: how many heads had it, and its
-// figures.
-func declaredText(f *summary.Declared, heads int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d requests", f.Requests, heads)
-	if f.Missing > 0 {
-		fmt.Fprintf(&b, ", %d without it", f.Missing)
-	}
-	if f.Invalid > 0 {
-		fmt.Fprintf(&b, ", %d unreadable", f.Invalid)
-	}
-	if m := &f.Metric; m.N > 0 {
-		fmt.Fprintf(&b, "  mean %.3fms  p50 %.3fms  p99 %.3fms", m.MeanMs, m.P50Ms, m.P99Ms)
-	}
-	return b.String()
 }
 
 // WriteSLO writes the objectives block: each objective, met or not, with

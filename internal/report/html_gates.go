@@ -69,28 +69,19 @@ type htmlDeclaredRow struct {
 }
 
 // newHTMLDeclared lists the declared timings of every batch, then the
-// observed TTFT overhead they should explain.
+// observed TTFT overhead they should explain (declaredRows, observedTTFT).
 func newHTMLDeclared(s *summary.Run) []htmlDeclaredRow {
-	var out []htmlDeclaredRow
-	for i := range s.Batches {
-		b := &s.Batches[i]
-		if b.Declared == nil {
-			continue
-		}
-		for _, f := range b.Declared.Figures {
-			src := f.Source
-			if f.Overhead {
-				src += " (overhead)"
-			}
-			row := htmlDeclaredRow{Batch: b.Name, Source: src, Counts: strings.SplitN(declaredText(&f, b.Declared.Heads), "  ", 2)[0]}
-			if m := &f.Metric; m.N > 0 {
-				row.Cells = []string{htmlMs(m.MeanMs), htmlMs(m.P50Ms), htmlMs(m.P99Ms)}
-			}
-			out = append(out, row)
-		}
-	}
-	if out == nil {
+	rows, _ := declaredRows(s)
+	if rows == nil {
 		return nil
+	}
+	var out []htmlDeclaredRow
+	for _, r := range rows {
+		row := htmlDeclaredRow{Batch: r.batch, Source: r.source, Counts: r.counts}
+		if m := r.metric; m.N > 0 {
+			row.Cells = []string{htmlMs(m.MeanMs), htmlMs(m.P50Ms), htmlMs(m.P99Ms)}
+		}
+		out = append(out, row)
 	}
 	if o, ok := observedTTFT(s); ok {
 		out = append(out, htmlDeclaredRow{Batch: "observed", Source: o.name + ", " + o.what, Cells: o.cells[:]})
