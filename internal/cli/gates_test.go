@@ -216,6 +216,11 @@ func TestSweepUsageErrors(t *testing.T) {
 	if code, _, errOut := runMain(t, nil, "sweep", "-h"); code != ExitOK || errOut != sweepUsage {
 		t.Errorf("sweep -h = %d, %q", code, errOut)
 	}
+	for _, flag := range []string{"--concurrency", "--rate", "--prompt-bytes", "--rounds", "--knee-threshold", "--json", "--html"} {
+		if !strings.Contains(sweepUsage, flag) {
+			t.Errorf("the sweep's usage does not mention %s", flag)
+		}
+	}
 }
 
 // TestSweepKnee: a gateway that adds a large, explicit delay to every
@@ -403,4 +408,20 @@ func writeDoc(t *testing.T, dir, name string, d *rundoc.Document) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestRoundsPhases: an interleaved run's loopback rounds ask for the
+// gateway's phases, uncapped (the reference's calibration caps each phase
+// at 200 tokens; rounds compare like with like).
+func TestRoundsPhases(t *testing.T) {
+	addr := freePort(t)
+	other := relay(t, addr, func(down io.Writer, up io.Reader) { io.Copy(down, up) })
+	code, out, errOut := runMain(t, nil, "-L", addr, "-t", other, "-n", "5", "-d", "0.2", "--reasoning", "210", "-q", "--rounds", "1")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	// Every token of every phase is a token of the batch: 5 + 210 each.
+	if got := parseTitles(t, out); got["loopback"] != (batchLine{1, 1, 0, 215}) || got["gateway"] != (batchLine{1, 1, 0, 215}) {
+		t.Errorf("batches %+v, want one request of 215 tokens on each side\n%s", got, out)
+	}
 }

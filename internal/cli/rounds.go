@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/sse-latency/sse-latency/internal/client"
@@ -35,7 +36,7 @@ func (r *run) interleave(ctx context.Context, pairs int, tag string) (loop, gw *
 		var req *client.Request
 		if order[i] == 'L' {
 			side, name, batchName, addr, c = 0, "loop", summary.LoopbackBatch, r.selfAddr, loop
-			req = r.loopbackRequest(r.cfg.Tokens, r.cfg.Tokens)
+			req = r.loopbackRequest(r.cfg.Tokens, math.MaxInt) // the gateway's phases, uncapped
 		} else {
 			req = r.gatewayRequest()
 		}
