@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/sweep"
 )
 
-// hooks shape an in-process gateway (hookGateway): before runs as a
+// hooks shape an in-process gateway (newGateway): before runs as a
 // request arrives, before it is forwarded (it may hold it); respond sees
 // each response before it is passed on (headers, body); done runs when the
 // request's handler returns.
@@ -34,15 +35,35 @@ type hooks struct {
 	done    func()
 }
 
-// hookGateway starts an httputil.ReverseProxy to backend that flushes
-// every write (an SSE-friendly gateway), shaped by h, and returns its
-// address.
-func hookGateway(t *testing.T, backend string, h hooks) string {
+// gateway is an in-process gateway, an httputil.ReverseProxy that flushes
+// every write (an SSE-friendly gateway), shaped by its hooks, in front of
+// the server of the run that gateway.run starts: that run binds -L
+// 127.0.0.1:0, and the gateway learns the port from the line the run
+// prints on stderr before its first request (no port is closed and found
+// again).
+type gateway struct {
+	addr    string
+	backend atomic.Pointer[string]
+	mu      sync.Mutex
+	stderr  bytes.Buffer
+}
+
+// listeningRE finds the server's address in the run's stderr.
+var listeningRE = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+) `)
+
+// newGateway starts a gateway shaped by h.
+func newGateway(t *testing.T, h hooks) *gateway {
 	t.Helper()
-	u, _ := url.Parse("http://" + backend)
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
-	rp.ErrorLog = log.New(io.Discard, "", 0) // an interrupted request's "context canceled" is expected
+	g := &gateway{}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			if b := g.backend.Load(); b != nil {
+				pr.SetURL(&url.URL{Scheme: "http", Host: *b})
+			}
+		},
+		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0), // an interrupted request's "context canceled" is expected
+	}
 	if h.respond != nil {
 		rp.ModifyResponse = func(r *http.Response) error { h.respond(r); return nil }
 	}
@@ -61,7 +82,57 @@ func hookGateway(t *testing.T, backend string, h hooks) string {
 	})}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
-	return ln.Addr().String()
+	g.addr = ln.Addr().String()
+	return g
+}
+
+// Write takes the run's stderr, and the server's address from it.
+func (g *gateway) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stderr.Write(p)
+	if g.backend.Load() == nil {
+		if m := listeningRE.FindSubmatch(g.stderr.Bytes()); m != nil {
+			addr := string(m[1])
+			g.backend.Store(&addr)
+		}
+	}
+	return len(p), nil
+}
+
+// run runs sse-latency with args (the "sweep" subcommand, or a run)
+// through the gateway, -L 127.0.0.1:0 and -t added, and returns its exit
+// status and outputs; ctx nil means a two-minute deadline.
+func (g *gateway) run(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	if ctx == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+	}
+	g.mu.Lock()
+	g.stderr.Reset()
+	g.backend.Store(nil)
+	g.mu.Unlock()
+	flags := []string{"-L", "127.0.0.1:0", "-t", g.addr}
+	if len(args) > 0 && args[0] == "sweep" {
+		args = append(append([]string{"sweep"}, flags...), args[1:]...)
+	} else {
+		args = append(flags, args...)
+	}
+	var out bytes.Buffer
+	code = Main(ctx, args, &out, g)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return code, out.String(), g.stderr.String()
+}
+
+// backendAddr is the address of the last run's server.
+func (g *gateway) backendAddr() string {
+	if b := g.backend.Load(); b != nil {
+		return *b
+	}
+	return "(none)"
 }
 
 // delayedBody holds every read of the upstream's body for delay before
@@ -80,17 +151,16 @@ func (d *delayedBody) Read(p []byte) (int, error) {
 func (d *delayedBody) Close() error { return d.rc.Close() }
 
 func TestRounds(t *testing.T) {
-	backend := freePort(t)
-	gw := hookGateway(t, backend, hooks{})
-	code, out, errOut := runMain(t, nil, "-L", backend, "-t", gw, "-r", "2", "-c", "2", "-n", "20", "-d", "1", "--rounds", "2")
+	g := newGateway(t, hooks{})
+	code, out, errOut := g.run(t, nil, "-r", "2", "-c", "2", "-n", "20", "-d", "1", "--rounds", "2")
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	// L G G L, each round the run's whole load.
 	for i, side := range []string{"loop", "gw", "gw", "loop"} {
-		addr := gw
+		addr := g.addr
 		if side == "loop" {
-			addr = backend
+			addr = g.backendAddr()
 		}
 		want := "round " + strconv.Itoa(i+1) + "/4: " + side + ": sending 2 request(s) to " + addr + " (concurrency=2, tokens=20,"
 		if !strings.Contains(errOut, want) {
@@ -119,7 +189,7 @@ func TestRounds(t *testing.T) {
 		t.Errorf("the rounds block should follow the overhead block:\n%s", out)
 	}
 	// Without --rounds the reference's single calibration runs.
-	_, plain, _ := runMain(t, nil, "-L", backend, "-t", gw, "-r", "2", "-c", "2", "-n", "20", "-d", "1")
+	_, plain, _ := g.run(t, nil, "-r", "2", "-c", "2", "-n", "20", "-d", "1")
 	if strings.Contains(plain, "=== rounds") || parseTitles(t, plain)["loopback"] != (batchLine{2, 2, 0, 40}) {
 		t.Errorf("without --rounds:\n%s", plain)
 	}
@@ -128,12 +198,11 @@ func TestRounds(t *testing.T) {
 // TestSLOExitStatus: objectives met exit 0, one missed exits 3 and says
 // which, on stderr and in the document; failed requests take precedence.
 func TestSLOExitStatus(t *testing.T) {
-	backend := freePort(t)
-	gw := hookGateway(t, backend, hooks{})
+	g := newGateway(t, hooks{})
 	dir := t.TempDir()
-	base := []string{"-L", backend, "-t", gw, "-r", "3", "-c", "3", "-n", "20", "-d", "1", "-q"}
+	base := []string{"-r", "3", "-c", "3", "-n", "20", "-d", "1", "-q"}
 	doc := filepath.Join(dir, "pass.json")
-	code, out, errOut := runMain(t, nil, append(base, "--slo", "gateway emit->recv p99 < 60s", "--slo", "ttft p99 <= 60s", "--json", doc)...)
+	code, out, errOut := g.run(t, nil, append(base, "--slo", "gateway emit->recv p99 < 60s", "--slo", "ttft p99 <= 60s", "--json", doc)...)
 	if code != ExitOK || !strings.Contains(out, "=== SLO ===\nmet       gateway emit->recv (tokens) p99 < 60000ms: ") ||
 		!strings.Contains(out, "goodput   3 of 3 gateway requests (100.0%) succeeded within every per-request objective") {
 		t.Errorf("objectives met: exit %d\n%s\n%s", code, out, errOut)
@@ -143,9 +212,9 @@ func TestSLOExitStatus(t *testing.T) {
 		t.Errorf("the document's objectives: %v, %+v, config %q", err, d.SLO, d.Config.SLOs)
 	}
 	doc = filepath.Join(dir, "fail.json")
-	code, out, errOut = runMain(t, nil, append(base, "--slo", "added TTFT p50 < -60s", "--slo", "emit->recv p99 < 60s", "--json", doc)...)
-	if code != ExitGate || !strings.Contains(out, "NOT MET   added TTFT (client) p50 < -60000ms: +") ||
-		!strings.Contains(errOut, "SLO not met: added TTFT (client) p50 < -60000ms (observed +") {
+	code, out, errOut = g.run(t, nil, append(base, "--slo", "added TTFT p50 < -60s", "--slo", "emit->recv p99 < 60s", "--json", doc)...)
+	if code != ExitGate || !strings.Contains(out, "NOT MET   added TTFT (client) p50 < -60000ms: ") ||
+		!strings.Contains(errOut, "SLO not met: added TTFT (client) p50 < -60000ms (observed ") {
 		t.Errorf("an objective missed: exit %d, want %d\n%s\n%s", code, ExitGate, out, errOut)
 	}
 	// report says it again, from the document.
@@ -155,8 +224,8 @@ func TestSLOExitStatus(t *testing.T) {
 		t.Errorf("report of the missed objective: %d\n%s\n%s", code, rOut.String(), rErr.String())
 	}
 	// A failed request is exit 1 whatever the objectives.
-	refused := freePort(t)
-	code, _, _ = runMain(t, nil, "-L", backend, "-t", refused, "-n", "5", "-d", "1", "-q", "--slo", "ttft p50 < 1ns")
+	closing := serveTCP(t, func(c net.Conn) {}) // closes every connection at once
+	code, _, _ = runMain(t, nil, "-L", "127.0.0.1:0", "-t", closing, "-n", "5", "-d", "1", "-q", "--slo", "ttft p50 < 1ns")
 	if code != ExitFailure {
 		t.Errorf("failed requests with a missed objective: exit %d, want %d", code, ExitFailure)
 	}
@@ -234,9 +303,8 @@ func TestSweepUsageErrors(t *testing.T) {
 // (100 ms), the threshold 30 ms: far from any machine's noise.
 func TestSweepKnee(t *testing.T) {
 	const setPoint, delay = 2, 100 * time.Millisecond
-	backend := freePort(t)
 	var inFlight atomic.Int64
-	gw := hookGateway(t, backend, hooks{
+	g := newGateway(t, hooks{
 		before: func(r *http.Request) {
 			inFlight.Add(1)
 			for deadline := time.Now().Add(time.Second); inFlight.Load() <= setPoint && time.Now().Before(deadline); {
@@ -252,7 +320,7 @@ func TestSweepKnee(t *testing.T) {
 	})
 	dir := t.TempDir()
 	jsonPath, htmlPath := filepath.Join(dir, "sweep.json"), filepath.Join(dir, "sweep.html")
-	code, out, errOut := runMain(t, nil, "sweep", "-L", backend, "-t", gw, "-r", "1", "-n", "50", "-d", "1", "-q",
+	code, out, errOut := g.run(t, nil, "sweep", "-r", "1", "-n", "50", "-d", "1", "-q",
 		"--concurrency", "1,2,4", "--knee-threshold", "30", "--json", jsonPath, "--html", htmlPath)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -299,9 +367,8 @@ func TestSweepKnee(t *testing.T) {
 // be a moment after the gateway read the last byte; and the 1 ms of the
 // first step is within the noise).
 func TestSweepPromptBytes(t *testing.T) {
-	backend := freePort(t)
 	var largest atomic.Int64
-	gw := hookGateway(t, backend, hooks{before: func(r *http.Request) {
+	g := newGateway(t, hooks{before: func(r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		largest.Store(max(largest.Load(), int64(len(body))))
 		time.Sleep(time.Duration(len(body)>>10) * time.Millisecond)
@@ -309,7 +376,7 @@ func TestSweepPromptBytes(t *testing.T) {
 	}})
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "sweep.json")
-	code, out, errOut := runMain(t, nil, "sweep", "-L", backend, "-t", gw, "-r", "1", "-n", "5", "-d", "1", "-q",
+	code, out, errOut := g.run(t, nil, "sweep", "-r", "1", "-n", "5", "-d", "1", "-q",
 		"--prompt-bytes", "1k,64k,256k", "--json", jsonPath)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -338,16 +405,15 @@ func TestSweepPromptBytes(t *testing.T) {
 // TestSweepInterrupted: Ctrl-C during a step prints the steps done, the
 // interrupted one left out, and exits 130.
 func TestSweepInterrupted(t *testing.T) {
-	backend := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var seen atomic.Int64
-	gw := hookGateway(t, backend, hooks{before: func(r *http.Request) {
+	g := newGateway(t, hooks{before: func(r *http.Request) {
 		if seen.Add(1) == 2 { // the first gateway request of the second step
 			cancel()
 		}
 	}})
-	code, out, errOut := runMain(t, ctx, "sweep", "-L", backend, "-t", gw, "-r", "1", "-n", "20", "-d", "1", "-q", "-c", "1,2,4")
+	code, out, errOut := g.run(t, ctx, "sweep", "-r", "1", "-n", "20", "-d", "1", "-q", "-c", "1,2,4")
 	if code != ExitInterrupted {
 		t.Errorf("exit %d, want %d", code, ExitInterrupted)
 	}
@@ -366,16 +432,15 @@ func TestSweepInterrupted(t *testing.T) {
 // response: the report sets them beside the observed overhead, with the
 // requests that lacked them.
 func TestDeclaredVsObserved(t *testing.T) {
-	backend := freePort(t)
 	var n atomic.Int64
-	gw := hookGateway(t, backend, hooks{respond: func(resp *http.Response) {
+	g := newGateway(t, hooks{respond: func(resp *http.Response) {
 		if n.Add(1)%2 == 1 {
 			resp.Header.Set("x-litellm-overhead-duration-ms", "0.5")
 			resp.Header.Set("Server-Timing", `gateway;dur=0.25;desc="routing", upstream;dur=3`)
 		}
 	}})
 	jsonPath := filepath.Join(t.TempDir(), "run.json")
-	code, out, errOut := runMain(t, nil, "-L", backend, "-t", gw, "-r", "4", "-c", "2", "-n", "10", "-d", "1", "-q", "--json", jsonPath)
+	code, out, errOut := g.run(t, nil, "-r", "4", "-c", "2", "-n", "10", "-d", "1", "-q", "--json", jsonPath)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -384,7 +449,7 @@ func TestDeclaredVsObserved(t *testing.T) {
 		"gateway  x-litellm-overhead-duration-ms (overhead)  2 of 4 requests, 2 without it  mean 0.500ms  p50 0.500ms  p99 0.500ms\n",
 		"gateway  server-timing:gateway  2 of 4 requests, 2 without it  mean 0.250ms",
 		"gateway  server-timing:upstream  2 of 4 requests, 2 without it  mean 3.000ms",
-		"observed added TTFT (client)  mean +",
+		"observed added TTFT (client)  mean ", // signed: loopback noise can make it negative
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
@@ -414,9 +479,8 @@ func writeDoc(t *testing.T, dir, name string, d *rundoc.Document) string {
 // gateway's phases, uncapped (the reference's calibration caps each phase
 // at 200 tokens; rounds compare like with like).
 func TestRoundsPhases(t *testing.T) {
-	addr := freePort(t)
-	other := relay(t, addr, func(down io.Writer, up io.Reader) { io.Copy(down, up) })
-	code, out, errOut := runMain(t, nil, "-L", addr, "-t", other, "-n", "5", "-d", "0.2", "--reasoning", "210", "-q", "--rounds", "1")
+	g := newGateway(t, hooks{})
+	code, out, errOut := g.run(t, nil, "-n", "5", "-d", "0.2", "--reasoning", "210", "-q", "--rounds", "1")
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
