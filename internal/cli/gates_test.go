@@ -361,11 +361,12 @@ func TestSweepKnee(t *testing.T) {
 
 // TestSweepPromptBytes: through a gateway that spends 1 ms per KiB of
 // request body once it has read it (as one that parses and counts the
-// prompt does), the added TTFT grows with the prompt's size, by about
-// that time: at least 90 % of it where that is tens of milliseconds (the
-// client's clock starts when its write returns, which on a large body can
-// be a moment after the gateway read the last byte; and the 1 ms of the
-// first step is within the noise).
+// prompt does), the added TTFT (the median of five requests per step)
+// grows with the prompt's size, by at least half that time where it is
+// tens of milliseconds (the client's clock starts when its write returns,
+// which on a large body and a busy machine can be some milliseconds after
+// the gateway read the last byte; the 1 ms of the first step is within
+// the noise).
 func TestSweepPromptBytes(t *testing.T) {
 	var largest atomic.Int64
 	g := newGateway(t, hooks{before: func(r *http.Request) {
@@ -376,7 +377,7 @@ func TestSweepPromptBytes(t *testing.T) {
 	}})
 	dir := t.TempDir()
 	jsonPath := filepath.Join(dir, "sweep.json")
-	code, out, errOut := g.run(t, nil, "sweep", "-r", "1", "-n", "5", "-d", "1", "-q",
+	code, out, errOut := g.run(t, nil, "sweep", "-r", "5", "-n", "5", "-d", "1", "-q",
 		"--prompt-bytes", "1k,64k,256k", "--json", jsonPath)
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -388,7 +389,7 @@ func TestSweepPromptBytes(t *testing.T) {
 	var prev float64
 	for i, st := range d.Sweep.Steps {
 		ttft := st.Overhead.TTFT.P50Ms
-		if floor := 0.9 * st.Value / 1024; (i > 0 && ttft < floor) || (i > 0 && ttft <= prev) {
+		if floor := 0.5 * st.Value / 1024; (i > 0 && ttft < floor) || (i > 0 && ttft <= prev) {
 			t.Errorf("step %s: added TTFT p50 %.3fms; want at least %.1fms, and above the step before's %.3fms",
 				sweep.FormatSize(int(st.Value)), ttft, floor, prev)
 		}
@@ -397,7 +398,7 @@ func TestSweepPromptBytes(t *testing.T) {
 	if got := largest.Load(); got < 256<<10 || got > 256<<10+4096 {
 		t.Errorf("the largest body the gateway read: %d bytes, want the 256k prompt and its JSON", got)
 	}
-	if !strings.Contains(out, "prompt-bytes  ok/failed") || !strings.Contains(out, "\n        256k        1/0 ") {
+	if !strings.Contains(out, "prompt-bytes  ok/failed") || !strings.Contains(out, "\n        256k        5/0 ") {
 		t.Errorf("table:\n%s", out)
 	}
 }
