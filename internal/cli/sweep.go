@@ -160,6 +160,11 @@ func sweepMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // reports them.
 func (r *run) sweep(ctx context.Context, p *sweepPlan) int {
 	r.start = time.Now()
+	if p.axis == sweep.AxisConcurrency { // setUp checks the first step's
+		if err := checkOpenFiles(int(p.values[len(p.values)-1])); err != nil {
+			return r.fail(err)
+		}
+	}
 	if err := r.setUp(); err != nil {
 		return r.fail(err)
 	}
