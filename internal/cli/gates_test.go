@@ -490,3 +490,26 @@ func TestRoundsPhases(t *testing.T) {
 		t.Errorf("batches %+v, want one request of 215 tokens on each side\n%s", got, out)
 	}
 }
+
+// TestSweepRate: a rate sweep runs each step open loop at its rate (no
+// cap on the requests in flight unless -c gives one).
+func TestSweepRate(t *testing.T) {
+	g := newGateway(t, hooks{})
+	jsonPath := filepath.Join(t.TempDir(), "sweep.json")
+	code, out, errOut := g.run(t, nil, "sweep", "-r", "4", "-n", "5", "-d", "1", "-q", "--rate", "40,80", "--json", jsonPath)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	d, err := readDocument(jsonPath)
+	if err != nil || len(d.Sweep.Steps) != 2 || d.Sweep.Axis != sweep.AxisRate || d.Config.Rate != 40 || d.Config.Concurrency != 0 {
+		t.Fatalf("document: %v, config rate %v concurrency %v", err, d.Config.Rate, d.Config.Concurrency)
+	}
+	for _, st := range d.Sweep.Steps {
+		if gw := st.Gateway(); gw == nil || gw.OK != 4 || gw.StartLateness == nil || st.Loop().StartLateness == nil {
+			t.Errorf("step %v: %+v; want 4 requests ok, open loop on both sides", st.Value, gw)
+		}
+	}
+	if !strings.Contains(errOut, "round 2/2: gw: sending 80 request(s)/s (constant arrivals) up to 4 to "+g.addr+" (no cap on requests in flight") {
+		t.Errorf("stderr lacks the second step's gateway round:\n%s", errOut)
+	}
+}
