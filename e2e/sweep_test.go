@@ -74,9 +74,10 @@ func TestSweepHAProxy(t *testing.T) {
 					name, st.Value, o.EmitRecv.P50Ms, o.EmitRecv.P99Ms, o.TTFT.P50Ms, v.Class, st.ToolSaturated)
 				switch name {
 				case "haproxy":
-					if v.Class != verdict.Buffers || o.EmitRecv.P50Ms < buffersMinAddedMeanMs {
-						t.Errorf("step %v: %s, added p50 %.3f ms; want buffering adding over %v ms at every load\n%s",
-							st.Value, v.Class, o.EmitRecv.P50Ms, buffersMinAddedMeanMs, run)
+					// Held tokens wait tens of ms; at p99 whatever the load.
+					if v.Class != verdict.Buffers || o.EmitRecv.P99Ms < buffersMinAddedMeanMs {
+						t.Errorf("step %v: %s, added p99 %.3f ms; want buffering adding over %v ms at every load\n%s",
+							st.Value, v.Class, o.EmitRecv.P99Ms, buffersMinAddedMeanMs, run)
 					}
 				default:
 					if o.EmitRecv.P50Ms > flushesMaxAddedP50Ms {
@@ -99,7 +100,9 @@ func TestSweepHAProxy(t *testing.T) {
 // TestCIGate runs examples/ci/gate.sh as the example workflow does, with a
 // small load: a change from haproxy with option http-no-delay to haproxy
 // without it is a regression far beyond any noise (exit 3); the same
-// configuration twice is not (exit 0).
+// configuration twice is not (exit 0). The condition is on the added p50,
+// which the tens of ms haproxy holds tokens for move and a busy machine's
+// stalls do not (with a few rounds, a p99 can be unlucky in every round).
 func TestCIGate(t *testing.T) {
 	checkGoroutines(t)
 	haproxy := requireProgram(t, HAProxy)
@@ -142,7 +145,7 @@ func TestCIGate(t *testing.T) {
 		out := t.TempDir()
 		cmd := exec.CommandContext(ctx, bash, repoPath("examples/ci/gate.sh"), confs[tt.before], confs[tt.after])
 		cmd.Env = append(os.Environ(), "SSE_LATENCY="+sse, "GATEWAY="+haproxy+" -db -f", "LISTEN="+addrs[1], "TARGET="+addrs[0],
-			"ROUNDS=2", "LOAD=-r 2 -c 2 -n 100 -d 2 -w 20000", "FAIL_IF=added emit->recv p99 +10ms", "OUT="+out)
+			"ROUNDS=3", "LOAD=-r 2 -c 2 -n 100 -d 2 -w 20000", "FAIL_IF=added emit->recv p50 +10ms", "OUT="+out)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
