@@ -33,10 +33,11 @@ func exampleNamed(t *testing.T, name string) Example {
 // without option http-no-delay: every step has its overhead; without the
 // option every step buffers, adding tens of milliseconds (the knee is the
 // first step: the threshold is passed at every load); with it every step
-// adds well under a millisecond at p50. (Its verdict is logged, not
-// judged: on a machine busy enough to stall the tool for a hundred
-// milliseconds, which the step then flags as saturated, the few requests
-// of a step can show the stall's bursts.)
+// adds well under a millisecond at p50 — every step the tool did not flag
+// as its own saturation: on a machine busy enough to stall the tool for
+// tens of milliseconds (which the step then flags) the few requests of a
+// step show the stall, not the gateway; those steps are logged, not
+// judged. (The flushing verdict is logged too, for the same reason.)
 func TestSweepHAProxy(t *testing.T) {
 	for _, name := range []string{"haproxy", "haproxy-no-delay"} {
 		t.Run(name, func(t *testing.T) {
@@ -72,13 +73,18 @@ func TestSweepHAProxy(t *testing.T) {
 				}
 				t.Logf("%s concurrency %v: added emit->recv p50 %+.3f p99 %+.3f ms, TTFT p50 %+.3f ms, %s, tool saturated %v",
 					name, st.Value, o.EmitRecv.P50Ms, o.EmitRecv.P99Ms, o.TTFT.P50Ms, v.Class, st.ToolSaturated)
-				switch name {
-				case "haproxy":
+				switch {
+				case name == "haproxy":
 					// Held tokens wait tens of ms; at p99 whatever the load.
 					if v.Class != verdict.Buffers || o.EmitRecv.P99Ms < buffersMinAddedMeanMs {
 						t.Errorf("step %v: %s, added p99 %.3f ms; want buffering adding over %v ms at every load\n%s",
 							st.Value, v.Class, o.EmitRecv.P99Ms, buffersMinAddedMeanMs, run)
 					}
+				case st.ToolSaturated:
+					// The step says it measured the tool's own load (a
+					// machine busy enough to stall it for tens of ms):
+					// its figures are not the gateway's to judge.
+					t.Logf("concurrency %v: not judged: %s", st.Value, st.ToolReason)
 				default:
 					if o.EmitRecv.P50Ms > flushesMaxAddedP50Ms {
 						t.Errorf("step %v: added p50 %.3f ms; want under %v ms\n%s", st.Value, o.EmitRecv.P50Ms, flushesMaxAddedP50Ms, run)
@@ -117,12 +123,50 @@ func TestCIGate(t *testing.T) {
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", sse, "../cmd/sse-latency").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	for _, tt := range []struct {
+		before, after string
+		code          int
+	}{
+		{"haproxy-no-delay", "haproxy", cli.ExitGate},
+		{"haproxy-no-delay", "haproxy-no-delay", cli.ExitOK},
+	} {
+		// The script starts the gateway on a port found free a moment
+		// before, which another process may take meanwhile: the script
+		// then refuses to measure it, and the test tries new ports, as
+		// Launch does.
+		var code int
+		var stdout, stderr bytes.Buffer
+		for attempt := 1; attempt <= 3; attempt++ {
+			stdout.Reset()
+			stderr.Reset()
+			code = runGate(t, ctx, bash, haproxy, sse, tt.before, tt.after, &stdout, &stderr)
+			if !strings.Contains(stderr.String(), "is already in use") && !strings.Contains(stderr.String(), "gate: the gateway exited") {
+				break
+			}
+			t.Logf("attempt %d: the ports were taken:\n%s", attempt, stderr.String())
+		}
+		if code != tt.code {
+			t.Errorf("gate.sh %s %s: exit %d, want %d\n--- stdout ---\n%s--- stderr ---\n%s", tt.before, tt.after, code, tt.code,
+				stdout.String(), stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "=== fail-if ===") {
+			t.Errorf("gate.sh %s %s printed no fail-if block:\n%s", tt.before, tt.after, stdout.String())
+		}
+	}
+}
+
+// runGate renders the examples before and after on free ports and runs
+// examples/ci/gate.sh on them with a small load; it returns its exit
+// status.
+func runGate(t *testing.T, ctx context.Context, bash, haproxy, sse, before, after string, stdout, stderr *bytes.Buffer) int {
+	t.Helper()
+	dir := t.TempDir()
 	addrs, err := FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	confs := map[string]string{}
-	for _, name := range []string{"haproxy", "haproxy-no-delay"} {
+	for _, name := range []string{before, after} {
 		b, err := os.ReadFile(repoPath(exampleNamed(t, name).File))
 		if err != nil {
 			t.Fatal(err)
@@ -135,27 +179,10 @@ func TestCIGate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, tt := range []struct {
-		before, after string
-		code          int
-	}{
-		{"haproxy-no-delay", "haproxy", cli.ExitGate},
-		{"haproxy-no-delay", "haproxy-no-delay", cli.ExitOK},
-	} {
-		out := t.TempDir()
-		cmd := exec.CommandContext(ctx, bash, repoPath("examples/ci/gate.sh"), confs[tt.before], confs[tt.after])
-		cmd.Env = append(os.Environ(), "SSE_LATENCY="+sse, "GATEWAY="+haproxy+" -db -f", "LISTEN="+addrs[1], "TARGET="+addrs[0],
-			"ROUNDS=3", "LOAD=-r 2 -c 2 -n 100 -d 2 -w 20000", "FAIL_IF=added emit->recv p50 +10ms", "OUT="+out)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := cmd.ProcessState.ExitCode()
-		if code != tt.code {
-			t.Errorf("gate.sh %s %s: exit %d (%v), want %d\n--- stdout ---\n%s--- stderr ---\n%s", tt.before, tt.after, code, err, tt.code,
-				stdout.String(), stderr.String())
-		}
-		if !strings.Contains(stdout.String(), "=== fail-if ===") {
-			t.Errorf("gate.sh %s %s printed no fail-if block:\n%s", tt.before, tt.after, stdout.String())
-		}
-	}
+	cmd := exec.CommandContext(ctx, bash, repoPath("examples/ci/gate.sh"), confs[before], confs[after])
+	cmd.Env = append(os.Environ(), "SSE_LATENCY="+sse, "GATEWAY="+haproxy+" -db -f", "LISTEN="+addrs[1], "TARGET="+addrs[0],
+		"ROUNDS=3", "LOAD=-r 2 -c 2 -n 100 -d 2 -w 20000", "FAIL_IF=added emit->recv p50 +10ms", "OUT="+dir)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Run()
+	return cmd.ProcessState.ExitCode()
 }

@@ -17,7 +17,7 @@
 #   LISTEN        where sse-latency's server listens, the gateway's backend [127.0.0.1:8090]
 #   TARGET        where the gateway listens [127.0.0.1:8080]
 #   ROUNDS        pairs of rounds per measurement [7]
-#   LOAD          the load of each round [-r 25 -c 5 -n 200 -d 5]
+#   LOAD          the load of each round, and other flags [-r 25 -c 5 -n 200 -d 5 -q]
 #   FAIL_IF       the conditions, one per line
 #                 [emit->recv p99 +20%  and  added TTFT p50 +0.5ms]
 #   OUT           where the documents and pages go [.]
@@ -30,7 +30,7 @@ gateway=${GATEWAY:-haproxy -db -f}
 listen=${LISTEN:-127.0.0.1:8090}
 target=${TARGET:-127.0.0.1:8080}
 rounds=${ROUNDS:-7}
-load=${LOAD:--r 25 -c 5 -n 200 -d 5}
+load=${LOAD:--r 25 -c 5 -n 200 -d 5 -q}
 fail_if=${FAIL_IF:-$'emit->recv p99 +20%\nadded TTFT p50 +0.5ms'}
 out=${OUT:-.}
 
@@ -44,22 +44,27 @@ stop_gateway() {
 }
 trap stop_gateway EXIT
 
+# accepting HOST PORT: whether something accepts connections there.
+accepting() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
 # measure CONF NAME: runs the gateway with CONF and measures it into
 # $out/NAME.json and $out/NAME.html.
 measure() {
+	local host=${target%:*} port=${target##*:}
+	if accepting "$host" "$port"; then
+		echo "gate: $target is already in use: another process would be measured" >&2
+		exit 1
+	fi
 	# shellcheck disable=SC2086 # GATEWAY is a command line
 	$gateway "$1" >"$out/$2.gateway.log" 2>&1 &
 	gw_pid=$!
-	local host=${target%:*} port=${target##*:}
 	for _ in $(seq 100); do
-		if (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
-			break
-		fi
+		accepting "$host" "$port" && break
 		kill -0 "$gw_pid" 2>/dev/null || { cat "$out/$2.gateway.log" >&2; echo "gate: the gateway exited" >&2; exit 1; }
 		sleep 0.1
 	done
 	# shellcheck disable=SC2086 # LOAD is a list of flags
-	"$sse" -L "$listen" -t "$target" --rounds "$rounds" $load -q \
+	"$sse" -L "$listen" -t "$target" --rounds "$rounds" $load \
 		--json "$out/$2.json" --html "$out/$2.html"
 	stop_gateway
 }
