@@ -212,7 +212,8 @@ func (r *run) startServer() error {
 	r.emissions, r.runID = emission.New(), newRunID()
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
-		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape()}
+		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(),
+		Engine: client.Engine(cfg.Engine)}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
@@ -303,8 +304,10 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 		return summary.NewCollector(), nil
 	}
 	r.announce("gw: ", r.gwAddr)
+	req := r.gatewayRequest()
+	r.engineNote(req)
 	col := summary.NewCollector()
-	err := r.runBatch(ctx, r.batchSpec("gw", r.gatewayRequest()), col, nil, 0)
+	err := r.runBatch(ctx, r.batchSpec("gw", req), col, nil, 0)
 	return col, err
 }
 

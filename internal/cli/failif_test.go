@@ -16,7 +16,7 @@ func delayed(delayMs float64) *result.Request {
 	r := &result.Request{Sent: 1, End: 200_000_000}
 	for k := range 20 {
 		e := int64(1_000_000 + k*5_000_000)
-		r.Tokens = append(r.Tokens, result.Token{Emitted: e, Arrived: e + int64(delayMs*1e6), Index: int32(k)})
+		r.Tokens = append(r.Tokens, result.Token{Emitted: e, Arrived: e + int64(delayMs*1e6)})
 	}
 	return r
 }

@@ -39,6 +39,9 @@ func (r *run) interleave(ctx context.Context, pairs int, tag string) (loop, gw *
 			req = r.loopbackRequest(r.cfg.Tokens, math.MaxInt) // the gateway's phases, uncapped
 		} else {
 			req = r.gatewayRequest()
+			if done[side] == 0 {
+				r.engineNote(req) // once: every round's request is alike
+			}
 		}
 		req.IDPrefix = r.runID + tag + "r" + strconv.Itoa(i) // ids unique across rounds
 		r.announce(fmt.Sprintf("round %d/%d: %s: ", i+1, len(order), name), addr)

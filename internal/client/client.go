@@ -56,6 +56,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -175,6 +176,10 @@ type Options struct {
 	// Received, when set, counts the content tokens received (for the
 	// progress line).
 	Received *atomic.Int64
+
+	// Engine is the I/O engine: "" or EngineAuto, EngineEpoll,
+	// EngineGoroutine (see Engine and ResolveEngine).
+	Engine Engine
 }
 
 // Request sends the requests of a batch. Its Options may be changed until
@@ -196,6 +201,12 @@ type shared struct {
 	conns atomic.Int64 // connections opened so far: the last ConnID
 	//lint:ignore SA1019 see the type's comment
 	h2 *http2.Transport // makes the HTTP/2 client connections
+
+	// The engine the requests use, resolved at the first request (not
+	// cached in sharedDefault, which Requests of any Options share).
+	engineOnce sync.Once
+	engine     Engine
+	loop       loopShared // what the event loops need of the Request, resolved once
 }
 
 // sharedDefault serves the Requests not made by New.
@@ -375,7 +386,7 @@ func (q *Request) fillEmitted(rec *result.Request) {
 		if t.Emitted != 0 {
 			continue
 		}
-		if ts := times.At(int(t.Index)); ts != 0 {
+		if ts := times.At(int(rec.TokenIndex(i))); ts != 0 {
 			t.Emitted = ts
 			rec.ByContent++
 		}

@@ -34,7 +34,7 @@ func Since(after, before *Metric) *Metric {
 		if c <= 0 {
 			continue
 		}
-		if err := out.h.RecordValues(b.From, c); err != nil {
+		if err := out.hist().RecordValues(b.From, c); err != nil {
 			continue // the geometry is shared: cannot happen
 		}
 		total += c

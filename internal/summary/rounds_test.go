@@ -16,7 +16,7 @@ func roundOf(t *testing.T, batch string, pair int, delayMs float64) Round {
 	r := &result.Request{Sent: 1}
 	for k := range 20 {
 		e := int64(1_000_000 + k*5_000_000)
-		r.Tokens = append(r.Tokens, result.Token{Emitted: e, Arrived: e + int64(delayMs*1e6), Index: int32(k)})
+		r.Tokens = append(r.Tokens, result.Token{Emitted: e, Arrived: e + int64(delayMs*1e6)})
 	}
 	b.Add(r)
 	return NewRound(batch, pair, b)
@@ -68,11 +68,11 @@ func TestNewRounds(t *testing.T) {
 func TestRoundsInSummary(t *testing.T) {
 	loop, gw := NewCollector(), NewCollector()
 	for _, d := range []float64{0.1, 0.1} {
-		r := &result.Request{Sent: 1, Tokens: []result.Token{{Emitted: 1, Arrived: 1 + int64(d*1e6)}, {Emitted: 2, Arrived: 2 + int64(d*1e6), Index: 1}}}
+		r := &result.Request{Sent: 1, Tokens: []result.Token{{Emitted: 1, Arrived: 1 + int64(d*1e6)}, {Emitted: 2, Arrived: 2 + int64(d*1e6)}}}
 		loop.Add(r)
 	}
 	for _, d := range []float64{1, 9} {
-		gw.Add(&result.Request{Sent: 1, Tokens: []result.Token{{Emitted: 1, Arrived: 1 + int64(d*1e6)}, {Emitted: 2, Arrived: 2 + int64(d*1e6), Index: 1}}})
+		gw.Add(&result.Request{Sent: 1, Tokens: []result.Token{{Emitted: 1, Arrived: 1 + int64(d*1e6)}, {Emitted: 2, Arrived: 2 + int64(d*1e6)}}})
 	}
 	rounds := []Round{roundOf(t, LoopbackBatch, 0, 0.1), roundOf(t, GatewayBatch, 0, 1), roundOf(t, GatewayBatch, 1, 9), roundOf(t, LoopbackBatch, 1, 0.1)}
 	s := New(Inputs{Loop: loop, Gateway: gw, Rounds: rounds})
