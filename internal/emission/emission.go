@@ -1,6 +1,6 @@
 // Package emission is the in-process record of when the dummy server wrote
-// each token of each request, keyed by the request id the client sent as a
-// hint. It is what lets the client measure the one-way delay of tokens whose
+// each token of each request, and how many heartbeats it wrote on the
+// stream, keyed by the request id the client sent as a hint. It is what lets the client measure the one-way delay of tokens whose
 // pi_ts a gateway removed: the client knows from the content which token
 // arrived, and asks the registry when that token left.
 //
@@ -40,6 +40,26 @@ type Times struct {
 	far      map[int]int64 // StartAt: the times whose lateness does not fit in late
 	finished atomic.Int64  // wall time (Unix ns) the stream ended; 0 while streaming
 	created  int64
+	// heartbeats counts the heartbeats (SSE comments, Anthropic pings)
+	// the server wrote on the stream (AddHeartbeats).
+	heartbeats atomic.Int64
+}
+
+// AddHeartbeats records that the server wrote n more heartbeats on the
+// stream: what the client's count is compared with, to tell the server's
+// heartbeats from those a gateway injected or swallowed.
+func (t *Times) AddHeartbeats(n int) {
+	if t != nil {
+		t.heartbeats.Add(int64(n))
+	}
+}
+
+// Heartbeats returns the heartbeats recorded so far (0 for nil).
+func (t *Times) Heartbeats() int {
+	if t == nil {
+		return 0
+	}
+	return int(t.heartbeats.Load())
 }
 
 // farLate marks a token of late whose time is in far.

@@ -79,3 +79,18 @@ func TestStartAt(t *testing.T) {
 		t.Error("an empty id or a nil registry got an entry")
 	}
 }
+
+func TestHeartbeats(t *testing.T) {
+	r := New()
+	tm := r.StartAt("a", 2, func(k int) int64 { return int64(k) })
+	tm.AddHeartbeats(1)
+	tm.AddHeartbeats(2)
+	if got := r.Take("a").Heartbeats(); got != 3 {
+		t.Errorf("Heartbeats() = %d after adding 1 and 2, want 3", got)
+	}
+	var none *Times
+	none.AddHeartbeats(5) // a stream without an id records nothing
+	if none.Heartbeats() != 0 {
+		t.Error("a nil Times counted heartbeats")
+	}
+}
