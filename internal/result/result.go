@@ -250,9 +250,10 @@ type Request struct {
 	Reasoning int
 	ToolCall  int
 
-	// When the Read that delivered the first SSE event, and the first
-	// event carrying each phase's text, returned; 0 if none arrived.
-	// FirstTextAt is the time to first visible output (TTFO).
+	// When the Read that delivered the first SSE event (a ping event
+	// aside: gateways send those while they hold the stream), and the
+	// first event carrying each phase's text, returned; 0 if none
+	// arrived. FirstTextAt is the time to first visible output (TTFO).
 	FirstEventAt     int64
 	FirstReasoningAt int64
 	FirstToolCallAt  int64
@@ -262,13 +263,28 @@ type Request struct {
 	// "event: ping" events, whoever sent them.
 	Comments int
 	Pings    int
+	// ServerHeartbeats is how many heartbeats the in-process server wrote
+	// on this request's stream (its emission record, the pings among
+	// Anthropic's start events included), known when ServerRecord: the
+	// difference with Comments+Pings is what a gateway injected or
+	// swallowed.
+	ServerHeartbeats int
+	ServerRecord     bool
 
-	// LastReadAt is when the last Read that returned data returned;
-	// MaxSilence the longest time without a byte, in nanoseconds, from
-	// Sent to the first Read and between Reads (to End, the silence after
-	// LastReadAt is End-LastReadAt).
+	// LastReadAt is when the last Read that returned data returned, and
+	// PrevReadAt the one before it (0 if none); MaxSilence the longest
+	// time without a byte, in nanoseconds, from Sent to the first Read and
+	// between Reads (to End, the silence after LastReadAt is
+	// End-LastReadAt).
 	LastReadAt int64
+	PrevReadAt int64
 	MaxSilence int64
+
+	// ReasoningAsText: reasoning was asked for and none came as
+	// reasoning, but the visible text carried the reasoning's words (a
+	// gateway that turned the reasoning into content; the text then
+	// fails its integrity check).
+	ReasoningAsText bool
 
 	// How the emission time of each token was found: from the pi_ts of the
 	// event that carried it alone, or by content through the emission
