@@ -4,7 +4,10 @@
 // computes one.
 package result
 
-import "strconv"
+import (
+	"iter"
+	"strconv"
+)
 
 // Kind classifies how a request ended. The zero value is OK.
 type Kind int
@@ -198,6 +201,60 @@ func (r *Request) TokenIndex(i int) int32 {
 func (r *Request) TokenRead(i int) int32 {
 	run := r.run(i)
 	return run.Read + run.Step*(int32(i)-run.From)
+}
+
+// TextBase is the index of the first text token of the stream: the
+// reasoning and tool-call tokens come before it (see Request.Reasoning).
+func (r *Request) TextBase() int32 { return int32(max(r.Reasoning, 0) + max(r.ToolCall, 0)) }
+
+// Visible iterates over the visible text tokens of the record — those whose
+// index is TextBase or more: the reference's content tokens, the ones its
+// metrics describe — in arrival order, with their positions in Tokens.
+// It walks the runs, without searching them.
+func (r *Request) Visible() iter.Seq2[int, Token] {
+	return func(yield func(int, Token) bool) {
+		base := r.TextBase()
+		runs := r.TokenRuns
+		if len(runs) == 0 { // token i is token i of the stream
+			runs = []TokenRun{{}}
+		}
+		for k, run := range runs {
+			end := len(r.Tokens)
+			if k+1 < len(runs) {
+				end = int(runs[k+1].From)
+			}
+			from := int(run.From)
+			if run.Index < base {
+				from += int(base - run.Index)
+			}
+			for i := from; i < end; i++ {
+				if !yield(i, r.Tokens[i]) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// FirstVisible returns the first visible text token to arrive, and false
+// when none did.
+func (r *Request) FirstVisible() (Token, bool) {
+	for _, t := range r.Visible() {
+		return t, true
+	}
+	return Token{}, false
+}
+
+// VisibleCount is the number of visible text tokens received.
+func (r *Request) VisibleCount() int {
+	if r.TextBase() == 0 {
+		return len(r.Tokens)
+	}
+	n := 0
+	for range r.Visible() {
+		n++
+	}
+	return n
 }
 
 // Request is the record of one streamed request.

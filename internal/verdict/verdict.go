@@ -4,6 +4,15 @@
 // much delay that added, and which settings usually cause it. It also flags
 // a first-token hold: the first event delayed much more than the rest.
 //
+// # Tokens judged
+//
+// The verdict is judged on the visible text tokens of each request
+// (result.Request.Visible), those the reference's metrics describe: its
+// emission gap is the text's cadence, its added delay the text's
+// emit->recv. Reasoning spread over a think time and a tool call's
+// arguments have cadences of their own; how a gateway treats them is what
+// the findings say (Finding).
+//
 // # Bursts
 //
 // Within one request, two consecutive tokens that both carry an emission
