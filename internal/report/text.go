@@ -169,8 +169,8 @@ func WriteReport(w io.Writer, s *summary.Run) error {
 // WriteText writes everything a run prints on stdout after its per-request
 // lines, and `sse-latency report` prints again from a saved run: WriteReport,
 // then, unless compat (the reference's output only), WriteVerdict when the
-// run has a verdict, and WriteStream. A run without a gateway batch writes
-// nothing.
+// run has a verdict, WriteStream and WriteTimeline. A run without a gateway
+// batch writes nothing.
 func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 	if s.Gateway() == nil {
 		return nil
@@ -186,7 +186,10 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 			return err
 		}
 	}
-	return WriteStream(w, s)
+	if err := WriteStream(w, s); err != nil {
+		return err
+	}
+	return WriteTimeline(w, s)
 }
 
 // ExpectLine returns the line announcing a long batch's duration (SPEC §6,

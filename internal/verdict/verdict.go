@@ -123,6 +123,10 @@ type Verdict struct {
 	HoldRequests     int64   `json:"hold_requests"`       // requests that gave a first-token hold sample
 
 	Causes []string `json:"causes"` // likely causes and the knobs to try, most likely first
+
+	// Findings about the phases, heartbeats and silences, each with its
+	// evidence (findings.go); absent when there are none.
+	Findings []Finding `json:"findings,omitempty"`
 }
 
 // Accumulator gathers, in bounded memory, what Classify needs from the
