@@ -57,19 +57,27 @@ func timelineLines(p *printer, b *summary.Batch) {
 	metricsLine(p, "first", b.Name, "p50/p99 ms from the request:", first, false)
 	metricsLine(p, "emit->recv", b.Name, "p50/p99 ms:", []summary.NamedMetric{{Name: "reasoning", Metric: &t.EmitRecv.Reasoning},
 		{Name: "tool call", Metric: &t.EmitRecv.ToolCall}, {Name: "text", Metric: &t.EmitRecv.Text}}, true)
-	if h := t.Heartbeats; h.Seen > 0 || h.Sent > 0 {
-		p.printf("%-14s %-8s %d seen", "heartbeats", b.Name, h.Seen)
-		if h.Known > 0 {
-			p.printf("; the server sent %d to the %d ok %s it has a record of: %d injected, %d swallowed",
-				h.Sent, h.Known, plural(h.Known, "request"), h.Injected, h.Swallowed)
-		} else {
-			p.printf("; no record of the server's to compare with")
-		}
-		p.printf("\n")
+	if line := heartbeatsLine(b); line != "" {
+		p.printf("%s\n", line)
 	}
 	if m := t.LongestSilence; m.N > 0 {
 		p.printf("%-14s %-8s longest per request p50 %.3f ms, max %.3f ms\n", "silence", b.Name, m.P50Ms, m.MaxMs)
 	}
+}
+
+// heartbeatsLine returns the heartbeats line of b without its line end,
+// "" when it saw and sent none.
+func heartbeatsLine(b *summary.Batch) string {
+	h := b.Timeline.Heartbeats
+	if h.Seen == 0 && h.Sent == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("%-14s %-8s %d seen", "heartbeats", b.Name, h.Seen)
+	if h.Known == 0 {
+		return line + "; no record of the server's to compare with"
+	}
+	return line + fmt.Sprintf("; the server sent %d to the %d ok %s it has a record of: %d injected, %d swallowed",
+		h.Sent, h.Known, plural(h.Known, "request"), h.Injected, h.Swallowed)
 }
 
 // metricsLine writes "<label> <batch> <what> name p50/p99, ..." for the
