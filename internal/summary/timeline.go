@@ -129,7 +129,7 @@ type TimelineStats struct {
 
 	ReasoningAsked, ReasoningDropped, ReasoningConverted int64
 
-	ToolCallAsked, ArgsJudged, ArgsHeld int64
+	ToolCallAsked, ArgsJudged, ArgsHeld   int64
 	ArgsEmissionSpread, ArgsArrivalSpread *stats.Metric
 
 	StartJudged, StartHeld, HeadHeld, HeldWithText int64
