@@ -120,21 +120,31 @@ func (t *Timeline) Notable() bool {
 // TimelineStats gathers a batch's Timeline as its requests finish (Add),
 // or from saved summaries (Timeline.Stats) to merge them (Merge). Create
 // it with NewTimelineStats; it is not safe for concurrent use.
+//
+// Its fields are the Timeline's of the same names, in nanoseconds (Last is
+// LastToken; Reasoning, ToolCall and Text are EmitRecv's).
 type TimelineStats struct {
+	// Requests counted; when the first event, reasoning, tool-call delta
+	// and visible token, and the last token, arrived.
 	Requests                                                   int64
 	FirstEvent, FirstReasoning, FirstToolCall, FirstText, Last *stats.Metric
-	Reasoning, ToolCall, Text                                  *stats.Metric // emit->recv per phase
-	LongestSilence                                             *stats.Metric
-	Heartbeats                                                 Heartbeats
+	// Each phase's emit->recv; the longest silences; the heartbeats.
+	Reasoning, ToolCall, Text *stats.Metric
+	LongestSilence            *stats.Metric
+	Heartbeats                Heartbeats
 
+	// The reasoning asked for, dropped, turned into text.
 	ReasoningAsked, ReasoningDropped, ReasoningConverted int64
 
+	// The tool calls asked for, judged and held, and their spreads.
 	ToolCallAsked, ArgsJudged, ArgsHeld   int64
 	ArgsEmissionSpread, ArgsArrivalSpread *stats.Metric
 
+	// The starts judged and held, and the thinks and releases.
 	StartJudged, StartHeld, HeadHeld, HeldWithText int64
 	Think, Released                                *stats.Metric
 
+	// The idle cuts and what they had received.
 	Cut                            int64
 	CutSilence                     *stats.Metric
 	CutHeads, CutEvents, CutTokens int64
