@@ -149,23 +149,24 @@ func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
 	return h, nil
 }
 
+// hintErr is the error of a hint above its limit.
 func hintErr(src HintSource, key, value, limit string) error {
-	sep := "="
-	if src == FromJSON {
-		sep = " "
-	}
-	return fmt.Errorf("%w: %s%s%s %s; the limit is %s", ErrHintAboveLimit,
-		src.name(key), sep, value, src.where(), limit)
+	return boundErr(ErrHintAboveLimit, src, key, value, "the limit is "+limit)
 }
 
-// minErr is hintErr for a value below its minimum.
+// minErr is the error of a hint below its minimum.
 func minErr(src HintSource, key, value, minimum string) error {
+	return boundErr(ErrHintBelowMinimum, src, key, value, "the minimum is "+minimum)
+}
+
+// boundErr wraps err with the hint called key as channel src spells it,
+// its value and channel, and the bound it crossed.
+func boundErr(err error, src HintSource, key, value, bound string) error {
 	sep := "="
 	if src == FromJSON {
 		sep = " "
 	}
-	return fmt.Errorf("%w: %s%s%s %s; the minimum is %s", ErrHintBelowMinimum,
-		src.name(key), sep, value, src.where(), minimum)
+	return fmt.Errorf("%w: %s%s%s %s; %s", err, src.name(key), sep, value, src.where(), bound)
 }
 
 func ms(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

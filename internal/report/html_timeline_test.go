@@ -1,8 +1,6 @@
 package report
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,14 +27,7 @@ func phasesDocument() *rundoc.Document {
 // has no such section (TestHTMLStructure counts 4 charts).
 func TestHTMLPhases(t *testing.T) {
 	page := renderHTML(t, phasesDocument())
-	path := filepath.Join("testdata", "html_phases.html")
-	if *update {
-		if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	} else if want, err := os.ReadFile(path); err != nil || string(want) != page {
-		t.Errorf("WriteHTML(phases) differs from %s (%v; go test -update rewrites it; then look at the diff)", path, err)
-	}
+	checkGolden(t, "WriteHTML(phases)", "html_phases.html", []byte(page))
 	htmlCheckOffline(t, "phases", page)
 	charts, counts := htmlSVGCharts(t, page)
 	if len(charts) != 5 {

@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,20 +18,7 @@ func TestTimelineGolden(t *testing.T) {
 	if err := WriteTimeline(&b, summarytest.PhasedRun()); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "timeline.golden")
-	if *update {
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(b.Bytes(), want) {
-		t.Errorf("WriteTimeline differs from %s:\n--- got\n%s--- want\n%s", path, b.Bytes(), want)
-	}
+	checkGolden(t, "WriteTimeline", "timeline.golden", b.Bytes())
 }
 
 // TestTimelineLines pins the lines of the block independently of the

@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,20 +16,7 @@ func TestVerdictGolden(t *testing.T) {
 		if err := WriteVerdict(&b, v); err != nil {
 			t.Fatalf("WriteVerdict(%s): %v", name, err)
 		}
-		path := filepath.Join("testdata", "verdict_"+name+".golden")
-		if *update {
-			if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%s: %v (run go test -update to create it)", name, err)
-		}
-		if !bytes.Equal(b.Bytes(), want) {
-			t.Errorf("WriteVerdict(%s) differs from %s:\n--- got\n%s--- want\n%s", name, path, b.Bytes(), want)
-		}
+		checkGolden(t, "WriteVerdict("+name+")", "verdict_"+name+".golden", b.Bytes())
 	}
 }
 
