@@ -340,10 +340,13 @@ func TestGatewayFindings(t *testing.T) {
 				}
 			}},
 		{"holding tool-call arguments", api.Responses, func(d api.Dialect) func(*http.Response) error { return filtering(holdingArguments, d) },
-			[]string{"--tool-call", "20"}, []string{verdict.FindingArgumentsHeld}, false, func(t *testing.T, f verdict.Finding) {
-				// 20 deltas emitted 2 ms apart spread over ~38 ms.
-				if f.Requests != requests || f.EmissionSpreadMs < 30 || f.ArrivalSpreadMs >= 0.25*f.EmissionSpreadMs {
-					t.Errorf("%+v: want all %d calls' ~38 ms of deltas arriving together", f, requests)
+			[]string{"--tool-call", "20", "-d", "5"}, []string{verdict.FindingArgumentsHeld}, false, func(t *testing.T, f verdict.Finding) {
+				// 20 deltas emitted 5 ms apart spread over ~95 ms (less when
+				// a busy server writes late ones together). A client
+				// descheduled between the Reads of the held deltas may
+				// spread one call's arrivals: the finding needs half.
+				if f.Requests < 2 || f.EmissionSpreadMs < 30 || f.ArrivalSpreadMs >= 0.25*f.EmissionSpreadMs {
+					t.Errorf("%+v: want at least 2 of %d calls' ~95 ms of deltas arriving together", f, requests)
 				}
 			}},
 		{"dropping reasoning", api.Anthropic, func(d api.Dialect) func(*http.Response) error { return filtering(droppingReasoning, d) },

@@ -377,7 +377,7 @@ func (q *Request) Do(ctx context.Context, rec *result.Request) {
 
 // fillEmitted gives the tokens that have no emission time yet the one the
 // server recorded for their index, and counts them as measured by content;
-// it records the heartbeats the server wrote.
+// it records the heartbeats the server wrote and when it began the stream.
 func (q *Request) fillEmitted(rec *result.Request) {
 	if rec.ID == "" {
 		return
@@ -386,7 +386,7 @@ func (q *Request) fillEmitted(rec *result.Request) {
 	if times == nil {
 		return
 	}
-	rec.ServerHeartbeats, rec.ServerRecord = times.Heartbeats(), true
+	rec.ServerHeartbeats, rec.ServerStart, rec.ServerRecord = times.Heartbeats(), times.StreamStart(), true
 	for i := range rec.Tokens {
 		t := &rec.Tokens[i]
 		if t.Emitted != 0 {

@@ -14,7 +14,8 @@ import (
 // silent think, directly and through a gateway that passes only events on
 // (comments are lost): the record holds the heartbeats seen and the
 // server's count of those it wrote, equal directly; through the gateway,
-// the comments are gone and the server's count is not.
+// the comments are gone and the server's count is not. The record holds
+// when the server began the stream too.
 func TestHeartbeatsCounted(t *testing.T) {
 	addr, reg := serveWith(t, server.Config{Tokens: 1, ThinkMs: 100, DelayMs: 0.2})
 	gw := eventGateway(t, addr, func(ev sseEv) []sseEv { return []sseEv{ev} })
@@ -27,6 +28,12 @@ func TestHeartbeatsCounted(t *testing.T) {
 			q.Do(context.Background(), rec)
 			if !rec.OK() || !rec.ServerRecord {
 				t.Fatalf("%s: %q, server record %v; want ok, with the server's record", what, rec.Failure.Error(), rec.ServerRecord)
+			}
+			// The server began the stream after the request began, and
+			// before its head arrived.
+			if rec.ServerStart <= rec.Start || rec.ServerStart > rec.HeadAt {
+				t.Errorf("%s: the server began the stream at %d; want after the request's start %d, by its head %d",
+					what, rec.ServerStart, rec.Start, rec.HeadAt)
 			}
 			seen := rec.Comments + rec.Pings
 			// At least one heartbeat in 100 ms of silence at 20 ms, and

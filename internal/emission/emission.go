@@ -1,6 +1,7 @@
 // Package emission is the in-process record of when the dummy server wrote
-// each token of each request, and how many heartbeats it wrote on the
-// stream, keyed by the request id the client sent as a hint. It is what lets the client measure the one-way delay of tokens whose
+// each token of each request, when it began the stream and how many
+// heartbeats it wrote on it, keyed by the request id the client sent as a
+// hint. It is what lets the client measure the one-way delay of tokens whose
 // pi_ts a gateway removed: the client knows from the content which token
 // arrived, and asks the registry when that token left.
 //
@@ -43,6 +44,27 @@ type Times struct {
 	// heartbeats counts the heartbeats (SSE comments, Anthropic pings)
 	// the server wrote on the stream (AddHeartbeats).
 	heartbeats atomic.Int64
+	// streamStart is when the server began the stream (SetStreamStart).
+	streamStart atomic.Int64
+}
+
+// SetStreamStart records when the server began the stream: the instant
+// (process clock) it wrote its head and start events, from which a client
+// tells how long the server itself took to answer from how long a gateway
+// held the stream.
+func (t *Times) SetStreamStart(ts int64) {
+	if t != nil {
+		t.streamStart.Store(ts)
+	}
+}
+
+// StreamStart returns what SetStreamStart recorded, 0 if nothing (or for
+// nil).
+func (t *Times) StreamStart() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.streamStart.Load()
 }
 
 // AddHeartbeats records that the server wrote n more heartbeats on the

@@ -80,17 +80,19 @@ func TestStartAt(t *testing.T) {
 	}
 }
 
-func TestHeartbeats(t *testing.T) {
+func TestHeartbeatsAndStart(t *testing.T) {
 	r := New()
 	tm := r.StartAt("a", 2, func(k int) int64 { return int64(k) })
 	tm.AddHeartbeats(1)
 	tm.AddHeartbeats(2)
-	if got := r.Take("a").Heartbeats(); got != 3 {
-		t.Errorf("Heartbeats() = %d after adding 1 and 2, want 3", got)
+	tm.SetStreamStart(42)
+	if got := r.Take("a"); got.Heartbeats() != 3 || got.StreamStart() != 42 {
+		t.Errorf("Heartbeats() = %d after adding 1 and 2, StreamStart() = %d after setting 42; want 3, 42", got.Heartbeats(), got.StreamStart())
 	}
 	var none *Times
 	none.AddHeartbeats(5) // a stream without an id records nothing
-	if none.Heartbeats() != 0 {
-		t.Error("a nil Times counted heartbeats")
+	none.SetStreamStart(1)
+	if none.Heartbeats() != 0 || none.StreamStart() != 0 {
+		t.Error("a nil Times recorded something")
 	}
 }

@@ -9,7 +9,7 @@ import (
 // findingLines words the findings of v, one verdict line each, in their
 // order (verdict.FindingNames):
 //
-//	held stream start        the head came 3001.20 ms after the request (p50), with the first visible token, though the server sent it at once and thought for 3000.10 ms (5 of 5 requests)
+//	held stream start        the head came 3001.20 ms into the stream (p50), with the first visible token, though the server sent it at once and thought for 3000.10 ms (5 of 5 requests)
 //	reasoning dropped        5 of 5 answers came without their reasoning: the gateway dropped it
 //	reasoning converted      5 of 5 answers carried their reasoning as visible text: the gateway turned it into content
 //	arguments held           the tool-call argument deltas came 0.01 ms apart (first to last, p50), emitted over 45.00 ms: the gateway held them until the call was complete (5 of 5 requests)
@@ -39,7 +39,7 @@ func findingLine(f verdict.Finding, class verdict.Class) verdictLine {
 		if f.WithText {
 			when = "with the first visible token"
 		}
-		return verdictLine{"held stream start", fmt.Sprintf("%s came %.2f ms after the request (p50), %s, though the server sent it at once and thought for %.2f ms (%s requests)",
+		return verdictLine{"held stream start", fmt.Sprintf("%s came %.2f ms into the stream (p50), %s, though the server sent it at once and thought for %.2f ms (%s requests)",
 			what, f.ReleasedMs, when, f.ThinkMs, of)}
 	case verdict.FindingReasoningDropped:
 		return verdictLine{"reasoning dropped", of + " answers came without their reasoning: the gateway dropped it"}

@@ -44,7 +44,7 @@ func TestHTMLPhases(t *testing.T) {
 		"<td>first visible (TTFO)</td><td>4</td><td>1050.2</td>",
 		"<td>emit-&gt;recv reasoning</td><td>0</td><td colspan=\"8\" class=\"na\">no samples</td>",
 		"8 injected, 0 swallowed",
-		"<p>held stream start: the head came 1050.20 ms after the request (p50), with the first visible token",
+		"<p>held stream start: the head came 1050.20 ms into the stream (p50), with the first visible token",
 		"<p>idle cut: 1 of 5 streams ended after 1500.00 ms of silence",
 	} {
 		if !strings.Contains(page, want) {

@@ -41,7 +41,7 @@ func TestTimelineLines(t *testing.T) {
 			t.Errorf("WriteText wrote\n%s\nwant the line\n%s", out, want)
 		}
 	}
-	for _, want := range []string{"held stream start        the head came 1050.20 ms after the request (p50), with the first visible token",
+	for _, want := range []string{"held stream start        the head came 1050.20 ms into the stream (p50), with the first visible token",
 		"reasoning dropped        4 of 4 answers came without their reasoning", "idle cut                 1 of 5 streams ended after 1500.00 ms of silence",
 		"heartbeats injected      the client saw 12 heartbeats, the server sent 4: 8 injected"} {
 		if !strings.Contains(out, want) {

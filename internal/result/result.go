@@ -327,6 +327,12 @@ type Request struct {
 	// swallowed.
 	ServerHeartbeats int
 	ServerRecord     bool
+	// ServerStart is when the in-process server began the stream (wrote
+	// its head), on the process clock, known when ServerRecord: the time
+	// to the head it sent at once, and to its first token after its
+	// think, count from there rather than from Sent when the server was
+	// slow to answer.
+	ServerStart int64
 
 	// LastReadAt is when the last Read that returned data returned, and
 	// PrevReadAt the one before it (0 if none); MaxSilence the longest

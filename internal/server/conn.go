@@ -463,7 +463,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		return nil
 	}
 	st.times = s.cfg.Emissions.StartAt(h.ID, p.Tokens, p.Deadline)
-	st.armHeartbeats(d, s.heartbeatNs(h), start)
+	st.begin(d, s.heartbeatNs(h), start)
 	s.logf("server: %s: %s stream %d (id %q): %d tokens (%d reasoning, %d tool call), think %dns, delay %dns",
 		t, d, no, h.ID, p.Tokens, a.Reasoning, a.ToolCall, p.Think, p.Delay)
 	st.shard = s.shardFor(t, no)

@@ -36,11 +36,12 @@ func (s *Server) heartbeatNs(h api.Hints) int64 {
 	return schedule.MsToNs(s.cfg.HeartbeatMs)
 }
 
-// armHeartbeats sets st's heartbeats going (every ns, 0: none) after its
-// start events of dialect d, written at start, and counts the heartbeats
-// among those (Anthropic's ping) in its emission record. Called before the
-// stream goes to its shard.
-func (st *stream) armHeartbeats(d api.Dialect, every, start int64) {
+// begin records in st's emission record when the stream began (its head
+// and start events of dialect d written at start) and the heartbeats among
+// those (Anthropic's ping), and sets its heartbeats going (every ns, 0:
+// none). Called before the stream goes to its shard.
+func (st *stream) begin(d api.Dialect, every, start int64) {
+	st.times.SetStreamStart(start)
 	st.times.AddHeartbeats(api.StartHeartbeats(d))
 	st.hb = heartbeat{every: every, last: start, dialect: d}
 	if every > 0 {

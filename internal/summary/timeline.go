@@ -61,11 +61,13 @@ type Timeline struct {
 	ArgsArrivalSpread  Metric `json:"args_arrival_spread"`
 
 	// Held starts: requests whose server thought at least HeldMinThinkNs
-	// (the emission of the first token after the think phase, from the
-	// write: Think), and of them those whose head (HeadHeld) or first
-	// event (StartHeld, the head's included) arrived no earlier than
-	// HeldFraction of it — when (Released) — and those released with the
-	// first visible token (HeldWithText).
+	// (the emission of the first token after the think phase: Think), and
+	// of them those whose head (HeadHeld) or first event (StartHeld, the
+	// head's included) arrived no earlier than HeldFraction of it — when
+	// (Released) — and those released with the first visible token
+	// (HeldWithText). These times are from when the server began the
+	// stream (result.Request.ServerStart), or from the request's write
+	// without the server's record.
 	StartJudged  int64  `json:"start_judged"`
 	StartHeld    int64  `json:"start_held"`
 	HeadHeld     int64  `json:"head_held"`
@@ -377,9 +379,16 @@ func (t *TimelineStats) addArguments(r *result.Request) {
 }
 
 // addStart judges a request whose server thought long enough: whether its
-// head or its first event was held until the think was over.
+// head or its first event was held until the think was over. The times
+// count from when the server began the stream when the client found its
+// record (a server slow to take the request delays the head and the first
+// token alike), else from the request's write.
 func (t *TimelineStats) addStart(r *result.Request) {
-	if r.Sent == 0 {
+	origin := r.Sent
+	if r.ServerStart > 0 {
+		origin = r.ServerStart
+	}
+	if origin == 0 {
 		return
 	}
 	// The first token after the think phase (a tool-call or text token),
@@ -398,13 +407,13 @@ func (t *TimelineStats) addStart(r *result.Request) {
 			text = tok.Emitted
 		}
 	}
-	think := thinkEnd - r.Sent
+	think := thinkEnd - origin
 	if thinkEnd == 0 || think < HeldMinThinkNs {
 		return
 	}
 	t.StartJudged++
 	t.Think.Record(think)
-	held := func(at int64) bool { return at > 0 && float64(at-r.Sent) >= HeldFraction*float64(think) }
+	held := func(at int64) bool { return at > 0 && float64(at-origin) >= HeldFraction*float64(think) }
 	released := r.FirstEventAt
 	switch {
 	case held(r.HeadAt):
@@ -414,8 +423,8 @@ func (t *TimelineStats) addStart(r *result.Request) {
 		return
 	}
 	t.StartHeld++
-	t.Released.Record(released - r.Sent)
-	if text > 0 && float64(released-r.Sent) >= HeldFraction*float64(text-r.Sent) {
+	t.Released.Record(released - origin)
+	if text > 0 && float64(released-origin) >= HeldFraction*float64(text-origin) {
 		t.HeldWithText++
 	}
 }

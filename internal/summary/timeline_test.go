@@ -183,6 +183,28 @@ func TestTimeline(t *testing.T) {
 	}
 }
 
+// TestHeldStartFromTheServersStart: a server slow to take a request (90
+// ms) delays its head and its first token alike; counted from the
+// server's start of the stream, its 10 ms think is not judged, where
+// counted from the request's write (no record) the late head would look
+// held.
+func TestHeldStartFromTheServersStart(t *testing.T) {
+	r := &result.Request{Sent: 1, ServerStart: 90 * ms, HeadAt: 91 * ms, FirstEventAt: 91 * ms, ServerRecord: true}
+	r.AppendTokens(1, 0, 1, 101*ms)
+	r.Tokens[0].Emitted = 100 * ms
+	ts := summary.NewTimelineStats()
+	ts.Add(r)
+	if got := ts.Summary(); got.StartJudged != 0 {
+		t.Errorf("%d starts judged, want none: the server thought 10 ms", got.StartJudged)
+	}
+	r.ServerStart = 0
+	ts = summary.NewTimelineStats()
+	ts.Add(r)
+	if got := ts.Summary(); got.StartJudged != 1 || got.HeadHeld != 1 {
+		t.Errorf("without the server's start: %d judged, %d heads held; want the late head judged held", got.StartJudged, got.HeadHeld)
+	}
+}
+
 // TestTimelineFailedHeartbeats: a failed request's heartbeats are counted
 // as seen but not judged against the server's (it may have lost some in
 // flight when it ended).

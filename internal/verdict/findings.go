@@ -13,7 +13,8 @@ type Finding struct {
 	Of       int64  `json:"of"`       // requests that could: judged, asked, counted
 
 	// FindingHeldStart: what the gateway held ("head" or "first_event"),
-	// when it arrived (p50 since the request was written), when the
+	// when it arrived (p50 since the server began the stream, or since
+	// the request was written without the server's record), when the
 	// server emitted its first token after the think (p50, same origin),
 	// and whether it came only with the first visible token.
 	Held       string  `json:"held,omitempty"`

@@ -125,6 +125,9 @@ func (p Phased) Request() *result.Request {
 	r.Start = Base + int64(p.Index)*1e9
 	r.Sent = r.Start + 100_000
 	t0 := r.Sent
+	if r.ServerRecord {
+		r.ServerStart = t0
+	}
 	emit := func(k int) int64 { // token k of the stream, all phases
 		if k < p.Reasoning {
 			return t0 + int64(k)*p.Think/int64(p.Reasoning)
