@@ -386,7 +386,8 @@ func (q *Request) fillEmitted(rec *result.Request) {
 	if times == nil {
 		return
 	}
-	rec.ServerHeartbeats, rec.ServerStart, rec.ServerRecord = times.Heartbeats(), times.StreamStart(), true
+	rec.ServerHeartbeats, rec.ServerRecord = times.Heartbeats(), true
+	rec.ServerStart, rec.ServerThinkEnd = times.StreamStart(), times.ThinkEnd()
 	for i := range rec.Tokens {
 		t := &rec.Tokens[i]
 		if t.Emitted != 0 {

@@ -44,27 +44,38 @@ type Times struct {
 	// heartbeats counts the heartbeats (SSE comments, Anthropic pings)
 	// the server wrote on the stream (AddHeartbeats).
 	heartbeats atomic.Int64
-	// streamStart is when the server began the stream (SetStreamStart).
-	streamStart atomic.Int64
+	// streamStart and thinkEnd are what Begin recorded.
+	streamStart, thinkEnd atomic.Int64
 }
 
-// SetStreamStart records when the server began the stream: the instant
-// (process clock) it wrote its head and start events, from which a client
-// tells how long the server itself took to answer from how long a gateway
-// held the stream.
-func (t *Times) SetStreamStart(ts int64) {
+// Begin records when the server began the stream — the instant (process
+// clock) it wrote its head and start events — and when its think phase
+// was planned to end: the deadline of its first token after the think (0
+// when it has none). From them a client tells how long a gateway held the
+// stream's start from how long the server took to take the request and
+// how long it meant to think.
+func (t *Times) Begin(start, thinkEnd int64) {
 	if t != nil {
-		t.streamStart.Store(ts)
+		t.streamStart.Store(start)
+		t.thinkEnd.Store(thinkEnd)
 	}
 }
 
-// StreamStart returns what SetStreamStart recorded, 0 if nothing (or for
+// StreamStart and ThinkEnd return what Begin recorded, 0 if nothing (or for
 // nil).
 func (t *Times) StreamStart() int64 {
 	if t == nil {
 		return 0
 	}
 	return t.streamStart.Load()
+}
+
+// ThinkEnd: see StreamStart.
+func (t *Times) ThinkEnd() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.thinkEnd.Load()
 }
 
 // AddHeartbeats records that the server wrote n more heartbeats on the

@@ -328,11 +328,13 @@ type Request struct {
 	ServerHeartbeats int
 	ServerRecord     bool
 	// ServerStart is when the in-process server began the stream (wrote
-	// its head), on the process clock, known when ServerRecord: the time
-	// to the head it sent at once, and to its first token after its
-	// think, count from there rather than from Sent when the server was
-	// slow to answer.
-	ServerStart int64
+	// its head), and ServerThinkEnd when it planned its first token after
+	// the think (0: none), on the process clock, known when ServerRecord:
+	// a held start is judged against the think the server meant, from
+	// when it began — not against a server slow to take the request or
+	// late with its tokens.
+	ServerStart    int64
+	ServerThinkEnd int64
 
 	// LastReadAt is when the last Read that returned data returned, and
 	// PrevReadAt the one before it (0 if none); MaxSilence the longest

@@ -37,11 +37,17 @@ func (s *Server) heartbeatNs(h api.Hints) int64 {
 }
 
 // begin records in st's emission record when the stream began (its head
-// and start events of dialect d written at start) and the heartbeats among
-// those (Anthropic's ping), and sets its heartbeats going (every ns, 0:
-// none). Called before the stream goes to its shard.
+// and start events of dialect d written at start), when its think is
+// planned to end (the deadline of its first token after the reasoning;
+// none without one) and the heartbeats among its start events
+// (Anthropic's ping), and sets its heartbeats going (every ns, 0: none).
+// Called before the stream goes to its shard.
 func (st *stream) begin(d api.Dialect, every, start int64) {
-	st.times.SetStreamStart(start)
+	var thinkEnd int64
+	if st.plan.Tokens > st.plan.Reasoning {
+		thinkEnd = st.plan.Deadline(st.plan.Reasoning)
+	}
+	st.times.Begin(start, thinkEnd)
 	st.times.AddHeartbeats(api.StartHeartbeats(d))
 	st.hb = heartbeat{every: every, last: start, dialect: d}
 	if every > 0 {

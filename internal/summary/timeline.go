@@ -61,13 +61,14 @@ type Timeline struct {
 	ArgsArrivalSpread  Metric `json:"args_arrival_spread"`
 
 	// Held starts: requests whose server thought at least HeldMinThinkNs
-	// (the emission of the first token after the think phase: Think), and
-	// of them those whose head (HeadHeld) or first event (StartHeld, the
-	// head's included) arrived no earlier than HeldFraction of it — when
+	// (to its first token after the think phase: Think), and of them
+	// those whose head (HeadHeld) or first event (StartHeld, the head's
+	// included) arrived no earlier than HeldFraction of it — when
 	// (Released) — and those released with the first visible token
-	// (HeldWithText). These times are from when the server began the
-	// stream (result.Request.ServerStart), or from the request's write
-	// without the server's record.
+	// (HeldWithText). With the server's record the think is the one it
+	// planned, these times from when it began the stream
+	// (result.Request.ServerStart, ServerThinkEnd); without, from the
+	// request's write to the first token's emission.
 	StartJudged  int64  `json:"start_judged"`
 	StartHeld    int64  `json:"start_held"`
 	HeadHeld     int64  `json:"head_held"`
@@ -379,10 +380,12 @@ func (t *TimelineStats) addArguments(r *result.Request) {
 }
 
 // addStart judges a request whose server thought long enough: whether its
-// head or its first event was held until the think was over. The times
-// count from when the server began the stream when the client found its
-// record (a server slow to take the request delays the head and the first
-// token alike), else from the request's write.
+// head or its first event was held until the think was over. With the
+// server's record, the think is the one it planned, from when it began
+// the stream (a server slow to take the request, or late with its
+// tokens, delays the head or the first token, not the hold); without,
+// from the request's write to the emission of the first token after the
+// think.
 func (t *TimelineStats) addStart(r *result.Request) {
 	origin := r.Sent
 	if r.ServerStart > 0 {
@@ -393,14 +396,15 @@ func (t *TimelineStats) addStart(r *result.Request) {
 	}
 	// The first token after the think phase (a tool-call or text token),
 	// and the first visible one, by when the server emitted them.
-	var thinkEnd, text int64
+	thinkEnd, text := r.ServerThinkEnd, int64(0)
+	planned := r.ServerStart > 0 && thinkEnd > 0
 	base := int32(max(r.Reasoning, 0))
 	for i, tok := range r.Tokens {
 		if tok.Emitted == 0 {
 			continue
 		}
 		index := r.TokenIndex(i)
-		if index >= base && (thinkEnd == 0 || tok.Emitted < thinkEnd) {
+		if !planned && index >= base && (thinkEnd == 0 || tok.Emitted < thinkEnd) {
 			thinkEnd = tok.Emitted
 		}
 		if index >= r.TextBase() && (text == 0 || tok.Emitted < text) {

@@ -183,25 +183,48 @@ func TestTimeline(t *testing.T) {
 	}
 }
 
-// TestHeldStartFromTheServersStart: a server slow to take a request (90
-// ms) delays its head and its first token alike; counted from the
-// server's start of the stream, its 10 ms think is not judged, where
-// counted from the request's write (no record) the late head would look
-// held.
-func TestHeldStartFromTheServersStart(t *testing.T) {
-	r := &result.Request{Sent: 1, ServerStart: 90 * ms, HeadAt: 91 * ms, FirstEventAt: 91 * ms, ServerRecord: true}
-	r.AppendTokens(1, 0, 1, 101*ms)
-	r.Tokens[0].Emitted = 100 * ms
-	ts := summary.NewTimelineStats()
-	ts.Add(r)
-	if got := ts.Summary(); got.StartJudged != 0 {
-		t.Errorf("%d starts judged, want none: the server thought 10 ms", got.StartJudged)
+// TestHeldStartFromTheServersPlan: a busy server, slow to take a request
+// or late with its first token, delays its head or its token; judged
+// against the think it planned, from when it began the stream, such a
+// short think is not judged, where without its record (from the
+// request's write to the token's emission) the late head looks held. A
+// planned think of 100 ms is judged, and a head the gateway held until
+// the token, held.
+func TestHeldStartFromTheServersPlan(t *testing.T) {
+	judge := func(r *result.Request) summary.Timeline {
+		ts := summary.NewTimelineStats()
+		ts.Add(r)
+		return ts.Summary()
 	}
-	r.ServerStart = 0
-	ts = summary.NewTimelineStats()
-	ts.Add(r)
-	if got := ts.Summary(); got.StartJudged != 1 || got.HeadHeld != 1 {
-		t.Errorf("without the server's start: %d judged, %d heads held; want the late head judged held", got.StartJudged, got.HeadHeld)
+	for _, tt := range []struct {
+		name                         string
+		start, thinkEnd, head, token int64 // ms from the request's write
+	}{
+		{"taken 90 ms late, a 10 ms think", 90, 100, 91, 100},
+		{"a 20 ms think, the token written 60 ms late", 1, 21, 75, 80},
+	} {
+		r := &result.Request{Sent: 1, ServerStart: tt.start * ms, ServerThinkEnd: tt.thinkEnd * ms, HeadAt: tt.head * ms,
+			FirstEventAt: tt.head * ms, ServerRecord: true}
+		r.AppendTokens(1, 0, 1, tt.token*ms+ms)
+		r.Tokens[0].Emitted = tt.token * ms
+		if got := judge(r); got.StartJudged != 0 {
+			t.Errorf("%s: %d starts judged, want none: the server meant to think %d ms", tt.name, got.StartJudged, tt.thinkEnd-tt.start)
+		}
+		r.ServerStart, r.ServerThinkEnd = 0, 0
+		if got := judge(r); got.StartJudged != 1 || got.HeadHeld != 1 {
+			t.Errorf("%s, without the server's record: %d judged, %d heads held; want the late head judged held", tt.name, got.StartJudged, got.HeadHeld)
+		}
+	}
+	r := &result.Request{Sent: 1, ServerStart: 90 * ms, ServerThinkEnd: 190 * ms, HeadAt: 91 * ms, FirstEventAt: 91 * ms, ServerRecord: true}
+	r.AppendTokens(1, 0, 1, 201*ms)
+	r.Tokens[0].Emitted = 200 * ms
+	if got := judge(r); got.StartJudged != 1 || got.HeadHeld != 0 || !near(got.Think.P50Ms, 100) {
+		t.Errorf("a planned think of 100 ms: %d judged (think %.3f ms), %d held; want judged, not held", got.StartJudged, got.Think.P50Ms, got.HeadHeld)
+	}
+	r.HeadAt, r.FirstEventAt = 201*ms, 201*ms
+	if got := judge(r); got.HeadHeld != 1 || got.HeldWithText != 1 || !near(got.Released.P50Ms, 111) {
+		t.Errorf("a head held until the token: %d held (%d with the text, at %.3f ms); want held with the text, 111 ms into the stream",
+			got.HeadHeld, got.HeldWithText, got.Released.P50Ms)
 	}
 }
 
@@ -265,8 +288,9 @@ func TestTimelineMergeAndRoundTrip(t *testing.T) {
 	if got := ra.Summary(); !reflect.DeepEqual(&got, whole) {
 		t.Errorf("merged halves:\n%+v\nwant the whole:\n%+v", got, *whole)
 	}
-	if whole.Cut != 1 || whole.StartHeld != 1 || whole.Heartbeats.Injected != 2 {
-		t.Errorf("cut %d, held %d, injected %d: want the scenario's 1, 1, 2", whole.Cut, whole.StartHeld, whole.Heartbeats.Injected)
+	// The cut request held its head through the think it was cut in.
+	if whole.Cut != 1 || whole.StartHeld != 2 || whole.Heartbeats.Injected != 2 {
+		t.Errorf("cut %d, held %d, injected %d: want the scenario's 1, 2, 2", whole.Cut, whole.StartHeld, whole.Heartbeats.Injected)
 	}
 	bad := *whole
 	bad.Think.N++

@@ -128,6 +128,11 @@ func (p Phased) Request() *result.Request {
 	if r.ServerRecord {
 		r.ServerStart = t0
 	}
+	defer func() {
+		if r.ServerRecord && p.Text+p.ToolCall > 0 {
+			r.ServerThinkEnd = t0 + p.Think
+		}
+	}()
 	emit := func(k int) int64 { // token k of the stream, all phases
 		if k < p.Reasoning {
 			return t0 + int64(k)*p.Think/int64(p.Reasoning)
