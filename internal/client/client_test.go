@@ -26,7 +26,9 @@ func scripted(t testing.TB, pieces ...string) string {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
+	accepting := make(chan struct{}) // closed when the accept loop is over: no wg.Add after it
 	go func() {
+		defer close(accepting)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -46,7 +48,7 @@ func scripted(t testing.TB, pieces ...string) string {
 			}()
 		}
 	}()
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	t.Cleanup(func() { ln.Close(); <-accepting; wg.Wait() })
 	return ln.Addr().String()
 }
 

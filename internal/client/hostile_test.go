@@ -42,7 +42,9 @@ func listen(t *testing.T, serve func(c net.Conn)) string {
 	}
 	var wg sync.WaitGroup
 	var open sync.Map
+	accepting := make(chan struct{}) // closed when the accept loop is over: no wg.Add after it
 	go func() {
+		defer close(accepting)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -57,6 +59,7 @@ func listen(t *testing.T, serve func(c net.Conn)) string {
 	}()
 	t.Cleanup(func() {
 		ln.Close()
+		<-accepting
 		open.Range(func(c, _ any) bool { c.(net.Conn).Close(); return true })
 		wg.Wait()
 	})

@@ -37,7 +37,9 @@ func newKeepServer(t *testing.T, closeAfter bool, respond func(n int) []string) 
 	ks := &keepServer{addr: ln.Addr().String()}
 	var wg sync.WaitGroup
 	var open sync.Map
+	accepting := make(chan struct{}) // closed when the accept loop is over: no wg.Add after it
 	go func() {
+		defer close(accepting)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
@@ -77,6 +79,7 @@ func newKeepServer(t *testing.T, closeAfter bool, respond func(n int) []string) 
 	}()
 	t.Cleanup(func() {
 		ln.Close()
+		<-accepting
 		open.Range(func(c, _ any) bool { c.(net.Conn).Close(); return true })
 		wg.Wait()
 	})
