@@ -247,7 +247,15 @@ func (m *Metric) Snapshot() Snapshot {
 	// largest sample, in a slice grown by appending: ~1 MB per metric, 18 MB
 	// of garbage for the summary of a run at the end of it, where the peak
 	// resident size of a large run was (docs/PERF.md).
-	for i, n := range m.h.Export().Counts {
+	counts := m.h.Export().Counts
+	used := 0
+	for _, n := range counts {
+		if n != 0 {
+			used++
+		}
+	}
+	s.Histogram.Buckets = make([]Bucket, 0, used)
+	for i, n := range counts {
 		if n != 0 {
 			lo, hi := bucketBounds(bucketAt(i))
 			s.Histogram.Buckets = append(s.Histogram.Buckets, Bucket{FromNs: lo, ToNs: hi, Count: n})

@@ -1,0 +1,131 @@
+//go:build linux
+
+package client
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// TestOneWatchPerContext: on the event loops the requests under one
+// context share a watch per loop. Cancelling the context ends every one
+// of them as interrupted, and the watches go with the last request under
+// them, whether it ended by the cancellation or by itself.
+func TestOneWatchPerContext(t *testing.T) {
+	addr := silentGateway(t)
+	if !NewChatRequest(addr, -1, time.Hour).onLoop() {
+		t.Skip("the goroutine engine watches each request's context itself")
+	}
+	const n = 40
+	for _, cancelled := range []bool{true, false} {
+		// Without the cancellation, the requests end by their -w.
+		timeout := time.Hour
+		if !cancelled {
+			timeout = 50 * time.Millisecond
+		}
+		q := NewChatRequest(addr, -1, timeout)
+		ctx, cancel := context.WithCancel(context.Background())
+		recs := make(chan *result.Request, n)
+		for range n {
+			q.NewSession().Start(ctx, &result.Request{}, func(rec *result.Request) { recs <- rec })
+		}
+		if cancelled {
+			awaitWatched(t, n)
+			cancel()
+		}
+		for range n {
+			select {
+			case rec := <-recs:
+				want := result.Timeout
+				if cancelled {
+					want = result.Interrupted
+				}
+				if rec.Failure.Kind != want {
+					t.Errorf("cancelled %v: %q, want %v", cancelled, rec.Failure.Error(), want)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("cancelled %v: a request did not end", cancelled)
+			}
+		}
+		cancel()
+		watches.mu.Lock()
+		left := len(watches.m)
+		watches.mu.Unlock()
+		if left != 0 {
+			t.Errorf("cancelled %v: %d watches left after every request ended", cancelled, left)
+		}
+	}
+}
+
+// awaitWatched waits until n requests are in the loops' watches, counted
+// by each watch's loop.
+func awaitWatched(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		watches.mu.Lock()
+		var ws []*ctxWatch
+		for _, w := range watches.m {
+			ws = append(ws, w)
+		}
+		watches.mu.Unlock()
+		got := 0
+		for _, w := range ws {
+			c := make(chan int, 1)
+			w.key.l.Post(counter{w, c}, 0, 0)
+			got += <-c
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d requests watched, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// counter counts a watch's requests on its loop.
+type counter struct {
+	w *ctxWatch
+	c chan int
+}
+
+func (c counter) Receive(*evloop.Loop, uint8, uint64) { c.c <- len(c.w.sessions) }
+
+// silentGateway accepts connections and reads them, never answering.
+func silentGateway(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var conns sync.Map
+	accepting := make(chan struct{}) // closed when the accept loop is over: no wg.Add after it
+	go func() {
+		defer close(accepting)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Store(c, true)
+			wg.Go(func() { io.Copy(io.Discard, c); c.Close() })
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-accepting
+		conns.Range(func(c, _ any) bool { c.(net.Conn).Close(); return true })
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
