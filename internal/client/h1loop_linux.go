@@ -166,7 +166,7 @@ func zoneID(zone string) uint32 {
 func (s *Session) startLoop(ctx context.Context, rec *result.Request, done func(*result.Request)) {
 	ls := &s.ev
 	if ls.l == nil {
-		ls.s, ls.l = s, evloop.Pick()
+		ls.s, ls.l = s, evloop.PickOf(s.q.loopEngine())
 	}
 	ls.ctx, ls.rec, ls.done = ctx, rec, done
 	ls.l.Post(ls, msgStart, 0)
@@ -321,8 +321,13 @@ func (ls *loopSession) start() {
 	ls.attempt()
 }
 
-// usable is Session.usable on the loop: a peek at the kept connection.
+// usable is Session.usable on the loop: a peek at the kept connection,
+// after what the loop received ahead of the socket (uring) if anything.
 func (ls *loopSession) usable() bool {
+	if ls.l.Buffered(&ls.c.reg) {
+		ls.c.readIdle()
+		return false
+	}
 	var b [1]byte
 	n, _, err := unix.Recvfrom(ls.c.reg.FD(), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 	switch {

@@ -20,22 +20,32 @@ const wakeKey = -1
 // A backend is the readiness (or completion) source of a loop: the seam
 // between the loop — its sockets' handlers, timers, tickers — and the
 // kernel interface. epollBackend reports readiness, and the loop then
-// reads once with read. A completion backend (io_uring, multishot receive
-// into provided buffers) would return the bytes received with each event
-// instead, and Loop.Read would hand them over; the handlers, from the
-// arrival time on, stay the same.
+// reads once with read(2); uringBackend (io_uring) receives with
+// multishot receives into provided buffers, and reports a socket ready
+// while a completion of it is queued, which read then hands over. The
+// handlers, from the arrival time on, are the same.
 type backend interface {
 	// watch starts watching fd under key for want or, with added,
-	// changes what it is watched for.
-	watch(fd int, key int32, want Interest, added bool) error
+	// changes what it is watched for; sock says whether fd is a stream
+	// socket (else a timerfd).
+	watch(fd int, key int32, want Interest, added, sock bool) error
+	// unwatch forgets key before its descriptor is closed.
+	unwatch(key int32)
 	// wait blocks until at least one watched descriptor is ready, the
 	// loop is woken, or the process clock reaches until (0: no limit;
 	// < 0: do not block), and stores the keys of the ready descriptors
-	// in keys, returning how many.
-	wait(until int64, keys []int32) (int, error)
-	// read reads once from fd into p: n > 0 bytes; 0 and nil at the end
-	// of the stream; or an error (unix.EAGAIN: nothing after all).
-	read(fd int, p []byte) (int, error)
+	// in keys, returning how many. With tickers false the timers' keys
+	// are left for a later wait.
+	wait(until int64, keys []int32, tickers bool) (int, error)
+	// read reads once from fd, watched under key, into p (or hands over
+	// a buffer of its own): n > 0 bytes; none and nil at the end of the
+	// stream; or an error (unix.EAGAIN: nothing after all). The bytes
+	// stay valid until the next read.
+	read(fd int, key int32, p []byte) ([]byte, error)
+	// buffered reports whether bytes (or the end of the stream) of key
+	// were received and not read yet, beyond what the socket itself
+	// holds.
+	buffered(key int32) bool
 	// wake makes the wait in progress, or the next one, return. Any
 	// goroutine.
 	wake()
@@ -84,7 +94,7 @@ func newEpollBackend() (*epollBackend, error) {
 		unix.Close(wfd)
 		return nil, err
 	}
-	if err := b.watch(wfd, wakeKey, Read, false); err != nil {
+	if err := b.watch(wfd, wakeKey, Read, false, false); err != nil {
 		return fail(err)
 	}
 	if err := unix.SetNonblock(epfd, true); err != nil {
@@ -100,7 +110,7 @@ func newEpollBackend() (*epollBackend, error) {
 	return b, nil
 }
 
-func (b *epollBackend) watch(fd int, key int32, want Interest, added bool) error {
+func (b *epollBackend) watch(fd int, key int32, want Interest, added, _ bool) error {
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: key}
 	if want == Write {
 		ev.Events = unix.EPOLLOUT
@@ -115,7 +125,13 @@ func (b *epollBackend) watch(fd int, key int32, want Interest, added bool) error
 	return nil
 }
 
-func (b *epollBackend) wait(until int64, keys []int32) (int, error) {
+// unwatch: closing the descriptor takes it out of the epoll set.
+func (b *epollBackend) unwatch(int32) {}
+
+// buffered: the socket holds what was received.
+func (b *epollBackend) buffered(int32) bool { return false }
+
+func (b *epollBackend) wait(until int64, keys []int32, _ bool) (int, error) {
 	if until < 0 {
 		n, err := epollPoll(b.epfd, b.events[:min(len(keys), maxEvents)])
 		if err != nil && err != unix.EINTR {
@@ -171,8 +187,9 @@ func (b *epollBackend) ready(n int, keys []int32) int {
 	return n
 }
 
-func (b *epollBackend) read(fd int, p []byte) (int, error) {
-	return RawRead(fd, p)
+func (b *epollBackend) read(fd int, _ int32, p []byte) ([]byte, error) {
+	n, err := RawRead(fd, p)
+	return p[:n], err
 }
 
 func (b *epollBackend) wake() {
