@@ -23,6 +23,10 @@ import (
 // pass's engine is printed before its tests.
 func TestMain(m *testing.M) {
 	code := 0
+	if err := evloop.UringAvailable(); err != nil && evloop.UringExpected() && os.Getenv("CI") == "true" {
+		fmt.Fprintf(os.Stderr, "--- FAIL: io_uring refused on a kernel that should allow it: %v\n", err)
+		code = 1
+	}
 	for _, e := range engines() {
 		testEngine = e
 		fmt.Fprintf(os.Stderr, "=== client tests on the %s engine\n", e)
@@ -38,7 +42,7 @@ func TestMain(m *testing.M) {
 // engines are the engines the client tests run on: the event loops where
 // the platform has them — on epoll, and on io_uring where the kernel
 // allows it —, and the goroutine engine always. A kernel that should
-// allow io_uring and refuses it fails the run under CI (TestUringHere).
+// allow io_uring and refuses it fails the run under CI (TestMain).
 func engines() []Engine {
 	var es []Engine
 	if ok, _ := EngineEpoll.Loops(); ok {
@@ -60,6 +64,7 @@ func TestResolveEngine(t *testing.T) {
 		}
 		return EngineGoroutine
 	}
+	uring, uringNote := EngineUring.Resolve() // Uring, or where the kernel refuses it Epoll with a note
 	tests := []struct {
 		name string
 		o    Options
@@ -67,6 +72,8 @@ func TestResolveEngine(t *testing.T) {
 		note bool
 	}{
 		{"auto, plain http", Options{Engine: EngineAuto}, loopOr(EngineEpoll), false},
+		{"uring, plain http", Options{Engine: EngineUring}, uring, uringNote != ""},
+		{"uring, https", Options{Scheme: "https", Engine: EngineUring}, EngineGoroutine, true},
 		{"epoll, plain http", Options{Engine: EngineEpoll}, loopOr(EngineEpoll), !epoll},
 		{"goroutine", Options{Engine: EngineGoroutine}, EngineGoroutine, false},
 		{"auto, https", Options{Scheme: "https", Engine: EngineAuto}, EngineGoroutine, false},
