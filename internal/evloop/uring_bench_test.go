@@ -114,3 +114,12 @@ func tcpPairs(b *testing.B, n int) (senders, receivers []int) {
 	}
 	return senders, receivers
 }
+
+// BenchmarkRawSyscall is the cost of entering and leaving the kernel: a
+// raw getpid(2), what a system call costs beyond its work (docs/PERF.md
+// weighs io_uring's savings with it).
+func BenchmarkRawSyscall(b *testing.B) {
+	for b.Loop() {
+		unix.RawSyscall(unix.SYS_GETPID, 0, 0, 0)
+	}
+}
