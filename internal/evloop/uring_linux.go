@@ -133,8 +133,7 @@ type ring struct {
 	sqMask    uint32
 	sqEntries uint32
 	sqes      []ioUringSqe
-	tail      uint32 // the next free entry; published to *sqTail by flush
-	submitted uint32 // entries published and not yet handed to the kernel
+	tail      uint32 // the next free entry; published to *sqTail by enter
 
 	cqHead *uint32 // ours
 	cqTail *uint32 // the kernel's
