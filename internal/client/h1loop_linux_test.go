@@ -6,7 +6,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 // of them as interrupted, and the watches go with the last request under
 // them, whether it ended by the cancellation or by itself.
 func TestOneWatchPerContext(t *testing.T) {
-	addr := silentGateway(t)
+	addr := listen(t, func(c net.Conn) { io.Copy(io.Discard, c) }) // reads, never answers
 	if !NewChatRequest(addr, -1, time.Hour).onLoop() {
 		t.Skip("the goroutine engine watches each request's context itself")
 	}
@@ -99,33 +98,3 @@ type counter struct {
 }
 
 func (c counter) Receive(*evloop.Loop, uint8, uint64) { c.c <- len(c.w.sessions) }
-
-// silentGateway accepts connections and reads them, never answering.
-func silentGateway(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var conns sync.Map
-	accepting := make(chan struct{}) // closed when the accept loop is over: no wg.Add after it
-	go func() {
-		defer close(accepting)
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Store(c, true)
-			wg.Go(func() { io.Copy(io.Discard, c); c.Close() })
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		<-accepting
-		conns.Range(func(c, _ any) bool { c.(net.Conn).Close(); return true })
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}

@@ -67,9 +67,7 @@ type epollBackend struct {
 	pending atomic.Bool
 	events  [maxEvents]unix.EpollEvent
 
-	f        *os.File // epfd, registered in the netpoller
-	rc       syscall.RawConn
-	deadline int64 // the read deadline set on f (0: none)
+	parker // on epfd
 
 	// The result of the callback of rc.Read, which is built once.
 	pollKeys []int32
@@ -100,9 +98,7 @@ func newEpollBackend() (*epollBackend, error) {
 	if err := unix.SetNonblock(epfd, true); err != nil {
 		return fail(os.NewSyscallError("fcntl", err))
 	}
-	b.f = os.NewFile(uintptr(epfd), "epoll")
-	if b.rc, err = b.f.SyscallConn(); err != nil {
-		b.f.Close()
+	if b.parker, err = newParker(epfd, "epoll"); err != nil {
 		unix.Close(wfd)
 		return nil, err
 	}
@@ -139,27 +135,63 @@ func (b *epollBackend) wait(until int64, keys []int32, _ bool) (int, error) {
 		}
 		return b.ready(max(n, 0), keys), nil
 	}
-	if until != b.deadline {
-		var t time.Time
-		if until != 0 {
-			t = clock.ToTime(until)
-		}
-		b.f.SetReadDeadline(t)
-		b.deadline = until
-	}
 	b.pollKeys, b.pollN, b.pollErr = keys, 0, nil
-	err := b.rc.Read(b.pollFn)
+	ready, err := b.park(until, b.pollFn)
 	n := b.pollN
 	b.pollKeys = nil
 	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return 0, nil // a timer is due
 	case err != nil:
 		return 0, err
+	case !ready:
+		return 0, nil // a timer is due
 	case b.pollErr != nil:
 		return 0, os.NewSyscallError("epoll_wait", b.pollErr)
 	}
 	return n, nil
+}
+
+// parker parks a loop's goroutine in Go's netpoller, on a non-blocking
+// descriptor that becomes readable when the loop has work (the epoll set,
+// or the eventfd of a ring), rather than in a blocking system call.
+type parker struct {
+	f        *os.File // the descriptor, registered in the netpoller
+	rc       syscall.RawConn
+	deadline int64 // the read deadline set on f (0: none)
+}
+
+// newParker registers fd, non-blocking, in the netpoller; the parker owns
+// it from then on (closing f closes it), failed or not.
+func newParker(fd int, name string) (parker, error) {
+	f := os.NewFile(uintptr(fd), name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return parker{}, err
+	}
+	return parker{f: f, rc: rc}, nil
+}
+
+// park calls poll, then again each time the descriptor becomes readable,
+// until poll reports true (park then reports true too) or the process
+// clock reaches until, 0 for no limit (park then reports false). poll
+// must look before it lets park wait: rc.Read forgets a readiness the
+// netpoller noted before the call.
+func (p *parker) park(until int64, poll func(fd uintptr) bool) (bool, error) {
+	if until != p.deadline {
+		var t time.Time
+		if until != 0 {
+			t = clock.ToTime(until)
+		}
+		p.f.SetReadDeadline(t)
+		p.deadline = until
+	}
+	switch err := p.rc.Read(poll); {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // poll is the callback of rc.Read: true when epoll_wait returned events

@@ -7,13 +7,9 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
-	"syscall"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/sse-latency/sse-latency/internal/clock"
 )
 
 // uringBackend is the io_uring backend of a loop. A socket watched for
@@ -41,9 +37,7 @@ type uringBackend struct {
 	efd     int // eventfd: the ring's notifications, and wake
 	pending atomic.Bool
 
-	f        *os.File // efd, registered in the netpoller
-	rc       syscall.RawConn
-	deadline int64
+	parker // on efd
 
 	keys  []ukey  // by key
 	ready []int32 // keys that may be ready (ukey.listed)
@@ -137,8 +131,9 @@ func newUringBackend() (*uringBackend, error) {
 	if err := r.register(iorRegisterEventfd, unsafe.Pointer(&efd), 1); err != nil {
 		return fail(err)
 	}
-	b.f = os.NewFile(uintptr(b.efd), "io_uring-eventfd")
-	if b.rc, err = b.f.SyscallConn(); err != nil {
+	b.parker, err = newParker(b.efd, "io_uring-eventfd")
+	if err != nil {
+		b.efd = -1 // closed with its file
 		return fail(err)
 	}
 	b.pollFn = b.poll
@@ -424,23 +419,15 @@ func (b *uringBackend) wait(until int64, keys []int32, tickers bool) (int, error
 		}
 		return b.collect(keys, tickers), nil
 	}
-	if until != b.deadline {
-		var t time.Time
-		if until != 0 {
-			t = clock.ToTime(until)
-		}
-		b.f.SetReadDeadline(t)
-		b.deadline = until
-	}
 	b.pollKeys, b.pollN, b.pollTickers, b.pollErr = keys, 0, tickers, nil
-	err := b.rc.Read(b.pollFn)
+	ready, err := b.park(until, b.pollFn)
 	n := b.pollN
 	b.pollKeys = nil
 	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return 0, nil
 	case err != nil:
 		return 0, err
+	case !ready:
+		return 0, nil // a timer is due
 	}
 	return n, b.pollErr
 }
