@@ -41,7 +41,7 @@ type uringBackend struct {
 
 	keys  []ukey  // by key
 	ready []int32 // keys that may be ready (ukey.listed)
-	rearm []int32 // keys whose receive stopped while they are watched for reading
+	rearm []int32 // keys whose multishot receive or poll stopped while they are watched
 	lent  int32   // the buffer the last read handed over (-1: none)
 	err   error   // the first failure of the ring
 
@@ -55,6 +55,7 @@ type uringBackend struct {
 
 // ukey is the state of one key of a uringBackend.
 type ukey struct {
+	live     bool // registered (watch), not yet forgotten (unwatch)
 	fd       int32
 	gen      uint32 // counts the registrations of the key: stale completions name an older one
 	want     Interest
@@ -164,7 +165,7 @@ func (b *uringBackend) watch(fd int, k int32, want Interest, added, sock bool) e
 	u := b.key(k)
 	if !added {
 		gen := u.gen
-		*u = ukey{fd: int32(fd), gen: gen, sock: sock, q: u.q[:0]}
+		*u = ukey{live: true, fd: int32(fd), gen: gen, sock: sock, q: u.q[:0]}
 	}
 	u.want = want
 	switch {
@@ -283,10 +284,15 @@ func (b *uringBackend) enter() error {
 func (b *uringBackend) reap() error {
 	b.br.publish()
 	for _, k := range b.rearm {
-		// Stopped for want of buffers, or ended by the kernel: armed
+		// A receive stopped for want of buffers, or a multishot request
+		// the kernel ended (it may, on a full completion ring): armed
 		// again now that the loop has given back what it read.
-		if u := &b.keys[k]; u.sock && u.want == Read && !u.recv && !u.ended {
+		switch u := &b.keys[k]; {
+		case !u.live:
+		case u.sock && u.want == Read && !u.recv && !u.ended:
 			b.arm(k, u, opRecv)
+		case !u.sock && !u.pollIn:
+			b.arm(k, u, opPollIn)
 		}
 	}
 	b.rearm = b.rearm[:0]
@@ -352,6 +358,9 @@ func (b *uringBackend) complete(c *ioUringCqe) {
 		}
 		if !more {
 			u.pollIn = false
+			if c.res != -int32(unix.ECANCELED) {
+				b.rearm = append(b.rearm, k)
+			}
 		}
 		if c.res > 0 {
 			u.fired = true

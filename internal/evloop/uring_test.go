@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sse-latency/sse-latency/internal/clock"
 )
 
 // TestUringOutOfBuffers: a loop with 4 provided buffers and 16 sockets
@@ -62,5 +65,41 @@ func TestUringOutOfBuffers(t *testing.T) {
 		}
 		unix.Close(peers[i].fd)
 		within(t, peers[i].s.ended, fmt.Sprintf("socket %d's end", i))
+	}
+}
+
+// TestUringRearmsAnEndedPoll: when the kernel ends a timer's multishot
+// poll (a completion without IORING_CQE_F_MORE, here a made-up one), the
+// backend arms it again, and the ticker goes on firing.
+func TestUringRearmsAnEndedPoll(t *testing.T) {
+	if err := UringAvailable(); err != nil {
+		t.Skip(err)
+	}
+	l := PickOf(Uring)
+	fired := make(chan struct{}, 16)
+	tk, err := l.NewTicker(func(*Ticker) { fired <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	var ended, armed bool
+	onLoop(t, l, func() {
+		b := l.be.(*uringBackend)
+		k := tk.reg.key - 1
+		u := &b.keys[k]
+		b.complete(&ioUringCqe{userData: userData(opPollIn, k, u.gen)}) // res 0: no readiness, no F_MORE
+		ended = !u.pollIn
+	})
+	onLoop(t, l, func() { // a wait later: the loop reaped, and armed it again
+		armed = l.be.(*uringBackend).keys[tk.reg.key-1].pollIn
+	})
+	if !ended || !armed {
+		t.Fatalf("after its end the poll was ended %v, armed again %v; want both", ended, armed)
+	}
+	for i := range 2 {
+		if err := tk.Arm(clock.Now() + int64(time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		within(t, fired, fmt.Sprintf("fire %d after the poll was armed again", i))
 	}
 }
