@@ -69,6 +69,16 @@ type Summary struct {
 // Measure is Main that also returns the Summary of the run (nil when the
 // command line was wrong or only asked for help or the version).
 func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int, *Summary) {
+	return MeasureOn(ctx, nil, args, stdout, stderr)
+}
+
+// MeasureOn is Measure with the dummy server on ln, a listener the caller
+// has bound, in place of one bound at -L: tests hand over 127.0.0.1:0
+// rather than a port number that another socket may take before the run
+// binds it. -L must still be given (its host names the calibration
+// target). The server closes ln when the run ends; a run that ends before
+// starting its server leaves ln to the caller. A nil ln is Measure.
+func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stderr io.Writer) (int, *Summary) {
 	if len(args) > 0 {
 		if cmd, ok := subcommands[args[0]]; ok {
 			return cmd(args[1:], stdout, stderr), nil
@@ -90,7 +100,7 @@ func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	if cfg.JSONPath == "-" {
 		text = stderr // stdout carries the JSON document
 	}
-	r := &run{cfg: cfg, out: &console{stdout: text, stderr: stderr, tty: isTerminal(stderr)}, sum: &Summary{Config: cfg}, docOut: stdout}
+	r := &run{cfg: cfg, out: &console{stdout: text, stderr: stderr, tty: isTerminal(stderr)}, sum: &Summary{Config: cfg}, docOut: stdout, ln: ln}
 	return r.main(ctx), r.sum
 }
 
@@ -127,6 +137,8 @@ type run struct {
 	loopSamples, gwSamples *report.SampleCollector
 
 	loopBursts, gwBursts *verdict.Accumulator
+
+	ln net.Listener // the listener handed to MeasureOn; nil: bind -L
 }
 
 func (r *run) main(ctx context.Context) int {
@@ -184,7 +196,7 @@ func (r *run) main(ctx context.Context) int {
 		r.out.errorf("sse-latency: %v\n", err)
 		return ExitFailure
 	}
-	srv, err := server.Listen(laddr, srvCfg)
+	srv, err := r.listen(laddr, srvCfg)
 	if err != nil {
 		r.out.errorf("sse-latency: cannot listen on %s: %v\n", cfg.Listen, err)
 		return ExitFailure
@@ -306,6 +318,15 @@ func (r *run) main(ctx context.Context) int {
 		}
 	}
 	return code
+}
+
+// listen returns the dummy server on the listener handed to MeasureOn,
+// else bound to laddr.
+func (r *run) listen(laddr string, cfg server.Config) (*server.Server, error) {
+	if r.ln != nil {
+		return server.New(r.ln, cfg), nil
+	}
+	return server.Listen(laddr, cfg)
 }
 
 // closeCSV flushes and closes the --csv file (once).
