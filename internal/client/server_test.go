@@ -16,20 +16,15 @@ import (
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // ourServer starts the dummy server with an emission registry.
 func ourServer(t *testing.T) (addr string, reg *emission.Registry) {
 	t.Helper()
 	reg = emission.New()
-	srv, err := server.Listen("127.0.0.1:0", server.Config{Tokens: 1, DelayMs: 0.2, Emissions: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	srv := server.New(testutil.Listen(t), server.Config{Tokens: 1, DelayMs: 0.2, Emissions: reg})
+	testutil.Serve(t, srv)
 	return srv.Addr().String(), reg
 }
 
@@ -44,7 +39,14 @@ func strippingProxy(t *testing.T, backend string) string {
 		r.Body = &stripper{rc: r.Body}
 		return nil
 	}
-	gw := httptest.NewServer(p)
+	return proxyServer(t, p)
+}
+
+// proxyServer serves an in-process gateway, in full duplex as a proxy
+// needs (testutil.FullDuplex), and returns its address.
+func proxyServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	gw := httptest.NewServer(testutil.FullDuplex(h))
 	t.Cleanup(gw.Close)
 	return gw.Listener.Addr().String()
 }
@@ -138,11 +140,10 @@ func TestPromptMarkerSurvives(t *testing.T) {
 		r.Body = &stripper{rc: r.Body}
 		return nil
 	}
-	gw := httptest.NewServer(p)
-	defer gw.Close()
+	gw := proxyServer(t, p)
 	const n = 7
 	rec := &result.Request{Batch: "gw"}
-	New(Options{Addr: gw.Listener.Addr().String(), Tokens: n, ExpectTokens: n, Timeout: 10 * time.Second,
+	New(Options{Addr: gw, Tokens: n, ExpectTokens: n, Timeout: 10 * time.Second,
 		Registry: reg, IDPrefix: "mk"}).Do(context.Background(), rec)
 	if !rec.OK() || len(rec.Tokens) != n || rec.ByContent != n {
 		t.Errorf("%q, %d tokens, %d by content; want ok with %d tokens, all by content", rec.Failure.Error(), len(rec.Tokens), rec.ByContent, n)
