@@ -28,6 +28,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
@@ -96,15 +97,13 @@ func TestHostile(t *testing.T) {
 		}
 	}
 	// Lingering closes, dropped streams and waits end within a second.
-	settle := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > baseline+5 || plain.ActiveStreams()+secure.ActiveStreams() > 0 {
-		if time.Now().After(settle) {
-			var b bytes.Buffer
-			pprof.Lookup("goroutine").WriteTo(&b, 1)
-			t.Fatalf("after 10 s, %d goroutines (baseline %d) and %d+%d active streams:\n%s",
-				runtime.NumGoroutine(), baseline, plain.ActiveStreams(), secure.ActiveStreams(), b.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testutil.Poll(func() bool {
+		return runtime.NumGoroutine() <= baseline+5 && plain.ActiveStreams()+secure.ActiveStreams() == 0
+	}, 10*time.Second) {
+		var b bytes.Buffer
+		pprof.Lookup("goroutine").WriteTo(&b, 1)
+		t.Fatalf("after 10 s, %d goroutines (baseline %d) and %d+%d active streams:\n%s",
+			runtime.NumGoroutine(), baseline, plain.ActiveStreams(), secure.ActiveStreams(), b.String())
 	}
 }
 
