@@ -167,23 +167,26 @@ func TestOpenLoopCapMakesLatenessVisible(t *testing.T) {
 // end interrupted and reach the sink, and Run returns — whether the
 // scheduler was waiting for a deadline or for a free slot.
 func TestOpenLoopCancel(t *testing.T) {
-	addr := startServer(t, server.Config{Tokens: 100000, DelayMs: 1})
-	req := client.NewChatRequest(addr, -1, time.Hour)
 	tests := []struct {
-		name string
-		spec Spec
-		want int // exact count, or 0 for "at least one"
+		name      string
+		spec      Spec
+		streaming int64 // cancelled once the server streams this many
+		want      int   // exact count, or 0 for "at least one"
 	}{
-		{"waiting for a deadline", Spec{Name: "gw", Requests: 1000, Rate: 20, Request: req}, 0},
-		{"waiting for a slot", Spec{Name: "gw", Requests: 1000, Rate: 1000, Concurrency: 2, Request: req}, 2},
+		// The next deadline is 50 ms after the first request's.
+		{"waiting for a deadline", Spec{Name: "gw", Requests: 1000, Rate: 20}, 1, 0},
+		{"waiting for a slot", Spec{Name: "gw", Requests: 1000, Rate: 1000, Concurrency: 2}, 2, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// A server of its own: it counts this run's streams only.
+			srv := runServer(t, server.Config{Tokens: 100000, DelayMs: 1})
+			tt.spec.Request = client.NewChatRequest(srv.Addr().String(), -1, time.Hour)
 			// Cancelled like Ctrl-C, not by a deadline the dialer would
 			// also see (it would end a connect as a timeout).
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			time.AfterFunc(300*time.Millisecond, cancel)
+			cancelWhenStreaming(srv, tt.streaming, cancel)
 			recs := collect(t, ctx, tt.spec, nil)
 			if len(recs) < 1 || len(recs) >= 1000 || (tt.want > 0 && len(recs) != tt.want) {
 				t.Errorf("%d requests reported, want %s", len(recs), map[bool]string{true: "2 (the cap)", false: "some, not all 1000"}[tt.want > 0])
