@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/cli"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // The soak: streams concurrent streams of soakTokens tokens soakDelayMs
@@ -93,12 +94,9 @@ func startGateway(t *testing.T, backend string, streams int) *gateway {
 		g.last.Store(err.Error())
 		w.WriteHeader(http.StatusBadGateway)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	g.addr = ln.Addr().String()
-	g.srv = &http.Server{Handler: rp, ReadHeaderTimeout: 30 * time.Second}
+	g.srv = &http.Server{Handler: testutil.FullDuplex(rp), ReadHeaderTimeout: 30 * time.Second}
 	go g.srv.Serve(ln)
 	return g
 }
@@ -108,17 +106,6 @@ func startGateway(t *testing.T, backend string, streams int) *gateway {
 func (g *gateway) close() {
 	g.srv.Close()
 	g.tr.CloseIdleConnections()
-}
-
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // peaks are the highest values sampled while the soak ran.
@@ -179,8 +166,10 @@ func TestSoak(t *testing.T) {
 	}
 
 	// The baseline, taken once the network poller exists (its descriptors
-	// stay open for the life of the process).
-	backend := freeAddr(t)
+	// stay open for the life of the process) and the dummy server's
+	// listener is bound (the run closes it).
+	backendLn := testutil.Listen(t)
+	backend := backendLn.Addr().String()
 	baseG, baseFD, baseHeap := runtime.NumGoroutine(), openFDs(t), heapInuse()
 
 	gw := startGateway(t, backend, streams)
@@ -191,7 +180,7 @@ func TestSoak(t *testing.T) {
 	var out, errb bytes.Buffer
 	n := strconv.Itoa(streams)
 	began := time.Now()
-	code, sum := cli.Measure(ctx, []string{"-L", backend, "-t", gw.addr, "-r", n, "-c", n,
+	code, sum := cli.MeasureOn(ctx, backendLn, []string{"-L", backend, "-t", gw.addr, "-r", n, "-c", n,
 		"-n", strconv.Itoa(soakTokens), "-d", strconv.Itoa(soakDelayMs), "-w", "45000", "-q", "-l"}, &out, &errb)
 	elapsed := time.Since(began)
 	peak := stopSampling()
