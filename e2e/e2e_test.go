@@ -19,6 +19,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/cli"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -88,20 +89,12 @@ func checkGoroutines(t *testing.T) {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutine leak: %d goroutines 3 s after the test, %d before it:\n%s", n, before, buf)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		if testutil.Poll(func() bool { return runtime.NumGoroutine() <= before }, testutil.AwaitBound) {
+			return
 		}
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Errorf("goroutine leak: %d goroutines %v after the test, %d before it:\n%s", runtime.NumGoroutine(), testutil.AwaitBound, before, buf)
 	})
 }
 
@@ -119,7 +112,7 @@ func launch(t *testing.T, ctx context.Context, ex Example, bin string) *Launched
 	dir := t.TempDir()
 	example := exampleConfig(t, ex, dir)
 	start := time.Now()
-	l, err := Launch(ctx, ex.Gateway, bin, example, dir)
+	l, err := Launch(ctx, ex.Gateway, bin, example, dir, testutil.Listen(t))
 	if err != nil {
 		t.Fatalf("starting %s with %s: %v", ex.Gateway.Name, ex.File, err)
 	}
@@ -156,7 +149,7 @@ func measureTo(ctx context.Context, ex Example, gw *Launched, target string, arg
 	}
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	m.code, m.sum = cli.Measure(ctx, m.args, &stdout, &stderr)
+	m.code, m.sum = cli.MeasureOn(ctx, gw.Backend, m.args, &stdout, &stderr)
 	m.elapsed = time.Since(start)
 	m.stdout, m.stderr = stdout.String(), stderr.String()
 	return m
