@@ -110,6 +110,12 @@ func hostileOptions(addr string) Options {
 // shortIdle sets a short idle timeout, for the cases that stall.
 func shortIdle(o *Options) { o.IdleTimeout = 100 * time.Millisecond }
 
+// longDrain waits for the body of a non-2xx response up to the request's
+// -w, for the cases whose body comes in pieces: the wait ends when the body
+// does, and a busy machine's pause between the pieces must not end it
+// first.
+func longDrain(o *Options) { o.DrainTimeout = o.Timeout }
+
 // runHostile runs one case: the request must end with its failure text,
 // before its -w, which every case but those that test -w sets far above
 // the time the case takes; the run's context (a deadline past -w) must not
@@ -186,7 +192,7 @@ func TestHostileGateways(t *testing.T) {
 		{name: "429 with a JSON body", serve: send(t, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"+length(jsonErr)),
 			want: "status HTTP/1.1 429 Too Many Requests: " + jsonErr},
 		{name: "529 with a chunked, pretty-printed JSON body in pieces", serve: send(t, "HTTP/1.1 529 Overloaded\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
-			chunk(prettyErr[:20]), chunk(prettyErr[20:])+"0\r\n\r\n"),
+			chunk(prettyErr[:20]), chunk(prettyErr[20:])+"0\r\n\r\n"), opts: longDrain,
 			want: `status HTTP/1.1 529 Overloaded: { "error": { "message": "model overloaded", "code": 529 } }`},
 		{name: "502 with nginx's HTML page", serve: send(t, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\n"+length(nginx502)),
 			want: "status HTTP/1.1 502 Bad Gateway: 502 Bad Gateway 502 Bad Gateway nginx/1.22.1"},
@@ -266,8 +272,8 @@ func TestHostileGateways(t *testing.T) {
 			want: "timeout after 150ms"},
 		{name: "Content-Length shorter than the stream", serve: send(t, sseHead+"Content-Length: 40\r\n\r\n"+okStream), want: "connection closed before [DONE]"},
 		{name: "Content-Length longer than the stream, then close", serve: send(t, sseHead+"Content-Length: 100000\r\n\r\n"+chatRole), want: "connection closed before [DONE]"},
-		{name: "empty comments without end", serve: forever(sseHead+"\r\n"+chatRole, ":\n"), opts: func(o *Options) { o.Timeout = 400 * time.Millisecond; shortIdle(o) },
-			want: "timeout after 400ms"},
+		{name: "empty comments without end", serve: forever(sseHead+"\r\n"+chatRole, ":\n"), opts: func(o *Options) { o.Timeout = 2 * time.Second; o.IdleTimeout = time.Second },
+			want: "timeout after 2000ms"}, // a comment every ms keeps the idle timeout away, a busy machine's pauses too
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -401,7 +407,7 @@ func TestHostileH2C(t *testing.T) {
 			f.headers(false, ":status", "429", "content-type", "application/json")
 			f.data(false, `{"error":`)
 			f.data(true, `{"message":"slow down"}}`)
-		}, nil, `status HTTP/2.0 429 Too Many Requests: {"error":{"message":"slow down"}}`},
+		}, longDrain, `status HTTP/2.0 429 Too Many Requests: {"error":{"message":"slow down"}}`},
 		{"500 whose body never ends", func(f *h2Writer) {
 			f.headers(false, ":status", "500", "content-type", "text/plain")
 			f.data(false, "upstream exploded")

@@ -159,8 +159,10 @@ func TestKeepAliveAgainstOurServer(t *testing.T) {
 	gw := strippingProxy(t, addr)
 	for _, d := range api.Dialects {
 		for _, via := range []struct{ name, addr string }{{"direct", addr}, {"gateway", gw}} {
+			// The drain may last up to -w: a busy machine's pause before
+			// the last chunk must not cost the connection.
 			q := New(Options{Dialect: d, Addr: via.addr, Tokens: n, ExpectTokens: n, IncludeUsage: true,
-				Timeout: 10 * time.Second, Registry: reg, IDPrefix: "ka", KeepAlive: true})
+				Timeout: 10 * time.Second, DrainTimeout: 10 * time.Second, Registry: reg, IDPrefix: "ka", KeepAlive: true})
 			s := q.NewSession()
 			for i := range 3 {
 				rec := &result.Request{Batch: "gw", Index: i}

@@ -119,11 +119,17 @@ var keepStream = chunk(chatRole + event(100, "anan") + event(200, "huhu") + chat
 
 // runSession sends n requests through one keep-alive session to addr;
 // between, when set, runs before each request but the first (to await the
-// state of the kept connection).
+// state of the kept connection). Without a DrainTimeout the drain may last
+// up to the request's -w: it ends at the framing end, and a busy machine's
+// pause before the last piece must not end it first (cases that test the
+// bound set their own).
 func runSession(t *testing.T, o Options, n int, between func(s *Session)) []*result.Request {
 	t.Helper()
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second
+	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = o.Timeout
 	}
 	if o.Tokens == 0 {
 		o.Tokens = -1
