@@ -97,17 +97,30 @@ func TestRunCancelStopsStarting(t *testing.T) {
 	}
 }
 
+// TestProgress: progress reports, about once a second, the total, the
+// requests done and in flight and the tokens so far. The streams last until
+// a report has counted tokens (then the run is cancelled), so that there is
+// one however slow the machine; a batch that ended before its first report
+// (a race between the ticker and the end) would report nothing.
 func TestProgress(t *testing.T) {
-	addr := startServer(t, server.Config{Tokens: 300, DelayMs: 5})
+	addr := startServer(t, server.Config{Tokens: 100000, DelayMs: 1})
 	req := client.NewChatRequest(addr, -1, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var last Progress
 	calls := 0
-	Run(context.Background(), Spec{Name: "gw", Requests: 2, Concurrency: 2, Request: req}, func(*result.Request) {},
-		func(p Progress) { calls++; last = p })
+	Run(ctx, Spec{Name: "gw", Requests: 2, Concurrency: 2, Request: req}, func(*result.Request) {},
+		func(p Progress) {
+			calls++
+			last = p
+			if p.Tokens > 0 {
+				cancel()
+			}
+		})
 	if calls == 0 {
-		t.Fatal("progress never called during a 1.5 s batch")
+		t.Fatal("progress never called during a batch of two 100 s streams")
 	}
-	if last.Total != 2 || last.Tokens <= 0 || last.Done+last.InFlight != 2 {
-		t.Errorf("progress %+v: want total 2, tokens counted, done+in flight = 2", last)
+	if last.Total != 2 || last.Tokens <= 0 || last.Done+last.InFlight != 2 || last.Elapsed < time.Second/2 {
+		t.Errorf("progress %+v: want total 2, tokens counted, done+in flight = 2, about a second elapsed", last)
 	}
 }

@@ -105,10 +105,7 @@ func TestOpenLoopDuration(t *testing.T) {
 	addr := startServer(t, server.Config{Tokens: 3, DelayMs: 1})
 	req := client.NewChatRequest(addr, -1, 10*time.Second)
 	const d = 1100 * time.Millisecond
-	var last Progress
-	calls := 0
-	recs := collect(t, context.Background(), Spec{Name: "gw", Rate: 10, Duration: d, Request: req},
-		func(p Progress) { calls++; last = p })
+	recs := collect(t, context.Background(), Spec{Name: "gw", Rate: 10, Duration: d, Request: req}, nil)
 	if len(recs) < 1 || len(recs) > 11 {
 		t.Errorf("%d requests in %v at 10/s, want 1 to 11", len(recs), d)
 	}
@@ -117,6 +114,15 @@ func TestOpenLoopDuration(t *testing.T) {
 			t.Errorf("request %d scheduled %v after the start, at or after the %v duration", k, time.Duration(off), d)
 		}
 	}
+
+	// Progress, about once a second: streams that last until the first
+	// report (then the run is cancelled) make sure there is one.
+	long := client.NewChatRequest(startServer(t, server.Config{Tokens: 100000, DelayMs: 1}), -1, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last Progress
+	calls := 0
+	collect(t, ctx, Spec{Name: "gw", Rate: 10, Duration: d, Request: long}, func(p Progress) { calls++; last = p; cancel() })
 	if calls == 0 || last.Total != 0 {
 		t.Errorf("progress called %d times, last %+v: want at least once, Total 0 (unknown)", calls, last)
 	}
