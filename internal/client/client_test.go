@@ -37,17 +37,30 @@ func scripted(t testing.TB, pieces ...string) string {
 // machine too busy to finish the read call before the next piece arrives
 // both may come in one Read (and without the tables, on other systems, the
 // pieces go out at once). Tests that count Reads use scriptedReads.
-func piecemeal(t testing.TB, c net.Conn, pieces ...string) {
-	steps := make([]testutil.Step, len(pieces))
-	for i, p := range pieces {
+func piecemeal(t testing.TB, c net.Conn, ps ...string) {
+	if err := testutil.Play(c, readInTurn(c, pieces(ps...))...); errors.Is(err, testutil.ErrNotReached) {
+		t.Errorf("scripted gateway: %v", err)
+	}
+}
+
+// pieces are steps that write ps, waiting for nothing.
+func pieces(ps ...string) []testutil.Step {
+	steps := make([]testutil.Step, len(ps))
+	for i, p := range ps {
 		steps[i] = testutil.Step{Write: p}
-		if i < len(pieces)-1 {
+	}
+	return steps
+}
+
+// readInTurn makes each step but the last that has no Until of its own
+// wait until the client has read it (readBy), and returns steps.
+func readInTurn(c net.Conn, steps []testutil.Step) []testutil.Step {
+	for i := range steps {
+		if steps[i].Until == nil && i < len(steps)-1 {
 			steps[i].Until = readBy(c)
 		}
 	}
-	if err := testutil.Play(c, steps...); errors.Is(err, testutil.ErrNotReached) {
-		t.Errorf("scripted gateway: %v", err)
-	}
+	return steps
 }
 
 // readBy reports whether the client has read every byte written on c (or

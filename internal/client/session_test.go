@@ -20,8 +20,8 @@ import (
 
 // keepServer is a scripted HTTP/1.1 server that answers every request of a
 // connection, in turn, with the steps of respond — a step without Until,
-// but the last, waits until the client has read it (readBy), so that the
-// next usually reaches it in a Read of its own — then closes the
+// but the last, waits until the client has read it (readInTurn), so that
+// the next usually reaches it in a Read of its own — then closes the
 // connection when closeAfter is set. It records every request as
 // received.
 type keepServer struct {
@@ -31,15 +31,6 @@ type keepServer struct {
 	conns int      // connections accepted
 	reqs  []string // raw requests, in arrival order
 	perC  []int    // requests per connection, in accept order
-}
-
-// pieces are steps that each wait for the client to read them.
-func pieces(ps ...string) []testutil.Step {
-	steps := make([]testutil.Step, len(ps))
-	for i, p := range ps {
-		steps[i] = testutil.Step{Write: p}
-	}
-	return steps
 }
 
 func newKeepServer(t *testing.T, closeAfter bool, respond func(n int) []testutil.Step) *keepServer {
@@ -62,13 +53,7 @@ func newKeepServer(t *testing.T, closeAfter bool, respond func(n int) []testutil
 			ks.reqs = append(ks.reqs, req)
 			ks.perC[ci]++
 			ks.mu.Unlock()
-			steps := respond(n)
-			for i := range steps {
-				if steps[i].Until == nil && i < len(steps)-1 {
-					steps[i].Until = readBy(c)
-				}
-			}
-			if err := testutil.Play(c, steps...); err != nil {
+			if err := testutil.Play(c, readInTurn(c, respond(n))...); err != nil {
 				if errors.Is(err, testutil.ErrNotReached) {
 					t.Errorf("keepServer: %v", err)
 				}
