@@ -369,6 +369,13 @@ func TestGateways(t *testing.T) {
 			if !judged {
 				return // observed only
 			}
+			if m.warned() {
+				// The run measured the machine's overload as much as the
+				// gateway (a token late by tens of ms looks like a burst):
+				// its verdict says nothing about how the gateway streams.
+				t.Skipf("%s: sse-latency fell behind its own emission schedule — the machine was too busy for this run to judge how %s streams; run it again on a quieter machine (%s)",
+					ex.File, ex.Gateway.Name, m.figures())
+			}
 			v, s := m.sum.Verdict, m.sum
 			if v.Class != want {
 				t.Errorf("verdict %s%s, want %s\n%s\n%s", v.Class, reasonOf(v), want, m.figures(), m)
