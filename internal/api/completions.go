@@ -6,7 +6,9 @@ import "strconv"
 // (POST /v1/completions): one text_completion chunk per token (no role
 // chunk), a finish chunk, the usage chunk when asked for, then [DONE]. Chunks
 // follow the field order of the chat chunks: id, object, created, pi_ts,
-// model, choices.
+// model, choices. The legacy API has neither reasoning nor tool calls: the
+// encoder drops Answer.Reasoning and Answer.ToolCall (the server refuses
+// hints that ask for them, see CheckPhases).
 type completionsEncoder struct {
 	a     Answer
 	id    []byte // cmpl-sse-latency-<no>
@@ -14,6 +16,7 @@ type completionsEncoder struct {
 }
 
 func newCompletionsEncoder(a Answer) *completionsEncoder {
+	a.Reasoning, a.ToolCall = 0, 0
 	return &completionsEncoder{
 		a:     a,
 		id:    strconv.AppendUint([]byte("cmpl-sse-latency-"), a.No, 10),
@@ -39,6 +42,9 @@ func (e *completionsEncoder) StartEvents() int { return 0 }
 func (e *completionsEncoder) AppendStart(dst []byte, _ int, _ int64) []byte { return dst }
 
 func (e *completionsEncoder) AppendToken(dst []byte, k int, ts int64) []byte {
+	if k < 0 || k >= e.a.Tokens {
+		return dst
+	}
 	dst = e.prefix(dst, ts)
 	dst = append(dst, `,"choices":[{"text":"`...)
 	dst = AppendToken(dst, k)
@@ -62,7 +68,7 @@ func (e *completionsEncoder) AppendEnd(dst []byte, i int, ts int64) []byte {
 	case i == 1 && e.a.IncludeUsage:
 		dst = e.prefix(dst, ts)
 		dst = append(dst, `,"choices":[],"usage":`...)
-		dst = appendOpenAIUsage(dst, e.a.Tokens)
+		dst = appendOpenAIUsage(dst, e.a.Tokens, 0)
 		return append(dst, "}"+sseEnd...)
 	}
 	return append(dst, sseData+Done+sseEnd...)
@@ -78,6 +84,6 @@ func (e *completionsEncoder) AppendBody(dst []byte) []byte {
 	dst = append(dst, `,"choices":[{"text":"`...)
 	dst = appendAllTokens(dst, e.a.Tokens)
 	dst = append(dst, `","index":0,"logprobs":null,"finish_reason":"stop"}],"usage":`...)
-	dst = appendOpenAIUsage(dst, e.a.Tokens)
+	dst = appendOpenAIUsage(dst, e.a.Tokens, 0)
 	return append(dst, '}')
 }

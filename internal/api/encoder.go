@@ -10,35 +10,53 @@ import (
 type Answer struct {
 	No           uint64 // stream number: makes the response ids unique
 	Model        string // model to report (the request's); "" means Model
-	Tokens       int    // number of tokens in the answer
+	Tokens       int    // number of text tokens in the answer
 	Created      int64  // Unix seconds: Responses' created_at, non-streaming bodies' created
 	IncludeUsage bool   // Chat and Completions streams: send the usage chunk (stream_options.include_usage)
+
+	// The phases before the text (see Phase): Reasoning reasoning tokens,
+	// then one tool call of ToolCall argument tokens. Completions carries
+	// text only: its encoder ignores both.
+	Reasoning int
+	ToolCall  int
+	// ReasoningField says how Chat and Responses carry the reasoning.
+	ReasoningField ReasoningField
 }
 
 // An Encoder produces the bytes of one answer in one dialect: the SSE events
 // of a stream — the events sent before the first token, one event per token,
 // the events after the last token — and the body of a non-streaming answer.
 //
-// Every Append method appends one whole SSE event ("data: …\n\n" or
-// "event: …\ndata: …\n\n"), ready to be framed in its own HTTP chunk, and
-// returns the extended slice. ts is the emission instant (process-clock epoch
-// nanoseconds): the events that have room for an extra field carry it as
-// "pi_ts". An index out of range appends nothing. AppendToken is on the
-// per-token path: it does not allocate when dst has room.
+// Every Append method appends whole SSE events ("data: …\n\n" or
+// "event: …\ndata: …\n\n"), ready to be framed in one HTTP chunk, and
+// returns the extended slice: AppendStart and AppendEnd one event each,
+// AppendToken one — preceded, for the first token of a phase, by the events
+// that close the previous phase and open this one (a thinking block's
+// signature and stop, a tool call's output item…). ts is the emission
+// instant (process-clock epoch nanoseconds): the token events carry it as
+// "pi_ts" (so do all Chat and Completions chunks). An index out of range
+// appends nothing. AppendToken is on the per-token path: it does not
+// allocate when dst has room (a phase's opening events may grow it once).
 //
-// Every dialect streams the same tokens (AppendToken of package api) and
-// reports PromptTokens input tokens and Answer.Tokens output tokens.
+// Tokens are numbered across the phases, in streaming order (Answer.Locate):
+// the Reasoning tokens first, then the ToolCall argument tokens, then the
+// Tokens text tokens; Answer.Total in all. Every dialect streams the same
+// texts (AppendPhaseToken, AppendArgumentDelta) and reports PromptTokens
+// input tokens and Answer.Total output tokens (the reasoning tokens among
+// them where the usage object has a field for them).
 type Encoder interface {
 	// StartEvents is the number of events sent before the first token.
 	StartEvents() int
 	// AppendStart appends start event i, 0 <= i < StartEvents().
 	AppendStart(dst []byte, i int, ts int64) []byte
-	// AppendToken appends the event carrying token k, stamped with ts.
+	// AppendToken appends the event carrying token k (0 <= k <
+	// Answer.Total()), stamped with ts, after the events that open its
+	// phase when it is the phase's first.
 	AppendToken(dst []byte, k int, ts int64) []byte
 	// EndEvents is the number of events sent after the last token.
 	EndEvents() int
 	// AppendEnd appends end event i, 0 <= i < EndEvents(). The end events
-	// describe the whole answer (all Answer.Tokens tokens).
+	// close the last phase and describe the whole answer.
 	AppendEnd(dst []byte, i int, ts int64) []byte
 	// AppendBody appends the JSON body of the non-streaming answer.
 	AppendBody(dst []byte) []byte
@@ -85,21 +103,25 @@ func modelLiteral(model string) []byte {
 	return b
 }
 
-// appendAllTokens appends the text of tokens 0..n-1.
+// appendAllTokens appends the text of text tokens 0..n-1.
 func appendAllTokens(dst []byte, n int) []byte {
-	for i := 0; i < n; i++ {
-		dst = AppendToken(dst, i)
-	}
-	return dst
+	return appendPhaseTokens(dst, PhaseText, n)
 }
 
-// appendOpenAIUsage appends the usage object of Chat and Completions.
-func appendOpenAIUsage(dst []byte, tokens int) []byte {
+// appendOpenAIUsage appends the usage object of Chat and Completions:
+// tokens completion tokens, reasoning of them reasoning tokens (the
+// completion_tokens_details object, when there are any).
+func appendOpenAIUsage(dst []byte, tokens, reasoning int) []byte {
 	dst = append(dst, `{"prompt_tokens":`...)
 	dst = strconv.AppendInt(dst, PromptTokens, 10)
 	dst = append(dst, `,"completion_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(tokens), 10)
 	dst = append(dst, `,"total_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(tokens)+PromptTokens, 10)
+	if reasoning > 0 {
+		dst = append(dst, `,"completion_tokens_details":{"reasoning_tokens":`...)
+		dst = strconv.AppendInt(dst, int64(reasoning), 10)
+		dst = append(dst, '}')
+	}
 	return append(dst, '}')
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -23,15 +22,7 @@ func TestEncoderEvents(t *testing.T) {
 	const respCompleted = `{"id":"resp_sselatency_7","object":"response","created_at":1700000000,"status":"completed","model":"m","output":[` + respItemDone + `],"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":0},"output_tokens":2,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":7}}`
 	withUsage := encAnswer
 	withUsage.IncludeUsage = true
-	tests := []struct {
-		name   string
-		d      Dialect
-		a      Answer
-		start  []string
-		tokens []string
-		end    []string
-		body   string
-	}{
+	tests := []encCase{
 		{
 			name:  "chat",
 			d:     Chat,
@@ -136,44 +127,7 @@ func TestEncoderEvents(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		e := NewEncoder(tt.d, tt.a)
-		if got := e.StartEvents(); got != len(tt.start) {
-			t.Errorf("%s: StartEvents() = %d, want %d", tt.name, got, len(tt.start))
-		}
-		if got := e.EndEvents(); got != len(tt.end) {
-			t.Errorf("%s: EndEvents() = %d, want %d", tt.name, got, len(tt.end))
-		}
-		check := func(what, got, want string) {
-			t.Helper()
-			if got != want {
-				t.Errorf("%s: %s =\n%q\nwant\n%q", tt.name, what, got, want)
-			}
-			checkSSEEvent(t, tt.name+": "+what, got)
-		}
-		for i, want := range tt.start {
-			check("AppendStart("+strconv.Itoa(i)+")", string(e.AppendStart(nil, i, encTs)), want)
-		}
-		for k, want := range tt.tokens {
-			check("AppendToken("+strconv.Itoa(k)+")", string(e.AppendToken(nil, k, encTs)), want)
-		}
-		for i, want := range tt.end {
-			check("AppendEnd("+strconv.Itoa(i)+")", string(e.AppendEnd(nil, i, encTs)), want)
-		}
-		if got := string(e.AppendBody(nil)); got != tt.body {
-			t.Errorf("%s: AppendBody =\n%s\nwant\n%s", tt.name, got, tt.body)
-		} else if !json.Valid([]byte(got)) {
-			t.Errorf("%s: AppendBody is not valid JSON", tt.name)
-		}
-		for _, i := range []int{-1, len(tt.start)} {
-			if got := e.AppendStart([]byte("x"), i, encTs); string(got) != "x" {
-				t.Errorf("%s: AppendStart(%d) out of range appended %q", tt.name, i, got[1:])
-			}
-		}
-		for _, i := range []int{-1, len(tt.end)} {
-			if got := e.AppendEnd([]byte("x"), i, encTs); string(got) != "x" {
-				t.Errorf("%s: AppendEnd(%d) out of range appended %q", tt.name, i, got[1:])
-			}
-		}
+		checkEncoder(t, tt)
 	}
 }
 
@@ -276,31 +230,53 @@ func TestEncoderLongAnswer(t *testing.T) {
 }
 
 // TestEncoderTokenDoesNotAllocate pins the per-token path: no allocation
-// when the buffer has room.
+// when the buffer has room, in every phase (the first token of a phase,
+// which carries the events that open it, is left out: it may grow the
+// buffer once).
 func TestEncoderTokenDoesNotAllocate(t *testing.T) {
 	for _, d := range Dialects {
-		e := NewEncoder(d, Answer{No: 123456, Model: "some-model", Tokens: 1000})
-		buf := make([]byte, 0, 1024)
-		k := 0
-		allocs := testing.AllocsPerRun(100, func() {
-			buf = e.AppendToken(buf[:0], k, encTs)
-			k++
-		})
-		if allocs != 0 {
-			t.Errorf("%v: AppendToken allocates %.1f times per call, want 0", d, allocs)
+		for _, field := range []ReasoningField{ReasoningContent, ReasoningPlain} {
+			a := Answer{No: 123456, Model: "some-model", Tokens: 1000, Reasoning: 1000, ToolCall: 1000, ReasoningField: field}
+			e := NewEncoder(d, a)
+			buf := make([]byte, 0, 1024)
+			for _, first := range []int{0, 1000, 2000} {
+				k := first + 1
+				allocs := testing.AllocsPerRun(100, func() {
+					buf = e.AppendToken(buf[:0], k, encTs)
+					k++
+				})
+				if allocs != 0 {
+					t.Errorf("%v/%v: AppendToken(%d…) allocates %.1f times per call, want 0", d, field, first+1, allocs)
+				}
+			}
 		}
 	}
 }
 
+// BenchmarkEncoderAppendToken encodes a text token (the names the benchmark
+// had before the phases), then a reasoning and a tool-call token.
 func BenchmarkEncoderAppendToken(b *testing.B) {
 	for _, d := range Dialects {
-		b.Run(d.String(), func(b *testing.B) {
-			e := NewEncoder(d, Answer{No: 1, Tokens: 1000})
-			buf := make([]byte, 0, 1024)
-			b.ReportAllocs()
-			for b.Loop() {
-				buf = e.AppendToken(buf[:0], 9, encTs)
+		for _, p := range []Phase{PhaseText, PhaseReasoning, PhaseToolCall} {
+			name := d.String()
+			if p != PhaseText {
+				if d == Completions {
+					continue
+				}
+				name += "/" + p.String()
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				e := NewEncoder(d, Answer{No: 1, Tokens: 1000, Reasoning: 1000, ToolCall: 1000})
+				k := 9 + int(p)*1000 // in the middle of phase p
+				if d == Completions {
+					k = 9
+				}
+				buf := make([]byte, 0, 1024)
+				b.ReportAllocs()
+				for b.Loop() {
+					buf = e.AppendToken(buf[:0], k, encTs)
+				}
+			})
+		}
 	}
 }

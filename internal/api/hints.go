@@ -12,19 +12,22 @@ import (
 // client find the emission times of its tokens even when a gateway strips
 // pi_ts. They travel three ways, so that a gateway which rebuilds the
 // request JSON and drops unknown fields cannot silently change the
-// measurement: as JSON fields (pi_id, pi_tokens, pi_think_ms, pi_delay_ms),
-// as the HintHeader header, and as a marker line in the prompt text
-// ("[sse-latency id=… tokens=…]"). The server takes each value from the JSON
-// fields, else the header, else the prompt.
+// measurement: as JSON fields (pi_id, pi_tokens, pi_think_ms, pi_delay_ms,
+// pi_reasoning_tokens, pi_tool_call_tokens), as the HintHeader header, and
+// as a marker line in the prompt text ("[sse-latency id=… tokens=…]"). The
+// server takes each value from the JSON fields, else the header, else the
+// prompt.
 type Hints struct {
-	ID      string   // request id: letters, digits, '-', '_', '.'; at most MaxIDLen
-	Tokens  *int64   // tokens to stream
-	ThinkMs *float64 // delay before the first token, ms
-	DelayMs *float64 // delay between tokens, ms
+	ID        string   // request id: letters, digits, '-', '_', '.'; at most MaxIDLen
+	Tokens    *int64   // text tokens to stream
+	ThinkMs   *float64 // delay before the first text (or tool-call) token, ms
+	DelayMs   *float64 // delay between tokens, ms
+	Reasoning *int64   // reasoning tokens to stream during the think time (key "reasoning")
+	ToolCall  *int64   // argument tokens of a tool call, before the text (key "tool_call")
 }
 
 // HintHeader is the request header that carries the hints
-// ("id=gw-3-k2f9; tokens=200; think=0; delay=5").
+// ("id=gw-3-k2f9; tokens=200; think=0; delay=5; reasoning=50; tool_call=20").
 const HintHeader = "X-SSE-Latency"
 
 // MaxIDLen bounds a request id.
@@ -35,7 +38,7 @@ const promptMarker = "[sse-latency "
 
 // Empty reports whether no hint is set.
 func (h Hints) Empty() bool {
-	return h.ID == "" && h.Tokens == nil && h.ThinkMs == nil && h.DelayMs == nil
+	return h.ID == "" && h.Tokens == nil && h.ThinkMs == nil && h.DelayMs == nil && h.Reasoning == nil && h.ToolCall == nil
 }
 
 // Merge fills the hints h lacks from o (h wins where both have one).
@@ -51,6 +54,12 @@ func (h Hints) Merge(o Hints) Hints {
 	}
 	if h.DelayMs == nil {
 		h.DelayMs = o.DelayMs
+	}
+	if h.Reasoning == nil {
+		h.Reasoning = o.Reasoning
+	}
+	if h.ToolCall == nil {
+		h.ToolCall = o.ToolCall
 	}
 	return h
 }
@@ -81,6 +90,14 @@ func (h Hints) appendPairs(dst []byte, sep string) []byte {
 	if h.DelayMs != nil {
 		add("delay")
 		dst = strconv.AppendFloat(dst, *h.DelayMs, 'f', -1, 64)
+	}
+	if h.Reasoning != nil {
+		add("reasoning")
+		dst = strconv.AppendInt(dst, *h.Reasoning, 10)
+	}
+	if h.ToolCall != nil {
+		add("tool_call")
+		dst = strconv.AppendInt(dst, *h.ToolCall, 10)
 	}
 	return dst
 }
@@ -138,9 +155,18 @@ func (h *Hints) set(k, v string) {
 		if ValidID(v) {
 			h.ID = v
 		}
-	case "tokens":
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 && n <= math.MaxInt32 {
+	case "tokens", "reasoning", "tool_call":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 || n > math.MaxInt32 {
+			return
+		}
+		switch k {
+		case "tokens":
 			h.Tokens = &n
+		case "reasoning":
+			h.Reasoning = &n
+		default:
+			h.ToolCall = &n
 		}
 	case "think", "delay":
 		f, err := strconv.ParseFloat(v, 64)

@@ -14,21 +14,16 @@ func checkHints(t *testing.T, from string, h Hints) {
 	if h.ID != "" && !ValidID(h.ID) {
 		t.Fatalf("%s: invalid id %q", from, h.ID)
 	}
-	if h.Tokens != nil && (*h.Tokens < 0 || *h.Tokens > math.MaxInt32) {
-		t.Fatalf("%s: tokens %d out of range", from, *h.Tokens)
+	for _, n := range []*int64{h.Tokens, h.Reasoning, h.ToolCall} {
+		if n != nil && (*n < 0 || *n > math.MaxInt32) {
+			t.Fatalf("%s: token count %d out of range", from, *n)
+		}
 	}
 	for _, f := range []*float64{h.ThinkMs, h.DelayMs} {
 		if f != nil && (math.IsNaN(*f) || math.IsInf(*f, 0) || *f < 0) {
 			t.Fatalf("%s: think/delay %v is not a finite non-negative number", from, *f)
 		}
 	}
-}
-
-// sameHints compares two Hints by value.
-func sameHints(a, b Hints) bool {
-	eqI := func(x, y *int64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
-	eqF := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
-	return a.ID == b.ID && eqI(a.Tokens, b.Tokens) && eqF(a.ThinkMs, b.ThinkMs) && eqF(a.DelayMs, b.DelayMs)
 }
 
 func fmtHints(h Hints) string { return "{" + h.HeaderValue() + "}" }
@@ -43,7 +38,7 @@ func markerFits(h Hints) bool {
 // the header value, and the prompt marker anywhere in a body.
 func checkRoundTrips(t *testing.T, h Hints, prefix []byte) {
 	t.Helper()
-	if got := ParseHintHeader(h.HeaderValue()); !sameHints(got, h) {
+	if got := ParseHintHeader(h.HeaderValue()); !hintsEqual(got, h) {
 		t.Fatalf("ParseHintHeader(%q) = %s; want %s", h.HeaderValue(), fmtHints(got), fmtHints(h))
 	}
 	marker := h.PromptMarker()
@@ -59,7 +54,7 @@ func checkRoundTrips(t *testing.T, h Hints, prefix []byte) {
 		append(append(append([]byte(nil), prefix...), marker...), `"}]}`...),
 		[]byte(`{"messages":[{"role":"user","content":"Say 4-letter words ` + marker + `"}]}`),
 	} {
-		if got := FindPromptHints(body); !sameHints(got, want) {
+		if got := FindPromptHints(body); !hintsEqual(got, want) {
 			t.Fatalf("FindPromptHints(%q) = %s; want %s", body, fmtHints(got), fmtHints(want))
 		}
 	}
@@ -68,6 +63,8 @@ func checkRoundTrips(t *testing.T, h Hints, prefix []byte) {
 func FuzzParseHintHeader(f *testing.F) {
 	for _, s := range []string{
 		"id=gw-3-k2f9; tokens=200; think=0; delay=5",
+		"id=gw-3-k2f9; tokens=200; reasoning=50; tool_call=20",
+		"reasoning=-1; tool_call=2147483648; reasoning=x",
 		"id=loop-0;tokens=200",
 		"  tokens = 50 ;; delay=0.25 ; unknown=1",
 		"id=a b; tokens=-1; think=NaN; delay=Inf",
@@ -86,13 +83,13 @@ func FuzzParseHintHeader(f *testing.F) {
 
 func FuzzFindPromptHints(f *testing.F) {
 	f.Add([]byte(`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words [sse-latency id=gw-3-k2f9 tokens=200]"}]}`),
-		"gw-3-k2f9", int64(200), 0.0, 5.0)
-	f.Add([]byte(`{"input":"[sse-latency id=old tokens=1] then [sse-latency id=new tokens=2 think=1.5 delay=0.25]"}`),
-		"new", int64(2), 1.5, 0.25)
-	f.Add([]byte(`[sse-latency tokens=abc think=-1 delay=NaN id=a/b]`), "", int64(-1), -1.0, math.NaN())
-	f.Add([]byte(`[sse-latency `+strings.Repeat("x", 300)+`]`), "x", int64(math.MaxInt32), 1e300, 0.0)
-	f.Add([]byte(`[sse-latency id=unterminated tokens=3`), "", int64(0), 0.0, 0.0)
-	f.Fuzz(func(t *testing.T, body []byte, id string, tokens int64, think, delay float64) {
+		"gw-3-k2f9", int64(200), 0.0, 5.0, int64(0), int64(0))
+	f.Add([]byte(`{"input":"[sse-latency id=old tokens=1] then [sse-latency id=new tokens=2 think=1.5 delay=0.25 reasoning=9 tool_call=4]"}`),
+		"new", int64(2), 1.5, 0.25, int64(9), int64(4))
+	f.Add([]byte(`[sse-latency tokens=abc think=-1 delay=NaN id=a/b reasoning=1e3 tool_call=-2]`), "", int64(-1), -1.0, math.NaN(), int64(-1), int64(1<<40))
+	f.Add([]byte(`[sse-latency `+strings.Repeat("x", 300)+`]`), "x", int64(math.MaxInt32), 1e300, 0.0, int64(math.MaxInt32), int64(0))
+	f.Add([]byte(`[sse-latency id=unterminated tokens=3`), "", int64(0), 0.0, 0.0, int64(1), int64(1))
+	f.Fuzz(func(t *testing.T, body []byte, id string, tokens int64, think, delay float64, reasoning, toolCall int64) {
 		h := FindPromptHints(body)
 		checkHints(t, "FindPromptHints("+string(body)+")", h)
 
@@ -104,6 +101,12 @@ func FuzzFindPromptHints(f *testing.F) {
 		}
 		if tokens >= 0 && tokens <= math.MaxInt32 {
 			w.Tokens = &tokens
+		}
+		if reasoning >= 0 && reasoning <= math.MaxInt32 {
+			w.Reasoning = &reasoning
+		}
+		if toolCall >= 0 && toolCall <= math.MaxInt32 {
+			w.ToolCall = &toolCall
 		}
 		if !math.IsNaN(think) && !math.IsInf(think, 0) && think >= 0 {
 			w.ThinkMs = &think

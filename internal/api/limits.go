@@ -11,12 +11,36 @@ import (
 // own; the parsers' bounds still hold (a token count within 0..2³¹−1, finite
 // times).
 type Limits struct {
-	MaxTokens int64         // most tokens one request may ask for
+	MaxTokens int64         // most tokens one request may ask for, in each phase
 	MaxDelay  time.Duration // most think time, and most delay between tokens
 }
 
 // ErrHintAboveLimit reports a hint above the server's Limits.
 var ErrHintAboveLimit = errors.New("api: pi_* hint above the server's limit")
+
+// ErrTextOnly reports hints that ask the legacy Completions API for
+// reasoning or a tool call.
+var ErrTextOnly = errors.New("api: the Completions API streams text only")
+
+// CheckPhases returns an error wrapping ErrTextOnly, naming the hint, when
+// the merged hints h ask dialect d for a phase it does not have: reasoning
+// or tool-call tokens from Completions (0 is accepted). The server's own
+// defaults are not hints: it drops them for Completions.
+func CheckPhases(d Dialect, h Hints) error {
+	if d != Completions {
+		return nil
+	}
+	for _, n := range [...]struct {
+		name string
+		v    *int64
+	}{{"pi_reasoning_tokens", h.Reasoning}, {"pi_tool_call_tokens", h.ToolCall}} {
+		if n.v != nil && *n.v > 0 {
+			return fmt.Errorf("%w: %s %d cannot be served on /completions (no reasoning or tool calls there; use chat, responses or messages)",
+				ErrTextOnly, n.name, *n.v)
+		}
+	}
+	return nil
+}
 
 // HintSource names the channel a hint came from, for error messages.
 type HintSource int
@@ -36,6 +60,10 @@ func (src HintSource) name(key string) string {
 			return "pi_tokens"
 		case "think":
 			return "pi_think_ms"
+		case "reasoning":
+			return "pi_reasoning_tokens"
+		case "tool_call":
+			return "pi_tool_call_tokens"
 		default:
 			return "pi_delay_ms"
 		}
@@ -70,11 +98,18 @@ func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
 		if h.ID == "" {
 			h.ID = c.ID
 		}
-		if h.Tokens == nil && c.Tokens != nil {
-			if l.MaxTokens > 0 && *c.Tokens > l.MaxTokens {
-				return h, hintErr(src, "tokens", strconv.FormatInt(*c.Tokens, 10), strconv.FormatInt(l.MaxTokens, 10))
+		for _, n := range [...]struct {
+			key  string
+			into **int64
+			val  *int64
+		}{{"tokens", &h.Tokens, c.Tokens}, {"reasoning", &h.Reasoning, c.Reasoning}, {"tool_call", &h.ToolCall, c.ToolCall}} {
+			if *n.into != nil || n.val == nil {
+				continue
 			}
-			h.Tokens = c.Tokens
+			if l.MaxTokens > 0 && *n.val > l.MaxTokens {
+				return h, hintErr(src, n.key, strconv.FormatInt(*n.val, 10), strconv.FormatInt(l.MaxTokens, 10))
+			}
+			*n.into = n.val
 		}
 		if h.ThinkMs == nil && c.ThinkMs != nil {
 			if l.MaxDelay > 0 && *c.ThinkMs > maxMs {

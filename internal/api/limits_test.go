@@ -46,6 +46,19 @@ func TestLimitsResolve(t *testing.T) {
 			wantErr: "think=1e+300 in the X-SSE-Latency header; the limit is 1000 ms (1s)"},
 		{name: "prompt delay", lim: lim, prompt: Hints{DelayMs: f64(5000)},
 			wantErr: "delay=5000 in the prompt marker; the limit is 1000 ms (1s)"},
+		{name: "phases merge and stay under the cap", lim: lim,
+			json:   Hints{Reasoning: i64(100)},
+			header: Hints{Reasoning: i64(1 << 30), ToolCall: i64(7)},
+			prompt: Hints{ToolCall: i64(8)},
+			want:   Hints{Reasoning: i64(100), ToolCall: i64(7)}},
+		{name: "json reasoning", lim: lim, json: Hints{Reasoning: i64(101)},
+			wantErr: "pi_reasoning_tokens 101 in the JSON body; the limit is 100"},
+		{name: "json tool call", lim: lim, json: Hints{ToolCall: i64(1000)},
+			wantErr: "pi_tool_call_tokens 1000 in the JSON body; the limit is 100"},
+		{name: "header reasoning", lim: lim, header: Hints{Reasoning: i64(101)},
+			wantErr: "reasoning=101 in the X-SSE-Latency header; the limit is 100"},
+		{name: "prompt tool call", lim: lim, prompt: Hints{ToolCall: i64(101)},
+			wantErr: "tool_call=101 in the prompt marker; the limit is 100"},
 		{name: "no caps", lim: Limits{},
 			json: Hints{Tokens: i64(1 << 31), ThinkMs: f64(1e300), DelayMs: f64(1e300)},
 			want: Hints{Tokens: i64(1 << 31), ThinkMs: f64(1e300), DelayMs: f64(1e300)}},
@@ -68,8 +81,39 @@ func TestLimitsResolve(t *testing.T) {
 	}
 }
 
+// hintsEqual compares two Hints by value.
 func hintsEqual(a, b Hints) bool {
-	return a.ID == b.ID && eqPtr(a.Tokens, b.Tokens) && eqPtr(a.ThinkMs, b.ThinkMs) && eqPtr(a.DelayMs, b.DelayMs)
+	return a.ID == b.ID && eqPtr(a.Tokens, b.Tokens) && eqPtr(a.ThinkMs, b.ThinkMs) && eqPtr(a.DelayMs, b.DelayMs) &&
+		eqPtr(a.Reasoning, b.Reasoning) && eqPtr(a.ToolCall, b.ToolCall)
 }
 
 func eqPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func TestCheckPhases(t *testing.T) {
+	i64 := func(v int64) *int64 { return &v }
+	tests := []struct {
+		d       Dialect
+		h       Hints
+		wantErr string
+	}{
+		{Completions, Hints{}, ""},
+		{Completions, Hints{Tokens: i64(5), Reasoning: i64(0), ToolCall: i64(0)}, ""},
+		{Completions, Hints{Reasoning: i64(3)}, "pi_reasoning_tokens 3 cannot be served on /completions"},
+		{Completions, Hints{ToolCall: i64(1)}, "pi_tool_call_tokens 1 cannot be served on /completions"},
+		{Chat, Hints{Reasoning: i64(3), ToolCall: i64(4)}, ""},
+		{Responses, Hints{Reasoning: i64(3)}, ""},
+		{Anthropic, Hints{ToolCall: i64(4)}, ""},
+	}
+	for _, tt := range tests {
+		err := CheckPhases(tt.d, tt.h)
+		if tt.wantErr == "" {
+			if err != nil {
+				t.Errorf("CheckPhases(%s, {%s}) = %v, want nil", tt.d, tt.h.HeaderValue(), err)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrTextOnly) || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("CheckPhases(%s, {%s}) = %v, want ErrTextOnly containing %q", tt.d, tt.h.HeaderValue(), err, tt.wantErr)
+		}
+	}
+}

@@ -6,8 +6,12 @@ import "strconv"
 // dialect.
 type RequestBody struct {
 	Model string // "" means Model
-	// Hints travel as the JSON fields pi_id, pi_tokens, pi_think_ms and
-	// pi_delay_ms (those set) and as the prompt marker (when any is set).
+	// Hints travel as the JSON fields pi_id, pi_tokens, pi_think_ms,
+	// pi_delay_ms, pi_reasoning_tokens and pi_tool_call_tokens (those set)
+	// and as the prompt marker (when any is set). A positive Reasoning or
+	// ToolCall also adds what the dialect's real API wants before it
+	// streams reasoning or calls a tool (appendPhaseFields), for gateways
+	// that look.
 	Hints Hints
 	// IncludeUsage asks a Chat or Completions stream for its usage chunk
 	// ("stream_options":{"include_usage":true}). The other dialects always
@@ -38,9 +42,12 @@ func AppendPrompt(dst []byte, h Hints) []byte {
 //	responses    {"model":M,"stream":true,"input":P<pi>}
 //	anthropic    {"model":M,"stream":true,"max_tokens":4096,"messages":[{"role":"user","content":P}]<pi>}
 //
-// where P is the prompt (AppendPrompt) and <pi> the hint fields that are set,
-// in the order pi_id, pi_tokens, pi_think_ms, pi_delay_ms. Without hints or
-// options a chat body is byte for byte the reference's (SPEC §4).
+// where P is the prompt (AppendPrompt) and <pi> the dialect's reasoning and
+// tool fields when the hints ask for those phases (appendPhaseFields),
+// then the hint fields that are set, in the order pi_id, pi_tokens,
+// pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens.
+// Without hints or options a chat body is byte for byte the reference's
+// (SPEC §4).
 func AppendRequestBody(dst []byte, d Dialect, r RequestBody) []byte {
 	model := r.Model
 	if model == "" {
@@ -71,6 +78,7 @@ func AppendRequestBody(dst []byte, d Dialect, r RequestBody) []byte {
 		dst = append(dst, `}]`...)
 	}
 	h := r.Hints
+	dst = appendPhaseFields(dst, d, h)
 	if h.ID != "" {
 		dst = append(dst, `,"pi_id":`...)
 		dst = AppendJSONString(dst, h.ID)
@@ -87,5 +95,70 @@ func AppendRequestBody(dst []byte, d Dialect, r RequestBody) []byte {
 		dst = append(dst, `,"pi_delay_ms":`...)
 		dst = strconv.AppendFloat(dst, *h.DelayMs, 'f', -1, 64)
 	}
+	if h.Reasoning != nil {
+		dst = append(dst, `,"pi_reasoning_tokens":`...)
+		dst = strconv.AppendInt(dst, *h.Reasoning, 10)
+	}
+	if h.ToolCall != nil {
+		dst = append(dst, `,"pi_tool_call_tokens":`...)
+		dst = strconv.AppendInt(dst, *h.ToolCall, 10)
+	}
 	return append(dst, '}')
+}
+
+// The request fields with which each dialect's real API asks for reasoning
+// and declares the tool the answer calls: a gateway that routes or
+// translates requests by what they ask for sees a reasoning, tool-using
+// request. The server ignores them (the pi_* hints decide).
+const (
+	toolSchema = `{"type":"object","properties":{"words":{"type":"string"}},"required":["words"]}`
+	toolDesc   = `"description":"Receives the words sse-latency streams as tool-call arguments"`
+
+	chatReasoning      = `,"reasoning_effort":"medium"`
+	chatTools          = `,"tools":[{"type":"function","function":{"name":"` + ToolName + `",` + toolDesc + `,"parameters":` + toolSchema + `}}]`
+	responsesReasoning = `,"reasoning":{"effort":"medium","summary":"auto"}`
+	responsesTools     = `,"tools":[{"type":"function","name":"` + ToolName + `",` + toolDesc + `,"parameters":` + toolSchema + `}]`
+	// AnthropicThinkingBudget is the budget_tokens of an Anthropic request
+	// that asks for thinking (at least 1024, below AnthropicMaxTokens).
+	AnthropicThinkingBudget = 1024
+	anthropicTools          = `,"tools":[{"name":"` + ToolName + `",` + toolDesc + `,"input_schema":` + toolSchema + `}]`
+)
+
+// appendPhaseFields appends the dialect's reasoning request (when h asks
+// for reasoning tokens) and tool declaration (when h asks for a tool call):
+//
+//	chat       "reasoning_effort":"medium"  "tools":[{"type":"function","function":{…}}]
+//	responses  "reasoning":{"effort":"medium","summary":"auto"}  "tools":[{"type":"function",…}]
+//	anthropic  "thinking":{"type":"enabled","budget_tokens":1024}  "tools":[{"name":…,"input_schema":…}]
+//
+// Completions has neither.
+func appendPhaseFields(dst []byte, d Dialect, h Hints) []byte {
+	reasoning := h.Reasoning != nil && *h.Reasoning > 0
+	tools := h.ToolCall != nil && *h.ToolCall > 0
+	switch d {
+	case Chat:
+		if reasoning {
+			dst = append(dst, chatReasoning...)
+		}
+		if tools {
+			dst = append(dst, chatTools...)
+		}
+	case Responses:
+		if reasoning {
+			dst = append(dst, responsesReasoning...)
+		}
+		if tools {
+			dst = append(dst, responsesTools...)
+		}
+	case Anthropic:
+		if reasoning {
+			dst = append(dst, `,"thinking":{"type":"enabled","budget_tokens":`...)
+			dst = strconv.AppendInt(dst, AnthropicThinkingBudget, 10)
+			dst = append(dst, '}')
+		}
+		if tools {
+			dst = append(dst, anthropicTools...)
+		}
+	}
+	return dst
 }

@@ -6,7 +6,7 @@ import (
 )
 
 func TestAppendRequestBody(t *testing.T) {
-	n, think := int64(200), 1.5
+	n, think, r, c, zero := int64(200), 1.5, int64(50), int64(20), int64(0)
 	id := Hints{ID: "k2f9ab-gw-3", Tokens: &n}
 	tests := []struct {
 		d    Dialect
@@ -23,6 +23,18 @@ func TestAppendRequestBody(t *testing.T) {
 		{Anthropic, RequestBody{Hints: Hints{Tokens: &n, ThinkMs: &think}},
 			`{"model":"sse-latency-1","stream":true,"max_tokens":4096,"messages":[{"role":"user","content":"Say 4-letter words [sse-latency tokens=200 think=1.5]"}],"pi_tokens":200,"pi_think_ms":1.5}`},
 		{Chat, RequestBody{Model: "a\"b"}, `{"model":"a\"b","stream":true,"messages":[{"role":"user","content":"Say 4-letter words"}]}`},
+		// The phases: the hints, and what each real API asks for them.
+		{Chat, RequestBody{Hints: Hints{Reasoning: &r, ToolCall: &c}},
+			`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words [sse-latency reasoning=50 tool_call=20]"}]` +
+				chatReasoning + chatTools + `,"pi_reasoning_tokens":50,"pi_tool_call_tokens":20}`},
+		{Completions, RequestBody{Hints: Hints{Reasoning: &r}},
+			`{"model":"sse-latency-1","stream":true,"prompt":"Say 4-letter words [sse-latency reasoning=50]","pi_reasoning_tokens":50}`},
+		{Responses, RequestBody{Hints: Hints{Reasoning: &r, ToolCall: &zero}},
+			`{"model":"sse-latency-1","stream":true,"input":"Say 4-letter words [sse-latency reasoning=50 tool_call=0]"` +
+				`,"reasoning":{"effort":"medium","summary":"auto"},"pi_reasoning_tokens":50,"pi_tool_call_tokens":0}`},
+		{Anthropic, RequestBody{Hints: Hints{Reasoning: &r, ToolCall: &c}},
+			`{"model":"sse-latency-1","stream":true,"max_tokens":4096,"messages":[{"role":"user","content":"Say 4-letter words [sse-latency reasoning=50 tool_call=20]"}]` +
+				`,"thinking":{"type":"enabled","budget_tokens":1024}` + anthropicTools + `,"pi_reasoning_tokens":50,"pi_tool_call_tokens":20}`},
 	}
 	for _, tt := range tests {
 		got := AppendRequestBody(nil, tt.d, tt.r)
@@ -38,8 +50,8 @@ func TestAppendRequestBody(t *testing.T) {
 // TestRequestBodyReachesTheServer parses every dialect's body the way the
 // server does: the JSON fields and the prompt marker carry the same hints.
 func TestRequestBodyReachesTheServer(t *testing.T) {
-	n := int64(42)
-	h := Hints{ID: "run1-gw-0", Tokens: &n}
+	n, r, c := int64(42), int64(3), int64(2)
+	h := Hints{ID: "run1-gw-0", Tokens: &n, Reasoning: &r, ToolCall: &c}
 	for _, d := range Dialects {
 		body := AppendRequestBody(nil, d, RequestBody{Model: "m", Hints: h, IncludeUsage: true})
 		req, err := ParseServerRequest(body)
@@ -47,11 +59,11 @@ func TestRequestBodyReachesTheServer(t *testing.T) {
 			t.Fatalf("%s: %v", d, err)
 		}
 		wantUsage := d == Chat || d == Completions
-		if !req.Stream || req.Model != "m" || req.IncludeUsage != wantUsage || req.Hints.ID != h.ID || req.Hints.Tokens == nil || *req.Hints.Tokens != n {
+		if !req.Stream || req.Model != "m" || req.IncludeUsage != wantUsage || !hintsEqual(req.Hints, h) {
 			t.Errorf("%s: the server reads %+v from %s", d, req, body)
 		}
-		if p := FindPromptHints(body); p.ID != h.ID || p.Tokens == nil || *p.Tokens != n {
-			t.Errorf("%s: the prompt marker gives %+v", d, p)
+		if p := FindPromptHints(body); !hintsEqual(p, h) {
+			t.Errorf("%s: the prompt marker gives {%s}", d, p.HeaderValue())
 		}
 	}
 }

@@ -4,10 +4,12 @@ package api
 // per SSE data payload, on the per-token path, so it does not decode the
 // JSON: one pass over the bytes finds the object keys (a string followed by
 // ':'), the depth they sit at, and the few values a dialect needs — the
-// content string, pi_ts, the event type, whether a finish reason, usage or
-// an error is present. Field order, spacing, escapes and unknown fields do
-// not matter, so events re-serialised by a gateway scan like the server's.
-// Malformed input never fails the scan; it just finds less.
+// text of each phase (reasoning, tool-call arguments, content), pi_ts, the
+// event type, whether a finish reason, usage or an error is present. Field
+// order, spacing, escapes and unknown fields do not matter, so events
+// re-serialised by a gateway scan like the server's. Malformed input never
+// fails the scan; it just finds less — except that a reasoning or
+// tool-call event whose text cannot be read is flagged Malformed.
 
 // ScanFlags say what an event carries.
 type ScanFlags uint8
@@ -18,9 +20,10 @@ const (
 	// possibly empty): chat delta.content, completions text, responses
 	// output_text.delta, anthropic text_delta.
 	HasContent ScanFlags = 1 << iota
-	// Finish: the event ends the answer's text: a non-empty finish_reason
-	// (chat, completions), response.output_text.done, a message_delta with
-	// a stop_reason.
+	// Finish: the event ends the answer: a non-empty finish_reason
+	// (chat, completions), a message_delta with a stop_reason; in Responses
+	// the end of its text or of its tool call (response.output_text.done,
+	// response.function_call_arguments.done: one answer may have both).
 	Finish
 	// Usage: the event carries a usage object (a chat or completions chunk,
 	// response.completed, message_delta).
@@ -32,24 +35,82 @@ const (
 	// response.failed or response.incomplete (an "error" object in a chat or
 	// completions chunk).
 	Failed
+	// HasReasoning: the event carries reasoning text (Scanned.Reasoning,
+	// possibly empty): chat delta.reasoning_content or delta.reasoning,
+	// responses reasoning_summary_text.delta or reasoning_text.delta,
+	// anthropic thinking_delta.
+	HasReasoning
+	// HasArguments: the event carries tool-call argument text
+	// (Scanned.Arguments, possibly empty): chat
+	// delta.tool_calls[].function.arguments, responses
+	// function_call_arguments.delta, anthropic input_json_delta.
+	HasArguments
+	// Malformed: a reasoning or tool-call event whose text cannot be read:
+	// the field is there but is not a (terminated) string or null, or an
+	// event of that type lacks it.
+	Malformed
 )
 
-// Scanned is what ScanEvent found in one data payload.
+// Scanned is what ScanEvent found in one data payload. The texts are as
+// they are in the payload, between their quotes, escapes unresolved
+// (sub-slices of the payload); when the matching Escaped field is true,
+// resolve them with AppendUnescaped before comparing.
 type Scanned struct {
 	Flags ScanFlags
 	// PiTs is the event's emission stamp (a top-level "pi_ts"), 0 if absent
 	// or not a positive integer.
 	PiTs int64
-	// Content is the content string as it is in the payload, between its
-	// quotes, escapes unresolved (a sub-slice of the payload); see Escaped.
+	// Content is the visible text (HasContent).
 	Content []byte
-	// Escaped reports that Content holds a backslash: resolve it with
-	// AppendUnescaped before comparing.
 	Escaped bool
+	// Reasoning is the reasoning text (HasReasoning).
+	Reasoning        []byte
+	ReasoningEscaped bool
+	// Arguments is the tool-call argument text (HasArguments).
+	Arguments        []byte
+	ArgumentsEscaped bool
 }
 
 // Has reports whether all flags f are set.
 func (s Scanned) Has(f ScanFlags) bool { return s.Flags&f == f }
+
+// Text returns the text of phase p the event carries (nil if none) and
+// whether it holds an escape.
+func (s *Scanned) Text(p Phase) (raw []byte, escaped bool) {
+	switch p {
+	case PhaseReasoning:
+		return s.Reasoning, s.ReasoningEscaped
+	case PhaseToolCall:
+		return s.Arguments, s.ArgumentsEscaped
+	}
+	return s.Content, s.Escaped
+}
+
+// set records a text of phase p.
+func (s *Scanned) set(p Phase, raw []byte, escaped bool) {
+	switch p {
+	case PhaseReasoning:
+		s.Flags |= HasReasoning
+		s.Reasoning, s.ReasoningEscaped = raw, escaped
+	case PhaseToolCall:
+		s.Flags |= HasArguments
+		s.Arguments, s.ArgumentsEscaped = raw, escaped
+	default:
+		s.Flags |= HasContent
+		s.Content, s.Escaped = raw, escaped
+	}
+}
+
+// phaseFlag is the flag of phase p's text.
+func phaseFlag(p Phase) ScanFlags {
+	switch p {
+	case PhaseReasoning:
+		return HasReasoning
+	case PhaseToolCall:
+		return HasArguments
+	}
+	return HasContent
+}
 
 // ScanEvent scans one SSE data payload of dialect d. event is the value of
 // the SSE "event:" field of the same event (nil if none): Responses and
@@ -59,19 +120,21 @@ func ScanEvent(d Dialect, event, payload []byte) Scanned {
 	payload = trimJSONSpace(payload)
 	switch d {
 	case Responses:
-		return scanTyped(payload, event, responsesRules)
+		return scanResponses(payload, event)
 	case Anthropic:
-		return scanTyped(payload, event, anthropicRules)
+		return scanAnthropic(payload, event)
 	case Completions:
-		return scanOpenAI(payload, "text")
+		return scanOpenAI(payload, "text", false)
 	}
-	return scanOpenAI(payload, "content")
+	return scanOpenAI(payload, "content", true)
 }
 
 // scanOpenAI scans a Chat Completions or legacy Completions chunk, whose
 // content string is under contentKey ("content", "text") somewhere in
-// choices[0].
-func scanOpenAI(p []byte, contentKey string) Scanned {
+// choices[0]; with phases (Chat), also the reasoning ("reasoning_content"
+// or "reasoning") and the tool-call arguments ("arguments", in
+// "tool_calls"). The first string of each kind counts.
+func scanOpenAI(p []byte, contentKey string, phases bool) Scanned {
 	var s Scanned
 	if string(p) == Done {
 		s.Flags = Terminal
@@ -86,7 +149,9 @@ func scanOpenAI(p []byte, contentKey string) Scanned {
 		switch string(key) {
 		case contentKey:
 			if s.Flags&HasContent == 0 {
-				s.setContent(&k)
+				if raw, esc, ok := k.stringValue(); ok {
+					s.set(PhaseText, raw, esc)
+				}
 			}
 		case "finish_reason":
 			if k.nonEmptyString() {
@@ -107,51 +172,65 @@ func scanOpenAI(p []byte, contentKey string) Scanned {
 			if c := k.peek(); c == '{' || c == '"' {
 				s.Flags |= Failed
 			}
+		// The phases sit in a choice's delta: {"choices":[{"delta":{…
+		// (depth 4), the arguments deeper, in "tool_calls" (or the legacy
+		// "function_call"); a top-level field of the same name is not
+		// theirs.
+		case "reasoning_content", "reasoning":
+			if phases && depth >= 4 {
+				s.phaseString(&k, PhaseReasoning)
+			}
+		case "arguments":
+			if phases && depth >= 5 {
+				s.phaseString(&k, PhaseToolCall)
+			}
+		case "tool_calls":
+			if c := k.peek(); phases && depth >= 4 && c != '[' && c != 'n' {
+				s.Flags |= Malformed
+			}
 		}
 	}
 }
 
-// typedRules say how a dialect whose events carry a "type" maps them.
-type typedRules struct {
-	contentKey   string // key of the content string
-	contentDepth int    // the depth it sits at
-	contentType  string // the type of the events that carry content
-	finishKey    string // key at depth 2 whose non-empty string makes finishType a finish ("" : always)
-	finishType   string
-	terminalType string
-	usageDepth   int // depth of the usage object; 0 = any
-	usageType    string
-	failedTypes  [3]string
+// phaseString records the value at k's position as the text of phase p
+// (reasoning or tool-call arguments), unless one was found already: a
+// string is the text, null is nothing, anything else is Malformed.
+func (s *Scanned) phaseString(k *keyScanner, p Phase) {
+	if s.Flags&phaseFlag(p) != 0 {
+		return
+	}
+	switch raw, esc, kind := k.stringOrNull(); kind {
+	case valueString:
+		s.set(p, raw, esc)
+	case valueOther:
+		s.Flags |= Malformed
+	}
 }
 
-var (
-	responsesRules = &typedRules{
-		contentKey: "delta", contentDepth: 1, contentType: "response.output_text.delta",
-		finishType:   "response.output_text.done",
-		terminalType: "response.completed",
-		usageType:    "response.completed",
-		failedTypes:  [3]string{"response.failed", "response.incomplete", "error"},
-	}
-	anthropicRules = &typedRules{
-		contentKey: "text", contentDepth: 2, contentType: "content_block_delta",
-		finishKey: "stop_reason", finishType: "message_delta",
-		terminalType: "message_stop",
-		usageDepth:   1, usageType: "message_delta",
-		failedTypes: [3]string{"error"},
-	}
-)
+// typedScan is what one pass over a Responses or Anthropic event finds:
+// their top-level "type" decides what the other keys mean, and may come
+// after them.
+type typedScan struct {
+	s                 Scanned
+	typ               []byte // the type, escapes unresolved (see name)
+	typEscaped        bool
+	typed             bool
+	stopped, usage1   bool // a non-empty stop_reason at depth 2; usage at depth 1
+	usage             bool // usage at any depth
+	delta             value
+	text, think, json value  // depth 2: text, thinking, partial_json
+	deltaType         []byte // depth 2 "type" (an Anthropic delta's)
+}
 
-// scanTyped scans a Responses or Anthropic event: its top-level "type"
-// decides what the other keys mean, and may come after them.
-func scanTyped(p, event []byte, r *typedRules) Scanned {
-	var (
-		s                     Scanned
-		typ                   []byte
-		content               []byte
-		hasContent, escaped   bool
-		stopped, usage, typed bool
-		tbuf                  [48]byte // an escaped type, resolved
-	)
+// value is a string value found by the scan.
+type value struct {
+	raw     []byte
+	escaped bool
+	kind    valueKind // valueAbsent when the key was not seen
+}
+
+// scan walks a Responses or Anthropic event once.
+func (t *typedScan) scan(p, event []byte) {
 	k := keyScanner{b: p}
 	for {
 		key, depth, ok := k.next()
@@ -159,53 +238,123 @@ func scanTyped(p, event []byte, r *typedRules) Scanned {
 			break
 		}
 		switch {
-		case depth == 1 && !typed && string(key) == "type":
+		case depth == 1 && !t.typed && string(key) == "type":
 			if raw, esc, ok := k.stringValue(); ok {
-				typ, typed = raw, true
-				if esc {
-					typ, _ = AppendUnescaped(tbuf[:0], raw)
-				}
+				t.typ, t.typEscaped, t.typed = raw, esc, true
 			}
-		case depth == r.contentDepth && !hasContent && string(key) == r.contentKey:
-			content, escaped, hasContent = k.stringValue()
-		case depth == 2 && r.finishKey != "" && string(key) == r.finishKey:
-			stopped = stopped || k.nonEmptyString()
-		case (r.usageDepth == 0 || depth == r.usageDepth) && string(key) == "usage":
-			usage = usage || k.peek() == '{'
+		case depth == 1 && string(key) == "delta":
+			t.delta.take(&k)
+		case depth == 2 && string(key) == "text":
+			t.text.take(&k)
+		case depth == 2 && string(key) == "thinking":
+			t.think.take(&k)
+		case depth == 2 && string(key) == "partial_json":
+			t.json.take(&k)
+		case depth == 2 && string(key) == "type" && t.deltaType == nil:
+			t.deltaType, _, _ = k.stringValue()
+		case depth == 2 && string(key) == "stop_reason":
+			t.stopped = t.stopped || k.nonEmptyString()
+		case string(key) == "usage":
+			if k.peek() == '{' {
+				t.usage = true
+				t.usage1 = t.usage1 || depth == 1
+			}
 		case depth == 1 && string(key) == "pi_ts":
-			s.setPiTs(&k)
+			t.s.setPiTs(&k)
 		}
 	}
-	if !typed {
-		typ = event
+	if !t.typed {
+		t.typ = event
 	}
-	switch {
-	case string(typ) == r.contentType:
-		if hasContent {
-			s.Flags |= HasContent
-			s.Content, s.Escaped = content, escaped
-		}
-	case string(typ) == r.finishType:
-		if r.finishKey == "" || stopped {
-			s.Flags |= Finish
-		}
-	case string(typ) == r.terminalType:
-		s.Flags |= Terminal
-	case len(typ) > 0 && (string(typ) == r.failedTypes[0] || string(typ) == r.failedTypes[1] || string(typ) == r.failedTypes[2]):
-		s.Flags |= Failed
-	}
-	if usage && string(typ) == r.usageType {
-		s.Flags |= Usage
-	}
-	return s
 }
 
-// setContent records the string value at k's position as the content.
-func (s *Scanned) setContent(k *keyScanner) {
-	if raw, esc, ok := k.stringValue(); ok {
-		s.Flags |= HasContent
-		s.Content, s.Escaped = raw, esc
+// name returns the event's type, its escapes resolved into buf if it has
+// any (buf is the caller's: a type is short).
+func (t *typedScan) name(buf []byte) []byte {
+	if !t.typEscaped {
+		return t.typ
 	}
+	out, _ := AppendUnescaped(buf, t.typ)
+	return out
+}
+
+// take records the value at k's position, once.
+func (v *value) take(k *keyScanner) {
+	if v.kind == valueAbsent {
+		v.raw, v.escaped, v.kind = k.stringOrNull()
+	}
+}
+
+// phase sets the text of phase p from v: a string is the text; anything
+// but a string makes a reasoning or tool-call event Malformed.
+func (t *typedScan) phase(p Phase, v value) {
+	switch {
+	case v.kind == valueString:
+		t.s.set(p, v.raw, v.escaped)
+	case p != PhaseText:
+		t.s.Flags |= Malformed
+	}
+}
+
+// scanResponses scans a Responses event: the "delta" of
+// response.output_text.delta, of the reasoning deltas
+// (response.reasoning_summary_text.delta, response.reasoning_text.delta) and
+// of response.function_call_arguments.delta.
+func scanResponses(p, event []byte) Scanned {
+	var t typedScan
+	var buf [48]byte
+	t.scan(p, event)
+	switch string(t.name(buf[:0])) {
+	case "response.output_text.delta":
+		t.phase(PhaseText, t.delta)
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		t.phase(PhaseReasoning, t.delta)
+	case "response.function_call_arguments.delta":
+		t.phase(PhaseToolCall, t.delta)
+	case "response.output_text.done", "response.function_call_arguments.done":
+		t.s.Flags |= Finish
+	case "response.completed":
+		t.s.Flags |= Terminal
+		if t.usage {
+			t.s.Flags |= Usage
+		}
+	case "response.failed", "response.incomplete", "error":
+		t.s.Flags |= Failed
+	}
+	return t.s
+}
+
+// scanAnthropic scans an Anthropic event: the delta of a
+// content_block_delta is text ("text"), thinking ("thinking") or tool input
+// ("partial_json"), by its key; a thinking_delta or input_json_delta
+// without its string is Malformed.
+func scanAnthropic(p, event []byte) Scanned {
+	var t typedScan
+	var buf [48]byte
+	t.scan(p, event)
+	switch string(t.name(buf[:0])) {
+	case "content_block_delta":
+		switch {
+		case t.text.kind != valueAbsent:
+			t.phase(PhaseText, t.text)
+		case t.think.kind != valueAbsent || string(t.deltaType) == "thinking_delta":
+			t.phase(PhaseReasoning, t.think)
+		case t.json.kind != valueAbsent || string(t.deltaType) == "input_json_delta":
+			t.phase(PhaseToolCall, t.json)
+		}
+	case "message_delta":
+		if t.stopped {
+			t.s.Flags |= Finish
+		}
+		if t.usage1 {
+			t.s.Flags |= Usage
+		}
+	case "message_stop":
+		t.s.Flags |= Terminal
+	case "error":
+		t.s.Flags |= Failed
+	}
+	return t.s
 }
 
 // setPiTs records the integer at k's position as pi_ts, once.
@@ -268,7 +417,7 @@ type keyScanner struct {
 	b     []byte
 	i     int
 	depth int
-	kbuf  [16]byte // an escaped key, resolved
+	kbuf  [24]byte // an escaped key, resolved (the longest we look for, reasoning_content, has 17 bytes)
 }
 
 // next advances to the next object key and returns it (escapes resolved
@@ -336,6 +485,29 @@ func (k *keyScanner) stringValue() (raw []byte, escaped, ok bool) {
 	raw = k.b[k.i+1 : end]
 	k.i = end + 1
 	return raw, esc, true
+}
+
+// valueKind says what stringOrNull found.
+type valueKind uint8
+
+const (
+	valueAbsent valueKind = iota // (the key was not seen)
+	valueString                  // a terminated string
+	valueNull                    // null
+	valueOther                   // anything else: a number, an object, a string cut short…
+)
+
+// stringOrNull reads the value at the scanner's position: a string (its raw
+// bytes and whether they hold an escape, the scanner then past it), null,
+// or something else.
+func (k *keyScanner) stringOrNull() (raw []byte, escaped bool, kind valueKind) {
+	if raw, escaped, ok := k.stringValue(); ok {
+		return raw, escaped, valueString
+	}
+	if b := k.b[k.i:]; len(b) >= 4 && string(b[:4]) == "null" {
+		return nil, false, valueNull
+	}
+	return nil, false, valueOther
 }
 
 // nonEmptyString reports whether the value at the scanner's position is a

@@ -13,7 +13,7 @@ type ServerRequest struct {
 	Stream       bool   // "stream": true
 	Model        string // "model"; "" when absent or null
 	IncludeUsage bool   // "stream_options":{"include_usage":true} (Chat, Completions)
-	Hints        Hints  // the JSON hint fields pi_id, pi_tokens, pi_think_ms, pi_delay_ms
+	Hints        Hints  // the JSON hint fields pi_id, pi_tokens, pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens
 }
 
 // ParseServerRequest decodes a request body. An empty body is a
@@ -39,6 +39,8 @@ func ParseServerRequest(body []byte) (ServerRequest, error) {
 		PiTokens  json.RawMessage `json:"pi_tokens"`
 		PiThinkMs json.RawMessage `json:"pi_think_ms"`
 		PiDelayMs json.RawMessage `json:"pi_delay_ms"`
+		PiReason  json.RawMessage `json:"pi_reasoning_tokens"`
+		PiTool    json.RawMessage `json:"pi_tool_call_tokens"`
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
 		return req, fmt.Errorf("invalid JSON body: %w", err)
@@ -63,6 +65,12 @@ func ParseServerRequest(body []byte) (ServerRequest, error) {
 		return req, err
 	}
 	if req.Hints.DelayMs, err = floatHint("pi_delay_ms", raw.PiDelayMs); err != nil {
+		return req, err
+	}
+	if req.Hints.Reasoning, err = intHint("pi_reasoning_tokens", raw.PiReason); err != nil {
+		return req, err
+	}
+	if req.Hints.ToolCall, err = intHint("pi_tool_call_tokens", raw.PiTool); err != nil {
 		return req, err
 	}
 	return req, nil

@@ -44,6 +44,12 @@ func TestParseServerRequest(t *testing.T) {
 		{`{"pi_think_ms":[]}`, ServerRequest{}, "pi_think_ms must be a number"},
 		{`{"pi_delay_ms":true}`, ServerRequest{}, "pi_delay_ms must be a number"},
 		{`{"pi_tokens":1e12}`, ServerRequest{}, "pi_tokens too large"},
+		{`{"stream":true,"pi_reasoning_tokens":50,"pi_tool_call_tokens":20.7}`,
+			ServerRequest{Stream: true, Hints: Hints{Reasoning: i64(50), ToolCall: i64(20)}}, ""},
+		{`{"pi_reasoning_tokens":-4,"pi_tool_call_tokens":null}`, ServerRequest{Hints: Hints{Reasoning: i64(0)}}, ""},
+		{`{"pi_reasoning_tokens":"many"}`, ServerRequest{}, "pi_reasoning_tokens must be a number"},
+		{`{"pi_tool_call_tokens":{}}`, ServerRequest{}, "pi_tool_call_tokens must be a number"},
+		{`{"pi_tool_call_tokens":3e9}`, ServerRequest{}, "pi_tool_call_tokens too large"},
 		{`{"stream":"yes"}`, ServerRequest{}, "invalid JSON body"},
 		{`{"model":5}`, ServerRequest{}, "invalid JSON body"},
 		{`{"stream_options":{"include_usage":1}}`, ServerRequest{}, "invalid JSON body"},
@@ -65,16 +71,14 @@ func TestParseServerRequest(t *testing.T) {
 }
 
 func sameServerRequest(a, b ServerRequest) bool {
-	eqI := func(x, y *int64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
-	eqF := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
-	return a.Stream == b.Stream && a.Model == b.Model && a.IncludeUsage == b.IncludeUsage && a.Hints.ID == b.Hints.ID &&
-		eqI(a.Hints.Tokens, b.Hints.Tokens) && eqF(a.Hints.ThinkMs, b.Hints.ThinkMs) && eqF(a.Hints.DelayMs, b.Hints.DelayMs)
+	return a.Stream == b.Stream && a.Model == b.Model && a.IncludeUsage == b.IncludeUsage && hintsEqual(a.Hints, b.Hints)
 }
 
 func FuzzParseServerRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words"}],"pi_id":"gw-3","pi_tokens":200}`))
 	f.Add([]byte(`{"stream":true,"stream_options":{"include_usage":true},"pi_think_ms":1e308,"pi_delay_ms":-0}`))
 	f.Add([]byte(`{"pi_tokens":2147483647.9,"pi_id":"x\u0020y"}`))
+	f.Add([]byte(`{"stream":true,"pi_reasoning_tokens":3,"pi_tool_call_tokens":2,"tools":[{"type":"function"}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := ParseServerRequest(body)
 		if err != nil {
@@ -84,12 +88,10 @@ func FuzzParseServerRequest(f *testing.F) {
 		if h.ID != "" && !ValidID(h.ID) {
 			t.Fatalf("accepted invalid id %q from %q", h.ID, body)
 		}
-		if h.Tokens != nil && *h.Tokens < 0 || h.ThinkMs != nil && !(*h.ThinkMs >= 0) || h.DelayMs != nil && !(*h.DelayMs >= 0) {
-			t.Fatalf("accepted negative or NaN hints from %q: %+v", body, h)
-		}
+		checkHints(t, "ParseServerRequest("+string(body)+")", h)
 		// Whatever model it names, every dialect's answer stays valid.
 		for _, d := range Dialects {
-			e := NewEncoder(d, Answer{Model: req.Model, Tokens: 1})
+			e := NewEncoder(d, Answer{Model: req.Model, Tokens: 1, Reasoning: 1, ToolCall: 1})
 			for i := range e.StartEvents() {
 				checkSSEEvent(t, d.String(), string(e.AppendStart(nil, i, 1)))
 			}

@@ -41,13 +41,14 @@ func splitAddr(s string) (host string, port int, err error) {
 	return host, p, nil
 }
 
-// listenAddr turns a -L value into an address for net.Listen.
-func listenAddr(s string) (string, error) {
+// listenAddr turns a -L value into an address for net.Listen, and returns
+// its host too ("" for the wildcard forms).
+func listenAddr(s string) (addr, host string, err error) {
 	host, port, err := splitAddr(s)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+	return net.JoinHostPort(host, strconv.Itoa(port)), host, nil
 }
 
 // destAddr turns a -t value (or the listen address, for calibration) into an

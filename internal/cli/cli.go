@@ -6,18 +6,12 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"runtime/debug"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/batch"
@@ -25,8 +19,10 @@ import (
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/report"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -36,14 +32,6 @@ const (
 	ExitFailure     = 1   // usage error, setup error, or at least one gateway request failed
 	ExitInterrupted = 130 // the run was interrupted; the report covers what finished
 )
-
-// calibrationMaxTokens caps the tokens of each calibration request
-// (SPEC §5: min(n, 200)).
-const calibrationMaxTokens = 200
-
-// LatenessWarnNs is the emission-lateness p99 above which the tool warns
-// that it is measuring its own overload.
-const LatenessWarnNs = 1_000_000
 
 // Main runs sse-latency with args (without the program name) and returns the
 // exit status. Cancelling ctx (Ctrl-C) stops the run: requests in flight end
@@ -84,23 +72,27 @@ func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stde
 			return cmd(args[1:], stdout, stderr), nil
 		}
 	}
-	cfg, err := parseArgs(args)
+	cl, err := parseArgs(args)
 	switch {
 	case errors.Is(err, errHelp):
 		fmt.Fprint(stderr, usage)
 		return ExitOK, nil
 	case errors.Is(err, errVersion):
-		fmt.Fprintln(stdout, "sse-latency", Version())
+		if _, err := fmt.Fprintln(stdout, "sse-latency", Version()); err != nil {
+			fmt.Fprintf(stderr, "sse-latency: %v\n", err)
+			return ExitFailure, nil
+		}
 		return ExitOK, nil
 	case err != nil:
 		fmt.Fprintf(stderr, "sse-latency: %v\n%s", err, usage)
 		return ExitFailure, nil
 	}
 	text := stdout
-	if cfg.JSONPath == "-" {
+	if cl.cfg.JSONPath == "-" {
 		text = stderr // stdout carries the JSON document
 	}
-	r := &run{cfg: cfg, out: &console{stdout: text, stderr: stderr, tty: isTerminal(stderr)}, sum: &Summary{Config: cfg}, docOut: stdout, ln: ln}
+	r := &run{commandLine: cl, cfg: cl.cfg, out: &console{stdout: text, stderr: stderr, tty: isTerminal(stderr)},
+		sum: &Summary{Config: cl.cfg}, docOut: stdout, ln: ln}
 	return r.main(ctx), r.sum
 }
 
@@ -122,387 +114,262 @@ func Version() string {
 
 // run is one invocation's state.
 type run struct {
-	selfTLS   *tls.Config // the server's TLS configuration, when it listens with TLS
-	cfg       Config
-	out       *console
-	srv       *server.Server
-	sum       *Summary
-	emissions *emission.Registry
-	runID     string
-	docOut    io.Writer // where --json - goes
-	start     time.Time
-	csv       *report.CSVWriter
-	csvFile   *os.File
+	commandLine
+	cfg    Config
+	out    *console
+	sum    *Summary
+	docOut io.Writer // where --json - goes
+	start  time.Time
 
-	loopSamples, gwSamples *report.SampleCollector
-
-	loopBursts, gwBursts *verdict.Accumulator
-
-	ln net.Listener // the listener handed to MeasureOn; nil: bind -L
+	srv        *server.Server
+	serverDone chan error         // what Serve returned
+	stopServer context.CancelFunc // ends Serve
+	selfTLS    *tls.Config        // the server's TLS configuration, when it listens with TLS
+	gwTLS      *tls.Config        // the client's, for an https target
+	emissions  *emission.Registry // when the server wrote each token, by request id
+	runID      string             // prefixes this run's request ids
+	gwAddr     string             // where the gateway batch goes (-t resolved)
+	selfAddr   string             // where the calibration goes (the bound -L, wildcard as loopback)
+	outs       *outputs           // the files the run writes, open from before its first request
+	ln         net.Listener       // the listener handed to MeasureOn; nil: bind -L
 }
 
+// main runs the measurement and returns the exit status.
 func (r *run) main(ctx context.Context) int {
-	cfg := r.cfg
 	r.start = time.Now()
+	if err := r.setUp(); err != nil {
+		return r.fail(err)
+	}
+	defer r.outs.abandon() // what a run that did not finish leaves
+	defer r.stop()
+	if r.cfg.Target == "" {
+		return r.serveOnly(ctx)
+	}
+	if err := r.resolve(ctx); err != nil {
+		return r.fail(err)
+	}
+	loop, err := r.calibrate(ctx)
+	if err != nil {
+		return r.fail(err)
+	}
+	gw, err := r.measure(ctx)
+	if err != nil {
+		return r.fail(err)
+	}
+	return r.finish(ctx, loop, gw)
+}
+
+// fail reports the error that ends the run and returns ExitFailure.
+func (r *run) fail(err error) int {
+	r.out.errorf("sse-latency: %v\n", err)
+	return ExitFailure
+}
+
+// setUp checks that the streams fit under the open-files limit, prepares
+// TLS on both sides, opens the files the run writes, and starts the dummy
+// server: everything that can fail before the first request, so that a
+// path that cannot be written fails now, not after the measurement.
+func (r *run) setUp() error {
+	cfg := r.cfg
 	if cfg.Target != "" {
 		if err := checkOpenFiles(cfg.Concurrency); err != nil {
-			r.out.errorf("sse-latency: %v\n", err)
-			return ExitFailure
+			return err
 		}
 	}
-	if cfg.CSVPath != "" {
-		f, err := os.Create(cfg.CSVPath)
-		if err != nil {
-			r.out.errorf("sse-latency: --csv: %v\n", err)
-			return ExitFailure
+	tc, fingerprint, err := server.TLSConfig(cfg.TLSCert, cfg.TLSKey, cfg.TLSSelfSigned)
+	if err != nil {
+		if cfg.TLSSelfSigned {
+			return fmt.Errorf("--tls-self-signed: %w", err)
 		}
-		r.csvFile, r.csv = f, report.NewCSVWriter(f)
-		defer r.closeCSV()
+		return fmt.Errorf("--tls-cert/--tls-key: %w", err)
 	}
-	laddr, _ := listenAddr(cfg.Listen)
-	// The server records when it wrote each token of each request id, so
-	// that the client can measure tokens whose pi_ts a gateway removed.
-	r.emissions = emission.New()
-	r.runID = newRunID()
+	if fingerprint != "" {
+		r.out.errorf("server TLS: self-signed certificate for 127.0.0.1, ::1, localhost; SHA-256 fingerprint %s\n", fingerprint)
+	}
+	r.selfTLS = tc
+	if r.target.scheme == "https" {
+		if r.gwTLS, err = client.TLSConfig(r.target.serverName(cfg.HostHeader), cfg.Insecure, cfg.CACert); err != nil {
+			return fmt.Errorf("--cacert: %w", err)
+		}
+	}
+	if r.outs, err = openOutputs(cfg, r.docOut); err != nil {
+		return err
+	}
+	if err := r.startServer(); err != nil {
+		r.outs.abandon()
+		return err
+	}
+	return nil
+}
+
+// startServer starts the dummy server on -L. It records when it wrote each
+// token of each request id, so that the client can measure tokens whose
+// pi_ts a gateway removed.
+func (r *run) startServer() error {
+	cfg := r.cfg
+	r.emissions, r.runID = emission.New(), newRunID()
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
-		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams}
+		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
+		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(),
+		Engine: client.Engine(cfg.Engine)}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
-	switch {
-	case cfg.TLSSelfSigned:
-		tc, fp, err := server.SelfSignedTLS()
-		if err != nil {
-			r.out.errorf("sse-latency: --tls-self-signed: %v\n", err)
-			return ExitFailure
-		}
-		srvCfg.TLS, r.selfTLS = tc, tc
-		r.out.errorf("server TLS: self-signed certificate for 127.0.0.1, ::1, localhost; SHA-256 fingerprint %s\n", fp)
-	case cfg.TLSCert != "":
-		tc, err := server.LoadTLS(cfg.TLSCert, cfg.TLSKey)
-		if err != nil {
-			r.out.errorf("sse-latency: --tls-cert/--tls-key: %v\n", err)
-			return ExitFailure
-		}
-		srvCfg.TLS, r.selfTLS = tc, tc
-	}
-	gwTarget, err := parseTarget(cfg.Target)
+	srv, err := r.newServer(srvCfg)
 	if err != nil {
-		r.out.errorf("sse-latency: -t: %v\n", err)
-		return ExitFailure
-	}
-	gwTLS, err := r.gatewayTLS(gwTarget)
-	if err != nil {
-		r.out.errorf("sse-latency: %v\n", err)
-		return ExitFailure
-	}
-	srv, err := r.listen(laddr, srvCfg)
-	if err != nil {
-		r.out.errorf("sse-latency: cannot listen on %s: %v\n", cfg.Listen, err)
-		return ExitFailure
+		return fmt.Errorf("cannot listen on %s: %w", cfg.Listen, err)
 	}
 	r.srv = srv
-	srvCtx, stopSrv := context.WithCancel(context.Background())
-	srvDone := make(chan error, 1)
-	go func() { srvDone <- srv.Serve(srvCtx) }()
-	defer func() {
-		stopSrv()
-		<-srvDone
-	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	r.serverDone, r.stopServer = make(chan error, 1), cancel
+	go func() { r.serverDone <- srv.Serve(ctx) }()
 	r.out.errorf("dummy OpenAI-like SSE server listening on %s (POST /v1/chat/completions)\n", displayListen(srv.Addr()))
 	if cfg.Verbose {
 		r.out.debugf("server: also POST /v1/completions, /v1/responses, /v1/messages (any path with these endings), GET /v1/models")
 	}
+	return nil
+}
 
-	if cfg.Target == "" {
-		r.out.errorf("no -t given: running as server only. Ctrl-C to stop.\n")
-		select {
-		case <-ctx.Done():
-		case err := <-srvDone:
-			srvDone <- err
-			r.out.errorf("sse-latency: server stopped: %v\n", err)
-			return ExitFailure
-		}
+// stop ends the server and waits for it; an error it ended with is
+// reported.
+func (r *run) stop() {
+	r.stopServer()
+	if err := <-r.serverDone; err != nil {
+		r.out.errorf("sse-latency: server stopped: %v\n", err)
+	}
+}
+
+// serveOnly serves until ctx is cancelled (no -t).
+func (r *run) serveOnly(ctx context.Context) int {
+	r.out.errorf("no -t given: running as server only. Ctrl-C to stop.\n")
+	select {
+	case <-ctx.Done():
 		return ExitOK
-	}
-
-	target, err := destAddr(ctx, gwTarget.hostPort)
-	if err != nil {
-		r.out.errorf("sse-latency: -t: %v\n", err)
+	case err := <-r.serverDone:
+		r.serverDone <- err // for stop, which reports it
 		return ExitFailure
 	}
-	// The calibration target is the listen address as the server really
-	// bound it (so -L :0 works), wildcard meaning loopback.
-	self, err := destAddr(ctx, srvAddrString(srv, cfg.Listen))
-	if err != nil {
-		r.out.errorf("sse-latency: -L: %v\n", err)
-		return ExitFailure
-	}
+}
 
-	var loop *stats.Batch
-	if !cfg.NoLoopback && self == target {
-		r.out.errorf("note: -t equals -L, skipping loopback calibration\n")
-	} else if !cfg.NoLoopback {
-		k := max(cfg.Concurrency, 3)
-		if cfg.Requests > 0 {
-			k = min(k, cfg.Requests)
-		}
-		m := min(cfg.Tokens, calibrationMaxTokens)
-		c := min(cfg.Concurrency, k)
-		r.out.errorf("loop: calibrating the noise floor with %d request(s) of %d tokens to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
-			k, m, self, c, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-		// Straight to the server, on the dialect's own path (--path is the
-		// gateway's), in the protocol closest to the gateway batch's.
-		req := r.calibrationRequest(self, m)
-		r.loopBursts, r.loopSamples = verdict.NewAccumulator(), report.NewSampleCollector()
-		loop = r.runBatch(ctx, batch.Spec{Name: "loop", Requests: k, Concurrency: c, Request: req}, r.loopBursts, r.loopSamples)
+// resolve finds where the batches go: the gateway, and the server itself.
+func (r *run) resolve(ctx context.Context) error {
+	var err error
+	if r.gwAddr, err = destAddr(ctx, r.target.hostPort); err != nil {
+		return fmt.Errorf("-t: %w", err)
 	}
+	// The calibration goes to the listen address as the server really
+	// bound it (so -L :0 works), the wildcard meaning loopback.
+	if r.selfAddr, err = destAddr(ctx, boundAddr(r.listenHost, r.srv.Addr())); err != nil {
+		return fmt.Errorf("-L: %w", err)
+	}
+	return nil
+}
 
-	var gw *stats.Batch
-	if ctx.Err() == nil {
-		if cfg.Rate == 0 && cfg.Duration == 0 {
-			r.out.errorf("gw: sending %d request(s) to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
-				cfg.Requests, target, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-			if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, cfg.Requests, cfg.Concurrency); ok {
-				r.out.errorf("%s\n", line)
-			}
-		} else {
-			r.out.errorf("gw: sending %s to %s (%s, tokens=%d, think=%sms, delay=%sms) ...\n",
-				loadShape(cfg), target, capText(cfg), cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-		}
-		req := r.request(target, gwTarget, gwTLS, -1, cfg.Tokens)
-		r.gwBursts, r.gwSamples = verdict.NewAccumulator(), report.NewSampleCollector()
-		spec := batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req,
-			Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: 1, Duration: cfg.Duration, Warmup: cfg.Warmup}
-		if spec.Requests > 0 {
-			spec.Requests += cfg.Warmup // -r counts the measured requests
-			if spec.Rate == 0 {
-				spec.Concurrency = min(spec.Concurrency, spec.Requests)
-			}
-		}
-		gw = r.runBatch(ctx, spec, r.gwBursts, r.gwSamples)
-	} else {
-		gw = stats.NewBatch()
-		r.gwBursts, r.gwSamples = verdict.NewAccumulator(), report.NewSampleCollector()
-	}
-	v := verdict.Classify(r.loopBursts, r.gwBursts, loop, gw)
-	r.sum.Loop, r.sum.Gateway, r.sum.Verdict = loop, gw, &v
-	r.sum.ServerConnections, r.sum.ServerRequests = srv.Connections(), srv.Requests()
-
-	if err := r.out.report(loop, gw); err != nil {
-		r.out.errorf("sse-latency: writing the report: %v\n", err)
-	}
-	if !cfg.Compat {
-		if err := r.out.goReport(v, loop, gw); err != nil {
-			r.out.errorf("sse-latency: writing the report: %v\n", err)
-		}
-	}
-	warning := r.checkLateness()
-	code, reason := ExitOK, "done"
+// calibrate runs the loopback calibration batch straight to the server
+// (SPEC §5), unless -l, or -t is the server itself; nil when it did not
+// run.
+func (r *run) calibrate(ctx context.Context) (*summary.Collector, error) {
+	cfg := r.cfg
 	switch {
-	case ctx.Err() != nil:
-		r.out.errorf("interrupted: the report covers the requests that finished or were cut short\n")
-		code, reason = ExitInterrupted, "interrupted"
-	case gw.Failed > 0:
-		code = ExitFailure
+	case cfg.NoLoopback:
+		return nil, nil
+	case r.selfAddr == r.gwAddr:
+		r.out.errorf("note: -t equals -L, skipping loopback calibration\n")
+		return nil, nil
 	}
-	if err := r.closeCSV(); err != nil {
-		r.out.errorf("sse-latency: --csv: %v\n", err)
+	c := batch.CalibrationFor(cfg.Requests, cfg.Concurrency, cfg.Tokens)
+	r.out.errorf("loop: calibrating the noise floor with %d request(s) of %d tokens to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
+		c.Requests, c.Tokens, r.selfAddr, c.Concurrency, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+	return r.runBatch(ctx, batch.Spec{Name: "loop", Requests: c.Requests, Concurrency: c.Concurrency,
+		Request: r.calibrationRequest(c.Tokens)})
+}
+
+// measure runs the gateway batch; an empty one when the run was stopped
+// before it.
+func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
+	if ctx.Err() != nil {
+		return summary.NewCollector(), nil
+	}
+	cfg := r.cfg
+	if cfg.Rate == 0 && cfg.Duration == 0 {
+		r.out.errorf("gw: sending %d request(s) to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
+			cfg.Requests, r.gwAddr, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, cfg.Requests, cfg.Concurrency); ok {
+			r.out.errorf("%s\n", line)
+		}
+	} else {
+		r.out.errorf("gw: sending %s to %s (%s, tokens=%d, think=%sms, delay=%sms) ...\n",
+			loadShape(cfg), r.gwAddr, capText(cfg), cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+	}
+	req := r.gatewayRequest()
+	r.engineNote(req)
+	spec := batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req,
+		Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: 1, Duration: cfg.Duration}
+	return r.runBatch(ctx, spec.WithWarmup(cfg.Warmup))
+}
+
+// finish summarises the run, prints its report and warnings, writes its
+// files and returns the exit status.
+func (r *run) finish(ctx context.Context, loop, gw *summary.Collector) int {
+	user, sys := cpuTimes()
+	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr,
+		Lateness: r.srv.Lateness(), UserS: user, SystemS: sys})
+	if loop != nil {
+		r.sum.Loop = loop.Stats
+	}
+	r.sum.Gateway, r.sum.Verdict = gw.Stats, sum.Verdict
+	r.sum.ServerConnections, r.sum.ServerRequests = r.srv.Connections(), r.srv.Requests()
+
+	code, reason := exitStatus(ctx.Err() != nil, gw.Stats.Failed)
+	if err := r.outs.closeCSV(); err != nil {
+		r.out.errorf("sse-latency: %v\n", err)
 		code = max(code, ExitFailure)
 	}
-	if cfg.JSONPath != "" || cfg.HTMLPath != "" {
-		doc := r.document(loop, gw, self, target, &v, warning, code, reason)
-		if err := r.writeDocument(doc); err != nil {
-			r.out.errorf("sse-latency: %v\n", err)
-			code = max(code, ExitFailure)
-		}
+	doc := rundoc.NewDocument(rundoc.RunInfo{Config: r.cfg.Redacted().Config, Start: r.start, End: time.Now(),
+		EndReason: reason, ExitCode: code, Version: Version()}, sum)
+	r.out.report(doc, r.cfg.Compat)
+	if r.cfg.Verbose {
+		late := r.srv.Lateness()
+		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
+			late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
+	}
+	r.out.warnings(doc)
+	if err := r.outs.writeDocument(doc); err != nil {
+		r.out.errorf("sse-latency: %v\n", err)
+		code = max(code, ExitFailure)
+	}
+	if err := r.out.stdoutErr(); err != nil {
+		r.out.errorf("sse-latency: writing the report: %v\n", err)
+		code = max(code, ExitFailure)
 	}
 	return code
 }
 
-// listen returns the dummy server on the listener handed to MeasureOn,
-// else bound to laddr.
-func (r *run) listen(laddr string, cfg server.Config) (*server.Server, error) {
-	if r.ln != nil {
-		return server.New(r.ln, cfg), nil
+// exitStatus is the exit status of a run and the reason it ended: 130 and
+// "interrupted" when it was stopped; else "done", with 1 when a gateway
+// request failed (SPEC §6).
+func exitStatus(interrupted bool, gwFailed int) (int, string) {
+	switch {
+	case interrupted:
+		return ExitInterrupted, rundoc.EndInterrupted
+	case gwFailed > 0:
+		return ExitFailure, rundoc.EndDone
 	}
-	return server.Listen(laddr, cfg)
-}
-
-// closeCSV flushes and closes the --csv file (once).
-func (r *run) closeCSV() error {
-	if r.csv == nil {
-		return nil
-	}
-	err := r.csv.Close()
-	if cerr := r.csvFile.Close(); err == nil {
-		err = cerr
-	}
-	r.csv, r.csvFile = nil, nil
-	return err
-}
-
-// document gathers the run into the JSON document.
-func (r *run) document(loop, gw *stats.Batch, loopTarget, gwTarget string, v *verdict.Verdict, warning string, code int, reason string) *report.Document {
-	cfgJSON, _ := json.Marshal(r.cfg.Redacted())
-	user, sys := cpuTimes()
-	ri := report.RunInfo{
-		Config: cfgJSON, Start: r.start, End: time.Now(), EndReason: reason, ExitCode: code,
-		Loop: loop, LoopTarget: loopTarget, Gateway: gw, GatewayTarget: gwTarget,
-		Verdict: v, Lateness: r.srv.Lateness(), UserS: user, SystemS: sys, Warning: warning, Version: Version(),
-	}
-	if r.loopSamples != nil {
-		ri.LoopSamples = r.loopSamples.Samples()
-	}
-	if r.gwSamples != nil {
-		ri.GatewaySamples = r.gwSamples.Samples()
-	}
-	return report.NewDocument(ri)
-}
-
-// writeDocument writes --json and --html.
-func (r *run) writeDocument(doc *report.Document) error {
-	if p := r.cfg.JSONPath; p == "-" {
-		if err := report.WriteJSON(r.docOut, doc); err != nil {
-			return fmt.Errorf("--json: %v", err)
-		}
-	} else if p != "" {
-		if err := writeFile(p, func(w io.Writer) error { return report.WriteJSON(w, doc) }); err != nil {
-			return fmt.Errorf("--json: %v", err)
-		}
-	}
-	if p := r.cfg.HTMLPath; p != "" {
-		if err := writeFile(p, func(w io.Writer) error { return report.WriteHTML(w, doc) }); err != nil {
-			return fmt.Errorf("--html: %v", err)
-		}
-	}
-	return nil
-}
-
-// writeFile creates path and fills it with write, reporting the first error.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// request prepares the gateway batch's requests to addr (the resolved
-// target). tokens >= 0 asks the server for that many; expect is how many
-// the responses must carry.
-func (r *run) request(addr string, t target, tc *tls.Config, tokens, expect int) *client.Request {
-	o := r.baseOptions(addr, tokens, expect)
-	o.Path = r.cfg.Path
-	if o.Path == "" && t.prefix != "" {
-		o.Path = t.prefix + r.cfg.Dialect().Path()
-	}
-	o.Host = r.cfg.HostHeader
-	if o.Host == "" && t.url {
-		o.Host = t.hostPort
-	}
-	o.Scheme, o.TLS = t.scheme, tc
-	o.HTTP2, o.H2C = r.cfg.HTTP2 && t.scheme == "https", r.cfg.H2C && t.scheme != "https"
-	return client.New(o)
-}
-
-// calibrationRequest prepares the calibration's requests straight to the
-// server: its own path, TLS when it listens with TLS (trusting its own
-// certificate), and HTTP/2 when the gateway batch uses it.
-func (r *run) calibrationRequest(addr string, tokens int) *client.Request {
-	o := r.baseOptions(addr, tokens, tokens)
-	if r.selfTLS != nil {
-		o.Scheme = "https"
-		o.TLS = &tls.Config{InsecureSkipVerify: true} // our own certificate, generated or given
-		o.HTTP2 = r.cfg.HTTP2 || r.cfg.H2C
-	} else {
-		o.H2C = r.cfg.H2C || r.cfg.HTTP2
-	}
-	return client.New(o)
-}
-
-func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
-	return client.Options{
-		Dialect:      r.cfg.Dialect(),
-		Addr:         addr,
-		Model:        r.cfg.Model,
-		Tokens:       tokens,
-		ExpectTokens: expect,
-		IncludeUsage: r.cfg.IncludeUsage,
-		ExtraHeaders: r.extraHeaders(),
-		APIKey:       r.cfg.APIKey,
-		KeepAlive:    r.cfg.KeepAlive,
-		Timeout:      time.Duration(r.cfg.TimeoutMs) * time.Millisecond,
-		IdleTimeout:  time.Duration(r.cfg.IdleMs) * time.Millisecond,
-		Registry:     r.emissions,
-		IDPrefix:     r.runID,
-	}
-}
-
-// gatewayTLS is the client TLS configuration for an https target: SNI from
-// its host, --cacert and --insecure applied.
-func (r *run) gatewayTLS(t target) (*tls.Config, error) {
-	if t.scheme != "https" {
-		return nil, nil
-	}
-	host, _, _ := net.SplitHostPort(t.hostPort)
-	if r.cfg.HostHeader != "" {
-		host = r.cfg.HostHeader
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-	}
-	tc := &tls.Config{ServerName: host, InsecureSkipVerify: r.cfg.Insecure}
-	if r.cfg.CACert != "" {
-		pem, err := os.ReadFile(r.cfg.CACert)
-		if err != nil {
-			return nil, fmt.Errorf("--cacert: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--cacert: no PEM certificate in %s", r.cfg.CACert)
-		}
-		tc.RootCAs = pool
-	}
-	return tc, nil
-}
-
-// newRunID returns a short random id that prefixes this run's request ids,
-// so that two runs sharing a gateway (or a server) cannot mix them up.
-func newRunID() string {
-	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
-	var b [6]byte
-	rand.Read(b[:])
-	for i := range b {
-		b[i] = letters[int(b[i])%len(letters)]
-	}
-	return string(b[:])
-}
-
-// extraHeaders are the request headers the flags add to the reference's.
-func (r *run) extraHeaders() []string {
-	if r.cfg.Compressed {
-		return []string{"Accept-Encoding: gzip"}
-	}
-	return nil
+	return ExitOK, rundoc.EndDone
 }
 
 // runBatch runs one batch, printing per-request lines and the progress line,
-// and returns its statistics.
-func (r *run) runBatch(ctx context.Context, spec batch.Spec, bursts *verdict.Accumulator, samples *report.SampleCollector) *stats.Batch {
-	b := stats.NewBatch()
-	sink := func(rec *result.Request) {
-		b.Add(rec) // counts a warm-up request apart, outside the statistics
-		if !rec.Warmup {
-			bursts.Add(rec)
-			samples.Add(rec)
-			if r.csv != nil {
-				r.csv.Add(rec)
-			}
+// and returns what it collected.
+func (r *run) runBatch(ctx context.Context, spec batch.Spec) (*summary.Collector, error) {
+	c := summary.NewCollector()
+	var progress func(batch.Progress)
+	if r.out.tty {
+		progress = r.out.progress
+	}
+	err := batch.Run(ctx, spec, func(rec *result.Request) {
+		c.Add(rec) // counts a warm-up request apart, outside the statistics
+		if !rec.Warmup && r.outs.csv != nil {
+			r.outs.csv.Add(rec)
 		}
 		if !r.cfg.Quiet {
 			r.out.requestLine(rec)
@@ -511,130 +378,25 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, bursts *verdict.Acc
 			r.out.debugf("%s %d: %d tokens in %d reads, %d bytes", rec.Batch, rec.Index, len(rec.Tokens), rec.Reads, rec.Bytes)
 			r.out.debugf("%s", report.PhasesLine(rec))
 		}
-	}
-	var progress func(batch.Progress)
-	if r.out.tty {
-		progress = r.out.progress
-	}
-	batch.Run(ctx, spec, sink, progress)
+	}, progress)
 	r.out.clearProgress()
+	if err != nil {
+		return nil, err
+	}
 	if r.cfg.Verbose {
+		b := c.Stats
 		r.out.debugf("%s: inter-token p1=%.3fms p50=%.3fms p99=%.3fms; emit->recv p50=%.3fms p99=%.3fms p99.9=%.3fms",
 			spec.Name, ms(b.InterToken.Percentile(0.01)), ms(b.InterToken.Percentile(0.50)), ms(b.InterToken.Percentile(0.99)),
 			ms(b.EmitRecv.Percentile(0.50)), ms(b.EmitRecv.Percentile(0.99)), ms(b.EmitRecv.Percentile(0.999)))
 	}
-	return b
+	return c, nil
 }
 
-// checkLateness warns, after the report, when the tool itself fell behind
-// its emission schedule: the figures then describe its overload. It returns
-// the warning it printed, if any.
-func (r *run) checkLateness() string {
-	late := r.srv.Lateness()
-	if late.N() == 0 {
-		return ""
+// newServer returns the dummy server on the listener handed to MeasureOn,
+// else bound to -L.
+func (r *run) newServer(cfg server.Config) (*server.Server, error) {
+	if r.ln != nil {
+		return server.New(r.ln, cfg), nil
 	}
-	p50, p99 := late.Percentile(0.50), late.Percentile(0.99)
-	if r.cfg.Verbose {
-		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
-			late.N(), ms(p50), ms(p99), ms(late.Max()))
-	}
-	if p99 <= LatenessWarnNs {
-		return ""
-	}
-	w := fmt.Sprintf("sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): "+
-		"these figures describe the tool's overload, not the gateway; lower -c or raise -d", ms(p99), ms(LatenessWarnNs))
-	r.out.errorf("warning: %s\n", w)
-	return w
-}
-
-func ms(ns int64) float64 { return float64(ns) / 1e6 }
-
-// fmtMs prints a millisecond setting as compactly as C's %g would.
-func fmtMs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-// srvAddrString returns the bound address in the -L syntax, keeping the
-// host the user gave (so a wildcard stays a wildcard) with the real port (so
-// -L :0 works).
-func srvAddrString(srv *server.Server, listen string) string {
-	host, _, _ := splitAddr(listen)
-	port := 0
-	if a, ok := srv.Addr().(*net.TCPAddr); ok {
-		port = a.Port
-	}
-	return net.JoinHostPort(host, strconv.Itoa(port))
-}
-
-// console serialises everything printed while batches run: per-request
-// lines on stdout, and on a terminal the progress line on stderr, which is
-// erased before any other line.
-type console struct {
-	mu            sync.Mutex
-	stdout        io.Writer
-	stderr        io.Writer
-	tty           bool
-	progressShown bool
-}
-
-func (c *console) erase() {
-	if c.progressShown {
-		io.WriteString(c.stderr, report.EraseLine)
-		c.progressShown = false
-	}
-}
-
-func (c *console) errorf(format string, args ...any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.erase()
-	fmt.Fprintf(c.stderr, format, args...)
-}
-
-func (c *console) debugf(format string, args ...any) {
-	c.errorf(format+"\n", args...)
-}
-
-func (c *console) requestLine(rec *result.Request) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.erase()
-	report.WriteRequestLine(c.stdout, rec)
-}
-
-func (c *console) progress(p batch.Progress) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	io.WriteString(c.stderr, report.ProgressLine(p.Elapsed, p.Done, p.Total, p.InFlight, p.Tokens))
-	c.progressShown = true
-}
-
-func (c *console) clearProgress() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.erase()
-}
-
-func (c *console) report(loop, gw *stats.Batch) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.erase()
-	return report.WriteReport(c.stdout, loop, gw)
-}
-
-// goReport writes the Go tool's blocks that follow the reference's report:
-// the verdict and the stream shape.
-func (c *console) goReport(v verdict.Verdict, loop, gw *stats.Batch) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.erase()
-	if err := report.WriteVerdict(c.stdout, v); err != nil {
-		return err
-	}
-	return report.WriteStream(c.stdout, loop, gw)
-}
-
-// isTerminal reports whether w is a terminal (for the progress line).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && fileIsTerminal(f)
+	return server.Listen(r.listen, cfg)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"io"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
@@ -134,8 +137,8 @@ func TestClamps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := parseArgs(tt.args)
-		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseArgs(%q) = %+v, %v; want %+v", tt.args, got, err, tt.want)
+		if err != nil || !reflect.DeepEqual(got.cfg, tt.want) {
+			t.Errorf("parseArgs(%q) = %+v, %v; want %+v", tt.args, got.cfg, err, tt.want)
 		}
 	}
 }
@@ -160,7 +163,7 @@ func TestAddressForms(t *testing.T) {
 		{"[::1:80", "", "", "bad address"},
 	}
 	for _, tt := range tests {
-		l, err := listenAddr(tt.in)
+		l, _, err := listenAddr(tt.in)
 		if tt.wantErrSub != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErrSub) {
 				t.Errorf("listenAddr(%q) = %q, %v; want an error containing %q", tt.in, l, err, tt.wantErrSub)
@@ -228,5 +231,49 @@ func TestOpenFilesRefused(t *testing.T) {
 	code, out, errOut := runMain(t, nil, "-L", "127.0.0.1:0", "-t", "127.0.0.1:1", "-r", "100000000", "-c", "100000000")
 	if code != ExitFailure || out != "" || !strings.Contains(errOut, "needs about 200000064 open files") || !strings.Contains(errOut, "ulimit -n") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and the open-files message", code, out, errOut)
+	}
+}
+
+// TestPhaseFlags: --reasoning, --tool-call and --reasoning-field parse,
+// are checked (a bad value is a usage error naming the flag), are echoed
+// in the configuration the JSON document carries, and reach the requests
+// of both batches (the calibration's capped like its text) and the
+// server's defaults.
+func TestPhaseFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--reasoning", "-1"}, "--reasoning -1: want a number of tokens from 0 to the server's limit of 1000000"},
+		{[]string{"--tool-call", "1000001"}, "--tool-call 1000001: want a number of tokens from 0"},
+		{[]string{"--reasoning", "lots"}, `invalid argument "lots" for "--reasoning" flag`},
+		{[]string{"--reasoning-field", "summary"}, `--reasoning-field: unknown reasoning field "summary" (want reasoning_content or reasoning)`},
+		{[]string{"--api", "completions", "--tool-call", "2"}, "--reasoning and --tool-call need --api chat, responses or anthropic"},
+	} {
+		code, out, errOut := runMain(t, nil, tt.args...)
+		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage) {
+			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 1, an error containing %q, then the usage", tt.args, code, out, errOut, tt.want)
+		}
+	}
+
+	cl, err := parseArgs([]string{"--api", "responses", "--reasoning", "300", "--tool-call", "20", "--reasoning-field", "reasoning", "-n", "50"})
+	cfg := cl.cfg
+	if err != nil || cfg.Reasoning != 300 || cfg.ToolCall != 20 || cfg.ReasoningShape() != api.ReasoningPlain {
+		t.Fatalf("parseArgs = %+v, %v", cfg, err)
+	}
+	if def := DefaultConfig(); def.Reasoning != 0 || def.ToolCall != 0 || def.ReasoningShape() != api.ReasoningContent {
+		t.Errorf("defaults: reasoning %d, tool call %d, field %q", def.Reasoning, def.ToolCall, def.ReasoningField)
+	}
+	var echo map[string]any
+	b, _ := json.Marshal(cfg.Redacted())
+	if json.Unmarshal(b, &echo); echo["reasoning"] != 300.0 || echo["tool_call"] != 20.0 || echo["reasoning_field"] != "reasoning" {
+		t.Errorf("the JSON configuration %s lacks the phase flags", b)
+	}
+	r := &run{commandLine: cl, cfg: cfg, gwAddr: "127.0.0.1:1", selfAddr: "127.0.0.1:1"}
+	gw := r.gatewayRequest()
+	loop := r.calibrationRequest(batch.CalibrationFor(cfg.Requests, cfg.Concurrency, cfg.Tokens).Tokens)
+	if gw.Reasoning != 300 || gw.ToolCall != 20 || loop.Reasoning != batch.CalibrationMaxTokens || loop.ToolCall != 20 {
+		t.Errorf("requests ask for reasoning/tool call %d/%d (gateway), %d/%d (calibration); want 300/20, %d/20",
+			gw.Reasoning, gw.ToolCall, loop.Reasoning, loop.ToolCall, batch.CalibrationMaxTokens)
 	}
 }

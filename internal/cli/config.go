@@ -10,54 +10,19 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
 
 	"github.com/spf13/pflag"
 )
 
 // Config is the whole measurement, as given on the command line, with the
-// reference's defaults (SPEC §2) and, after Validate, its clamps.
+// reference's defaults (SPEC §2) and, after Validate, its clamps: the
+// settings a run document records (rundoc.Config, where each field, its
+// unit and its merge rule are described) and the output paths, which it
+// does not record.
 type Config struct {
-	Listen      string  `json:"listen"`          // -L: listen address of the dummy server
-	Target      string  `json:"target"`          // -t: gateway address; empty = server only
-	Requests    int     `json:"requests"`        // -r: number of gateway requests (>= 1)
-	Concurrency int     `json:"concurrency"`     // -c: requests in flight (1..Requests)
-	Tokens      int     `json:"tokens"`          // -n: tokens per response (>= 0)
-	ThinkMs     float64 `json:"think_ms"`        // -T: delay before the first token, ms (>= 0)
-	DelayMs     float64 `json:"delay_ms"`        // -d: delay between tokens, ms (>= 0)
-	TimeoutMs   int     `json:"timeout_ms"`      // -w: per-request timeout, ms (>= 1)
-	IdleMs      int     `json:"idle_timeout_ms"` // --idle-timeout: end a request silent for this long, ms (0 = off)
-	NoLoopback  bool    `json:"no_loopback"`     // -l: skip the loopback calibration batch
-	Quiet       bool    `json:"quiet"`           // -q: no per-request lines
-	Verbose     bool    `json:"verbose"`         // -v: debug lines on stderr
-	Compat      bool    `json:"compat"`          // --compat: print only what the reference prints (no verdict block)
-	Compressed  bool    `json:"compressed"`      // --compressed: ask for gzip (Accept-Encoding: gzip); gzip bodies are always decoded
-
-	API          string `json:"api"`           // --api: chat, completions, responses or anthropic
-	Model        string `json:"model"`         // --model: model name the requests ask for
-	Path         string `json:"path"`          // --path: request path through the gateway; "" = the dialect's
-	IncludeUsage bool   `json:"include_usage"` // --include-usage: ask chat/completions streams for usage and check it
-
-	// Transports and headers.
-	KeepAlive     bool     `json:"keepalive"`       // -k: reuse a connection per concurrency slot
-	ServerClose   bool     `json:"server_close"`    // --server-close: the server closes after every response, as the reference
-	MaxStreams    int      `json:"max_streams"`     // --max-streams: the server answers 429 beyond this many concurrent streams (0 = its default, -1 = no limit)
-	Insecure      bool     `json:"insecure"`        // --insecure: do not verify the gateway's certificate
-	CACert        string   `json:"cacert"`          // --cacert: PEM file of CAs to trust for https targets
-	HTTP2         bool     `json:"http2"`           // --http2: offer h2 to https targets (ALPN)
-	H2C           bool     `json:"h2c"`             // --h2c: speak h2c with prior knowledge to http targets
-	TLSCert       string   `json:"tls_cert"`        // --tls-cert: the server's certificate (PEM)
-	TLSKey        string   `json:"tls_key"`         // --tls-key: its key
-	TLSSelfSigned bool     `json:"tls_self_signed"` // --tls-self-signed: the server listens with TLS, in-memory certificate
-	Headers       []string `json:"headers"`         // -H: extra request headers ("Name: value"); secrets redacted in reports
-	APIKey        string   `json:"api_key"`         // --api-key: Authorization: Bearer (x-api-key for anthropic); redacted in reports
-	HostHeader    string   `json:"host_header"`     // --host-header: Host header to send
-
-	// Load shape.
-	Rate     float64       `json:"rate"`        // --rate: requests per second (open loop); 0 = closed loop
-	Arrival  string        `json:"arrival"`     // --arrival: constant or poisson
-	Duration time.Duration `json:"duration_ns"` // --duration: start requests for this long instead of -r
-	Warmup   int           `json:"warmup"`      // --warmup: first N requests excluded from the statistics
+	rundoc.Config
 
 	JSONPath string `json:"-"` // --json: write the JSON document here ("-" = stdout, the text report then goes to stderr)
 	HTMLPath string `json:"-"` // --html: write the HTML report here
@@ -66,7 +31,7 @@ type Config struct {
 
 // DefaultConfig returns the reference tool's defaults.
 func DefaultConfig() Config {
-	return Config{
+	return Config{Config: rundoc.Config{
 		Listen:      ":8090",
 		Requests:    1,
 		Concurrency: 1,
@@ -75,14 +40,24 @@ func DefaultConfig() Config {
 		TimeoutMs:   300000,
 		API:         "chat",
 		Model:       api.Model,
-		Arrival:     "constant",
-	}
+
+		ReasoningField: api.ReasoningContent.String(),
+		Arrival:        "constant",
+		Engine:         string(client.EngineAuto),
+	}}
 }
 
 // Dialect is the API named by --api (Validate has checked it).
 func (c *Config) Dialect() api.Dialect {
 	d, _ := api.ParseDialect(c.API)
 	return d
+}
+
+// ReasoningShape is the reasoning shape named by --reasoning-field
+// (Validate has checked it).
+func (c *Config) ReasoningShape() api.ReasoningField {
+	f, _ := api.ParseReasoningField(c.ReasoningField)
+	return f
 }
 
 // Validate applies the reference's clamps: -r and -c below 1 become 1, -c is
@@ -113,6 +88,11 @@ func (c *Config) Validate() error {
 	if _, err := api.ParseDialect(c.API); err != nil {
 		return fmt.Errorf("--api: %v", err)
 	}
+	e, err := client.ParseEngine(c.Engine)
+	if err != nil {
+		return fmt.Errorf("--engine: %v", err)
+	}
+	c.Engine = string(e)
 	if c.Model == "" || strings.ContainsAny(c.Model, "\r\n") {
 		return errors.New("--model: must be a non-empty name on one line")
 	}
@@ -136,6 +116,20 @@ func (c *Config) Validate() error {
 	}
 	if c.Tokens > server.DefaultMaxTokens {
 		return fmt.Errorf("-n %d is above the server's limit of %d tokens per response", c.Tokens, server.DefaultMaxTokens)
+	}
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"--reasoning", c.Reasoning}, {"--tool-call", c.ToolCall}} {
+		if f.n < 0 || f.n > server.DefaultMaxTokens {
+			return fmt.Errorf("%s %d: want a number of tokens from 0 to the server's limit of %d", f.name, f.n, server.DefaultMaxTokens)
+		}
+	}
+	if _, err := api.ParseReasoningField(c.ReasoningField); err != nil {
+		return fmt.Errorf("--reasoning-field: %v", err)
+	}
+	if c.Dialect() == api.Completions && (c.Reasoning > 0 || c.ToolCall > 0) {
+		return errors.New("--reasoning and --tool-call need --api chat, responses or anthropic: the completions API streams text only")
 	}
 	if c.ThinkMs > float64(server.DefaultMaxDelay/time.Millisecond) || c.DelayMs > float64(server.DefaultMaxDelay/time.Millisecond) {
 		return fmt.Errorf("-T and -d must not exceed the server's limit of %v", server.DefaultMaxDelay)
@@ -177,8 +171,46 @@ var (
 	errVersion = errors.New("version requested")
 )
 
-// parseArgs parses argv (without the program name) into a validated Config.
-func parseArgs(args []string) (Config, error) {
+// commandLine is argv parsed and validated: the configuration, and its
+// addresses parsed once.
+type commandLine struct {
+	cfg        Config
+	listen     string // -L as net.Listen takes it
+	listenHost string // -L's host, "" for the wildcard forms
+	target     target // -t; the zero target without -t (server only)
+}
+
+// parseArgs parses argv (without the program name) into a validated
+// command line. Its errors name the flag; errHelp and errVersion say what
+// was asked instead of a run.
+func parseArgs(args []string) (commandLine, error) {
+	cl, err := parseFlags(args)
+	if err != nil {
+		return cl, err
+	}
+	cfg := &cl.cfg
+	if cl.listen, cl.listenHost, err = listenAddr(cfg.Listen); err != nil {
+		return cl, fmt.Errorf("-L: %v", err)
+	}
+	if cfg.Target != "" {
+		t, err := parseTarget(cfg.Target)
+		if err == nil {
+			_, _, err = splitAddr(t.hostPort)
+		}
+		if err != nil {
+			return cl, fmt.Errorf("-t: %v", err)
+		}
+		cl.target = t
+	}
+	if err := cfg.Validate(); err != nil {
+		return cl, err
+	}
+	return cl, checkOutputs(*cfg)
+}
+
+// parseFlags reads the flags into a Config with the defaults of the
+// others.
+func parseFlags(args []string) (commandLine, error) {
 	cfg := DefaultConfig()
 	fs := pflag.NewFlagSet("sse-latency", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -198,10 +230,14 @@ func parseArgs(args []string) (Config, error) {
 	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
 	fs.BoolVar(&cfg.Compat, "compat", false, "")
 	fs.BoolVar(&cfg.Compressed, "compressed", false, "")
+	fs.StringVar(&cfg.Engine, "engine", cfg.Engine, "")
 	fs.StringVar(&cfg.API, "api", cfg.API, "")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
 	fs.StringVar(&cfg.Path, "path", cfg.Path, "")
 	fs.BoolVar(&cfg.IncludeUsage, "include-usage", false, "")
+	fs.IntVar(&cfg.Reasoning, "reasoning", 0, "")
+	fs.IntVar(&cfg.ToolCall, "tool-call", 0, "")
+	fs.StringVar(&cfg.ReasoningField, "reasoning-field", cfg.ReasoningField, "")
 	fs.IntVar(&cfg.IdleMs, "idle-timeout", 0, "")
 	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "")
 	fs.BoolVar(&cfg.ServerClose, "server-close", false, "")
@@ -226,7 +262,7 @@ func parseArgs(args []string) (Config, error) {
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		return commandLine{cfg: cfg}, err
 	}
 	if cfg.Duration > 0 && !fs.Changed("requests") {
 		cfg.Requests = 0 // --duration instead of -r
@@ -236,25 +272,13 @@ func parseArgs(args []string) (Config, error) {
 	}
 	switch {
 	case help:
-		return cfg, errHelp
+		return commandLine{cfg: cfg}, errHelp
 	case version:
-		return cfg, errVersion
+		return commandLine{cfg: cfg}, errVersion
 	case fs.NArg() > 0:
-		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return commandLine{cfg: cfg}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if _, err := listenAddr(cfg.Listen); err != nil {
-		return cfg, fmt.Errorf("-L: %v", err)
-	}
-	if cfg.Target != "" {
-		t, err := parseTarget(cfg.Target)
-		if err == nil {
-			_, _, err = splitAddr(t.hostPort)
-		}
-		if err != nil {
-			return cfg, fmt.Errorf("-t: %v", err)
-		}
-	}
-	return cfg, cfg.Validate()
+	return commandLine{cfg: cfg}, nil
 }
 
 // usage is the help text; a test pins it and checks that it names every flag.
@@ -279,10 +303,15 @@ Options:
   -v, --verbose              verbose
       --compat               output byte for byte as the reference tool (no verdict block)
       --compressed           send Accept-Encoding: gzip (gzip responses are always decoded)
+      --engine <name>        I/O engine: auto, epoll, goroutine (def auto: epoll on Linux for plain http, else goroutine)
       --api <name>           API dialect: chat, completions, responses, anthropic (def chat)
       --model <name>         model the requests ask for (def sse-latency-1)
       --path <path>          request path through the gateway (def: the dialect's, e.g. /v1/messages)
       --include-usage        ask chat/completions streams for usage and fail requests without it
+      --reasoning <n>        stream n reasoning tokens first, spread over -T (at -d when -T is 0) (def 0)
+      --tool-call <n>        then one tool call of n argument tokens, at -d, before the text (def 0)
+      --reasoning-field <f>  reasoning_content (chat delta.reasoning_content, responses summary) or
+                             reasoning (chat delta.reasoning, responses reasoning_text) (def reasoning_content)
       --idle-timeout <ms>    end a request whose stream stays silent this long (def 0: off; -w still applies)
   -k, --keepalive            reuse one connection per concurrency slot (drained to its end after [DONE])
       --server-close         the server closes every connection after its response, as the reference
@@ -312,7 +341,7 @@ a URL, http(s)://host[:port][/prefix] (the prefix goes before the API path).
 Example: sse-latency -L :8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 1000
 
 Subcommands on saved runs (--json files):
-  sse-latency report RUN.json [--text] [--html OUT]   re-render a run
-  sse-latency merge A.json B.json ... > ALL.json      combine parallel runs of one config
-  sse-latency compare BEFORE.json AFTER.json          the difference, metric by metric
+  sse-latency report RUN.json [--text] [--html OUT]          re-render a run and its warnings
+  sse-latency merge [--force] A.json B.json ... > ALL.json   combine parallel runs through one gateway
+  sse-latency compare BEFORE.json AFTER.json                 the difference, metric by metric
 `

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sse-latency/sse-latency/internal/report"
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 )
 
 // subcommands work on documents saved with --json.
@@ -21,14 +22,18 @@ var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
 const reportUsage = `usage: sse-latency report RUN.json [--text] [--html OUT]
 
 Re-renders a run saved with --json: the text report (the default, or with
---text) and/or the HTML report.
+--text) and/or the HTML report; then, on stderr, the warnings the run
+printed (its own overload, an interruption, a forced merge).
 `
 
-const mergeUsage = `usage: sse-latency merge A.json B.json ... > ALL.json
+const mergeUsage = `usage: sse-latency merge [--force] A.json B.json ... > ALL.json
 
-Combines runs of the same configuration taken in parallel (for example one
-per pod of a Kubernetes Indexed Job): histograms are merged exactly, counts
-summed. Runs whose configurations differ are refused.
+Combines runs taken in parallel against one gateway (for example one per pod
+of a Kubernetes Indexed Job): histograms are merged exactly, counts and the
+load (-r, -c, --rate, --warmup) summed. Each run may have its own listen
+address and --path prefix. Runs against another gateway (-t, --host-header)
+or of another measurement (-n, -d, --api, ...) are refused with the field
+named; --force merges them anyway and the merged run says so.
 `
 
 const compareUsage = `usage: sse-latency compare BEFORE.json AFTER.json
@@ -53,14 +58,27 @@ func newSubFlags(name string) *pflag.FlagSet {
 	return fs
 }
 
+// writeFile creates path and fills it with write, reporting the first error.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // readDocument opens and decodes one saved run, naming the file in errors.
-func readDocument(path string) (*report.Document, error) {
+func readDocument(path string) (*rundoc.Document, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	d, err := report.ReadJSON(f)
+	d, err := rundoc.ReadJSON(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -83,11 +101,13 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 		return ExitFailure
 	}
 	if *text || *html == "" {
-		if err := report.WriteDocumentText(stdout, d); err != nil {
+		if err := report.WriteText(stdout, &d.Run, d.Compat()); err != nil {
 			fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 			return ExitFailure
 		}
 	}
+	// What the run warned of, as it did: after the report, on stderr.
+	report.WriteWarnings(stderr, d)
 	if *html != "" {
 		if err := writeFile(*html, func(w io.Writer) error { return report.WriteHTML(w, d) }); err != nil {
 			fmt.Fprintf(stderr, "sse-latency: --html: %v\n", err)
@@ -99,13 +119,14 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 
 func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newSubFlags("merge")
+	force := fs.Bool("force", false, "")
 	if err := fs.Parse(args); err != nil {
 		return subUsage(stderr, mergeUsage, err)
 	}
 	if fs.NArg() < 1 {
 		return subUsage(stderr, mergeUsage, errors.New("merge needs at least one RUN.json"))
 	}
-	var docs []*report.Document
+	var docs []*rundoc.Document
 	for _, p := range fs.Args() {
 		d, err := readDocument(p)
 		if err != nil {
@@ -114,7 +135,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		docs = append(docs, d)
 	}
-	merged, err := report.MergeNamed(fs.Args(), docs)
+	merged, err := rundoc.Merge(docs, rundoc.MergeOptions{Names: fs.Args(), Force: *force})
 	if err != nil {
 		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 		return ExitFailure
@@ -122,7 +143,9 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	for _, n := range merged.Notes {
 		fmt.Fprintf(stderr, "note: %s\n", n)
 	}
-	if err := report.WriteJSON(stdout, merged); err != nil {
+	// The merged run's warnings, as report will print them.
+	report.WriteWarnings(stderr, merged)
+	if err := rundoc.WriteJSON(stdout, merged); err != nil {
 		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 		return ExitFailure
 	}
@@ -139,9 +162,9 @@ func compareCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	before, err := readDocument(fs.Arg(0))
 	if err == nil {
-		var after *report.Document
+		var after *rundoc.Document
 		if after, err = readDocument(fs.Arg(1)); err == nil {
-			err = report.Compare(stdout, before, after)
+			err = rundoc.Compare(stdout, before, after)
 		}
 	}
 	if err != nil {

@@ -51,6 +51,20 @@ func parseTarget(s string) (target, error) {
 	return target{url: true, scheme: u.Scheme, hostPort: net.JoinHostPort(host, port), prefix: strings.TrimRight(u.EscapedPath(), "/")}, nil
 }
 
+// serverName is the name an https target is asked for (SNI) and verified
+// against: the host of --host-header when one is given, else the target's
+// host.
+func (t target) serverName(hostHeader string) string {
+	host := t.hostPort
+	if hostHeader != "" {
+		host = hostHeader
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		return h
+	}
+	return host // a Host header without a port
+}
+
 // loadShape describes an open-loop or timed gateway batch for its stderr
 // line.
 func loadShape(c Config) string {

@@ -26,6 +26,16 @@
 // corrupted tokens, a missing finish or usage), and a mismatch fails the
 // request as result.Integrity.
 //
+// An answer may stream reasoning and one tool call before its text
+// (Options.Reasoning, Options.ToolCall). Each phase has its own words
+// (api.AppendPhaseToken) and is matched on its own — the tool call's
+// arguments as the exact JSON object the server emitted — so that a phase
+// measured by content keeps its tokens' indexes, laid out per phase as
+// result.Request documents, and a gateway that drops, merges, reorders or
+// converts a phase shows in the record: the first arrival of each phase,
+// the heartbeats seen, the longest silence. A reasoning or tool-call event
+// whose text cannot be read fails the request, quoted.
+//
 // A hostile gateway cannot crash or hang a request: whatever comes back
 // ends it with a failure text, in bounded memory and time. A response that
 // is no HTTP fails as soon as its first bytes or its first line show it;
@@ -46,6 +56,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -125,6 +136,14 @@ type Options struct {
 	// means unknown: the content is still checked token by token, but not
 	// its length.
 	ExpectTokens int
+	// Reasoning and ToolCall are the reasoning tokens and tool-call
+	// argument tokens the response should carry before its text: asked for
+	// with the pi_reasoning_tokens and pi_tool_call_tokens hints when > 0,
+	// and checked like the text (none may arrive when 0). A response
+	// without any reasoning is not a failure (gateways drop it); the record
+	// shows it. Completions has neither.
+	Reasoning int
+	ToolCall  int
 	// IncludeUsage asks Chat and Completions streams for their usage chunk
 	// (stream_options.include_usage), and fails a request as an integrity
 	// error when no usage arrives — in every dialect (Responses and
@@ -154,6 +173,10 @@ type Options struct {
 	// Received, when set, counts the content tokens received (for the
 	// progress line).
 	Received *atomic.Int64
+
+	// Engine is the I/O engine: "" or EngineAuto, EngineEpoll,
+	// EngineGoroutine (see Engine and ResolveEngine).
+	Engine Engine
 }
 
 // Request sends the requests of a batch. Its Options may be changed until
@@ -175,6 +198,12 @@ type shared struct {
 	conns atomic.Int64 // connections opened so far: the last ConnID
 	//lint:ignore SA1019 see the type's comment
 	h2 *http2.Transport // makes the HTTP/2 client connections
+
+	// The engine the requests use, resolved at the first request (not
+	// cached in sharedDefault, which Requests of any Options share).
+	engineOnce sync.Once
+	engine     Engine
+	loop       loopShared // what the event loops need of the Request, resolved once
 }
 
 // sharedDefault serves the Requests not made by New.
@@ -224,7 +253,24 @@ func (q *Request) hints(id string) api.Hints {
 		n := int64(q.Tokens)
 		h.Tokens = &n
 	}
+	if q.Reasoning > 0 {
+		n := int64(q.Reasoning)
+		h.Reasoning = &n
+	}
+	if q.ToolCall > 0 {
+		n := int64(q.ToolCall)
+		h.ToolCall = &n
+	}
 	return h
+}
+
+// expectedTokens is the number of tokens a response should carry, all
+// phases (0: unknown), the capacity of the record's tokens.
+func (q *Request) expectedTokens() int {
+	if q.ExpectTokens <= 0 {
+		return 0
+	}
+	return q.ExpectTokens + max(q.Reasoning, 0) + max(q.ToolCall, 0)
 }
 
 // body returns the request body for hints h.
@@ -336,7 +382,7 @@ func (q *Request) fillEmitted(rec *result.Request) {
 		if t.Emitted != 0 {
 			continue
 		}
-		if ts := times.At(int(t.Index)); ts != 0 {
+		if ts := times.At(int(rec.TokenIndex(i))); ts != 0 {
 			t.Emitted = ts
 			rec.ByContent++
 		}

@@ -85,8 +85,8 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 	rec.Sent = stamp.sentBefore(now)
 	body := &idleBody{r: resp.Body, w: idle}
 	defer resp.Body.Close()
-	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
-		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
+	if n := q.expectedTokens(); cap(rec.Tokens) == 0 && n > 0 {
+		rec.Tokens = make([]result.Token, 0, n)
 	}
 	r := newReader(rec, &q.Options)
 	defer r.close()

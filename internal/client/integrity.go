@@ -35,18 +35,18 @@ func (m *matcher) problem() string {
 			return strconv.FormatInt(int64(len(b))+m.dropped, 10) + " bytes of unexpected content after token " + strconv.Itoa(want-1)
 		}
 		if len(b) < api.TokenLen { // the stream ends inside a token
-			if bytes.Equal(b, tokenText(e)[:len(b)]) {
+			if bytes.Equal(b, m.tokenText(e)[:len(b)]) {
 				return missing(max(want-e, 1), e)
 			}
 			return corrupted(e, b)
 		}
 		c := b[:api.TokenLen]
-		if bytes.Equal(c, tokenText(e)) {
+		if bytes.Equal(c, m.tokenText(e)) {
 			e++
 			b = b[api.TokenLen:]
 			continue
 		}
-		r, ok := residue(c)
+		r, ok := m.residue(c)
 		switch {
 		case !ok:
 			return corrupted(e, c)
@@ -56,7 +56,7 @@ func (m *matcher) problem() string {
 		// c is token e+k (mod 26): tokens were skipped if the text goes on
 		// in order from there, else they came out of order.
 		k := (r - e%periodTokens + periodTokens) % periodTokens
-		if next := b[api.TokenLen:]; len(next) >= api.TokenLen && !bytes.Equal(next[:api.TokenLen], tokenText(e+k+1)) {
+		if next := b[api.TokenLen:]; len(next) >= api.TokenLen && !bytes.Equal(next[:api.TokenLen], m.tokenText(e+k+1)) {
 			return "tokens out of order from token " + strconv.Itoa(e)
 		}
 		// The text only tells k modulo 26; the length tells the rest when
@@ -77,21 +77,27 @@ func (m *matcher) problem() string {
 	return ""
 }
 
-// tokenText returns the text of token i, from the period table.
-func tokenText(i int) []byte {
+// tokenText returns the text of token i of m's phase, from its period
+// table.
+func (m *matcher) tokenText(i int) []byte {
 	o := (i % periodTokens) * api.TokenLen
-	return period[o : o+api.TokenLen]
+	return m.words[o : o+api.TokenLen]
 }
 
-// residue tells which token text c is: the r in 0..25 with tokenText(r) ==
-// c, or false if c is no token. The first letter of token r is
-// alphabet[7r mod 26], and 15 is the inverse of 7 modulo 26.
-func residue(c []byte) (int, bool) {
-	if len(c) != api.TokenLen || c[0] < 'a' || c[0] > 'z' {
+// residue tells which token text of m's phase c is: the r in 0..25 with
+// tokenText(r) == c, or false if c is no token of the phase. The first
+// letter of token r is the (7r mod 26)th of the alphabet, in either case,
+// and 15 is the inverse of 7 modulo 26.
+func (m *matcher) residue(c []byte) (int, bool) {
+	if len(c) != api.TokenLen {
 		return 0, false
 	}
-	r := 15 * int(c[0]-'a') % periodTokens
-	return r, bytes.Equal(c, tokenText(r))
+	first := c[0] | 0x20 // ASCII lower case
+	if first < 'a' || first > 'z' {
+		return 0, false
+	}
+	r := 15 * int(first-'a') % periodTokens
+	return r, bytes.Equal(c, m.tokenText(r))
 }
 
 func missing(n, first int) string {

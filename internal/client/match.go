@@ -3,20 +3,26 @@ package client
 import "github.com/sse-latency/sse-latency/internal/api"
 
 // periodTokens is the period of the token texts: token i and token i+26
-// are the same four letters (api.AppendToken), so the emitted text repeats
-// every periodBytes bytes.
+// are the same four letters (api.AppendPhaseToken), so the text of a phase
+// repeats every periodBytes bytes.
 const (
 	periodTokens = 26
 	periodBytes  = periodTokens * api.TokenLen
 )
 
-// period is one period of the emitted text: tokens 0..25.
-var period = func() (p [periodBytes]byte) {
-	b := p[:0]
-	for i := 0; i < periodTokens; i++ {
-		b = api.AppendToken(b, i)
+// words is one period of a phase's text: its tokens 0..25.
+type words [periodBytes]byte
+
+// phaseWords holds the words of each phase (api.Phase): ANAN…, Anan…,
+// anan….
+var phaseWords = func() (w [api.NumPhases]words) {
+	for p := range api.Phase(api.NumPhases) {
+		b := w[p][:0]
+		for i := 0; i < periodTokens; i++ {
+			b = api.AppendPhaseToken(b, p, i)
+		}
 	}
-	return p
+	return w
 }()
 
 // Bounds on the content kept once it differs from the expected text, for the
@@ -35,10 +41,11 @@ const (
 // not match it stops recognising tokens and keeps the rest of the content
 // (bounded) for problem, which runs once, when the stream ends.
 type matcher struct {
-	expect   int   // bytes of content expected (4 per token); <= 0: unknown
-	pos      int   // bytes of the expected text received, in order
-	phase    int   // pos mod periodBytes
-	received int64 // content bytes received in all
+	words    *words // the phase's token texts
+	expect   int    // bytes of content expected (4 per token); <= 0: unknown
+	pos      int    // bytes of the expected text received, in order
+	phase    int    // pos mod periodBytes
+	received int64  // content bytes received in all
 
 	diverged bool
 	from     int    // the token boundary at or before the first unexpected byte
@@ -47,8 +54,14 @@ type matcher struct {
 	dropped  int64 // content bytes beyond limit
 }
 
-func newMatcher(expectTokens int) matcher {
-	return matcher{expect: max(expectTokens, 0) * api.TokenLen}
+// newMatcher returns the matcher of the visible text of expectTokens
+// tokens (<= 0: unknown).
+func newMatcher(expectTokens int) matcher { return newPhaseMatcher(api.PhaseText, expectTokens) }
+
+// newPhaseMatcher returns the matcher of phase p's text of expectTokens
+// tokens (<= 0: unknown).
+func newPhaseMatcher(p api.Phase, expectTokens int) matcher {
+	return matcher{words: &phaseWords[p], expect: max(expectTokens, 0) * api.TokenLen}
 }
 
 // feed takes the content text of one event. It returns the tokens the text
@@ -59,8 +72,9 @@ func (m *matcher) feed(text []byte) (first, n int, whole bool) {
 	m.received += int64(len(text))
 	start := m.pos
 	if !m.diverged {
+		w := m.words
 		for i, c := range text {
-			if (m.expect > 0 && m.pos >= m.expect) || c != period[m.phase] {
+			if (m.expect > 0 && m.pos >= m.expect) || c != w[m.phase] {
 				m.diverge()
 				m.keep(text[i:])
 				break
@@ -90,7 +104,7 @@ func (m *matcher) diverge() {
 	}
 	// The part of that token that did arrive as expected.
 	for p := m.from; p < m.pos; p++ {
-		m.rest = append(m.rest, period[p%periodBytes])
+		m.rest = append(m.rest, m.words[p%periodBytes])
 	}
 }
 

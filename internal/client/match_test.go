@@ -90,26 +90,30 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, d uint8, body, cuts []byte) {
 		o := &Options{Dialect: dialectStreams[int(d)%len(dialectStreams)].d, ExpectTokens: 3, IncludeUsage: true}
 		rec := &result.Request{}
-		r := newReader(rec, o)
-		defer r.close()
-		if r.feed([]byte(sseHead+"\r\n"), 1) {
-			t.Fatal(rec.Failure.Error())
-		}
-		ended := false
-		for _, c := range cuts {
-			k := min(int(c), len(body))
-			if ended = r.feed(body[:k], 2); ended {
-				break
-			}
-			body = body[k:]
-		}
-		if !ended {
-			r.feed(body, 3)
-		}
-		for i, tok := range rec.Tokens {
-			if int(tok.Index) != i {
-				t.Fatalf("token %d has index %d", i, tok.Index)
+		feedCuts(t, rec, o, body, cuts)
+		for i := range rec.Tokens {
+			if index := rec.TokenIndex(i); int(index) != i {
+				t.Fatalf("token %d has index %d", i, index)
 			}
 		}
 	})
+}
+
+// feedCuts feeds a response head, then body cut after each of cuts bytes
+// (the rest last), to a reader with options o, until the response ends.
+func feedCuts(t *testing.T, rec *result.Request, o *Options, body, cuts []byte) {
+	t.Helper()
+	r := newReader(rec, o)
+	defer r.close()
+	if r.feed([]byte(sseHead+"\r\n"), 2) {
+		t.Fatal(rec.Failure.Error())
+	}
+	for i, c := range cuts {
+		k := min(int(c), len(body))
+		if r.feed(body[:k], int64(3+i)) {
+			return
+		}
+		body = body[k:]
+	}
+	r.feed(body, 1000)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/sse-latency/sse-latency/internal/api"
@@ -46,7 +47,16 @@ type reader struct {
 	eventLen int
 	text     []byte // an escaped content string, resolved
 
+	// The content of each phase, followed against what the server emits:
+	// the visible text, the reasoning, the tool call's arguments. base is
+	// the Index of each phase's first token (rec.Reasoning and
+	// rec.ToolCall lay them out); extra counts the bytes of a phase that
+	// was not asked for (rec.Reasoning or rec.ToolCall 0).
 	match     matcher
+	reasoning matcher
+	args      argMatcher
+	base      [api.NumPhases]int32
+	extra     [api.NumPhases]int64
 	finished  bool // a finish event arrived
 	usage     bool // a usage object arrived
 	wantUsage bool
@@ -62,11 +72,15 @@ type reader struct {
 }
 
 func newReader(rec *result.Request, o *Options) *reader {
+	rec.Reasoning, rec.ToolCall = max(o.Reasoning, 0), max(o.ToolCall, 0)
 	return &reader{
 		rec:       rec,
 		received:  o.Received,
 		dialect:   o.Dialect,
 		match:     newMatcher(o.ExpectTokens),
+		reasoning: newPhaseMatcher(api.PhaseReasoning, rec.Reasoning),
+		args:      newArgMatcher(rec.ToolCall),
+		base:      [...]int32{0, int32(rec.Reasoning), int32(rec.Reasoning + rec.ToolCall)},
 		wantUsage: o.IncludeUsage,
 		remain:    -1,
 	}
@@ -77,6 +91,7 @@ func newReader(rec *result.Request, o *Options) *reader {
 func (r *reader) feed(p []byte, now int64) bool {
 	r.rec.Bytes += int64(len(p))
 	r.now = now
+	r.silence(now)
 	defer func() { r.readIdx++ }()
 	if !r.gotHead {
 		var ended bool
@@ -86,6 +101,9 @@ func (r *reader) feed(p []byte, now int64) bool {
 	}
 	before := len(r.rec.Tokens)
 	ended := r.body(p, now)
+	// The head is parsed: its buffer goes (r.rest may still point into
+	// it, for the drain that follows at once).
+	r.head = nil
 	if got := len(r.rec.Tokens) - before; got > 0 {
 		r.rec.MaxTokensPerRead = max(r.rec.MaxTokensPerRead, got)
 		if r.received != nil {
@@ -128,7 +146,7 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 		}
 		r.rec.HeadAt = r.now
 		if h.Proto != "" {
-			r.rec.Proto = h.Proto
+			r.rec.Proto = ownProto(h.Proto)
 		}
 		r.gotHead = true
 		r.chunked = h.Chunked
@@ -144,6 +162,19 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 		}
 		return r.head[n:], false
 	}
+}
+
+// ownProto returns the protocol of a head as a string of its own: h.Proto
+// is cut from the whole head, which the record would otherwise keep alive
+// as long as itself (thousands of records in flight).
+func ownProto(p string) string {
+	switch p {
+	case ProtoHTTP1:
+		return ProtoHTTP1
+	case "HTTP/1.0":
+		return "HTTP/1.0"
+	}
+	return strings.Clone(p)
 }
 
 // nonSuccess handles the head of a final response with a status other than
@@ -378,10 +409,17 @@ func (r *reader) sse(data []byte, now int64) bool {
 				if len(name) <= maxEventName {
 					r.eventLen = copy(r.event[:], name)
 				}
+				if string(name) == "ping" {
+					r.rec.Pings++
+				}
+			} else if line[0] == ':' {
+				r.rec.Comments++
 			}
 			continue
 		}
-		r.rec.Events++
+		if r.rec.Events++; r.rec.Events == 1 {
+			r.rec.FirstEventAt = now
+		}
 		if r.handle(payload, now) {
 			return true
 		}
@@ -407,17 +445,48 @@ func eventField(line []byte) ([]byte, bool) {
 	return v, true
 }
 
+// silence records, for a Read that returned data at now, the time
+// without a byte before it (from the request's write, for the first).
+func (r *reader) silence(now int64) {
+	last := r.rec.LastReadAt
+	if last == 0 {
+		last = r.rec.Sent
+	}
+	if last > 0 && now-last > r.rec.MaxSilence {
+		r.rec.MaxSilence = now - last
+	}
+	r.rec.LastReadAt = now
+}
+
+// maxQuotedEvent bounds what a failure quotes of an event.
+const maxQuotedEvent = 200
+
 // handle scans one data payload. It returns true when the stream has ended
 // (rec.Failure set: ok or not).
 func (r *reader) handle(payload []byte, now int64) bool {
 	ev := api.ScanEvent(r.dialect, r.event[:r.eventLen], payload)
-	if ev.Flags&api.HasContent != 0 && len(ev.Content) > 0 {
-		text := ev.Content
-		if ev.Escaped {
-			r.text, _ = api.AppendUnescaped(r.text[:0], text)
-			text = r.text
+	if ev.Flags&api.Malformed != 0 {
+		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unreadable reasoning or tool-call event: " + r.quote(payload)}
+		return true
+	}
+	if ev.Flags&(api.HasContent|api.HasReasoning|api.HasArguments) != 0 {
+		// In phase order, should a gateway have merged phases into one
+		// event; the event's pi_ts is then no single token's.
+		piTs := ev.PiTs
+		if texts := min(len(ev.Reasoning), 1) + min(len(ev.Arguments), 1) + min(len(ev.Content), 1); texts > 1 {
+			piTs = 0
 		}
-		r.content(text, ev.PiTs, now)
+		for p := range api.Phase(api.NumPhases) {
+			text, escaped := ev.Text(p)
+			if len(text) == 0 {
+				continue
+			}
+			if escaped {
+				r.text, _ = api.AppendUnescaped(r.text[:0], text)
+				text = r.text
+			}
+			r.content(p, text, piTs, now)
+		}
 	}
 	if ev.Flags&api.Finish != 0 {
 		r.finished = true
@@ -436,14 +505,37 @@ func (r *reader) handle(payload []byte, now int64) bool {
 	return false
 }
 
-// content matches the text of one event against the expected text and
-// records the tokens it completes. The event's pi_ts is used only when the
-// event carried exactly one whole token.
-func (r *reader) content(text []byte, piTs int64, now int64) {
-	first, n, whole := r.match.feed(text)
-	for k := first; k < first+n; k++ {
-		r.rec.Tokens = append(r.rec.Tokens, result.Token{Arrived: now, Read: r.readIdx, Index: int32(k)})
+// quote renders the current event for a failure text: its name and
+// payload, escaped and bounded.
+func (r *reader) quote(payload []byte) string {
+	s := string(payload)
+	if r.eventLen > 0 {
+		s = "event: " + string(r.event[:r.eventLen]) + " data: " + s
 	}
+	return printable(s, true, maxQuotedEvent)
+}
+
+// content matches the text of phase p in one event against the expected
+// text and records the tokens it completes. The event's pi_ts is used only
+// when the event carried exactly one whole token.
+func (r *reader) content(p api.Phase, text []byte, piTs int64, now int64) {
+	if at := [...]*int64{&r.rec.FirstReasoningAt, &r.rec.FirstToolCallAt, &r.rec.FirstTextAt}[p]; *at == 0 {
+		*at = now
+	}
+	var first, n int
+	var whole bool
+	switch {
+	case p == api.PhaseReasoning && r.rec.Reasoning > 0:
+		first, n, whole = r.reasoning.feed(text)
+	case p == api.PhaseToolCall && r.rec.ToolCall > 0:
+		first, n, whole = r.args.feed(text)
+	case p == api.PhaseText:
+		first, n, whole = r.match.feed(text)
+	default: // a phase that was not asked for
+		r.extra[p] += int64(len(text))
+		return
+	}
+	r.rec.AppendTokens(n, r.base[p]+int32(first), r.readIdx, now)
 	if whole && n == 1 && piTs > 0 {
 		r.rec.Tokens[len(r.rec.Tokens)-1].Emitted = piTs
 		r.rec.ByPiTs++
@@ -453,8 +545,11 @@ func (r *reader) content(text []byte, piTs int64, now int64) {
 // verdict is the outcome of a stream that ended with its terminal event:
 // ok, or what it lacked.
 func (r *reader) verdict() result.Failure {
-	if r.match.received == 0 {
+	if r.match.received == 0 && r.reasoning.received == 0 && r.args.received == 0 && r.extra == [api.NumPhases]int64{} {
 		return result.Failure{Kind: result.NoTokens}
+	}
+	if p := r.phaseProblem(); p != "" {
+		return result.Failure{Kind: result.Integrity, Detail: p}
 	}
 	if p := r.match.problem(); p != "" {
 		return result.Failure{Kind: result.Integrity, Detail: p}
@@ -470,6 +565,34 @@ func (r *reader) verdict() result.Failure {
 	}
 	return result.Failure{}
 }
+
+// phaseProblem returns what is wrong with the phases before the text, in
+// their order, "" when nothing: a phase that came although none was asked
+// for; a reasoning that came but differs from the emitted one (one that
+// did not come at all is no failure: gateways drop reasoning, and the
+// record shows it); a tool call whose arguments differ from the emitted
+// JSON, or that did not come.
+func (r *reader) phaseProblem() string {
+	if n := r.extra[api.PhaseReasoning]; n > 0 {
+		return "reasoning: " + unasked(n)
+	}
+	if r.reasoning.received > 0 {
+		if p := r.reasoning.problem(); p != "" {
+			return "reasoning: " + p
+		}
+	}
+	if n := r.extra[api.PhaseToolCall]; n > 0 {
+		return "tool call: " + unasked(n)
+	}
+	if r.rec.ToolCall > 0 {
+		if p := r.args.problem(); p != "" {
+			return "tool call: " + p
+		}
+	}
+	return ""
+}
+
+func unasked(n int64) string { return strconv.FormatInt(n, 10) + " bytes received, none asked for" }
 
 // endOfStream classifies a Read error that arrived before the terminal
 // event.

@@ -15,31 +15,20 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
-	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // ourServer starts the dummy server with an emission registry.
 func ourServer(t *testing.T) (addr string, reg *emission.Registry) {
 	t.Helper()
-	reg = emission.New()
-	srv := server.New(testutil.Listen(t), server.Config{Tokens: 1, DelayMs: 0.2, Emissions: reg})
-	testutil.Serve(t, srv)
-	return srv.Addr().String(), reg
+	return phaseServer(t, api.ReasoningContent)
 }
 
 // strippingProxy is a gateway that re-serialises nothing but removes every
 // pi_ts from the events, the way one that drops unknown fields would.
 func strippingProxy(t *testing.T, backend string) string {
 	t.Helper()
-	u, _ := url.Parse("http://" + backend)
-	p := httputil.NewSingleHostReverseProxy(u)
-	p.FlushInterval = -1
-	p.ModifyResponse = func(r *http.Response) error {
-		r.Body = &stripper{rc: r.Body}
-		return nil
-	}
-	return proxyServer(t, p)
+	return eventGateway(t, backend, stripPiTs)
 }
 
 // proxyServer serves an in-process gateway, in full duplex as a proxy
@@ -53,35 +42,11 @@ func proxyServer(t *testing.T, h http.Handler) string {
 
 var piTsField = regexp.MustCompile(`,"pi_ts":[0-9]+|"pi_ts":[0-9]+,`)
 
-// stripper passes whole SSE events on, without their pi_ts.
-type stripper struct {
-	rc  io.ReadCloser
-	buf []byte // bytes read, not yet a whole event
-	out []byte // rewritten events, not yet returned
+// stripPiTs passes an event on without its pi_ts.
+func stripPiTs(ev sseEv) []sseEv {
+	ev.data = piTsField.ReplaceAllString(ev.data, "")
+	return []sseEv{ev}
 }
-
-func (s *stripper) Read(p []byte) (int, error) {
-	for len(s.out) == 0 {
-		var tmp [4096]byte
-		n, err := s.rc.Read(tmp[:])
-		s.buf = append(s.buf, tmp[:n]...)
-		if i := bytes.LastIndex(s.buf, []byte("\n\n")); i >= 0 {
-			s.out = piTsField.ReplaceAll(s.buf[:i+2], nil)
-			s.buf = append([]byte(nil), s.buf[i+2:]...)
-		}
-		if err != nil {
-			if len(s.out) == 0 {
-				return 0, err
-			}
-			break
-		}
-	}
-	n := copy(p, s.out)
-	s.out = s.out[n:]
-	return n, nil
-}
-
-func (s *stripper) Close() error { return s.rc.Close() }
 
 // TestAgainstOurServer runs every dialect against the dummy server, then
 // through a gateway that strips pi_ts: the first measures every token by
@@ -108,9 +73,9 @@ func TestAgainstOurServer(t *testing.T) {
 					t.Errorf("%d tokens by pi_ts, %d by content; want %d, %d", rec.ByPiTs, rec.ByContent, via.byPiTs, via.byContnt)
 				}
 				for i, tok := range rec.Tokens {
-					if int(tok.Index) != i || tok.Emitted <= 0 || tok.Arrived < tok.Emitted || tok.Arrived < rec.Sent {
+					if index := rec.TokenIndex(i); int(index) != i || tok.Emitted <= 0 || tok.Arrived < tok.Emitted || tok.Arrived < rec.Sent {
 						t.Errorf("token %d: index %d, emitted %d, arrived %d, sent %d: want index %d and sent, emitted <= arrived",
-							i, tok.Index, tok.Emitted, tok.Arrived, rec.Sent, i)
+							i, index, tok.Emitted, tok.Arrived, rec.Sent, i)
 					}
 				}
 			})
@@ -137,7 +102,7 @@ func TestPromptMarkerSurvives(t *testing.T) {
 		r.ContentLength = int64(len(body))
 	}}
 	p.ModifyResponse = func(r *http.Response) error {
-		r.Body = &stripper{rc: r.Body}
+		r.Body = &eventRewriter{rc: r.Body, rewrite: stripPiTs}
 		return nil
 	}
 	gw := proxyServer(t, p)

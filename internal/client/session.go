@@ -36,6 +36,8 @@ type Session struct {
 
 	buf     []byte // the read buffer, ReadBufferSize
 	oneShot bool   // Request.Do's: the connection closes after the request, no drain
+
+	ev loopSession // the epoll engine's state (see Engine)
 }
 
 // NewSession returns a Session that sends q's requests.
@@ -45,6 +47,7 @@ func (q *Request) NewSession() *Session {
 
 // Close closes the session's connection, if one is open.
 func (s *Session) Close() error {
+	s.closeLoop()
 	var err error
 	switch {
 	case s.cc != nil:
@@ -54,6 +57,19 @@ func (s *Session) Close() error {
 	}
 	s.conn, s.raw, s.cc, s.stamp, s.id, s.proto = nil, nil, nil, nil, 0, ""
 	return err
+}
+
+// keptState is what the next request would find on the session's kept
+// connection (peek, on either engine); false when there is none and none
+// was lost. Only between requests (the tests await it).
+func (s *Session) keptState() (connState, bool) {
+	if st, ok, onLoop := s.loopKeptState(); onLoop {
+		return st, ok
+	}
+	if s.raw == nil {
+		return idle, false
+	}
+	return peek(s.raw), true
 }
 
 // attempt is how one try of a request ended.
@@ -91,6 +107,10 @@ const (
 // try.
 func (s *Session) Do(ctx context.Context, rec *result.Request) {
 	q := s.q
+	if q.onLoop() {
+		s.doLoop(ctx, rec)
+		return
+	}
 	rec.ID = q.ID(rec.Batch, rec.Index)
 	// Whatever the outcome, the tokens that arrived without a usable pi_ts
 	// get their emission times from the registry (and the entry is freed),
@@ -271,8 +291,8 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 	}
 	rec.Sent = clock.Now()
 
-	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
-		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
+	if n := q.expectedTokens(); cap(rec.Tokens) == 0 && n > 0 {
+		rec.Tokens = make([]result.Token, 0, n)
 	}
 	r := newReader(rec, &q.Options)
 	defer r.close()

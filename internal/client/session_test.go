@@ -142,7 +142,8 @@ func runSession(t *testing.T, o Options, n int, between func(s *Session)) []*res
 func awaitConn(t *testing.T, want connState) func(s *Session) {
 	return func(s *Session) {
 		testutil.Await(t, fmt.Sprintf("peek to find the kept connection in state %d", want), func() bool {
-			return s.raw != nil && peek(s.raw) == want
+			st, ok := s.keptState()
+			return ok && st == want
 		})
 	}
 }

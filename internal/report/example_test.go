@@ -6,7 +6,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/report"
 	"github.com/sse-latency/sse-latency/internal/result"
-	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
 // oneToken returns a request whose single token was emitted at 1 ms and
@@ -19,7 +19,7 @@ func oneToken(batch string, delay int64) *result.Request {
 }
 
 func ExampleWriteReport() {
-	loop, gw := stats.NewBatch(), stats.NewBatch()
+	loop, gw := summary.NewCollector(), summary.NewCollector()
 	for _, r := range []*result.Request{oneToken("loop", 10_000), oneToken("gw", 36_000)} {
 		if err := report.WriteRequestLine(os.Stdout, r); err != nil {
 			fmt.Println(err)
@@ -27,7 +27,8 @@ func ExampleWriteReport() {
 	}
 	loop.Add(oneToken("loop", 10_000))
 	gw.Add(oneToken("gw", 36_000))
-	if err := report.WriteReport(os.Stdout, loop, gw); err != nil {
+	run := summary.New(summary.Inputs{Loop: loop, Gateway: gw})
+	if err := report.WriteReport(os.Stdout, run); err != nil {
 		fmt.Println(err)
 	}
 	// Output:

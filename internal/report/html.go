@@ -9,11 +9,14 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/report/svg"
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -30,7 +33,7 @@ var htmlTemplate = template.Must(template.New("report.html.tmpl").ParseFS(htmlTe
 // inter-token gaps, the TTFT of each request), the stream figures, the
 // tool's own lateness and CPU, and the configuration. The page has inline
 // CSS, no script and no external reference; its bytes depend on d only.
-func WriteHTML(w io.Writer, d *Document) error {
+func WriteHTML(w io.Writer, d *rundoc.Document) error {
 	var b bytes.Buffer
 	if err := htmlTemplate.Execute(&b, newHTMLView(d)); err != nil {
 		return fmt.Errorf("html report: %w", err)
@@ -43,6 +46,7 @@ func WriteHTML(w io.Writer, d *Document) error {
 type htmlView struct {
 	Title    string
 	Meta     []string
+	Warnings []string // what the run warned of (Warnings), as the text report prints it
 	Verdict  *htmlVerdict
 	Batches  []htmlBatch
 	Overhead []htmlOverheadRow // nil without calibration
@@ -90,7 +94,6 @@ type htmlStreamRow struct {
 type htmlSelf struct {
 	Lateness *htmlMetricRow // nil when no emission was recorded
 	CPU      string
-	Warning  string
 }
 
 type htmlChart struct {
@@ -99,28 +102,25 @@ type htmlChart struct {
 }
 
 // newHTMLView formats d for the template.
-func newHTMLView(d *Document) htmlView {
+func newHTMLView(d *rundoc.Document) htmlView {
 	name := cmp.Or(d.Tool.Name, "sse-latency")
 	v := htmlView{
-		Title:   fmt.Sprintf("%s %s — run of %s", name, cmp.Or(d.Tool.Version, "(unknown version)"), htmlTime(d.Start)),
-		Meta:    htmlMeta(d),
-		Verdict: newHTMLVerdict(d.Verdict),
-		Self:    newHTMLSelf(&d.Self),
-		Charts:  htmlCharts(d.Batches),
-		Config:  htmlConfig(d.Config),
+		Title:    fmt.Sprintf("%s %s — run of %s", name, cmp.Or(d.Tool.Version, "(unknown version)"), htmlTime(d.Start)),
+		Meta:     htmlMeta(d),
+		Warnings: Warnings(d),
+		Verdict:  newHTMLVerdict(d.Verdict),
+		Self:     newHTMLSelf(&d.Self),
+		Charts:   htmlCharts(d.Batches),
+		Config:   htmlConfig(&d.Config),
 	}
 	for i := range d.Batches {
 		b := &d.Batches[i]
-		v.Batches = append(v.Batches, htmlBatch{
-			Title: fmt.Sprintf("%s — %s: %d requests, %d ok, %d failed, %d tokens",
-				htmlBatchTitle(b.Name), cmp.Or(b.Target, "?"), b.Requests, b.OK, b.Failed, b.Tokens),
-			Rows: []htmlMetricRow{
-				newHTMLMetricRow("TTFT (client)", &b.Metrics.TTFT),
-				newHTMLMetricRow("TTFT emit->recv(1st)", &b.Metrics.FirstEmitRecv),
-				newHTMLMetricRow("inter-token (client)", &b.Metrics.InterToken),
-				newHTMLMetricRow("emit->recv (tokens)", &b.Metrics.EmitRecv),
-			},
-		})
+		hb := htmlBatch{Title: fmt.Sprintf("%s — %s: %d requests, %d ok, %d failed, %d tokens",
+			cmp.Or(b.Title(), "batch"), cmp.Or(b.Target, "?"), b.Requests, b.OK, b.Failed, b.Tokens)}
+		for _, nm := range b.Metrics.Named() {
+			hb.Rows = append(hb.Rows, newHTMLMetricRow(nm.Name, nm.Metric))
+		}
+		v.Batches = append(v.Batches, hb)
 		for _, f := range b.Failures {
 			row := htmlFailureRow{Batch: b.Name, Kind: f.Kind, Count: f.Count}
 			for _, t := range f.Texts {
@@ -132,37 +132,22 @@ func newHTMLView(d *Document) htmlView {
 			v.Failures = append(v.Failures, row)
 		}
 		s := &b.Stream
-		tokens := s.ByPiTs + s.ByContent + s.Unmeasured
 		v.Stream = append(v.Stream, htmlStreamRow{Batch: b.Name, Cells: []string{
-			fmt.Sprint(tokens), fmt.Sprint(s.ByPiTs), fmt.Sprint(s.ByContent), fmt.Sprint(s.Unmeasured),
+			fmt.Sprint(s.Received()), fmt.Sprint(s.ByPiTs), fmt.Sprint(s.ByContent), fmt.Sprint(s.Unmeasured),
 			fmt.Sprint(s.Reads), fmt.Sprint(s.Events), byteSize(s.Bytes),
 			fmt.Sprint(s.MaxTokensPerRead), fmt.Sprint(s.IntegrityErrors),
 		}})
 	}
-	if o := d.Overhead; o != nil {
-		v.Overhead = []htmlOverheadRow{
-			newHTMLOverheadRow("emit->recv (1st token)", o.FirstEmitRecv),
-			newHTMLOverheadRow("emit->recv (tokens)", o.EmitRecv),
-			newHTMLOverheadRow("TTFT (client)", o.TTFT),
-			newHTMLOverheadRow("inter-token (client)", o.InterToken),
+	if d.Overhead != nil {
+		for _, l := range d.Overhead.Named() {
+			v.Overhead = append(v.Overhead, newHTMLOverheadRow(l.Name, l.Delta))
 		}
 	}
 	return v
 }
 
-// htmlBatchTitle is the text report's title of a batch.
-func htmlBatchTitle(name string) string {
-	switch name {
-	case "loopback":
-		return LoopbackTitle
-	case "gateway":
-		return GatewayTitle
-	}
-	return cmp.Or(name, "batch")
-}
-
 // htmlMeta describes the run: when, how it ended, where.
-func htmlMeta(d *Document) []string {
+func htmlMeta(d *rundoc.Document) []string {
 	when := "started " + htmlTime(d.Start)
 	if !d.End.IsZero() {
 		when += ", ended " + htmlTime(d.End)
@@ -209,7 +194,7 @@ func htmlMs(v float64) string {
 // report does.
 func htmlSigned(v float64) string { return fmt.Sprintf("%+.3f", v) }
 
-func newHTMLMetricRow(name string, m *Metric) htmlMetricRow {
+func newHTMLMetricRow(name string, m *summary.Metric) htmlMetricRow {
 	r := htmlMetricRow{Name: name, N: m.N}
 	if m.N == 0 {
 		return r
@@ -220,7 +205,7 @@ func newHTMLMetricRow(name string, m *Metric) htmlMetricRow {
 	return r
 }
 
-func newHTMLOverheadRow(name string, d *Delta) htmlOverheadRow {
+func newHTMLOverheadRow(name string, d *summary.Delta) htmlOverheadRow {
 	r := htmlOverheadRow{Name: name}
 	if d != nil {
 		r.Cells = []string{htmlSigned(d.MeanMs), htmlSigned(d.P50Ms), htmlSigned(d.P95Ms), htmlSigned(d.P99Ms)}
@@ -228,62 +213,25 @@ func newHTMLOverheadRow(name string, d *Delta) htmlOverheadRow {
 	return r
 }
 
-// newHTMLVerdict words the verdict as the text block does (WriteVerdict).
-func newHTMLVerdict(v *VerdictInfo) *htmlVerdict {
+// newHTMLVerdict words the verdict as the text block does: the same
+// sentences (verdictWords), each figure after its label and a colon.
+func newHTMLVerdict(v *verdict.Verdict) *htmlVerdict {
 	if v == nil {
 		return nil
 	}
-	vv := &htmlVerdict{Class: v.Class, Causes: v.Causes}
-	loop := ""
-	if v.LoopCoalesced >= 0 {
-		loop = fmt.Sprintf(" (loopback %.1f%%)", 100*v.LoopCoalesced)
+	t := verdictWords(*v)
+	hv := &htmlVerdict{Class: t.Class.String(), Headline: t.Headline, Causes: t.Causes}
+	for _, l := range t.Lines {
+		hv.Lines = append(hv.Lines, l.Label+": "+l.Text)
 	}
-	added := func() string {
-		name, what := "emit->recv (gateway)", "no calibration to subtract"
-		if v.Relative {
-			name, what = "added emit->recv", "gateway minus loopback"
-		}
-		return fmt.Sprintf("%s: mean %+.3f ms, p50 %+.3f ms, p99 %+.3f ms (%s)", name, v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms, what)
+	if t.Note != "" {
+		hv.Lines = append(hv.Lines, t.Note)
 	}
-	switch v.Class {
-	case "buffers":
-		vv.Headline = fmt.Sprintf("gateway buffers: %.1f%% of %d tokens in bursts%s", 100*v.CoalescedFraction, v.Tokens, loop)
-		if v.Bursts > 0 || v.BurstSizeMax >= 2 {
-			every := "at most one per response"
-			if v.BurstPeriodMs > 0 {
-				every = fmt.Sprintf("one every ~%.2f ms", v.BurstPeriodMs)
-			}
-			vv.Lines = append(vv.Lines, fmt.Sprintf("bursts: typical %.0f tokens, max %d, %s; tokens emitted every %.2f ms",
-				v.BurstSizeP50, v.BurstSizeMax, every, v.EmitGapMs))
-		}
-		vv.Lines = append(vv.Lines, added())
-	case "flushes":
-		vv.Headline = fmt.Sprintf("gateway flushes every event: %.1f%% of %d tokens in bursts%s, emitted every %.2f ms",
-			100*v.CoalescedFraction, v.Tokens, loop, v.EmitGapMs)
-		vv.Lines = append(vv.Lines, added())
-	default:
-		vv.Class = "unknown"
-		vv.Headline = "verdict: unknown — " + cmp.Or(v.Reason, "no reason given")
-	}
-	if v.FirstTokenHold {
-		hold := fmt.Sprintf("first token held: %+.2f ms beyond the following tokens", v.FirstTokenHoldMs)
-		if v.HoldRequests > 0 {
-			hold += fmt.Sprintf("' %.2f ms (p50 over %d requests)", v.FollowingMs, v.HoldRequests)
-		}
-		vv.Lines = append(vv.Lines, hold)
-	}
-	if v.Noisy || v.LoopCoalesced >= verdict.NoisyLoopFraction {
-		vv.Lines = append(vv.Lines, fmt.Sprintf("note: the calibration itself had %.1f%% of its tokens in bursts: "+
-			"the tool was overloaded; lower -c or raise -d for a sharper verdict", 100*v.LoopCoalesced))
-	}
-	return vv
+	return hv
 }
 
-func newHTMLSelf(s *Self) htmlSelf {
-	v := htmlSelf{
-		CPU:     fmt.Sprintf("CPU: %.3f s user, %.3f s system", s.UserS, s.SystemS),
-		Warning: s.Warning,
-	}
+func newHTMLSelf(s *summary.Self) htmlSelf {
+	v := htmlSelf{CPU: fmt.Sprintf("CPU: %.3f s user, %.3f s system", s.UserS, s.SystemS)}
 	if s.Lateness.N > 0 {
 		r := newHTMLMetricRow("emission lateness", &s.Lateness)
 		v.Lateness = &r
@@ -291,16 +239,17 @@ func newHTMLSelf(s *Self) htmlSelf {
 	return v
 }
 
-// htmlConfig indents the configuration's JSON.
-func htmlConfig(raw json.RawMessage) string {
-	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+// htmlConfig indents the configuration's JSON; a zero configuration (a
+// document that recorded none) is "(not recorded)".
+func htmlConfig(c *rundoc.Config) string {
+	if reflect.ValueOf(*c).IsZero() {
 		return "(not recorded)"
 	}
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		return string(raw)
+	js, err := json.MarshalIndent(c, "", "  ")
+	if err != nil { // a NaN or ±Inf setting, which the command line refuses
+		return fmt.Sprintf("%+v", *c)
 	}
-	return b.String()
+	return string(js)
 }
 
 // Chart colours: loopback blue, gateway orange; the representative
@@ -323,7 +272,7 @@ func htmlColor(i int, name string) string {
 }
 
 // htmlCharts draws the four htmlCharts.
-func htmlCharts(bs []Batch) []htmlChart {
+func htmlCharts(bs []summary.Batch) []htmlChart {
 	var out []htmlChart
 	add := func(c *svg.Chart, caption string) {
 		out = append(out, htmlChart{SVG: template.HTML(c.String()), Caption: caption})
@@ -342,7 +291,7 @@ func htmlCharts(bs []Batch) []htmlChart {
 
 // htmlCDFChart is the CDF of emit->recv (tokens after the first) per batch: the
 // cumulative share of samples at each histogram bucket's midpoint.
-func htmlCDFChart(bs []Batch) *svg.Chart {
+func htmlCDFChart(bs []summary.Batch) *svg.Chart {
 	c := &svg.Chart{
 		Title: "emit->recv CDF (tokens after the first)",
 		X:     svg.Axis{Label: "emit->recv (ms, log scale)", Log: true},
@@ -371,7 +320,7 @@ func htmlBucketMidMs(k stats.Bucket) float64 {
 }
 
 // htmlSeriesChart plots the representative requests' per-token delays.
-func htmlSeriesChart(bs []Batch) *svg.Chart {
+func htmlSeriesChart(bs []summary.Batch) *svg.Chart {
 	c := &svg.Chart{
 		Title: "emit->recv per token, representative requests",
 		X:     svg.Axis{Label: "arrival since request sent (ms)", Zero: true},
@@ -425,7 +374,7 @@ const htmlGapLogRatio = 1000
 // shared by all batches: linear, or logarithmic when the gaps span more
 // than htmlGapLogRatio (gaps of 0 — tokens of one read — then count in the
 // first bin, which the returned caption note says).
-func htmlGapChart(bs []Batch) (*svg.Chart, string) {
+func htmlGapChart(bs []summary.Batch) (*svg.Chart, string) {
 	c := &svg.Chart{
 		Title: "inter-token gaps",
 		X:     svg.Axis{Label: "gap between consecutive arrivals (ms)"},
@@ -500,7 +449,7 @@ func htmlGapChart(bs []Batch) (*svg.Chart, string) {
 
 // htmlTTFTChart plots each sampled request's TTFT against its index; requests
 // that received no token are left out.
-func htmlTTFTChart(bs []Batch) *svg.Chart {
+func htmlTTFTChart(bs []summary.Batch) *svg.Chart {
 	c := &svg.Chart{
 		Title: "TTFT per request",
 		X:     svg.Axis{Label: "request index", Zero: true},
@@ -508,7 +457,7 @@ func htmlTTFTChart(bs []Batch) *svg.Chart {
 	}
 	for i, b := range bs {
 		reqs := slices.Clone(b.Samples.Requests)
-		slices.SortStableFunc(reqs, func(x, y RequestSample) int { return cmp.Compare(x.Index, y.Index) })
+		slices.SortStableFunc(reqs, func(x, y summary.RequestSample) int { return cmp.Compare(x.Index, y.Index) })
 		var pts []svg.Point
 		for _, r := range reqs {
 			if r.TTFTMs >= 0 {

@@ -3,16 +3,18 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sse-latency/sse-latency/internal/result"
-	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
 // WriteStream writes the stream block (Go tool only; the CLI omits it under
-// --compat), after the verdict: for each batch, how the emission time of
-// its tokens was found and how the tokens travelled. The loopback line
-// appears only when loop is not nil (a calibration batch ran).
+// --compat), after the verdict: for each batch of s, how the emission time
+// of its tokens was found and how the tokens travelled. The loopback line
+// appears only when a calibration batch ran.
 //
 //	=== stream ===
 //	loopback   600 tokens: 600 by pi_ts, 0 by content, 0 unmeasured; 603 reads, 606 events, 141.2 KB; up to 1 token per read
@@ -42,56 +44,61 @@ import (
 // percentile of each phase of the time to first token that has samples.
 // start-lateness: open loop only, how late requests started against their
 // schedule.
-func WriteStream(w io.Writer, loop, gw *stats.Batch) error {
+func WriteStream(w io.Writer, s *summary.Run) error {
+	loop, gw := s.Loop(), s.Gateway()
 	p := printer{w: w}
 	p.printf("=== stream ===\n")
 	if loop != nil {
-		streamLine(&p, "loopback", loop, loop.IntegrityErrors > 0)
+		streamLine(&p, loop, loop.Stream.IntegrityErrors > 0)
 	}
-	streamLine(&p, "gateway", gw, true)
-	if loop != nil {
-		transportLines(&p, "loopback", loop)
+	if gw != nil {
+		streamLine(&p, gw, true)
 	}
-	transportLines(&p, "gateway", gw)
+	for _, b := range []*summary.Batch{loop, gw} {
+		if b != nil {
+			transportLines(&p, b)
+		}
+	}
 	return p.err
 }
 
 // transportLines writes the connections, phases, start-lateness and
 // warm-up lines of one batch, those it has data for.
-func transportLines(p *printer, name string, b *stats.Batch) {
-	if hasConnections(b) {
-		p.printf("%-14s %-8s %d opened", "connections", name, b.Opened)
-		if b.WarmConnections > 0 {
-			p.printf(" (+%d by warm-up)", b.WarmConnections)
+func transportLines(p *printer, b *summary.Batch) {
+	name := b.Name
+	if c := b.Connections; c != nil {
+		p.printf("%-14s %-8s %d opened", "connections", name, c.Opened)
+		if c.OpenedByWarmup > 0 {
+			p.printf(" (+%d by warm-up)", c.OpenedByWarmup)
 		}
-		p.printf(", %.1f requests each, %d reuse %s", b.RequestsPerConnection(),
-			b.ReuseFailures, plural(int64(b.ReuseFailures), "failure"))
-		if b.Poisoned > 0 {
-			p.printf(", %d poisoned", b.Poisoned)
+		p.printf(", %.1f requests each, %d reuse %s", c.RequestsPerConnection,
+			c.ReuseFailures, plural(int64(c.ReuseFailures), "failure"))
+		if c.Poisoned > 0 {
+			p.printf(", %d poisoned", c.Poisoned)
 		}
-		for i, proto := range sortedKeys(b.Protocols) {
+		for i, proto := range slices.Sorted(maps.Keys(c.Protocols)) {
 			sep := ", "
 			if i == 0 {
 				sep = "; "
 			}
-			p.printf("%s%s %d", sep, proto, b.Protocols[proto])
+			p.printf("%s%s %d", sep, proto, c.Protocols[proto])
 		}
 		p.printf("\n")
 	}
-	if hasPhases(b) {
+	if ph := b.Phases; ph != nil {
 		p.printf("%-14s %-8s p50/p99 ms:", "phases", name)
 		sep := " "
-		for _, ph := range b.Phases() {
-			if m := ph.Metric; m.N() > 0 {
-				p.printf("%s%s %.3f/%.3f", sep, ph.Name, ms(m.Percentile(0.50)), ms(m.Percentile(0.99)))
+		for _, nm := range ph.Named() {
+			if m := nm.Metric; m.N > 0 {
+				p.printf("%s%s %.3f/%.3f", sep, nm.Name, m.P50Ms, m.P99Ms)
 				sep = ", "
 			}
 		}
 		p.printf("\n")
 	}
-	if m := b.StartLateness; m.N() > 0 {
+	if m := b.StartLateness; m != nil && m.N > 0 {
 		p.printf("%-14s %-8s n=%d  mean %.3f  p50 %.3f  p99 %.3f  max %.3f ms\n", "start-lateness", name,
-			m.N(), m.Mean()/nsPerMs, ms(m.Percentile(0.50)), ms(m.Percentile(0.99)), ms(m.Max()))
+			m.N, m.MeanMs, m.P50Ms, m.P99Ms, m.MaxMs)
 	}
 	if b.Warmup > 0 {
 		p.printf("%-14s %-8s %d %s, left out of the statistics\n", "warm-up", name, b.Warmup, plural(int64(b.Warmup), "request"))
@@ -163,14 +170,15 @@ func PhasesLine(r *result.Request) string {
 }
 
 // streamLine writes the line of one batch.
-func streamLine(p *printer, name string, b *stats.Batch, integrity bool) {
-	tokens := b.ByPiTs + b.ByContent + b.Unmeasured
+func streamLine(p *printer, b *summary.Batch, integrity bool) {
+	s := &b.Stream
+	tokens := s.Received()
 	p.printf("%-10s %d %s: %d by pi_ts, %d by content, %d unmeasured; %d %s, %d %s, %s; up to %d %s per read",
-		name, tokens, plural(tokens, "token"), b.ByPiTs, b.ByContent, b.Unmeasured,
-		b.Reads, plural(b.Reads, "read"), b.Events, plural(b.Events, "event"), byteSize(b.Bytes),
-		b.MaxTokensPerRead, plural(int64(b.MaxTokensPerRead), "token"))
+		b.Name, tokens, plural(tokens, "token"), s.ByPiTs, s.ByContent, s.Unmeasured,
+		s.Reads, plural(s.Reads, "read"), s.Events, plural(s.Events, "event"), byteSize(s.Bytes),
+		s.MaxTokensPerRead, plural(int64(s.MaxTokensPerRead), "token"))
 	if integrity {
-		p.printf("; %d integrity %s", b.IntegrityErrors, plural(int64(b.IntegrityErrors), "error"))
+		p.printf("; %d integrity %s", s.IntegrityErrors, plural(int64(s.IntegrityErrors), "error"))
 	}
 	p.printf("\n")
 }

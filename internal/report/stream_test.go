@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
 // streamBatch returns a batch with the given stream counters.
@@ -19,6 +20,10 @@ func streamBatch(byPiTs, byContent, unmeasured, reads, events, bytes int64, maxP
 	b.MaxTokensPerRead, b.IntegrityErrors = maxPerRead, integrity
 	return b
 }
+
+// streamRun is the summary of a run of these batches (loop nil: no
+// calibration).
+func streamRun(c struct{ loop, gw *stats.Batch }) *summary.Run { return runOf(c.loop, c.gw) }
 
 var streamCases = map[string]struct{ loop, gw *stats.Batch }{
 	// A calibration and a gateway that strips pi_ts and merges deltas.
@@ -41,7 +46,7 @@ var streamCases = map[string]struct{ loop, gw *stats.Batch }{
 func TestStreamGolden(t *testing.T) {
 	for name, c := range streamCases {
 		var b bytes.Buffer
-		if err := WriteStream(&b, c.loop, c.gw); err != nil {
+		if err := WriteStream(&b, streamRun(c)); err != nil {
 			t.Fatalf("WriteStream(%s): %v", name, err)
 		}
 		path := filepath.Join("testdata", "stream_"+name+".golden")
@@ -65,7 +70,7 @@ func TestStreamGolden(t *testing.T) {
 func TestStreamLines(t *testing.T) {
 	c := streamCases["merging"]
 	var b bytes.Buffer
-	if err := WriteStream(&b, c.loop, c.gw); err != nil {
+	if err := WriteStream(&b, streamRun(c)); err != nil {
 		t.Fatal(err)
 	}
 	want := "=== stream ===\n" +
@@ -75,7 +80,7 @@ func TestStreamLines(t *testing.T) {
 		t.Errorf("WriteStream =\n%s\nwant\n%s", b.String(), want)
 	}
 	b.Reset()
-	if err := WriteStream(&b, nil, streamCases["integrity_no_calibration"].gw); err != nil {
+	if err := WriteStream(&b, runOf(nil, streamCases["integrity_no_calibration"].gw)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "loopback") || !strings.Contains(b.String(), "20 tokens: 10 by pi_ts, 3 by content, 7 unmeasured; 5 reads, 24 events, 999 B; up to 8 tokens per read; 2 integrity errors\n") {
@@ -99,7 +104,7 @@ type failingWriter struct{}
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 func TestStreamWriteError(t *testing.T) {
-	if err := WriteStream(failingWriter{}, nil, stats.NewBatch()); err == nil {
+	if err := WriteStream(failingWriter{}, runOf(nil, stats.NewBatch())); err == nil {
 		t.Error("WriteStream to a failing writer returned no error")
 	}
 }

@@ -1,7 +1,13 @@
-// Package report renders what the tool prints. This file holds the text of
-// the reference tool, reproduced byte for byte (SPEC §6): the per-request
-// lines, the batch and overhead blocks, the duration estimate and the
-// progress line. Every format string cites the SPEC line it reproduces.
+// Package report renders what the tool prints, from the records (the
+// per-request lines, --csv) and from the run's summary (package summary):
+// the text report, the verdict and stream blocks, the warnings, the HTML
+// page with its SVG charts, the progress line. A saved run (package rundoc)
+// renders through the same functions.
+//
+// This file holds the text of the reference tool, reproduced byte for byte
+// (SPEC §6): the per-request lines, the batch and overhead blocks, the
+// duration estimate and the progress line. Every format string cites the
+// SPEC line it reproduces.
 //
 // Numbers follow the reference's C printf formats; the Go verbs used here
 // (%d, %3d, %-24s, %.2f, %9.2f, %.3f, %+.3f, %02d) print the same bytes as
@@ -16,13 +22,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/result"
-	"github.com/sse-latency/sse-latency/internal/stats"
-)
-
-// Batch titles (SPEC §6).
-const (
-	LoopbackTitle = "loopback (direct to listen address)"
-	GatewayTitle  = "gateway"
+	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
 // EraseLine erases the progress line before any other line is printed on a
@@ -74,32 +74,16 @@ func WriteRequestLine(w io.Writer, r *result.Request) error {
 	return err
 }
 
-// batchMetrics are the metrics of a batch block, in print order, with their
-// names (SPEC §4).
-func batchMetrics(b *stats.Batch) []namedMetric {
-	return []namedMetric{
-		{"TTFT (client)", b.TTFT},
-		{"TTFT emit->recv(1st)", b.FirstEmitRecv},
-		{"inter-token (client)", b.InterToken},
-		{"emit->recv (tokens)", b.EmitRecv},
-	}
-}
-
-type namedMetric struct {
-	name string
-	m    *stats.Metric
-}
-
 // WriteBatch writes the block of one batch (SPEC §6): its title line and one
 // line per metric.
-func WriteBatch(w io.Writer, title string, b *stats.Batch) error {
+func WriteBatch(w io.Writer, b *summary.Batch) error {
 	// SPEC §6: "=== loopback (direct to listen address): 3 requests, 3 ok, 0 failed, 600 tokens ==="
 	if _, err := fmt.Fprintf(w, "=== %s: %d requests, %d ok, %d failed, %d tokens ===\n",
-		title, b.Requests, b.OK, b.Failed, b.Tokens); err != nil {
+		b.Title(), b.Requests, b.OK, b.Failed, b.Tokens); err != nil {
 		return err
 	}
-	for _, nm := range batchMetrics(b) {
-		if err := writeMetricLine(w, nm.name, nm.m); err != nil {
+	for _, nm := range b.Metrics.Named() {
+		if err := writeMetricLine(w, nm.Name, nm.Metric); err != nil {
 			return err
 		}
 	}
@@ -110,38 +94,29 @@ func WriteBatch(w io.Writer, title string, b *stats.Batch) error {
 // of the batch and overhead blocks, the name is padded to 24 columns and
 // followed by one space: the SPEC's example lines have their values in
 // column 26.
-func writeMetricLine(w io.Writer, name string, m *stats.Metric) error {
+func writeMetricLine(w io.Writer, name string, m *summary.Metric) error {
 	var err error
-	if m.N() == 0 {
+	if m.N == 0 {
 		// SPEC §6: "an empty metric prints `n=0`"
 		_, err = fmt.Fprintf(w, "%-24s n=0\n", name)
 		return err
 	}
 	// SPEC §6: "TTFT (client)            n=3  mean=0.04ms  min=0.04ms  p50=0.04ms  p95=0.04ms  p99=0.04ms  max=0.04ms"
 	_, err = fmt.Fprintf(w, "%-24s n=%d  mean=%.2fms  min=%.2fms  p50=%.2fms  p95=%.2fms  p99=%.2fms  max=%.2fms\n",
-		name, m.N(), m.Mean()/nsPerMs, ms(m.Min()),
-		ms(m.Percentile(0.50)), ms(m.Percentile(0.95)), ms(m.Percentile(0.99)), ms(m.Max()))
+		name, m.N, m.MeanMs, m.MinMs, m.P50Ms, m.P95Ms, m.P99Ms, m.MaxMs)
 	return err
 }
 
 // WriteOverhead writes the gateway overhead block (SPEC §6): for each metric,
-// the gateway's mean and percentiles minus the loopback's.
-func WriteOverhead(w io.Writer, loop, gw *stats.Batch) error {
+// the gateway's mean and percentiles minus the loopback's (summary.Overhead,
+// computed once from the two batches; nil prints every line n/a).
+func WriteOverhead(w io.Writer, o *summary.Overhead) error {
 	// SPEC §6: "=== gateway overhead (gateway minus loopback; negative = loopback noise) ==="
 	if _, err := fmt.Fprintf(w, "=== gateway overhead (gateway minus loopback; negative = loopback noise) ===\n"); err != nil {
 		return err
 	}
-	lines := []struct {
-		name     string
-		loop, gw *stats.Metric
-	}{
-		{"emit->recv (1st token)", loop.FirstEmitRecv, gw.FirstEmitRecv},
-		{"emit->recv (tokens)", loop.EmitRecv, gw.EmitRecv},
-		{"TTFT (client)", loop.TTFT, gw.TTFT},
-		{"inter-token (client)", loop.InterToken, gw.InterToken},
-	}
-	for _, l := range lines {
-		if err := writeOverheadLine(w, l.name, l.loop, l.gw); err != nil {
+	for _, l := range o.Named() {
+		if err := writeOverheadLine(w, l.Name, l.Delta); err != nil {
 			return err
 		}
 	}
@@ -149,39 +124,66 @@ func WriteOverhead(w io.Writer, loop, gw *stats.Batch) error {
 }
 
 // writeOverheadLine writes one line of the overhead block.
-func writeOverheadLine(w io.Writer, name string, loop, gw *stats.Metric) error {
+func writeOverheadLine(w io.Writer, name string, d *summary.Delta) error {
 	var err error
-	if loop.N() == 0 || gw.N() == 0 {
+	if d == nil {
 		// SPEC §6: "an empty overhead `n/a (no samples)`"
 		_, err = fmt.Fprintf(w, "%-24s n/a (no samples)\n", name)
 		return err
 	}
-	diff := func(p float64) float64 { return ms(gw.Percentile(p) - loop.Percentile(p)) }
 	// SPEC §6: "emit->recv (1st token)   mean +0.026ms  p50 +0.026ms  p95 +0.026ms  p99 +0.026ms"
 	_, err = fmt.Fprintf(w, "%-24s mean %+.3fms  p50 %+.3fms  p95 %+.3fms  p99 %+.3fms\n",
-		name, (gw.Mean()-loop.Mean())/nsPerMs, diff(0.50), diff(0.95), diff(0.99))
+		name, d.MeanMs, d.P50Ms, d.P95Ms, d.P99Ms)
 	return err
 }
 
 // WriteReport writes the report that follows the per-request lines (SPEC §6):
-// a blank line, the loopback block if loop is not nil (nil: no calibration
-// batch ran), the gateway block, and the overhead block if loop is not nil.
-func WriteReport(w io.Writer, loop, gw *stats.Batch) error {
+// a blank line, the loopback block if a calibration batch ran, the gateway
+// block, and the overhead block if a calibration batch ran. A run without
+// a gateway batch (its setup failed) writes nothing.
+func WriteReport(w io.Writer, s *summary.Run) error {
+	loop, gw := s.Loop(), s.Gateway()
+	if gw == nil {
+		return nil
+	}
 	if _, err := io.WriteString(w, "\n"); err != nil {
 		return err
 	}
 	if loop != nil {
-		if err := WriteBatch(w, LoopbackTitle, loop); err != nil {
+		if err := WriteBatch(w, loop); err != nil {
 			return err
 		}
 	}
-	if err := WriteBatch(w, GatewayTitle, gw); err != nil {
+	if err := WriteBatch(w, gw); err != nil {
 		return err
 	}
 	if loop != nil {
-		return WriteOverhead(w, loop, gw)
+		return WriteOverhead(w, s.Overhead)
 	}
 	return nil
+}
+
+// WriteText writes everything a run prints on stdout after its per-request
+// lines, and `sse-latency report` prints again from a saved run: WriteReport,
+// then, unless compat (the reference's output only), WriteVerdict when the
+// run has a verdict, and WriteStream. A run without a gateway batch writes
+// nothing.
+func WriteText(w io.Writer, s *summary.Run, compat bool) error {
+	if s.Gateway() == nil {
+		return nil
+	}
+	if err := WriteReport(w, s); err != nil {
+		return err
+	}
+	if compat {
+		return nil
+	}
+	if s.Verdict != nil {
+		if err := WriteVerdict(w, *s.Verdict); err != nil {
+			return err
+		}
+	}
+	return WriteStream(w, s)
 }
 
 // ExpectLine returns the line announcing a long batch's duration (SPEC §6,

@@ -8,92 +8,44 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/summary/summarytest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// base is an arbitrary process-clock reading (2026-01-01T00:00:00Z).
-const base = int64(1_767_225_600_000_000_000)
+// stream is a synthetic request (summarytest.Stream).
+type stream = summarytest.Stream
 
-// stream describes a synthetic request: every token of it has the same
-// inter-token gap and (but for the first) the same emission->arrival delay,
-// so every sample it contributes is one of these numbers.
-type stream struct {
-	batch      string
-	index      int
-	ttft       int64 // first token arrival − sent
-	firstDelay int64 // first token arrival − its emission
-	tokens     int
-	gap        int64 // arrival gap between tokens
-	delay      int64 // arrival − emission of tokens 2..n
-	failure    result.Failure
+var (
+	batchOf      = summarytest.Batch
+	sumOf        = summarytest.Summary
+	runOf        = summarytest.Run
+	requests     = summarytest.Requests
+	containsLine = summarytest.ContainsLine
+	errWrite     = summarytest.ErrWrite
+)
 
-	// If set, token i (from 1) takes gaps[(i−1) mod len] and
-	// delays[(i−1) mod len] instead of gap and delay.
-	gaps, delays []int64
-}
-
-// request builds the record: it starts at base + index s, is sent 0.1 ms
-// later and ends 0.2 ms after its last token.
-func (s stream) request() *result.Request {
-	r := &result.Request{Batch: s.batch, Index: s.index, Failure: s.failure}
-	r.Start = base + int64(s.index)*1e9
-	r.Sent = r.Start + 100_000
-	arrived := r.Sent + s.ttft
-	r.End = r.Sent
-	for i := range s.tokens {
-		delay, gap := s.delay, s.gap
-		if i > 0 && len(s.delays) > 0 {
-			delay = s.delays[(i-1)%len(s.delays)]
-		}
-		if i > 0 && len(s.gaps) > 0 {
-			gap = s.gaps[(i-1)%len(s.gaps)]
-		}
-		if i == 0 {
-			delay = s.firstDelay
-		} else {
-			arrived += gap
-		}
-		r.Tokens = append(r.Tokens, result.Token{Emitted: arrived - delay, Arrived: arrived, Read: int32(i)})
-		r.End = arrived + 200_000
-	}
-	return r
-}
-
-func batchOf(rs ...*result.Request) *stats.Batch {
-	b := stats.NewBatch()
-	for _, r := range rs {
-		b.Add(r)
-	}
-	return b
-}
-
-func requests(ss ...stream) []*result.Request {
-	var rs []*result.Request
-	for _, s := range ss {
-		rs = append(rs, s.request())
-	}
-	return rs
-}
+// failAfter fails every write after the first N.
+type failAfter = summarytest.FailAfter
 
 // TestSPECLines checks that the example lines of SPEC §6 are reproduced
 // from records that carry their numbers.
 func TestSPECLines(t *testing.T) {
-	okReq := stream{batch: "gw", index: 0, ttft: 180_000, firstDelay: 30_000, tokens: 1000, gap: 5_004_000_000 / 1000, delay: 30_000}.request()
+	okReq := stream{Batch: "gw", Index: 0, TTFT: 180_000, FirstDelay: 30_000, Tokens: 1000, Gap: 5_004_000_000 / 1000, Delay: 30_000}.Request()
 	okReq.End = okReq.Start + 5_004_000_000
-	failed := stream{batch: "gw", index: 1, ttft: 180_000, firstDelay: 30_000, tokens: 10, gap: 5e6, delay: 30_000,
-		failure: result.Failure{Kind: result.ClosedBeforeDone}}.request()
+	failed := stream{Batch: "gw", Index: 1, TTFT: 180_000, FirstDelay: 30_000, Tokens: 10, Gap: 5e6, Delay: 30_000,
+		Failure: result.Failure{Kind: result.ClosedBeforeDone}}.Request()
 
 	var loopRs, gwRs []*result.Request
 	for i := range 3 {
-		loopRs = append(loopRs, stream{batch: "loop", index: i, ttft: 40_000, firstDelay: 10_000, tokens: 200, gap: 5e6, delay: 10_000}.request())
-		gwRs = append(gwRs, stream{batch: "gw", index: i, ttft: 200_000, firstDelay: 36_000, tokens: 1000, gap: 5e6, delay: 30_000}.request())
+		loopRs = append(loopRs, stream{Batch: "loop", Index: i, TTFT: 40_000, FirstDelay: 10_000, Tokens: 200, Gap: 5e6, Delay: 10_000}.Request())
+		gwRs = append(gwRs, stream{Batch: "gw", Index: i, TTFT: 200_000, FirstDelay: 36_000, Tokens: 1000, Gap: 5e6, Delay: 30_000}.Request())
 	}
 	loop, gw := batchOf(loopRs...), batchOf(gwRs...)
 
@@ -106,13 +58,13 @@ func TestSPECLines(t *testing.T) {
 			"gw   0: ok  ttft=     0.18ms  emit-delay(first)=     0.03ms  tokens=1000  wall=5.004s"},
 		{"WriteRequestLine(failed)", func(b *bytes.Buffer) error { return WriteRequestLine(b, failed) },
 			"gw   1: FAILED: connection closed before [DONE]"},
-		{"WriteBatch(loop) title", func(b *bytes.Buffer) error { return WriteBatch(b, LoopbackTitle, loop) },
+		{"WriteBatch(loop) title", func(b *bytes.Buffer) error { return WriteBatch(b, sumOf(summary.LoopbackBatch, loop)) },
 			"=== loopback (direct to listen address): 3 requests, 3 ok, 0 failed, 600 tokens ==="},
-		{"WriteBatch(loop) TTFT", func(b *bytes.Buffer) error { return WriteBatch(b, LoopbackTitle, loop) },
+		{"WriteBatch(loop) TTFT", func(b *bytes.Buffer) error { return WriteBatch(b, sumOf(summary.LoopbackBatch, loop)) },
 			"TTFT (client)            n=3  mean=0.04ms  min=0.04ms  p50=0.04ms  p95=0.04ms  p99=0.04ms  max=0.04ms"},
-		{"WriteOverhead 1st token", func(b *bytes.Buffer) error { return WriteOverhead(b, loop, gw) },
+		{"WriteOverhead 1st token", func(b *bytes.Buffer) error { return WriteOverhead(b, summary.NewOverhead(loop, gw)) },
 			"emit->recv (1st token)   mean +0.026ms  p50 +0.026ms  p95 +0.026ms  p99 +0.026ms"},
-		{"WriteOverhead title", func(b *bytes.Buffer) error { return WriteOverhead(b, loop, gw) },
+		{"WriteOverhead title", func(b *bytes.Buffer) error { return WriteOverhead(b, summary.NewOverhead(loop, gw)) },
 			"=== gateway overhead (gateway minus loopback; negative = loopback noise) ==="},
 	}
 	for _, tt := range tests {
@@ -126,25 +78,16 @@ func TestSPECLines(t *testing.T) {
 	}
 }
 
-func containsLine(out, line string) bool {
-	for l := range strings.Lines(out) {
-		if l == line+"\n" {
-			return true
-		}
-	}
-	return false
-}
-
 func TestWriteRequestLine(t *testing.T) {
 	tests := []struct {
 		r    *result.Request
 		want string
 	}{
-		{stream{batch: "loop", index: 2, ttft: 40_000, firstDelay: 4_000, tokens: 200, gap: 5e6, delay: 1}.request(),
+		{stream{Batch: "loop", Index: 2, TTFT: 40_000, FirstDelay: 4_000, Tokens: 200, Gap: 5e6, Delay: 1}.Request(),
 			"loop   2: ok  ttft=     0.04ms  emit-delay(first)=     0.00ms  tokens=200  wall=0.995s\n"},
-		{stream{batch: "gw", index: 123, ttft: 207_170_000, firstDelay: 206_860_000, tokens: 1, delay: 1}.request(),
+		{stream{Batch: "gw", Index: 123, TTFT: 207_170_000, FirstDelay: 206_860_000, Tokens: 1, Delay: 1}.Request(),
 			"gw 123: ok  ttft=   207.17ms  emit-delay(first)=   206.86ms  tokens=1  wall=0.207s\n"},
-		{stream{batch: "gw", index: 1000, ttft: 123_456_789_000, firstDelay: 5, tokens: 1}.request(),
+		{stream{Batch: "gw", Index: 1000, TTFT: 123_456_789_000, FirstDelay: 5, Tokens: 1}.Request(),
 			"gw 1000: ok  ttft=123456.79ms  emit-delay(first)=     0.00ms  tokens=1  wall=123.457s\n"},
 		{&result.Request{Batch: "gw", Index: 4, Sent: 100, End: 1000, Tokens: []result.Token{{Arrived: 1_000_100}}},
 			"gw   4: ok  ttft=     1.00ms  emit-delay(first)=      n/a    tokens=1  wall=0.000s\n"},
@@ -166,7 +109,7 @@ func TestWriteRequestLine(t *testing.T) {
 
 func TestOverheadLines(t *testing.T) {
 	one := func(firstDelay int64) *stats.Batch {
-		return batchOf(stream{batch: "gw", ttft: 1e6, firstDelay: firstDelay, tokens: 1}.request())
+		return batchOf(stream{Batch: "gw", TTFT: 1e6, FirstDelay: firstDelay, Tokens: 1}.Request())
 	}
 	tests := []struct {
 		name     string
@@ -189,7 +132,7 @@ func TestOverheadLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var b bytes.Buffer
-		if err := WriteOverhead(&b, tt.loop, tt.gw); err != nil {
+		if err := WriteOverhead(&b, summary.NewOverhead(tt.loop, tt.gw)); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
 		if !containsLine(b.String(), tt.want) {
@@ -200,7 +143,7 @@ func TestOverheadLines(t *testing.T) {
 
 func TestEmptyMetricLine(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteBatch(&b, GatewayTitle, batchOf()); err != nil {
+	if err := WriteBatch(&b, sumOf(summary.GatewayBatch, batchOf())); err != nil {
 		t.Fatal(err)
 	}
 	const want = "=== gateway: 0 requests, 0 ok, 0 failed, 0 tokens ===\n" +
@@ -212,88 +155,6 @@ func TestEmptyMetricLine(t *testing.T) {
 		t.Errorf("WriteBatch(empty) =\n%s\nwant\n%s", b.String(), want)
 	}
 }
-
-// mid returns the middle of the histogram bucket holding v: a sample value
-// that a Metric's percentiles return exactly, so that the printed
-// percentiles are those of the SPEC's exact rule (TestGoldenIsExact).
-func mid(v int64) int64 {
-	m := stats.NewMetric()
-	m.Record(0)
-	m.Record(v)
-	m.Record(1 << 41)
-	return m.Percentile(0.5) // rank 1: v's bucket middle, not clamped
-}
-
-func repeat(v int64, n int) []int64 {
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = v
-	}
-	return out
-}
-
-// nagle is the emit->recv delay of a gateway that flushes every 40 tokens
-// (emitted 5 ms apart) 40 µs after the last: 195.04 ms down to 0.04 ms.
-func nagle() []int64 {
-	var out []int64
-	for j := range 40 {
-		out = append(out, mid(int64(39-j)*5_000_000+40_000))
-	}
-	return out
-}
-
-// scenarios are rendered by TestGolden: per-request lines, then the report.
-// The samples are bucket middles (see mid), so every printed number is the
-// SPEC's exact statistic of the samples, which TestGoldenIsExact checks.
-var scenarios = map[string]struct {
-	loop []stream // nil: no calibration batch
-	gw   []stream
-}{
-	// Loopback: 3 requests of 200 tokens with scheduler-like jitter on the
-	// gaps, as the reference's calibration for -c 3. Gateway: a buffering
-	// gateway (bursts of 40 tokens, cf. seeds/001) with 4 requests, one of
-	// which dies after 10 tokens and one of which times out without any.
-	"full": {
-		loop: []stream{
-			{batch: "loop", index: 0, ttft: 40_000, firstDelay: 10_000, tokens: 200, gaps: loopGaps, delays: loopDelays},
-			{batch: "loop", index: 1, ttft: 40_000, firstDelay: 10_000, tokens: 200, gaps: loopGaps, delays: loopDelays},
-			{batch: "loop", index: 2, ttft: 40_000, firstDelay: 10_000, tokens: 200, gaps: loopGaps, delays: loopDelays},
-		},
-		gw: []stream{
-			{batch: "gw", index: 0, ttft: 180_000, firstDelay: 36_000, tokens: 1000, gaps: gwGaps, delays: nagle()},
-			{batch: "gw", index: 1, ttft: 207_170_000, firstDelay: 206_860_000, tokens: 1000, gaps: gwGaps, delays: nagle()},
-			{batch: "gw", index: 2, ttft: 200_000, firstDelay: 36_000, tokens: 10, gaps: gwGaps, delays: nagle(),
-				failure: result.Failure{Kind: result.ClosedBeforeDone}},
-			{batch: "gw", index: 3, failure: result.Failure{Kind: result.Timeout, Detail: "300000"}},
-		},
-	},
-	// -l: no loopback block, no overhead block.
-	"no_calibration": {
-		gw: []stream{
-			{batch: "gw", index: 0, ttft: 207_170_000, firstDelay: 206_860_000, tokens: 1000, gap: 5e6, delay: 100_000_000},
-		},
-	},
-	// A gateway that drops pi_ts: every request fails without tokens.
-	"empty": {
-		loop: []stream{
-			{batch: "loop", index: 0, ttft: 50_000, firstDelay: 10_000, tokens: 1, delay: 1},
-		},
-		gw: []stream{
-			{batch: "gw", index: 0, failure: result.Failure{Kind: result.NoTokens}},
-			{batch: "gw", index: 1, failure: result.Failure{Kind: result.NoTokens}},
-		},
-	},
-}
-
-var (
-	// 20 gaps: 12 of 5.1 ms, 3 of 4.1 ms, 4 of 5.3 ms, 1 of 5.4 ms.
-	loopGaps = slices.Concat(repeat(mid(5_100_000), 12), repeat(mid(4_100_000), 3),
-		repeat(mid(5_300_000), 4), repeat(mid(5_400_000), 1))
-	// 20 delays: 15 of 30 µs, 4 of 70 µs, 1 of 180 µs.
-	loopDelays = slices.Concat(repeat(mid(30_000), 15), repeat(mid(70_000), 4), repeat(mid(180_000), 1))
-	// 40 gaps: 39 of 0 ms and one of 200 ms.
-	gwGaps = append(repeat(0, 39), mid(200_000_000))
-)
 
 func render(loopS, gwS []stream) ([]byte, error) {
 	var out bytes.Buffer
@@ -314,15 +175,15 @@ func render(loopS, gwS []stream) ([]byte, error) {
 		}
 		gw.Add(r)
 	}
-	if err := WriteReport(&out, loop, gw); err != nil {
+	if err := WriteReport(&out, runOf(loop, gw)); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil
 }
 
 func TestGolden(t *testing.T) {
-	for name, sc := range scenarios {
-		got, err := render(sc.loop, sc.gw)
+	for name, sc := range summarytest.Scenarios {
+		got, err := render(sc.Loop, sc.Gw)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -388,41 +249,28 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
-// failAfter fails every write after the first n.
-type failAfter struct{ n int }
-
-var errWrite = errors.New("write failed")
-
-func (f *failAfter) Write(p []byte) (int, error) {
-	if f.n == 0 {
-		return 0, errWrite
-	}
-	f.n--
-	return len(p), nil
-}
-
 // TestWriteErrors checks that every writer reports the first failing write,
 // whichever it is.
 func TestWriteErrors(t *testing.T) {
-	sc := scenarios["full"]
-	loop, gw := batchOf(requests(sc.loop...)...), batchOf(requests(sc.gw...)...)
+	sc := summarytest.Scenarios["full"]
+	loop, gw := batchOf(requests(sc.Loop...)...), batchOf(requests(sc.Gw...)...)
 	writers := map[string]func(*failAfter) error{
-		"WriteRequestLine(ok)":     func(w *failAfter) error { return WriteRequestLine(w, sc.gw[0].request()) },
-		"WriteRequestLine(failed)": func(w *failAfter) error { return WriteRequestLine(w, sc.gw[3].request()) },
+		"WriteRequestLine(ok)":     func(w *failAfter) error { return WriteRequestLine(w, sc.Gw[0].Request()) },
+		"WriteRequestLine(failed)": func(w *failAfter) error { return WriteRequestLine(w, sc.Gw[3].Request()) },
 		"WriteRequestLine(unstamped)": func(w *failAfter) error {
 			return WriteRequestLine(w, &result.Request{Batch: "gw", Tokens: []result.Token{{Arrived: 1}}})
 		},
-		"WriteBatch":           func(w *failAfter) error { return WriteBatch(w, GatewayTitle, gw) },
-		"WriteBatch(empty)":    func(w *failAfter) error { return WriteBatch(w, GatewayTitle, batchOf()) },
-		"WriteOverhead":        func(w *failAfter) error { return WriteOverhead(w, loop, gw) },
-		"WriteOverhead(n/a)":   func(w *failAfter) error { return WriteOverhead(w, batchOf(), gw) },
-		"WriteReport":          func(w *failAfter) error { return WriteReport(w, loop, gw) },
-		"WriteReport(no loop)": func(w *failAfter) error { return WriteReport(w, nil, gw) },
+		"WriteBatch":           func(w *failAfter) error { return WriteBatch(w, sumOf(summary.GatewayBatch, gw)) },
+		"WriteBatch(empty)":    func(w *failAfter) error { return WriteBatch(w, sumOf(summary.GatewayBatch, batchOf())) },
+		"WriteOverhead":        func(w *failAfter) error { return WriteOverhead(w, summary.NewOverhead(loop, gw)) },
+		"WriteOverhead(n/a)":   func(w *failAfter) error { return WriteOverhead(w, summary.NewOverhead(batchOf(), gw)) },
+		"WriteReport":          func(w *failAfter) error { return WriteReport(w, runOf(loop, gw)) },
+		"WriteReport(no loop)": func(w *failAfter) error { return WriteReport(w, runOf(nil, gw)) },
 	}
 	for name, write := range writers {
 		n := 0
 		for ; ; n++ {
-			err := write(&failAfter{n: n})
+			err := write(&failAfter{N: n})
 			if err == nil {
 				break
 			}
@@ -481,19 +329,19 @@ func exactOf(sorted []int64) exactStats {
 func TestGoldenIsExact(t *testing.T) {
 	names := [4]string{"TTFT (client)", "TTFT emit->recv(1st)", "inter-token (client)", "emit->recv (tokens)"}
 	overheadNames := [4]string{"TTFT (client)", "emit->recv (1st token)", "inter-token (client)", "emit->recv (tokens)"}
-	for name, sc := range scenarios {
-		out, err := render(sc.loop, sc.gw)
+	for name, sc := range summarytest.Scenarios {
+		out, err := render(sc.Loop, sc.Gw)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var want []string
 		var loop, gw [4]exactStats
-		for i, s := range exactSamples(requests(sc.gw...)) {
+		for i, s := range exactSamples(requests(sc.Gw...)) {
 			gw[i] = exactOf(s)
 		}
 		batches := [][4]exactStats{gw}
-		if sc.loop != nil {
-			for i, s := range exactSamples(requests(sc.loop...)) {
+		if sc.Loop != nil {
+			for i, s := range exactSamples(requests(sc.Loop...)) {
 				loop[i] = exactOf(s)
 			}
 			batches = append(batches, loop)

@@ -8,51 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sse-latency/sse-latency/internal/summary/summarytest"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-// verdicts are rendered by TestVerdictGolden into testdata/verdict_<name>.golden
-// (go test -update rewrites them). They are literal, so that the goldens pin
-// the layout, not the classifier's thresholds.
-var verdicts = map[string]verdict.Verdict{
-	// haproxy without http-no-delay, older: 40-token bursts every 200 ms.
-	"buffers": {
-		Class: verdict.Buffers, Tokens: 3996, CoalescedFraction: 0.99925, LoopCoalesced: 0.002,
-		BurstSizeP50: 40, BurstSizeMax: 41, Bursts: 100, BurstPeriodMs: 200.0448, EmitGapMs: 5.0001,
-		AddedMeanMs: 97.52061, AddedP50Ms: 97.5, AddedP99Ms: 195.0123, Relative: true,
-		Causes: []string{verdict.CauseNagle, verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
-	},
-	// -l and a gateway that holds the whole response: one burst per request
-	// (the first token waits 995 ms, 497.5 ms longer than the typical one:
-	// buffering, not a hold).
-	"buffers_no_calibration": {
-		Class: verdict.Buffers, Tokens: 1000, CoalescedFraction: 1, LoopCoalesced: -1,
-		BurstSizeP50: 200, BurstSizeMax: 200, Bursts: 5, EmitGapMs: 5,
-		AddedMeanMs: 497.5, AddedP50Ms: 497.5, AddedP99Ms: 990.1,
-		FirstTokenHoldMs: 497.5, FollowingMs: 497.5, HoldRequests: 5,
-		Causes: []string{verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
-	},
-	// nginx honouring X-Accel-Buffering: no.
-	"flushes": {
-		Class: verdict.Flushes, Tokens: 20000, CoalescedFraction: 0.004, LoopCoalesced: 0.002,
-		EmitGapMs: 5, AddedMeanMs: 0.034, AddedP50Ms: 0.036, AddedP99Ms: -0.0004, Relative: true,
-		FirstTokenHoldMs: 0.01, FollowingMs: 0.05, HoldRequests: 20,
-	},
-	// An AI gateway holding the first event, measured by an overloaded tool.
-	"flushes_hold": {
-		Class: verdict.Flushes, Tokens: 4000, CoalescedFraction: 0.65, LoopCoalesced: 0.6, Noisy: true,
-		BurstSizeP50: 3, BurstSizeMax: 9, Bursts: 800, BurstPeriodMs: 25, EmitGapMs: 5,
-		AddedMeanMs: 0.7, AddedP50Ms: 0.02, AddedP99Ms: 30.5, Relative: true,
-		FirstTokenHold: true, FirstTokenHoldMs: 39.98, FollowingMs: 0.02, HoldRequests: 20,
-		Causes: []string{verdict.CauseFirstTokenHold},
-	},
-	"unknown": {
-		Class: verdict.Unknown, Reason: "too few tokens to judge (19 analysable, need 20)", Tokens: 19, LoopCoalesced: 0,
-	},
-}
-
 func TestVerdictGolden(t *testing.T) {
-	for name, v := range verdicts {
+	for name, v := range summarytest.Verdicts {
 		var b bytes.Buffer
 		if err := WriteVerdict(&b, v); err != nil {
 			t.Fatalf("WriteVerdict(%s): %v", name, err)
@@ -96,7 +57,7 @@ func TestVerdictLines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var b bytes.Buffer
-		if err := WriteVerdict(&b, verdicts[tt.name]); err != nil {
+		if err := WriteVerdict(&b, summarytest.Verdicts[tt.name]); err != nil {
 			t.Fatalf("WriteVerdict(%s): %v", tt.name, err)
 		}
 		if !containsLine(b.String(), tt.want) {
@@ -115,7 +76,7 @@ func TestVerdictLines(t *testing.T) {
 	}
 	for _, a := range absent {
 		var b bytes.Buffer
-		if err := WriteVerdict(&b, verdicts[a.name]); err != nil {
+		if err := WriteVerdict(&b, summarytest.Verdicts[a.name]); err != nil {
 			t.Fatalf("WriteVerdict(%s): %v", a.name, err)
 		}
 		if strings.Contains(b.String(), a.substr) {
@@ -127,7 +88,7 @@ func TestVerdictLines(t *testing.T) {
 // TestVerdictWriteErrors checks that WriteVerdict returns the first failing
 // write, whichever it is.
 func TestVerdictWriteErrors(t *testing.T) {
-	for name, v := range verdicts {
+	for name, v := range summarytest.Verdicts {
 		var all bytes.Buffer
 		if err := WriteVerdict(&all, v); err != nil {
 			t.Fatal(err)
@@ -135,7 +96,7 @@ func TestVerdictWriteErrors(t *testing.T) {
 		lines := strings.Count(all.String(), "\n")
 		n := 0
 		for ; ; n++ {
-			err := WriteVerdict(&failAfter{n: n}, v)
+			err := WriteVerdict(&failAfter{N: n}, v)
 			if err == nil {
 				break
 			}

@@ -6,15 +6,29 @@
 // and batch drive it.
 package schedule
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
-// Plan is the emission schedule of one stream: after Think, one token every
-// Delay. All values are nanoseconds.
+// Plan is the emission schedule of one stream. Its tokens are numbered
+// across the phases of the answer (see api.Answer): the first Reasoning of
+// them are reasoning tokens, which fill the think phase; the others (a tool
+// call's argument tokens, then the text) come after it, one every Delay.
+// All times are nanoseconds.
+//
+// The think phase lasts Think; when Think is 0 and there are reasoning
+// tokens, it lasts Reasoning·Delay instead (the reasoning streams at the
+// text's cadence). Its reasoning tokens are spread evenly over it, the
+// first at Start; without reasoning tokens it is silent, as the
+// reference's. So the first token after it — the first visible one
+// without a tool call — is due at Start+Think, reasoning or not.
 type Plan struct {
-	Start  int64 // when the stream began (the role chunk was written)
-	Think  int64 // delay before the first token
-	Delay  int64 // gap between consecutive tokens
-	Tokens int   // number of content tokens
+	Start     int64 // when the stream began (its start events were written)
+	Think     int64 // length of the think phase, before the first token after it
+	Delay     int64 // gap between consecutive tokens after the think phase
+	Tokens    int   // number of tokens, all phases
+	Reasoning int   // how many of them are reasoning tokens, streamed during the think phase
 }
 
 // MsToNs converts a duration in (possibly fractional) milliseconds to whole
@@ -31,23 +45,49 @@ func MsToNs(ms float64) int64 {
 	return int64(ns)
 }
 
-// Deadline returns the absolute time at which token k (from 0) is due:
-// Start + Think + k·Delay, saturating instead of overflowing.
+// Deadline returns the absolute time at which token k (from 0) is due,
+// saturating instead of overflowing: reasoning token k (k < Reasoning) at
+// Start + k·Think/Reasoning (rounded down; Start + k·Delay when Think is
+// 0), every other token at Start + ThinkEnd + (k−Reasoning)·Delay.
 func (p Plan) Deadline(k int) int64 {
-	off := p.Think
-	if k > 0 && p.Delay > 0 {
-		if p.Delay > (math.MaxInt64-off)/int64(k) {
-			return math.MaxInt64
-		}
-		off += int64(k) * p.Delay
+	k, r := max(k, 0), max(p.Reasoning, 0)
+	var off int64
+	switch {
+	case k < r && p.Think > 0:
+		// k·Think/r < Think: exact in 128 bits, no overflow.
+		hi, lo := bits.Mul64(uint64(k), uint64(p.Think))
+		q, _ := bits.Div64(hi, lo, uint64(r))
+		off = int64(q)
+	case k < r:
+		off = mulSat(int64(k), p.Delay)
+	default:
+		off = addSat(p.thinkEnd(), uint64(mulSat(int64(k-r), p.Delay)))
 	}
-	if off > math.MaxInt64-p.Start {
-		return math.MaxInt64
-	}
-	return p.Start + off
+	return addSat(p.Start, uint64(off))
 }
 
-// End returns when the last token is due (Start+Think when there are none).
+// thinkEnd is the length of the think phase: Think, or Reasoning·Delay when
+// Think is 0.
+func (p Plan) thinkEnd() int64 {
+	if p.Think > 0 || p.Reasoning <= 0 {
+		return p.Think
+	}
+	return mulSat(int64(p.Reasoning), p.Delay)
+}
+
+// mulSat returns a·b for a, b >= 0, saturating at MaxInt64.
+func mulSat(a, b int64) int64 {
+	if a <= 0 || b <= 0 {
+		return 0
+	}
+	if b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// End returns when the last token is due (the end of the think phase when
+// there are none).
 func (p Plan) End() int64 {
 	if p.Tokens <= 0 {
 		return p.Deadline(0)
@@ -55,7 +95,8 @@ func (p Plan) End() int64 {
 	return p.Deadline(p.Tokens - 1)
 }
 
-// Duration is the length of one stream in nanoseconds: Think + Delay·(n−1).
+// Duration is the length of one stream in nanoseconds, to its last token:
+// Think + Delay·(n−1) without reasoning.
 func (p Plan) Duration() int64 { return p.End() - p.Start }
 
 // Waves is how many rounds of concurrency it takes to run requests requests

@@ -29,6 +29,63 @@ func TestDeadline(t *testing.T) {
 	}
 }
 
+// TestDeadlinePhases: the reasoning tokens fill the think phase, spread
+// evenly (or at the -d cadence without a think time); the tokens after it
+// keep the schedule they have without reasoning.
+func TestDeadlinePhases(t *testing.T) {
+	tests := []struct {
+		name string
+		p    Plan
+		want []int64 // deadlines of tokens 0, 1, …
+	}{
+		{"no reasoning", Plan{Start: 100, Think: 1000, Delay: 10, Tokens: 3},
+			[]int64{1100, 1110, 1120}},
+		{"reasoning over the think time", Plan{Start: 100, Think: 1000, Delay: 10, Tokens: 6, Reasoning: 4},
+			[]int64{100, 350, 600, 850, 1100, 1110}},
+		{"uneven spread rounds down", Plan{Start: 0, Think: 10, Delay: 1, Tokens: 4, Reasoning: 3},
+			[]int64{0, 3, 6, 10}},
+		{"reasoning at the -d cadence without think", Plan{Start: 100, Delay: 10, Tokens: 5, Reasoning: 3},
+			[]int64{100, 110, 120, 130, 140}},
+		{"reasoning only", Plan{Start: 0, Think: 90, Delay: 5, Tokens: 3, Reasoning: 3},
+			[]int64{0, 30, 60}},
+		{"more reasoning tokens than nanoseconds", Plan{Start: 0, Think: 2, Delay: 5, Tokens: 5, Reasoning: 4},
+			[]int64{0, 0, 1, 1, 2}},
+		{"no delay", Plan{Start: 7, Tokens: 3, Reasoning: 2},
+			[]int64{7, 7, 7}},
+	}
+	for _, tt := range tests {
+		for k, want := range tt.want {
+			if got := tt.p.Deadline(k); got != want {
+				t.Errorf("%s: Plan%+v.Deadline(%d) = %d, want %d", tt.name, tt.p, k, got, want)
+			}
+		}
+		if got, want := tt.p.End(), tt.want[len(tt.want)-1]; got != want {
+			t.Errorf("%s: End() = %d, want %d", tt.name, got, want)
+		}
+	}
+}
+
+// TestDeadlineReasoningIsMonotonic: across the whole reasoning phase and
+// into the next one, deadlines never go back, for large counts too (the
+// spread is exact in 128 bits).
+func TestDeadlineReasoningIsMonotonic(t *testing.T) {
+	p := Plan{Start: 1, Think: MsToNs(600_000), Delay: 3, Tokens: 2_000_100, Reasoning: 2_000_000}
+	prev := int64(0)
+	for k := 0; k < p.Tokens; k += 997 {
+		d := p.Deadline(k)
+		if d < prev || d > p.Start+p.Think+int64(p.Tokens-p.Reasoning)*p.Delay {
+			t.Fatalf("Deadline(%d) = %d after %d, beyond the end", k, d, prev)
+		}
+		prev = d
+	}
+	if got := p.Deadline(p.Reasoning); got != p.Start+p.Think {
+		t.Errorf("the first token after the think phase is due at %d, want Start+Think = %d", got, p.Start+p.Think)
+	}
+	if got := p.Deadline(-5); got != p.Start {
+		t.Errorf("Deadline(-5) = %d, want the first token's %d", got, p.Start)
+	}
+}
+
 func TestDeadlineIsAbsolute(t *testing.T) {
 	// deadline(k+1) - deadline(k) is exactly Delay for every k: no drift from
 	// repeated addition of a rounded float.
@@ -44,6 +101,12 @@ func TestDeadlineSaturates(t *testing.T) {
 	p := Plan{Start: math.MaxInt64 - 10, Think: 5, Delay: math.MaxInt64 / 2}
 	if got := p.Deadline(3); got != math.MaxInt64 {
 		t.Errorf("Deadline(3) = %d, want saturation at MaxInt64", got)
+	}
+	p = Plan{Start: 10, Delay: math.MaxInt64 / 2, Reasoning: 1 << 40, Tokens: 1<<40 + 1}
+	for _, k := range []int{3, 1 << 40} {
+		if got := p.Deadline(k); got != math.MaxInt64 {
+			t.Errorf("Deadline(%d) = %d of a reasoning phase of 2⁴⁰ huge delays, want saturation at MaxInt64", k, got)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
@@ -296,10 +297,12 @@ func TestHandshakeTimeout(t *testing.T) {
 // dropped after WriteTimeout, giving its place back and closing its
 // connection — over plain TCP (written from the emission shard) and over TLS
 // (written from a goroutine).
-func TestStuckReader(t *testing.T) {
+func TestStuckReader(t *testing.T) { forEngines(t, testStuckReader) }
+
+func testStuckReader(t *testing.T, e evloop.Engine) {
 	for _, overTLS := range []bool{false, true} {
 		t.Run(map[bool]string{false: "tcp", true: "tls"}[overTLS], func(t *testing.T) {
-			cfg := Config{Tokens: 1, DelayMs: 0.1, WriteTimeout: time.Second, Shards: 1} // one shard: the stuck stream shares it
+			cfg := Config{Tokens: 1, DelayMs: 0.1, WriteTimeout: time.Second, Shards: 1, Engine: e} // one shard: the stuck stream shares it
 			var roots *x509.CertPool
 			if overTLS {
 				cfg.TLS, roots, _ = selfSigned(t)

@@ -14,8 +14,11 @@
 // Each HTTP/1.x connection has a goroutine that reads a request and writes
 // the response head; the token emissions themselves are driven by a few
 // emission shards (one per GOMAXPROCS), each a min-heap of stream deadlines
-// woken by a clock.Waker (a timerfd on Linux, so wake-ups are accurate to
-// microseconds rather than the millisecond of Go's timers). A shard writes
+// woken by a timerfd on Linux (so wake-ups are accurate to microseconds
+// rather than the millisecond of Go's timers): on the epoll engine the
+// timerfd is in an event loop of package evloop, which runs the shard's
+// ticks between the reads of the client's sockets; on the goroutine engine
+// (and elsewhere, with a timer) each shard has a goroutine. A shard writes
 // each token with a non-blocking write; a connection whose socket buffer is
 // full is handed back to its own goroutine to drain, so one slow reader
 // never stalls the other streams. A connection without a file descriptor
@@ -43,18 +46,29 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/schedule"
 	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
-// Config is the server's behaviour. Requests may override Tokens, ThinkMs and
-// DelayMs individually with hints (api.Hints: the pi_tokens, pi_think_ms and
-// pi_delay_ms JSON fields, else the api.HintHeader header, else the prompt
-// marker).
+// Config is the server's behaviour. Requests may override Tokens, ThinkMs,
+// DelayMs, Reasoning and ToolCall individually with hints (api.Hints: the
+// pi_tokens, pi_think_ms, pi_delay_ms, pi_reasoning_tokens and
+// pi_tool_call_tokens JSON fields, else the api.HintHeader header, else the
+// prompt marker).
 type Config struct {
-	Tokens  int     // tokens per response
-	ThinkMs float64 // delay before the first token, ms
+	Tokens  int     // text tokens per response
+	ThinkMs float64 // think time: before the first token after the reasoning (see schedule.Plan), ms
 	DelayMs float64 // delay between tokens, ms
+
+	// Reasoning reasoning tokens stream during the think time, spread over
+	// ThinkMs (at DelayMs when ThinkMs is 0); then one tool call of
+	// ToolCall argument tokens, at DelayMs, before the text. Completions
+	// answers leave both out (a request that asks for them there gets a
+	// 400). ReasoningField is how Chat and Responses carry the reasoning.
+	Reasoning      int
+	ToolCall       int
+	ReasoningField api.ReasoningField
 
 	// Emissions, when set, receives the emission time (the pi_ts) of every
 	// token of every stream whose request carries an id hint, keyed by that
@@ -95,12 +109,13 @@ type Config struct {
 	// (0 means DefaultIdleTimeout).
 	IdleTimeout time.Duration
 
-	// MaxTokens caps the token count a request may ask for with a hint;
-	// past it the request gets a 400 naming the hint and the cap. 0 means
-	// DefaultMaxTokens; it is never more than 2³¹−1. It bounds what one
-	// request makes the server send and, with an id hint, the emission
-	// times it allocates (8 bytes per token). Tokens itself is not checked:
-	// the caller validates its own defaults.
+	// MaxTokens caps each token count a request may ask for with a hint
+	// (text, reasoning, tool call); past it the request gets a 400 naming
+	// the hint and the cap. 0 means DefaultMaxTokens; it is never more than
+	// 2³¹−1. It bounds what one request makes the server send and, with an
+	// id hint, the emission times it allocates (8 bytes per token, all
+	// phases: at most 3·MaxTokens). Tokens, Reasoning and ToolCall
+	// themselves are not checked: the caller validates its own defaults.
 	MaxTokens int
 	// MaxDelay caps the think time and the delay between tokens a request
 	// may ask for with a hint (each separately); past it, a 400. 0 means
@@ -127,6 +142,13 @@ type Config struct {
 	// preface (h2c with prior knowledge). Without it the server speaks
 	// HTTP/1.x only.
 	HTTP2 bool
+
+	// Engine is how the emission shards wait for their deadlines (see
+	// evloop.Engine): on the event loops, which the client's requests
+	// share ("", evloop.Auto or evloop.Epoll, on Linux), or each on a
+	// goroutine of its own (evloop.Goroutine, and elsewhere). The tokens,
+	// their stamps and the wire bytes are the same.
+	Engine evloop.Engine
 }
 
 // Defaults for the zero values of Config.
@@ -155,6 +177,7 @@ type Server struct {
 	cfg    Config
 	ln     net.Listener
 	shards []*shard
+	affine bool // shard i runs on event loop i mod the loops: see shardFor
 	start  time.Time
 
 	streamNo    atomic.Uint64
@@ -239,7 +262,12 @@ func New(ln net.Listener, cfg Config) *Server {
 		s.initH2()
 	}
 	for i := 0; i < cfg.Shards; i++ {
-		s.shards = append(s.shards, newShard(clock.NewWaker(), int64(cfg.WakeInterval), int64(cfg.SpinAhead)))
+		sh := newShard(nil, int64(cfg.WakeInterval), int64(cfg.SpinAhead))
+		if !s.onLoop(sh, i) {
+			w := clock.NewWaker()
+			sh.waker, sh.own = w, w
+		}
+		s.shards = append(s.shards, sh)
 	}
 	return s
 }
@@ -253,8 +281,10 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // error otherwise.
 func (s *Server) Serve(ctx context.Context) error {
 	for _, sh := range s.shards {
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); sh.run() }()
+		if sh.own != nil {
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); sh.run(sh.own) }()
+		}
 	}
 	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
 	defer stop()
@@ -402,25 +432,35 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
-// plan resolves the request's hints against the server defaults.
-func (s *Server) plan(start int64, h api.Hints) schedule.Plan {
-	p := schedule.Plan{
-		Start:  start,
-		Think:  schedule.MsToNs(s.cfg.ThinkMs),
-		Delay:  schedule.MsToNs(s.cfg.DelayMs),
-		Tokens: s.cfg.Tokens,
+// plan resolves the request's hints against the server defaults: it sets
+// the token counts of answer a, of dialect d, and returns its schedule,
+// whose tokens are a's, all phases. Completions answers have no reasoning
+// or tool call.
+func (s *Server) plan(start int64, d api.Dialect, h api.Hints, a *api.Answer) schedule.Plan {
+	count := func(def int, hint *int64) int {
+		if hint != nil {
+			return max(int(*hint), 0)
+		}
+		return max(def, 0)
 	}
-	if h.Tokens != nil {
-		p.Tokens = int(*h.Tokens)
+	a.Tokens = count(s.cfg.Tokens, h.Tokens)
+	a.Reasoning = count(s.cfg.Reasoning, h.Reasoning)
+	a.ToolCall = count(s.cfg.ToolCall, h.ToolCall)
+	if d == api.Completions {
+		a.Reasoning, a.ToolCall = 0, 0
+	}
+	p := schedule.Plan{
+		Start:     start,
+		Think:     schedule.MsToNs(s.cfg.ThinkMs),
+		Delay:     schedule.MsToNs(s.cfg.DelayMs),
+		Tokens:    a.Total(),
+		Reasoning: a.Reasoning,
 	}
 	if h.ThinkMs != nil {
 		p.Think = schedule.MsToNs(*h.ThinkMs)
 	}
 	if h.DelayMs != nil {
 		p.Delay = schedule.MsToNs(*h.DelayMs)
-	}
-	if p.Tokens < 0 {
-		p.Tokens = 0
 	}
 	return p
 }

@@ -315,14 +315,24 @@ func (b *Batch) Merge(o *Batch) {
 		b.warmConns[id] = struct{}{}
 	}
 	for _, t := range o.Failures() {
-		for _, tc := range t.Texts {
-			b.tally(t.Kind, tc.Text, tc.Count)
-		}
-		if t.Other > 0 { // their texts are lost; keep the counts
-			bt := b.tallyOf(t.Kind)
-			bt.Count += t.Other
-			bt.Other += t.Other
-		}
+		b.AddFailureTally(t)
+	}
+}
+
+// AddFailureTally counts the failures of t into b's tallies, as Merge does
+// with another batch's: each text with its count (at most MaxFailureTexts
+// texts per kind, the rest counted in Other), and t.Other, whose texts are
+// lost, as counted only. It leaves Failed, Requests and IntegrityErrors to
+// the caller: it is how a batch rebuilt from a saved summary gets its
+// failure texts back.
+func (b *Batch) AddFailureTally(t FailureTally) {
+	for _, tc := range t.Texts {
+		b.tally(t.Kind, tc.Text, tc.Count)
+	}
+	if t.Other > 0 {
+		bt := b.tallyOf(t.Kind)
+		bt.Count += t.Other
+		bt.Other += t.Other
 	}
 }
 

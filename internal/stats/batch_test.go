@@ -308,3 +308,30 @@ func TestBatchWarmupAcrossMerge(t *testing.T) {
 		t.Errorf("warmup %d, warm connections %d, opened %d, requests %d; want 1, 1, 0, 2", y.Warmup, y.WarmConnections, y.Opened, y.ConnRequests)
 	}
 }
+
+// TestAddFailureTally: a batch given another's tallies reports the same
+// failures, texts beyond the bound included, and no other count changes.
+func TestAddFailureTally(t *testing.T) {
+	src := NewBatch()
+	for i := range MaxFailureTexts + 4 {
+		src.Add(&result.Request{Failure: result.Failure{Kind: result.Timeout, Detail: strconv.Itoa(i % (MaxFailureTexts + 2))}})
+	}
+	src.Add(&result.Request{Failure: result.Failure{Kind: result.NoTokens}})
+	dst := NewBatch()
+	for _, ft := range src.Failures() {
+		dst.AddFailureTally(ft)
+	}
+	if !reflect.DeepEqual(dst.Failures(), src.Failures()) {
+		t.Errorf("AddFailureTally(src.Failures()): failures\n%+v\nwant\n%+v", dst.Failures(), src.Failures())
+	}
+	if c := counts(dst); c != (batchCounts{}) {
+		t.Errorf("AddFailureTally changed counts: %+v, want none", c)
+	}
+	// Twice: the texts add up, the others stay counted.
+	for _, ft := range src.Failures() {
+		dst.AddFailureTally(ft)
+	}
+	if c := dst.Failures()[1]; c.Kind != result.Timeout || c.Count != 2*(MaxFailureTexts+4) || c.Other != 2*src.Failures()[1].Other {
+		t.Errorf("AddFailureTally twice: timeout tally %+v, want Count %d and Other doubled", c, 2*(MaxFailureTexts+4))
+	}
+}

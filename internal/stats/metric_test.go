@@ -352,9 +352,15 @@ func TestMetricFromSnapshotRejects(t *testing.T) {
 		if _, err := MetricFromSnapshot(s); !errors.Is(err, ErrSnapshot) {
 			t.Errorf("MetricFromSnapshot(snapshot with %s) error = %v, want ErrSnapshot", tt.name, err)
 		}
+		if err := s.Validate(); !errors.Is(err, ErrSnapshot) {
+			t.Errorf("Validate(snapshot with %s) = %v, want ErrSnapshot", tt.name, err)
+		}
 	}
 	if _, err := MetricFromSnapshot(good()); err != nil {
 		t.Errorf("MetricFromSnapshot(good snapshot) = %v", err)
+	}
+	if s := good(); s.Validate() != nil {
+		t.Errorf("Validate(good snapshot) = %v", s.Validate())
 	}
 }
 

@@ -239,7 +239,7 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 			loopHoldNs = max(loop.impl.hold.Percentile(0.5), 0)
 		}
 	}
-	addedDelay(&v, loopStats, gwStats)
+	v.SetAddedDelay(loopStats, gwStats)
 
 	if g.tokens < MinTokens {
 		v.Reason = fmt.Sprintf("too few tokens to judge (%d analysable, need %d)", g.tokens, MinTokens)
@@ -268,10 +268,12 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 	return v
 }
 
-// addedDelay sets the Added* fields: the gateway's emit->recv (tokens) minus
-// the calibration's when there is one with samples, the gateway's own
-// otherwise.
-func addedDelay(v *Verdict, loopStats, gwStats *stats.Batch) {
+// SetAddedDelay sets the Added* fields and Relative from the batches'
+// emit->recv (tokens): the gateway's minus the calibration's when loopStats
+// has samples, the gateway's own otherwise; all zero when gwStats has none.
+// Classify calls it; a merge of runs calls it again on the merged batches.
+func (v *Verdict) SetAddedDelay(loopStats, gwStats *stats.Batch) {
+	v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms, v.Relative = 0, 0, 0, false
 	if gwStats == nil || gwStats.EmitRecv.N() == 0 {
 		return
 	}

@@ -45,6 +45,8 @@
 package verdict
 
 import (
+	"fmt"
+
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 )
@@ -71,32 +73,47 @@ func (c Class) String() string {
 	return "unknown"
 }
 
-// Verdict is the outcome of Classify.
+// MarshalText returns the class's name (String).
+func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText reads a class's name, refusing any other text.
+func (c *Class) UnmarshalText(b []byte) error {
+	for _, k := range []Class{Unknown, Flushes, Buffers} {
+		if string(b) == k.String() {
+			*c = k
+			return nil
+		}
+	}
+	return fmt.Errorf("verdict.class %q: want \"flushes\", \"buffers\" or \"unknown\"", b)
+}
+
+// Verdict is the outcome of Classify. Its JSON form (snake_case keys, the
+// class as its name) is the verdict object of the run document.
 type Verdict struct {
-	Class  Class
-	Reason string // why Class is Unknown, empty otherwise
+	Class  Class  `json:"class"`
+	Reason string `json:"reason,omitempty"` // why Class is Unknown, empty otherwise
 
-	Tokens            int64   // analysable tokens of the gateway batch: stamped, with a stamped neighbour
-	CoalescedFraction float64 // share of those tokens that arrived in a burst of 2 or more
-	LoopCoalesced     float64 // the same share in the calibration batch (the tool's own noise); -1 without one
-	Noisy             bool    // LoopCoalesced >= NoisyLoopFraction: the tool itself was overloaded
-	BurstSizeP50      float64 // tokens per burst, over bursts of 2 or more (p50)
-	BurstSizeMax      int64   // largest burst seen
-	Bursts            int64   // bursts of 2 or more tokens
-	BurstPeriodMs     float64 // typical time between the starts of consecutive bursts of a request (p50), ms; 0 if no request had two
-	EmitGapMs         float64 // typical gap at which tokens were emitted (p50), ms
+	Tokens            int64   `json:"tokens"`                  // analysable tokens of the gateway batch: stamped, with a stamped neighbour
+	CoalescedFraction float64 `json:"coalesced_fraction"`      // share of those tokens that arrived in a burst of 2 or more
+	LoopCoalesced     float64 `json:"loop_coalesced_fraction"` // the same share in the calibration batch (the tool's own noise); -1 without one
+	Noisy             bool    `json:"noisy"`                   // LoopCoalesced >= NoisyLoopFraction: the tool itself was overloaded
+	BurstSizeP50      float64 `json:"burst_size_p50"`          // tokens per burst, over bursts of 2 or more (p50)
+	BurstSizeMax      int64   `json:"burst_size_max"`          // largest burst seen
+	Bursts            int64   `json:"bursts"`                  // bursts of 2 or more tokens
+	BurstPeriodMs     float64 `json:"burst_period_ms"`         // typical time between the starts of consecutive bursts of a request (p50), ms; 0 if no request had two
+	EmitGapMs         float64 `json:"emit_gap_ms"`             // typical gap at which tokens were emitted (p50), ms
 
-	AddedMeanMs float64 // emit->recv (tokens), gateway minus loopback (absolute when no loopback), ms
-	AddedP50Ms  float64
-	AddedP99Ms  float64
-	Relative    bool // Added* are gateway minus loopback
+	AddedMeanMs float64 `json:"added_mean_ms"` // emit->recv (tokens), gateway minus loopback (absolute when no loopback), ms
+	AddedP50Ms  float64 `json:"added_p50_ms"`
+	AddedP99Ms  float64 `json:"added_p99_ms"`
+	Relative    bool    `json:"relative"` // Added* are gateway minus loopback
 
-	FirstTokenHold   bool    // the first token was held much longer than the rest (HoldMinNs, HoldFactor)
-	FirstTokenHoldMs float64 // first-token emit->recv minus the typical emit->recv of the others (p50 over requests), ms
-	FollowingMs      float64 // typical emit->recv of the tokens after the first (p50 over requests of each request's median), ms
-	HoldRequests     int64   // requests that gave a first-token hold sample
+	FirstTokenHold   bool    `json:"first_token_hold"`    // the first token was held much longer than the rest (HoldMinNs, HoldFactor)
+	FirstTokenHoldMs float64 `json:"first_token_hold_ms"` // first-token emit->recv minus the typical emit->recv of the others (p50 over requests), ms
+	FollowingMs      float64 `json:"following_ms"`        // typical emit->recv of the tokens after the first (p50 over requests of each request's median), ms
+	HoldRequests     int64   `json:"hold_requests"`       // requests that gave a first-token hold sample
 
-	Causes []string // likely causes and the knobs to try, most likely first
+	Causes []string `json:"causes"` // likely causes and the knobs to try, most likely first
 }
 
 // Accumulator gathers, in bounded memory, what Classify needs from the

@@ -1,11 +1,66 @@
-package report
+package summary
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sort"
 
 	"github.com/sse-latency/sse-latency/internal/result"
 )
+
+// Samples are the few raw series the HTML report plots, bounded whatever
+// the number of requests.
+type Samples struct {
+	// Requests is one entry per request, or a uniform sample of at most
+	// MaxRequestSamples of them (Sampled then says so).
+	Requests []RequestSample `json:"requests"`
+	Sampled  bool            `json:"sampled"`
+	// Series are the per-token delays of a few representative requests
+	// (the fastest, the median and the slowest by mean emit->recv),
+	// downsampled to at most MaxSeriesPoints points each.
+	Series []Series `json:"series"`
+}
+
+// Bounds of Samples.
+const (
+	MaxRequestSamples = 2000
+	MaxSeriesPoints   = 500
+)
+
+// RequestSample is one request's headline figures.
+type RequestSample struct {
+	Index  int     `json:"index"`
+	OK     bool    `json:"ok"`
+	TTFTMs float64 `json:"ttft_ms"` // -1 when no token arrived
+	WallMs float64 `json:"wall_ms"`
+	Tokens int     `json:"tokens"`
+}
+
+// Series is the emit->recv delay of each token of one request against the
+// token's arrival time since the request was sent.
+type Series struct {
+	Label  string       `json:"label"` // "fastest", "median", "slowest"
+	Index  int          `json:"index"` // the request's index in its batch
+	Tokens int          `json:"tokens"`
+	Points [][2]float64 `json:"points"` // [arrival since sent ms, emit->recv ms]
+}
+
+// NormSamples returns a copy of s without nil slices, as documents hold
+// them.
+func NormSamples(s Samples) Samples {
+	out := Samples{Requests: slices.Clone(s.Requests), Sampled: s.Sampled, Series: make([]Series, len(s.Series))}
+	if out.Requests == nil {
+		out.Requests = []RequestSample{}
+	}
+	for i, se := range s.Series {
+		se.Points = slices.Clone(se.Points)
+		if se.Points == nil {
+			se.Points = [][2]float64{}
+		}
+		out.Series[i] = se
+	}
+	return out
+}
 
 // medianCandidates bounds how many requests' series the collector keeps
 // while the run goes, to pick the median one at the end.

@@ -1,184 +1,165 @@
-package report
+package rundoc
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-// MergeIgnoredConfig names the configuration fields that may differ between
-// runs taken in parallel and merged, or compared without a warning
-// (compared after configKey, so "no_loopback" and "NoLoopback" are one
-// field): each instance needs its own listen address and usually its own
-// gateway frontend, and the console options do not change what was
-// measured. The merged document keeps the first run's values.
-var MergeIgnoredConfig = []string{"listen", "target", "quiet", "verbose", "compat"}
-
-// ignoredConfig reports whether config field k may differ between merged
-// runs.
-func ignoredConfig(k string) bool {
-	k = configKey(k)
-	for _, f := range MergeIgnoredConfig {
-		if configKey(f) == k {
-			return true
-		}
-	}
-	return false
+// MergeOptions say how Merge names the documents and treats runs that
+// differ.
+type MergeOptions struct {
+	// Names are the documents' names (their files) for the messages and
+	// notes; a document without one is "run 1", "run 2"…
+	Names []string
+	// Force merges runs that Merge would refuse (different configurations
+	// or batches) anyway, and records what differed in the merged
+	// document's Forced.
+	Force bool
 }
 
-// configDiff lists the fields of configuration a and b that differ, but
-// for those ignoredConfig allows, as "requests (20 vs 40)", by field name.
-func configDiff(a, b json.RawMessage) ([]string, error) {
-	var ma, mb map[string]json.RawMessage
-	if err := json.Unmarshal(a, &ma); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if err := json.Unmarshal(b, &mb); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	keys := make(map[string]string) // configKey -> the name as written
-	for k := range ma {
-		keys[configKey(k)] = k
-	}
-	for k := range mb {
-		if _, ok := keys[configKey(k)]; !ok {
-			keys[configKey(k)] = k
-		}
-	}
-	var diffs []string
-	for _, nk := range sortedKeys(keys) {
-		if ignoredConfig(nk) {
-			continue
-		}
-		va, vb := configValue(ma, nk), configValue(mb, nk)
-		if va != vb {
-			diffs = append(diffs, fmt.Sprintf("%s (%s vs %s)", keys[nk], va, vb))
-		}
-	}
-	return diffs, nil
-}
-
-// configValue returns the compact JSON of the field of m whose configKey is
-// nk, "absent" when there is none.
-func configValue(m map[string]json.RawMessage, nk string) string {
-	for k, v := range m {
-		if configKey(k) == nk {
-			var b bytes.Buffer
-			if json.Compact(&b, v) != nil {
-				return string(v)
-			}
-			return b.String()
-		}
-	}
-	return "absent"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
-
-// Merge combines documents of runs of the same configuration taken in
-// parallel; see MergeNamed. Its errors name the documents "run 1", "run 2"…
-func Merge(docs []*Document) (*Document, error) { return MergeNamed(nil, docs) }
-
-// MergeNamed is Merge with the documents' names (their files) for the
-// error messages and notes.
+// Merge combines the documents of runs taken in parallel (N instances,
+// one gateway) into the document one run of all their requests would have
+// given, where that can be computed.
 //
-// The documents must be valid (Validate), of this schema version, of the
-// same configuration but for the fields MergeIgnoredConfig allows, and
-// have the same batches; otherwise it refuses with an error naming the two
-// documents and the fields ("cannot merge A.json and B.json: config differs
-// in requests (20 vs 40)").
+// The documents must be valid (Validate) and of this schema version. Each
+// configuration field's Rule (Config's merge tags) says how the runs may
+// differ: not at all in the measurement's settings (RuleSame) and the
+// gateway (RuleGateway); freely in what is each instance's own, its listen
+// address and path prefix (RuleInstance: the first run's is kept, a note
+// says how many there were) and in what only changed the console output
+// (RuleConsole); in amount in the load each generated (RuleSum: summed).
+// The batches must be the same. Otherwise Merge refuses, naming the two
+// documents and the fields ("cannot merge a.json and b.json: config
+// differs in target ("127.0.0.1:8080" vs "127.0.0.1:9090"); --force merges
+// them anyway"), unless opt.Force: then it merges anyway (the batches any
+// run has, each from the runs that have it) and lists the differences in
+// Forced, which the reports warn of.
 //
-// The result is the document one run of all their requests would have
-// given, where that can be computed:
+// The rest:
 //   - every batch's histograms are merged exactly (stats.Batch.Merge), so
 //     its metrics, the overhead block and the emission lateness are those
 //     of all the samples; counts, stream counters and CPU times are summed,
 //     max_tokens_per_read is the largest; failures are merged per kind and
 //     text (at most stats.MaxFailureTexts texts per kind, the rest counted
 //     in other);
-//   - targets: the distinct targets of the runs, comma-separated; tool,
-//     environment and config: the first document's (a note lists differing
-//     tool versions or hosts);
+//   - targets: the distinct targets of the runs, comma-separated; tool and
+//     environment: the first document's (a note lists differing tool
+//     versions or hosts);
 //   - start is the earliest, end the latest, runs the sum, exit_code the
 //     largest; end_reason is "done" only when every run's is, else
 //     "setup_failed" if any run's is, else "interrupted"; the warnings of
-//     the runs are kept, one per line;
+//     the runs are kept, one per line, and so are the runs' own Forced;
 //   - samples: the request samples of all runs, their indices offset by the
 //     requests of the runs before (run 2's request 0 follows run 1's last),
-//     then at most MaxRequestSamples of them taken uniformly (sampled is
-//     then true); of the series, for each label, the one with the lowest
-//     mean delay among the runs' "fastest", the highest among the
-//     "slowest", the median among the "median" (the first run's for
+//     then at most summary.MaxRequestSamples of them taken uniformly
+//     (sampled is then true); of the series, for each label, the one with
+//     the lowest mean delay among the runs' "fastest", the highest among
+//     the "slowest", the median among the "median" (the first run's for
 //     another label), each request's series once;
 //   - the verdict cannot be recomputed without the token records: it is
 //     kept only if every run has one and they agree on the class, with the
 //     tokens, bursts, hold requests and share of tokens in bursts summed or
 //     weighted exactly, the added delay recomputed from the merged
-//     emit->recv histograms as the classifier computes it, the largest
-//     burst, and the median of the runs' values for the burst size, burst
-//     period, emission gap, loopback share and first-token figures; a
-//     first-token hold only if every run flagged one. Notes say so, or why
-//     the verdict was dropped.
-func MergeNamed(names []string, docs []*Document) (*Document, error) {
+//     emit->recv histograms as the classifier computes it
+//     (verdict.Verdict.SetAddedDelay), the largest burst, and the median of
+//     the runs' values for the burst size, burst period, emission gap,
+//     loopback share and first-token figures; a first-token hold only if
+//     every run flagged one. Notes say so, or why the verdict was dropped.
+func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	name := func(i int) string {
-		if i < len(names) && names[i] != "" {
-			return names[i]
+		if i < len(opt.Names) && opt.Names[i] != "" {
+			return opt.Names[i]
 		}
 		return fmt.Sprintf("run %d", i+1)
 	}
 	if len(docs) == 0 {
 		return nil, errors.New("nothing to merge")
 	}
-	rs := make([]*rebuilt, len(docs))
 	for i, d := range docs {
-		r, err := d.rebuild()
-		if err != nil {
+		if err := d.Validate(); err != nil {
 			return nil, fmt.Errorf("cannot merge %s: %w", name(i), err)
 		}
-		rs[i] = r
+	}
+	forced, err := mergeable(docs, name, opt.Force)
+	if err != nil {
+		return nil, err
 	}
 	first := docs[0]
-	for i, d := range docs[1:] {
-		diffs, err := configDiff(first.Config, d.Config)
-		if err != nil {
-			return nil, fmt.Errorf("cannot merge %s and %s: %w", name(0), name(i+1), err)
-		}
-		if len(diffs) > 0 {
-			return nil, fmt.Errorf("cannot merge %s and %s: config differs in %s", name(0), name(i+1), strings.Join(diffs, ", "))
-		}
-		if a, b := batchNames(first), batchNames(d); a != b {
-			return nil, fmt.Errorf("cannot merge %s and %s: batches differ (%s vs %s)", name(0), name(i+1), a, b)
-		}
-	}
-
 	out := &Document{
 		SchemaVersion: SchemaVersion,
 		Tool:          first.Tool,
 		Environment:   first.Environment,
-		Config:        slices.Clone(first.Config),
+		Config:        first.Config,
 		Start:         first.Start,
 		End:           first.End,
 		EndReason:     EndDone,
-		Batches:       []Batch{},
+		Forced:        forced,
 	}
+	out.Config.Headers = slices.Clone(first.Config.Headers)
+	if err := out.mergeRuns(docs, name); err != nil {
+		return nil, err
+	}
+	loop, gw, err := out.mergeBatches(docs, name)
+	if err != nil {
+		return nil, err
+	}
+	out.Overhead = summary.NewOverhead(loop, gw)
+	var notes []string
+	out.Verdict, notes = mergeVerdicts(docs, name, loop, gw)
+	out.Notes = append(out.Notes, notes...)
+	return out, nil
+}
+
+// mergeable checks the configurations and batches of docs against the
+// first's (see Merge): it refuses what differs, or, when forced, returns
+// the differences, with those the documents already carried.
+func mergeable(docs []*Document, name func(int) string, force bool) ([]string, error) {
+	first := docs[0]
+	var forced []string
+	for _, d := range docs {
+		for _, f := range d.Forced {
+			forced = appendDistinct(forced, f)
+		}
+	}
+	for i, d := range docs[1:] {
+		var why []string
+		if diffs := mergeDiffs(&first.Config, &d.Config); len(diffs) > 0 {
+			why = append(why, "config differs in "+joinDiffs(diffs))
+		}
+		if a, b := batchNames(first), batchNames(d); a != b {
+			why = append(why, fmt.Sprintf("batches differ (%s vs %s)", a, b))
+		}
+		if len(why) == 0 {
+			continue
+		}
+		if !force {
+			return nil, fmt.Errorf("cannot merge %s and %s: %s; --force merges them anyway", name(0), name(i+1), strings.Join(why, "; "))
+		}
+		forced = append(forced, fmt.Sprintf("%s and %s: %s", name(0), name(i+1), strings.Join(why, "; ")))
+	}
+	return forced, nil
+}
+
+// mergeRuns sets what out says of the runs themselves from docs (see
+// Merge): the load summed into the config, times, runs, exit code and end
+// reason, the tool's own lateness, CPU and warnings, and the notes on what
+// differed between them without mattering.
+func (out *Document) mergeRuns(docs []*Document, name func(int) string) error {
 	lateness := stats.NewMetric()
 	var warnings, versions, hosts []string
+	cfgs := make([]*Config, len(docs))
 	for i, d := range docs {
+		cfgs[i] = &d.Config
+		if i > 0 {
+			out.Config.addLoad(&d.Config)
+		}
 		if d.Start.Before(out.Start) {
 			out.Start = d.Start
 		}
@@ -193,14 +174,20 @@ func MergeNamed(names []string, docs []*Document) (*Document, error) {
 		case d.EndReason == EndInterrupted:
 			out.EndReason = EndInterrupted
 		}
-		lateness.Merge(rs[i].lateness)
+		late, err := d.Self.Lateness.Stats()
+		if err != nil {
+			return fmt.Errorf("cannot merge %s: self.emission_lateness: %w", name(i), err)
+		}
+		lateness.Merge(late)
 		out.Self.UserS += d.Self.UserS
 		out.Self.SystemS += d.Self.SystemS
-		warnings = appendDistinct(warnings, d.Self.Warning)
+		for _, w := range strings.Split(d.Self.Warning, "\n") {
+			warnings = appendDistinct(warnings, w)
+		}
 		versions = appendDistinct(versions, d.Tool.Version)
 		hosts = appendDistinct(hosts, d.Environment.Hostname)
 	}
-	out.Self.Lateness = docMetric(lateness)
+	out.Self.Lateness = summary.NewMetric(lateness)
 	out.Self.Warning = strings.Join(warnings, "\n")
 	if len(versions) > 1 {
 		out.Notes = append(out.Notes, "the runs were made by different versions of the tool: "+strings.Join(versions, ", "))
@@ -208,32 +195,46 @@ func MergeNamed(names []string, docs []*Document) (*Document, error) {
 	if len(hosts) > 1 {
 		out.Notes = append(out.Notes, "the runs were made on different hosts: "+strings.Join(hosts, ", "))
 	}
+	if inst := instanceValues(cfgs); len(inst) > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("each run had its own %s; config keeps %s's", strings.Join(inst, ", "), name(0)))
+	}
+	return nil
+}
 
+// mergeBatches sets out's batches from those of docs, each from the runs
+// that have it (all of them, unless the merge was forced), and returns the
+// merged statistics of the loopback and gateway batches (nil when absent).
+func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop, gw *stats.Batch, err error) {
+	out.Batches = []summary.Batch{}
 	merged := make(map[string]*stats.Batch)
-	for _, b := range first.Batches {
-		sb := stats.NewBatch()
+	for _, bn := range []string{summary.LoopbackBatch, summary.GatewayBatch} {
+		var sb *stats.Batch
 		var targets []string
-		samples := make([]Samples, 0, len(docs))
+		var samples []summary.Samples
 		offset := 0
 		for i, d := range docs {
-			db := d.batch(b.Name)
-			if b.Name == LoopbackBatch {
-				sb.Merge(rs[i].loop)
-			} else {
-				sb.Merge(rs[i].gw)
+			db := d.Batch(bn)
+			if db == nil {
+				continue
 			}
+			s, err := db.Stats()
+			if err != nil {
+				return nil, nil, fmt.Errorf("cannot merge %s: %s batch: %w", name(i), bn, err)
+			}
+			if sb == nil {
+				sb = stats.NewBatch()
+			}
+			sb.Merge(s)
 			targets = appendDistinct(targets, db.Target)
 			samples = append(samples, offsetSamples(db.Samples, offset))
 			offset += db.Requests
 		}
-		merged[b.Name] = sb
-		out.Batches = append(out.Batches, docBatch(b.Name, strings.Join(targets, ", "), sb, mergeSamples(samples)))
+		if sb != nil {
+			merged[bn] = sb
+			out.Batches = append(out.Batches, summary.NewBatch(bn, strings.Join(targets, ", "), sb, mergeSamples(samples)))
+		}
 	}
-	out.Overhead = overheadOf(merged[LoopbackBatch], merged[GatewayBatch])
-	var notes []string
-	out.Verdict, notes = mergeVerdicts(docs, name, merged[LoopbackBatch], merged[GatewayBatch])
-	out.Notes = append(out.Notes, notes...)
-	return out, nil
+	return merged[summary.LoopbackBatch], merged[summary.GatewayBatch], nil
 }
 
 // batchNames lists the batches of d, as "[loopback gateway]".
@@ -254,8 +255,8 @@ func appendDistinct(list []string, s string) []string {
 }
 
 // offsetSamples returns a copy of s whose request indices are offset by n.
-func offsetSamples(s Samples, n int) Samples {
-	s = normSamples(s)
+func offsetSamples(s summary.Samples, n int) summary.Samples {
+	s = summary.NormSamples(s)
 	for i := range s.Requests {
 		s.Requests[i].Index += n
 	}
@@ -265,10 +266,10 @@ func offsetSamples(s Samples, n int) Samples {
 	return s
 }
 
-// mergeSamples combines the samples of the runs (see MergeNamed).
-func mergeSamples(list []Samples) Samples {
-	var out Samples
-	byLabel := make(map[string][]Series)
+// mergeSamples combines the samples of the runs (see Merge).
+func mergeSamples(list []summary.Samples) summary.Samples {
+	var out summary.Samples
+	byLabel := make(map[string][]summary.Series)
 	var labels []string
 	for _, s := range list {
 		out.Requests = append(out.Requests, s.Requests...)
@@ -280,10 +281,10 @@ func mergeSamples(list []Samples) Samples {
 			byLabel[se.Label] = append(byLabel[se.Label], se)
 		}
 	}
-	if n := len(out.Requests); n > MaxRequestSamples {
-		kept := make([]RequestSample, MaxRequestSamples)
+	if n := len(out.Requests); n > summary.MaxRequestSamples {
+		kept := make([]summary.RequestSample, summary.MaxRequestSamples)
 		for i := range kept {
-			kept[i] = out.Requests[i*n/MaxRequestSamples]
+			kept[i] = out.Requests[i*n/summary.MaxRequestSamples]
 		}
 		out.Requests, out.Sampled = kept, true
 	}
@@ -294,15 +295,15 @@ func mergeSamples(list []Samples) Samples {
 			out.Series = append(out.Series, se)
 		}
 	}
-	return normSamples(out)
+	return summary.NormSamples(out)
 }
 
 // pickSeries chooses, among the runs' series of one label, the fastest of
 // the "fastest", the slowest of the "slowest" and the median of the
 // "median", by the mean delay of their points; the first for another label.
-func pickSeries(label string, ss []Series) Series {
+func pickSeries(label string, ss []summary.Series) summary.Series {
 	sorted := slices.Clone(ss)
-	slices.SortStableFunc(sorted, func(a, b Series) int {
+	slices.SortStableFunc(sorted, func(a, b summary.Series) int {
 		ma, mb := seriesMean(a), seriesMean(b)
 		switch {
 		case ma < mb:
@@ -325,7 +326,7 @@ func pickSeries(label string, ss []Series) Series {
 
 // seriesMean is the mean delay of s's points, +Inf without any (so that an
 // empty series is never the fastest).
-func seriesMean(s Series) float64 {
+func seriesMean(s summary.Series) float64 {
 	if len(s.Points) == 0 {
 		return math.Inf(1)
 	}
@@ -336,16 +337,16 @@ func seriesMean(s Series) float64 {
 	return sum / float64(len(s.Points))
 }
 
-// mergeVerdicts combines the runs' verdicts (see MergeNamed), with notes
+// mergeVerdicts combines the runs' verdicts (see Merge), with notes
 // saying how, or why there is none.
-func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batch) (*VerdictInfo, []string) {
+func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batch) (*verdict.Verdict, []string) {
 	var missing, classes []string
 	for i, d := range docs {
 		if d.Verdict == nil {
 			missing = append(missing, name(i))
 			continue
 		}
-		classes = append(classes, name(i)+": "+d.Verdict.Class)
+		classes = append(classes, name(i)+": "+d.Verdict.Class.String())
 	}
 	switch {
 	case len(missing) == len(docs):
@@ -360,7 +361,7 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 		}
 	}
 
-	v := &VerdictInfo{Class: first.Class, Reason: first.Reason, Causes: []string{}}
+	v := &verdict.Verdict{Class: first.Class, Reason: first.Reason, Causes: []string{}}
 	var coalesced float64
 	var loopShares, sizes, periods, gaps, holds, following []float64
 	holdRuns := 0
@@ -394,11 +395,11 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 	v.Noisy = v.LoopCoalesced >= verdict.NoisyLoopFraction
 	v.BurstSizeP50, v.BurstPeriodMs, v.EmitGapMs = median(sizes), median(periods), median(gaps)
 	v.FirstTokenHoldMs, v.FollowingMs = median(holds), median(following)
-	addedDelay(v, loop, gw)
+	v.SetAddedDelay(loop, gw)
 
 	notes := []string{fmt.Sprintf("verdict: the %d merged runs all found %q; tokens, bursts, hold requests, the share of tokens "+
 		"in bursts and the added delay are exact over all of them; the burst size, burst period, emission gap, loopback share "+
-		"and first-token figures are the median of the runs' values", len(docs), v.Class)}
+		"and first-token figures are the median of the runs' values", len(docs), v.Class.String())}
 	v.FirstTokenHold = holdRuns == len(docs)
 	if holdRuns > 0 && !v.FirstTokenHold {
 		v.Causes = slices.DeleteFunc(v.Causes, func(c string) bool { return c == verdict.CauseFirstTokenHold })
@@ -415,24 +416,4 @@ func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[(len(s)-1)/2]
-}
-
-// addedDelay sets v's added delay from the batches as the classifier does
-// (verdict.Verdict.AddedMeanMs): the gateway's emit->recv (tokens) minus the
-// calibration's when it has samples, the gateway's own otherwise.
-func addedDelay(v *VerdictInfo, loop, gw *stats.Batch) {
-	v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms, v.Relative = 0, 0, 0, false
-	if gw == nil || gw.EmitRecv.N() == 0 {
-		return
-	}
-	g := gw.EmitRecv
-	v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms = g.Mean()/nsPerMs, ms(g.Percentile(0.5)), ms(g.Percentile(0.99))
-	if loop == nil || loop.EmitRecv.N() == 0 {
-		return
-	}
-	l := loop.EmitRecv
-	v.Relative = true
-	v.AddedMeanMs -= l.Mean() / nsPerMs
-	v.AddedP50Ms -= ms(l.Percentile(0.5))
-	v.AddedP99Ms -= ms(l.Percentile(0.99))
 }

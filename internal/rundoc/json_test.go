@@ -1,9 +1,10 @@
-package report
+package rundoc
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,81 +17,80 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/summary/summarytest"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-// testConfig is a cli.Config as the CLI marshals it (snake_case keys).
-const testConfig = `{"listen": ":8090", "target": "127.0.0.1:8080", "requests": 4, "concurrency": 2,
-	"tokens": 1000, "think_ms": 0, "delay_ms": 5, "timeout_ms": 300000, "no_loopback": false,
-	"quiet": false, "verbose": false, "compat": false, "compressed": false, "api": "chat",
-	"model": "sse-latency-1", "path": "", "include_usage": false}`
+// testConfig is the configuration of the synthetic runs.
+var testConfig = Config{Listen: ":8090", Target: "127.0.0.1:8080", Requests: 4, Concurrency: 2, Tokens: 1000, DelayMs: 5,
+	TimeoutMs: 300000, API: "chat", Model: "sse-latency-1", ReasoningField: "reasoning_content", Arrival: "constant", Engine: "auto"}
 
 // runStart is the fixed start of the synthetic runs.
 var runStart = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
 // fixture is a synthetic run: the records of its batches, run through the
-// same aggregators as the CLI's.
+// same aggregators as the CLI's, and their summary.
 type fixture struct {
 	loopRs, gwRs []*result.Request // loopRs nil: no calibration
 	loop, gw     *stats.Batch
 	verdict      verdict.Verdict
+	run          *summary.Run
 }
 
 func newFixture(loopS, gwS []stream) *fixture {
-	f := &fixture{gw: stats.NewBatch()}
-	var loopAcc *verdict.Accumulator
+	f := &fixture{}
+	var loop *summary.Collector
 	if loopS != nil {
 		f.loopRs = requests(loopS...)
-		f.loop, loopAcc = stats.NewBatch(), verdict.NewAccumulator()
+		loop = summary.NewCollector()
 		for _, r := range f.loopRs {
-			f.loop.Add(r)
-			loopAcc.Add(r)
+			loop.Add(r)
 		}
+		f.loop = loop.Stats
 	}
 	f.gwRs = requests(gwS...)
-	gwAcc := verdict.NewAccumulator()
+	gw := summary.NewCollector()
 	for _, r := range f.gwRs {
-		f.gw.Add(r)
-		gwAcc.Add(r)
+		gw.Add(r)
 	}
-	f.verdict = verdict.Classify(loopAcc, gwAcc, f.loop, f.gw)
-	return f
-}
-
-// info is the RunInfo of the fixture, with fixed times, samples and
-// lateness.
-func (f *fixture) info() RunInfo {
+	f.gw = gw.Stats
 	late := stats.NewMetric()
 	for _, ns := range []int64{12_000, 25_000, 25_000, 40_000, 310_000} {
 		late.Record(ns)
 	}
-	v := f.verdict
-	ri := RunInfo{
-		Config:    json.RawMessage(testConfig),
+	f.run = summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: "127.0.0.1:8090", GatewayTarget: "127.0.0.1:8080",
+		Lateness: late, UserS: 1.25, SystemS: 0.5})
+	f.verdict = *f.run.Verdict
+	// Fixed samples, so that the goldens show a few of each kind.
+	f.run.Gateway().Samples = summary.Samples{
+		Requests: []summary.RequestSample{
+			{Index: 0, OK: true, TTFTMs: 0.18, WallMs: 1195.236, Tokens: 1000},
+			{Index: 3, OK: false, TTFTMs: -1, WallMs: 300000, Tokens: 0},
+		},
+		Series: []summary.Series{{Label: "fastest", Index: 0, Tokens: 1000, Points: [][2]float64{{0.18, 0.036}, {200.18, 195.04}}}},
+	}
+	if l := f.run.Loop(); l != nil {
+		l.Samples = summary.Samples{Requests: []summary.RequestSample{{Index: 0, OK: true, TTFTMs: 0.04, WallMs: 995.2, Tokens: 200}},
+			Series: []summary.Series{}}
+	}
+	return f
+}
+
+// info is the RunInfo of the fixture, with fixed times.
+func (f *fixture) info() RunInfo {
+	return RunInfo{
+		Config:    testConfig,
 		Start:     runStart,
 		End:       runStart.Add(12500 * time.Millisecond),
 		EndReason: EndDone,
 		ExitCode:  boolExit(f.gw.Failed > 0),
-		Loop:      f.loop, LoopTarget: "127.0.0.1:8090",
-		Gateway: f.gw, GatewayTarget: "127.0.0.1:8080",
-		GatewaySamples: Samples{
-			Requests: []RequestSample{
-				{Index: 0, OK: true, TTFTMs: 0.18, WallMs: 1195.236, Tokens: 1000},
-				{Index: 3, OK: false, TTFTMs: -1, WallMs: 300000, Tokens: 0},
-			},
-			Series: []Series{{Label: "fastest", Index: 0, Tokens: 1000, Points: [][2]float64{{0.18, 0.036}, {200.18, 195.04}}}},
-		},
-		Verdict:  &v,
-		Lateness: late,
-		UserS:    1.25,
-		SystemS:  0.5,
-		Version:  "v1.2.3-test",
+		Version:   "v1.2.3-test",
 	}
-	if f.loop != nil {
-		ri.LoopSamples = Samples{Requests: []RequestSample{{Index: 0, OK: true, TTFTMs: 0.04, WallMs: 995.2, Tokens: 200}}}
-	}
-	return ri
 }
+
+// doc is the fixture's document.
+func (f *fixture) doc() *Document { return NewDocument(f.info(), f.run) }
 
 func boolExit(failed bool) int {
 	if failed {
@@ -117,11 +117,11 @@ func fixedDoc(t *testing.T, name string) *Document {
 	t.Helper()
 	js, ok := fixedDocs.Load(name)
 	if !ok {
-		sc, ok := scenarios[name]
+		sc, ok := summarytest.Scenarios[name]
 		if !ok {
 			t.Fatalf("no scenario %q", name)
 		}
-		js, _ = fixedDocs.LoadOrStore(name, marshal(t, fixEnv(NewDocument(newFixture(sc.loop, sc.gw).info()))))
+		js, _ = fixedDocs.LoadOrStore(name, marshal(t, fixEnv(newFixture(sc.Loop, sc.Gw).doc())))
 	}
 	d := new(Document)
 	if err := json.Unmarshal(js.([]byte), d); err != nil {
@@ -168,8 +168,8 @@ func TestJSONGolden(t *testing.T) {
 
 // TestNewDocument checks the fields the golden does not make obvious.
 func TestNewDocument(t *testing.T) {
-	f := newFixture(scenarios["full"].loop, scenarios["full"].gw)
-	d := NewDocument(f.info())
+	f := newFixture(summarytest.Scenarios["full"].Loop, summarytest.Scenarios["full"].Gw)
+	d := f.doc()
 	host, _ := os.Hostname()
 	checks := []struct {
 		what      string
@@ -181,62 +181,26 @@ func TestNewDocument(t *testing.T) {
 		{"environment.hostname", d.Environment.Hostname, host},
 		{"runs", d.Runs, 1},
 		{"batch names", batchNames(d), "[loopback gateway]"},
+		{"summary", d.Run, *f.run},
 		{"gateway failures", len(d.Batches[1].Failures), 2},
-		{"gateway ttft n", d.Batches[1].Metrics.TTFT.N, f.gw.TTFT.N()},
-		{"gateway emit_recv p99.9", d.Batches[1].Metrics.EmitRecv.P999Ms, ms(f.gw.EmitRecv.Percentile(0.999))},
-		{"gateway emit_recv p90", d.Batches[1].Metrics.EmitRecv.P90Ms, ms(f.gw.EmitRecv.Percentile(0.90))},
-		{"gateway emit_recv stddev", d.Batches[1].Metrics.EmitRecv.StddevMs, f.gw.EmitRecv.Stddev() / 1e6},
-		{"overhead ttft mean", d.Overhead.TTFT.MeanMs, (f.gw.TTFT.Mean() - f.loop.TTFT.Mean()) / 1e6},
-		{"verdict class", d.Verdict.Class, f.verdict.Class.String()},
 		{"lateness n", d.Self.Lateness.N, int64(5)},
-		{"lateness max", d.Self.Lateness.MaxMs, 0.31},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("NewDocument(full): %s = %v, want %v", c.what, c.got, c.want)
 		}
 	}
-
-	// A run with one gateway request and its first token only: no overhead
-	// line for the metrics without samples; no calibration: no overhead.
-	one := stats.NewBatch()
-	one.Add(stream{batch: "gw", ttft: 1e6, firstDelay: 50_000, tokens: 1}.request())
-	d = NewDocument(RunInfo{Loop: one, Gateway: one, EndReason: EndDone})
-	if d.Overhead == nil || d.Overhead.TTFT == nil || d.Overhead.InterToken != nil || d.Overhead.EmitRecv != nil {
-		t.Errorf("NewDocument(one token each side).Overhead = %+v, want ttft and first_emit_recv only", d.Overhead)
-	}
-	if string(d.Config) != "{}" || d.Verdict != nil || d.Self.Lateness.N != 0 {
-		t.Errorf("NewDocument(no config, verdict, lateness): config %s, verdict %v, lateness n %d; want {}, nil, 0",
-			d.Config, d.Verdict, d.Self.Lateness.N)
-	}
-	if d = NewDocument(RunInfo{Gateway: one, EndReason: EndDone}); d.Overhead != nil {
-		t.Errorf("NewDocument(no calibration).Overhead = %+v, want nil", d.Overhead)
+	d = NewDocument(RunInfo{EndReason: EndSetupFailed}, nil)
+	if !reflect.DeepEqual(d.Config, Config{}) || d.Batches == nil || len(d.Batches) != 0 || d.Verdict != nil || d.Overhead != nil || d.Self.Lateness.N != 0 {
+		t.Errorf("NewDocument(nothing ran): config %+v, batches %v, verdict %v, overhead %v, lateness n %d; want none, [], nil, nil, 0",
+			d.Config, d.Batches, d.Verdict, d.Overhead, d.Self.Lateness.N)
 	}
 }
 
-// expectedText is what the CLI prints after the per-request lines.
-func expectedText(t *testing.T, loop, gw *stats.Batch, v *verdict.Verdict, compat bool) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err := WriteReport(&b, loop, gw); err != nil {
-		t.Fatal(err)
-	}
-	if !compat {
-		if v != nil {
-			if err := WriteVerdict(&b, *v); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := WriteStream(&b, loop, gw); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b.Bytes()
-}
-
-// TestJSONRoundTrip checks NewDocument → WriteJSON → ReadJSON →
-// WriteDocumentText against the text written from the original batches,
-// and that the JSON itself reads back to the same bytes.
+// TestJSONRoundTrip checks NewDocument → WriteJSON → ReadJSON: the
+// summary reads back as the run computed it (so the reports render the
+// same text from it: report's TestDocumentText), and the JSON itself reads
+// back to the same bytes.
 func TestJSONRoundTrip(t *testing.T) {
 	tests := []struct {
 		scenario  string
@@ -250,65 +214,44 @@ func TestJSONRoundTrip(t *testing.T) {
 		{scenario: "full", noVerdict: true},
 	}
 	for _, tt := range tests {
-		sc := scenarios[tt.scenario]
-		f := newFixture(sc.loop, sc.gw)
+		sc := summarytest.Scenarios[tt.scenario]
+		f := newFixture(sc.Loop, sc.Gw)
 		ri := f.info()
 		if tt.compat {
-			ri.Config = json.RawMessage(strings.Replace(testConfig, `"compat": false`, `"compat": true`, 1))
+			ri.Config.Compat = true
 		}
-		var v *verdict.Verdict
 		if tt.noVerdict {
-			ri.Verdict = nil
-		} else {
-			v = &f.verdict
+			f.run.Verdict = nil
 		}
-		js := marshal(t, NewDocument(ri))
+		js := marshal(t, NewDocument(ri, f.run))
 		d, err := ReadJSON(bytes.NewReader(js))
 		if err != nil {
 			t.Fatalf("%s: ReadJSON(WriteJSON(NewDocument)): %v", tt.scenario, err)
 		}
-		var got bytes.Buffer
-		if err := WriteDocumentText(&got, d); err != nil {
-			t.Fatalf("%s: WriteDocumentText: %v", tt.scenario, err)
+		if !reflect.DeepEqual(d.Run, *f.run) {
+			t.Errorf("%s: the summary read back differs from the run's:\n%+v\nwant\n%+v", tt.scenario, d.Run, *f.run)
 		}
-		want := expectedText(t, f.loop, f.gw, v, tt.compat)
-		if !bytes.Equal(got.Bytes(), want) {
-			t.Errorf("%s (compat %v, verdict %v): WriteDocumentText after the round trip =\n%s\nwant (the run's text)\n%s",
-				tt.scenario, tt.compat, !tt.noVerdict, got.Bytes(), want)
+		if d.Compat() != tt.compat {
+			t.Errorf("%s: Compat() = %v, want %v", tt.scenario, d.Compat(), tt.compat)
 		}
 		if again := marshal(t, d); !bytes.Equal(again, js) {
 			t.Errorf("%s: WriteJSON(ReadJSON(js)) differs from js:\n%s\nwant\n%s", tt.scenario, again, js)
 		}
-		if tt.noVerdict || tt.compat {
-			continue
-		}
-		if got := d.VerdictValue(); !reflect.DeepEqual(*got, f.verdict) {
-			t.Errorf("%s: VerdictValue() = %+v, want %+v", tt.scenario, *got, f.verdict)
-		}
-		if got, want := d.Gateway().Failures(), f.gw.Failures(); !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: Gateway().Failures() = %+v, want %+v", tt.scenario, got, want)
-		}
 	}
 }
 
-// TestWriteDocumentTextNoGateway: a run whose setup failed prints nothing.
-func TestWriteDocumentTextNoGateway(t *testing.T) {
-	d := fixEnv(NewDocument(RunInfo{EndReason: EndSetupFailed, ExitCode: 1}))
-	var b bytes.Buffer
-	if err := WriteDocumentText(&b, d); err != nil || b.Len() != 0 {
-		t.Errorf("WriteDocumentText(no batch) = %q, %v; want nothing, nil", b.String(), err)
-	}
-	if d.Loop() != nil || d.Gateway() != nil || d.VerdictValue() != nil {
-		t.Errorf("Loop, Gateway, VerdictValue of a document without batches: want nil")
-	}
-}
-
-// TestVerdictInfoRoundTrip converts every verdict of verdict_test.go there
-// and back.
-func TestVerdictInfoRoundTrip(t *testing.T) {
-	for name, v := range verdicts {
-		if got := verdictInfo(v).value(); !reflect.DeepEqual(got, v) {
-			t.Errorf("verdictInfo(%s).value() = %+v, want %+v", name, got, v)
+// TestVerdictRoundTrip: every verdict of verdict_test.go reads back from a
+// document as it was written.
+func TestVerdictRoundTrip(t *testing.T) {
+	for name, v := range summarytest.Verdicts {
+		d := fixedDoc(t, "full")
+		d.Verdict = summary.NormVerdict(&v)
+		back, err := ReadJSON(bytes.NewReader(marshal(t, d)))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(back.Verdict, d.Verdict) {
+			t.Errorf("verdict %s read back as %+v, want %+v", name, back.Verdict, d.Verdict)
 		}
 	}
 }
@@ -346,14 +289,18 @@ func TestFailuresRoundTrip(t *testing.T) {
 		}()},
 	}
 	for _, tt := range tests {
-		b := stats.NewBatch()
+		c := summary.NewCollector()
 		for _, f := range tt.failures {
-			b.Add(&result.Request{Batch: "gw", Failure: f})
+			c.Add(&result.Request{Batch: "gw", Failure: f})
 		}
-		d := NewDocument(RunInfo{Gateway: b, EndReason: EndDone})
-		got, err := statsBatch(&d.Batches[0])
+		b := c.Stats
+		d, err := ReadJSON(bytes.NewReader(marshal(t, NewDocument(RunInfo{EndReason: EndDone}, summary.New(summary.Inputs{Gateway: c})))))
 		if err != nil {
-			t.Fatalf("%s: statsBatch(docBatch(b)): %v", tt.name, err)
+			t.Fatalf("%s: ReadJSON: %v", tt.name, err)
+		}
+		got, err := d.Gateway().Stats()
+		if err != nil {
+			t.Fatalf("%s: Stats() of the batch read back: %v", tt.name, err)
 		}
 		if !reflect.DeepEqual(got.Failures(), b.Failures()) {
 			t.Errorf("%s: failures after the document = %+v, want %+v", tt.name, got.Failures(), b.Failures())
@@ -432,7 +379,8 @@ var badDocuments = []struct {
 		"batches[1] (gateway): failures count 2 requests, failed says 3", false},
 	{"lateness", func(m map[string]any) { at(m, "self", "emission_lateness", "histogram")["max_ns"] = 1 },
 		"self.emission_lateness: histogram: invalid metric snapshot", false},
-	{"config", func(m map[string]any) { m["config"] = []any{1} }, "config: not a JSON object", true},
+	{"config", func(m map[string]any) { m["config"] = []any{1} }, "config: a JSON array where an object is wanted", true},
+	{"config field", func(m map[string]any) { at(m, "config")["tokens"] = "many" }, "config.tokens: a JSON string where an integer is wanted", false},
 	{"tool", func(m map[string]any) { at(m, "tool")["name"] = "other" }, `tool.name is "other"`, true},
 	{"runs", func(m map[string]any) { m["runs"] = 0 }, "runs is 0", true},
 }
@@ -493,13 +441,18 @@ func TestSchema(t *testing.T) {
 		"full":           fixedDoc(t, "full"),
 		"no_calibration": fixedDoc(t, "no_calibration"),
 		"empty":          fixedDoc(t, "empty"),
-		"setup failed":   fixEnv(NewDocument(RunInfo{EndReason: EndSetupFailed, ExitCode: 1})),
+		"setup failed":   fixEnv(NewDocument(RunInfo{EndReason: EndSetupFailed, ExitCode: 1}, nil)),
 	}
-	merged, err := Merge([]*Document{fixedDoc(t, "full"), fixedDoc(t, "full")})
+	merged, err := Merge([]*Document{fixedDoc(t, "full"), fixedDoc(t, "full")}, MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	good["merged"] = merged
+	forced, err := Merge([]*Document{fixedDoc(t, "full"), fixedDoc(t, "no_calibration")}, MergeOptions{Force: true})
+	if err != nil || forced.Forced == nil {
+		t.Fatalf("forced merge: %v, forced %q", err, forced.Forced)
+	}
+	good["forced merge"] = forced
 	for name, d := range good {
 		if err := validate(sch, marshal(t, d)); err != nil {
 			t.Errorf("the %s document does not validate: %v", name, err)
@@ -521,6 +474,7 @@ func TestSchema(t *testing.T) {
 		{"point of 3", func(m map[string]any) {
 			at(m, "batches", 1, "samples", "series", 0)["points"] = []any{[]any{1, 2, 3}}
 		}},
+		{"empty forced", func(m map[string]any) { m["forced"] = []any{} }},
 		{"geometry", func(m map[string]any) {
 			at(m, "self", "emission_lateness", "histogram", "histogram")["significant_figures"] = 2
 		}},
@@ -561,9 +515,9 @@ func TestWriteJSONErrors(t *testing.T) {
 		t.Errorf("WriteJSON(failing writer) = %v, want %v", err, errWrite)
 	}
 	d := fixedDoc(t, "empty")
-	d.Config = json.RawMessage("{")
+	d.Config.DelayMs = math.NaN()
 	if err := WriteJSON(&bytes.Buffer{}, d); err == nil {
-		t.Errorf("WriteJSON(config {) = nil, want an error")
+		t.Errorf("WriteJSON(config delay NaN) = nil, want an error")
 	}
 	if err := WriteJSON(&bytes.Buffer{}, nil); err == nil {
 		t.Errorf("WriteJSON(nil) = nil, want an error")

@@ -1,62 +1,62 @@
-package report
+// Package summary is the one model every report renders: per batch the
+// counts, the failures by kind with their texts, every metric with its
+// serialised histogram, the stream and connection figures; then the
+// overhead (gateway minus loopback), the buffering verdict and the tool's
+// own behaviour (emission lateness, CPU, the warning it printed).
+//
+// A Run is computed once, from the records (New, through a Collector per
+// batch), and saved as it is in the run document (package rundoc, whose
+// batches, overhead, verdict and self objects are these types). The text,
+// JSON and HTML reports render from it, and `sse-latency report RUN.json`
+// renders from the summary the document stores, without recomputing it.
+// Summary figures are in milliseconds; the histograms, in nanoseconds, are
+// the authority a merge recomputes them from (Batch.Stats).
+package summary
 
 import (
-	"encoding/json"
-	"time"
-
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-// SchemaVersion is the version of the JSON document (Document). It changes
-// when a field changes meaning or disappears; new fields may appear without
-// a change.
-const SchemaVersion = 1
+// Batch names (Batch.Name).
+const (
+	LoopbackBatch = "loopback"
+	GatewayBatch  = "gateway"
+)
 
-// Document is a whole measurement as --json writes it and as the report,
-// merge and compare subcommands read it: everything needed to re-render the
-// text and HTML reports later, and to merge runs exactly (histograms are
-// serialised, not only their percentiles). Times are RFC 3339; durations
-// and delays are milliseconds (_ms) unless a field says otherwise.
-type Document struct {
-	SchemaVersion int             `json:"schema_version"`
-	Tool          ToolInfo        `json:"tool"`
-	Environment   Environment     `json:"environment"`
-	Config        json.RawMessage `json:"config"` // the normalised command-line configuration (cli.Config)
-	Start         time.Time       `json:"start"`
-	End           time.Time       `json:"end"`
-	EndReason     string          `json:"end_reason"` // "done", "interrupted" or "setup_failed"
-	ExitCode      int             `json:"exit_code"`
-	Runs          int             `json:"runs"` // 1, or how many runs were merged into this one
+// Batch titles, as the text report prints them (SPEC §6).
+const (
+	LoopbackTitle = "loopback (direct to listen address)"
+	GatewayTitle  = "gateway"
+)
 
-	Batches  []Batch      `json:"batches"`            // "loopback" first when it ran, then "gateway"
-	Overhead *Overhead    `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
-	Verdict  *VerdictInfo `json:"verdict,omitempty"`
-	Self     Self         `json:"self"` // the tool's own behaviour: emission lateness, CPU
-
-	// Notes say what a merge could not combine exactly (see Merge); absent
-	// from a single run.
-	Notes []string `json:"notes,omitempty"`
+// Run is the summary of one measurement, or of several merged.
+type Run struct {
+	Batches  []Batch          `json:"batches"`            // "loopback" first when it ran, then "gateway"
+	Overhead *Overhead        `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
+	Verdict  *verdict.Verdict `json:"verdict,omitempty"`  // absent when no gateway batch ran
+	Self     Self             `json:"self"`               // the tool's own behaviour: emission lateness, CPU
 }
 
-// ToolInfo identifies the program that wrote the document.
-type ToolInfo struct {
-	Name      string `json:"name"`       // "sse-latency"
-	Version   string `json:"version"`    // from the build info
-	GoVersion string `json:"go_version"` // runtime.Version()
+// Batch returns the batch named name, nil when absent.
+func (r *Run) Batch(name string) *Batch {
+	for i := range r.Batches {
+		if r.Batches[i].Name == name {
+			return &r.Batches[i]
+		}
+	}
+	return nil
 }
 
-// Environment is where the run happened.
-type Environment struct {
-	OS         string `json:"os"`
-	Arch       string `json:"arch"`
-	NumCPU     int    `json:"num_cpu"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	Hostname   string `json:"hostname"`
-}
+// Loop returns the calibration batch, nil when none ran.
+func (r *Run) Loop() *Batch { return r.Batch(LoopbackBatch) }
+
+// Gateway returns the gateway batch, nil when none ran.
+func (r *Run) Gateway() *Batch { return r.Batch(GatewayBatch) }
 
 // Batch is one batch of requests: the loopback calibration or the gateway.
 type Batch struct {
-	Name     string        `json:"name"`   // "loopback" or "gateway"
+	Name     string        `json:"name"`   // LoopbackBatch or GatewayBatch
 	Target   string        `json:"target"` // address the requests went to
 	Requests int           `json:"requests"`
 	OK       int           `json:"ok"`
@@ -74,6 +74,18 @@ type Batch struct {
 	StartLateness *Metric      `json:"start_lateness,omitempty"` // open loop: request start − its schedule
 
 	Samples Samples `json:"samples"`
+}
+
+// Title returns the batch's title in the text report (SPEC §6), its name
+// for a batch of another name.
+func (b *Batch) Title() string {
+	switch b.Name {
+	case LoopbackBatch:
+		return LoopbackTitle
+	case GatewayBatch:
+		return GatewayTitle
+	}
+	return b.Name
 }
 
 // Connections are the connections that carried a batch's requests (warm-ups
@@ -98,6 +110,14 @@ type Phases struct {
 	FirstToken Metric `json:"first_token"` // first token, from the response head
 }
 
+// Named returns the phases in the order of a request, with the names the
+// stream block gives them ("connect", "tls", "written", "head",
+// "first-token", as stats.Batch.Phases).
+func (p *Phases) Named() []NamedMetric {
+	return []NamedMetric{{"connect", &p.Connect}, {"tls", &p.TLS}, {"written", &p.Written}, {"head", &p.Head},
+		{"first-token", &p.FirstToken}}
+}
+
 // FailureKind counts the failed requests of one kind, with their texts.
 type FailureKind struct {
 	Kind  string      `json:"kind"` // result.Kind.String(): "timeout", "integrity", …
@@ -120,6 +140,23 @@ type Metrics struct {
 	EmitRecv      Metric `json:"emit_recv"`       // one-way delay of tokens 2..n
 }
 
+// NamedMetric is a metric with the name the reports give it.
+type NamedMetric struct {
+	Name   string
+	Metric *Metric
+}
+
+// Named returns the metrics in the order of the text report's batch block,
+// with its names (SPEC §4, §6).
+func (m *Metrics) Named() []NamedMetric {
+	return []NamedMetric{
+		{"TTFT (client)", &m.TTFT},
+		{"TTFT emit->recv(1st)", &m.FirstEmitRecv},
+		{"inter-token (client)", &m.InterToken},
+		{"emit->recv (tokens)", &m.EmitRecv},
+	}
+}
+
 // Metric is one distribution: its summary in milliseconds (percentiles by
 // the SPEC's rank rule, see package stats) and its serialised histogram,
 // from which the summary can be recomputed and runs merged exactly.
@@ -137,7 +174,7 @@ type Metric struct {
 	Histogram stats.Snapshot `json:"histogram"`
 }
 
-// Stream is how the tokens travelled (see report.WriteStream).
+// Stream is how the tokens travelled (the text report's stream block).
 type Stream struct {
 	ByPiTs           int64 `json:"by_pi_ts"`
 	ByContent        int64 `json:"by_content"`
@@ -150,42 +187,8 @@ type Stream struct {
 	Unstamped        int64 `json:"unstamped"` // tokens without an emission time, left out of the emit->recv metrics
 }
 
-// Samples are the few raw series the HTML report plots, bounded whatever
-// the number of requests.
-type Samples struct {
-	// Requests is one entry per request, or a uniform sample of at most
-	// MaxRequestSamples of them (Sampled then says so).
-	Requests []RequestSample `json:"requests"`
-	Sampled  bool            `json:"sampled"`
-	// Series are the per-token delays of a few representative requests
-	// (the fastest, the median and the slowest by mean emit->recv),
-	// downsampled to at most MaxSeriesPoints points each.
-	Series []Series `json:"series"`
-}
-
-// Bounds of Samples.
-const (
-	MaxRequestSamples = 2000
-	MaxSeriesPoints   = 500
-)
-
-// RequestSample is one request's headline figures.
-type RequestSample struct {
-	Index  int     `json:"index"`
-	OK     bool    `json:"ok"`
-	TTFTMs float64 `json:"ttft_ms"` // -1 when no token arrived
-	WallMs float64 `json:"wall_ms"`
-	Tokens int     `json:"tokens"`
-}
-
-// Series is the emit->recv delay of each token of one request against the
-// token's arrival time since the request was sent.
-type Series struct {
-	Label  string       `json:"label"` // "fastest", "median", "slowest"
-	Index  int          `json:"index"` // the request's index in its batch
-	Tokens int          `json:"tokens"`
-	Points [][2]float64 `json:"points"` // [arrival since sent ms, emit->recv ms]
-}
+// Received returns the tokens received, by ok and failed requests alike.
+func (s *Stream) Received() int64 { return s.ByPiTs + s.ByContent + s.Unmeasured }
 
 // Overhead is the gateway statistic minus the loopback one (SPEC §6), for
 // the mean and each percentile, in milliseconds. A metric without samples
@@ -205,28 +208,26 @@ type Delta struct {
 	P99Ms  float64 `json:"p99_ms"`
 }
 
-// VerdictInfo is verdict.Verdict in snake_case.
-type VerdictInfo struct {
-	Class             string   `json:"class"` // "flushes", "buffers" or "unknown"
-	Reason            string   `json:"reason,omitempty"`
-	Tokens            int64    `json:"tokens"`
-	CoalescedFraction float64  `json:"coalesced_fraction"`
-	LoopCoalesced     float64  `json:"loop_coalesced_fraction"` // -1 without calibration
-	Noisy             bool     `json:"noisy"`                   // the calibration itself coalesced: the tool was overloaded
-	BurstSizeP50      float64  `json:"burst_size_p50"`
-	BurstSizeMax      int64    `json:"burst_size_max"`
-	Bursts            int64    `json:"bursts"` // bursts of 2 or more tokens
-	BurstPeriodMs     float64  `json:"burst_period_ms"`
-	EmitGapMs         float64  `json:"emit_gap_ms"`
-	AddedMeanMs       float64  `json:"added_mean_ms"`
-	AddedP50Ms        float64  `json:"added_p50_ms"`
-	AddedP99Ms        float64  `json:"added_p99_ms"`
-	Relative          bool     `json:"relative"` // added_* are gateway minus loopback
-	FirstTokenHold    bool     `json:"first_token_hold"`
-	FirstTokenHoldMs  float64  `json:"first_token_hold_ms"`
-	FollowingMs       float64  `json:"following_ms"`  // typical emit->recv of the tokens after the first
-	HoldRequests      int64    `json:"hold_requests"` // requests that gave a first-token hold sample
-	Causes            []string `json:"causes"`
+// NamedDelta is an overhead line with the name the reports give it; Delta
+// is nil when a side had no samples.
+type NamedDelta struct {
+	Name  string
+	Delta *Delta
+}
+
+// Named returns the overhead lines in the order of the text report's
+// overhead block, with its names (SPEC §6). A nil Overhead gives every
+// line without a Delta.
+func (o *Overhead) Named() []NamedDelta {
+	if o == nil {
+		o = &Overhead{}
+	}
+	return []NamedDelta{
+		{"emit->recv (1st token)", o.FirstEmitRecv},
+		{"emit->recv (tokens)", o.EmitRecv},
+		{"TTFT (client)", o.TTFT},
+		{"inter-token (client)", o.InterToken},
+	}
 }
 
 // Self is the tool's own behaviour during the run: how late the server
@@ -235,5 +236,7 @@ type Self struct {
 	Lateness Metric  `json:"emission_lateness"`
 	UserS    float64 `json:"cpu_user_s"`
 	SystemS  float64 `json:"cpu_system_s"`
-	Warning  string  `json:"warning,omitempty"` // the "fell behind" warning, when printed
+	// Warning is the "fell behind" warning (LatenessWarning) when the run
+	// printed it; a merge keeps its runs' warnings, one per line.
+	Warning string `json:"warning,omitempty"`
 }

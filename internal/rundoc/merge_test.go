@@ -1,19 +1,21 @@
-package report
+package rundoc
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/summary/summarytest"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -29,17 +31,17 @@ func randomRun(rng *rand.Rand, run, requests int) (loop, gw []stream) {
 		return out
 	}
 	for i := range 2 {
-		loop = append(loop, stream{batch: "loop", index: i, ttft: 30_000 + rng.Int64N(20_000), firstDelay: 10_000 + rng.Int64N(5_000),
-			tokens: 50, gaps: jitter(5_000_000), delays: jitter(20_000)})
+		loop = append(loop, stream{Batch: "loop", Index: i, TTFT: 30_000 + rng.Int64N(20_000), FirstDelay: 10_000 + rng.Int64N(5_000),
+			Tokens: 50, Gaps: jitter(5_000_000), Delays: jitter(20_000)})
 	}
 	for i := range requests {
-		s := stream{batch: "gw", index: i, ttft: 100_000 + rng.Int64N(500_000), firstDelay: 30_000 + rng.Int64N(100_000),
-			tokens: 1 + rng.IntN(300), gaps: jitter(5_000_000), delays: jitter(200_000)}
+		s := stream{Batch: "gw", Index: i, TTFT: 100_000 + rng.Int64N(500_000), FirstDelay: 30_000 + rng.Int64N(100_000),
+			Tokens: 1 + rng.IntN(300), Gaps: jitter(5_000_000), Delays: jitter(200_000)}
 		switch i % 5 {
 		case 3:
-			s.tokens, s.failure = 0, result.Failure{Kind: result.Connect, Detail: fmt.Sprintf("refused by %d.%d", run, i)}
+			s.Tokens, s.Failure = 0, result.Failure{Kind: result.Connect, Detail: fmt.Sprintf("refused by %d.%d", run, i)}
 		case 4:
-			s.failure = result.Failure{Kind: result.Timeout, Detail: "300000"}
+			s.Failure = result.Failure{Kind: result.Timeout, Detail: "300000"}
 		}
 		gw = append(gw, s)
 	}
@@ -70,23 +72,24 @@ func TestMergeExact(t *testing.T) {
 		ri.Start = runStart.Add(time.Duration(run-1) * time.Second) // run 0 starts first
 		ri.End = runStart.Add(time.Duration(10-run) * time.Second)  // and ends last
 		ri.ExitCode = run % 2
-		docs = append(docs, readBack(t, fixEnv(NewDocument(ri))))
+		docs = append(docs, readBack(t, fixEnv(NewDocument(ri, f.run))))
 		runGw.Merge(f.gw)
 		allLoop, allGw = append(allLoop, loopS...), append(allGw, gwS...)
 	}
 	all := newFixture(allLoop, allGw)
-	merged, err := Merge(docs)
+	merged, err := Merge(docs, MergeOptions{})
 	if err != nil {
 		t.Fatalf("Merge(3 runs): %v", err)
 	}
 	merged = readBack(t, merged)
 
+	mergedLoop, mergedGw := statsOf(t, merged.Loop()), statsOf(t, merged.Gateway())
 	for _, c := range []struct {
 		name      string
 		got, want *stats.Batch
 	}{
-		{"loopback", merged.Loop(), all.loop},
-		{"gateway", merged.Gateway(), all.gw},
+		{"loopback", mergedLoop, all.loop},
+		{"gateway", mergedGw, all.gw},
 	} {
 		counts := func(b *stats.Batch) []int64 {
 			return []int64{int64(b.Requests), int64(b.OK), int64(b.Failed), b.Tokens, b.Unstamped, b.ByPiTs, b.ByContent,
@@ -108,7 +111,7 @@ func TestMergeExact(t *testing.T) {
 		if g, w := tallies(c.got), tallies(c.want); !reflect.DeepEqual(g, w) {
 			t.Errorf("merged %s failure tallies = %+v, want %+v", c.name, g, w)
 		}
-		gm, wm := batchMetrics(c.got), batchMetrics(c.want)
+		gm, wm := statsMetrics(c.got), statsMetrics(c.want)
 		for i := range gm {
 			g, w := gm[i].m, wm[i].m
 			if g.N() != w.N() || g.Sum() != w.Sum() || g.Min() != w.Min() || g.Max() != w.Max() {
@@ -129,19 +132,23 @@ func TestMergeExact(t *testing.T) {
 			}
 		}
 	}
-	if g, w := merged.Gateway().Failures(), runGw.Failures(); !reflect.DeepEqual(g, w) {
+	if g, w := mergedGw.Failures(), runGw.Failures(); !reflect.DeepEqual(g, w) {
 		t.Errorf("merged gateway failures = %+v, want those of stats.Batch.Merge %+v", g, w)
 	}
-	if got, want := merged.Overhead, overheadOf(all.loop, all.gw); !reflect.DeepEqual(got, want) {
+	if got, want := merged.Overhead, summary.NewOverhead(all.loop, all.gw); !reflect.DeepEqual(got, want) {
 		t.Errorf("merged overhead = %+v, want %+v", got, want)
 	}
-	// The text report of the merged document is that of all the records.
-	var got bytes.Buffer
-	if err := WriteReport(&got, merged.Loop(), merged.Gateway()); err != nil {
-		t.Fatal(err)
-	}
-	if want := expectedText(t, all.loop, all.gw, nil, true); !bytes.Equal(got.Bytes(), want) {
-		t.Errorf("WriteReport(merged) =\n%s\nwant\n%s", got.Bytes(), want)
+	// The summary the text report prints is that of all the records.
+	wantRun := runOf(all.loop, all.gw)
+	for i, b := range merged.Batches {
+		gm, wm := b.Metrics.Named(), wantRun.Batches[i].Metrics.Named()
+		for j := range gm {
+			g, w := gm[j].Metric, wm[j].Metric
+			if g.N != w.N || g.MeanMs != w.MeanMs || g.MinMs != w.MinMs || g.P50Ms != w.P50Ms || g.P90Ms != w.P90Ms ||
+				g.P95Ms != w.P95Ms || g.P99Ms != w.P99Ms || g.P999Ms != w.P999Ms || g.MaxMs != w.MaxMs {
+				t.Errorf("merged %s %s = %+v, want %+v", b.Name, gm[j].Name, *g, *w)
+			}
+		}
 	}
 
 	checks := []struct {
@@ -160,7 +167,11 @@ func TestMergeExact(t *testing.T) {
 		{"request samples", len(merged.Batches[1].Samples.Requests), 6},
 		{"second run's first sample index", merged.Batches[1].Samples.Requests[2].Index, 15},
 		{"third run's series index", merged.Batches[1].Samples.Series[0].Index, 0},
-		{"config", string(merged.Config), string(docs[0].Config)},
+		{"config", merged.Config, func() Config {
+			c := docs[0].Config
+			c.Requests, c.Concurrency = 3*c.Requests, 3*c.Concurrency
+			return c
+		}()},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
@@ -169,30 +180,37 @@ func TestMergeExact(t *testing.T) {
 	}
 }
 
-// withConfig returns a copy of the full document with config field key set
-// to value (a JSON text).
-func withConfig(t *testing.T, key, value string) *Document {
+// statsOf rebuilds the statistics of b.
+func statsOf(t *testing.T, b *summary.Batch) *stats.Batch {
+	t.Helper()
+	sb, err := b.Stats()
+	if err != nil {
+		t.Fatalf("Stats(%s): %v", b.Name, err)
+	}
+	return sb
+}
+
+// statsMetrics are the four metrics of b with their names.
+func statsMetrics(b *stats.Batch) []struct {
+	name string
+	m    *stats.Metric
+} {
+	return []struct {
+		name string
+		m    *stats.Metric
+	}{{"TTFT (client)", b.TTFT}, {"TTFT emit->recv(1st)", b.FirstEmitRecv}, {"inter-token (client)", b.InterToken}, {"emit->recv (tokens)", b.EmitRecv}}
+}
+
+// withConfig returns a copy of the full document with its configuration
+// changed by set.
+func withConfig(t *testing.T, set func(c *Config)) *Document {
 	t.Helper()
 	d := fixedDoc(t, "full")
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(d.Config, &m); err != nil {
-		t.Fatal(err)
-	}
-	m[key] = json.RawMessage(value)
-	raw, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Config = raw
+	set(&d.Config)
 	return d
 }
 
 func TestMergeRefuses(t *testing.T) {
-	goStyle := func(requests int) *Document {
-		d := fixedDoc(t, "full")
-		d.Config = json.RawMessage(fmt.Sprintf(`{"Listen": ":%d", "Requests": %d, "Compat": %v}`, 8090+requests, requests, requests > 20))
-		return d
-	}
 	noLoop := fixedDoc(t, "no_calibration")
 	noLoop.Config = fixedDoc(t, "full").Config
 	v2 := fixedDoc(t, "full")
@@ -203,17 +221,19 @@ func TestMergeRefuses(t *testing.T) {
 		docs  []*Document
 		want  string // "" : merges
 	}{
-		{"requests", nil, []*Document{withConfig(t, "requests", "20"), withConfig(t, "requests", "40")},
-			"cannot merge run 1 and run 2: config differs in requests (20 vs 40)"},
+		{"another gateway", nil, []*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Target = "127.0.0.1:9080" })},
+			`cannot merge run 1 and run 2: config differs in target ("127.0.0.1:8080" vs "127.0.0.1:9080"); --force merges them anyway`},
+		{"another virtual host", nil, []*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.HostHeader = "b.example" })},
+			`config differs in host_header ("" vs "b.example")`},
 		{"named files", []string{"A.json", "B.json", "C.json"},
-			[]*Document{fixedDoc(t, "full"), fixedDoc(t, "full"), withConfig(t, "delay_ms", "10")},
+			[]*Document{fixedDoc(t, "full"), fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.DelayMs = 10 })},
 			"cannot merge A.json and C.json: config differs in delay_ms (5 vs 10)"},
-		{"tokens", nil, []*Document{fixedDoc(t, "full"), withConfig(t, "tokens", "1")},
-			"config differs in tokens (1000 vs 1)"},
-		{"absent field", nil, []*Document{fixedDoc(t, "full"), withConfig(t, "rate", `"fast"`)},
-			`config differs in rate (absent vs "fast")`},
-		{"go-style keys", nil, []*Document{goStyle(20), goStyle(40)},
-			"cannot merge run 1 and run 2: config differs in Requests (20 vs 40)"},
+		{"tokens and dialect", nil, []*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Tokens, c.API = 1, "anthropic" })},
+			`config differs in tokens (1000 vs 1), api ("chat" vs "anthropic")`},
+		{"open loop and closed loop", nil, []*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Rate = 5 })},
+			"config differs in rate (0 vs 5)"},
+		{"headers", nil, []*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Headers = []string{"X-A: REDACTED"} })},
+			`config differs in headers (null vs ["X-A: REDACTED"])`},
 		{"batches", nil, []*Document{fixedDoc(t, "full"), noLoop},
 			"cannot merge run 1 and run 2: batches differ ([loopback gateway] vs [gateway])"},
 		{"schema_version", nil, []*Document{fixedDoc(t, "full"), v2},
@@ -221,14 +241,15 @@ func TestMergeRefuses(t *testing.T) {
 		{"nothing", nil, nil, "nothing to merge"},
 		{"nil", nil, []*Document{nil}, "cannot merge run 1: no document"},
 		// What parallel instances may differ in.
-		{"listen, target, output options", nil, []*Document{
-			fixedDoc(t, "full"), withConfig(t, "listen", `":9090"`), withConfig(t, "target", `"127.0.0.1:9080"`),
-			withConfig(t, "verbose", "true"), withConfig(t, "quiet", "true"), withConfig(t, "compat", "true"),
+		{"instance and console fields, load", nil, []*Document{
+			fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Listen, c.Path = ":9090", "/pod-1/v1/chat/completions" }),
+			withConfig(t, func(c *Config) { c.CACert, c.TLSCert, c.TLSKey = "/a/ca.pem", "/a/c.pem", "/a/k.pem" }),
+			withConfig(t, func(c *Config) { c.Verbose, c.Quiet, c.Compat = true, true, true }),
+			withConfig(t, func(c *Config) { c.Requests, c.Concurrency = 40, 9 }),
 		}, ""},
-		{"go-style keys, listen and compat only", nil, []*Document{goStyle(20), goStyle(20)}, ""},
 	}
 	for _, tt := range tests {
-		_, err := MergeNamed(tt.names, tt.docs)
+		_, err := Merge(tt.docs, MergeOptions{Names: tt.names})
 		switch {
 		case tt.want == "" && err != nil:
 			t.Errorf("Merge(%s) = %v, want no error", tt.name, err)
@@ -236,8 +257,89 @@ func TestMergeRefuses(t *testing.T) {
 			t.Errorf("Merge(%s) = %v, want an error containing %q", tt.name, err, tt.want)
 		}
 	}
-	if _, err := Merge([]*Document{fixedDoc(t, "full"), v2}); !errors.Is(err, ErrSchemaVersion) {
+	if _, err := Merge([]*Document{fixedDoc(t, "full"), v2}, MergeOptions{}); !errors.Is(err, ErrSchemaVersion) {
 		t.Errorf("Merge(schema_version 2) = %v, want an error wrapping ErrSchemaVersion", err)
+	}
+	// Forced: an invalid document is still refused.
+	if _, err := Merge([]*Document{fixedDoc(t, "full"), v2}, MergeOptions{Force: true}); !errors.Is(err, ErrSchemaVersion) {
+		t.Errorf("Merge(schema_version 2, forced) = %v, want an error wrapping ErrSchemaVersion", err)
+	}
+}
+
+// TestMergeConfig: the merged configuration holds the runs' load summed,
+// the first run's own settings, and a note of how many there were.
+func TestMergeConfig(t *testing.T) {
+	pod := func(i, requests int) *Document {
+		return withConfig(t, func(c *Config) {
+			c.Listen, c.Path = fmt.Sprintf(":%d", 8090+i), fmt.Sprintf("/pod-%d/v1/chat/completions", i)
+			c.Requests, c.Concurrency, c.Warmup = requests, 2, 1
+		})
+	}
+	m, err := Merge([]*Document{pod(0, 20), pod(1, 20), pod(2, 10)}, MergeOptions{Names: []string{"run-0.json", "run-1.json", "run-2.json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Config
+	if c.Requests != 50 || c.Concurrency != 6 || c.Warmup != 3 || c.Listen != ":8090" || c.Path != "/pod-0/v1/chat/completions" ||
+		c.Tokens != 1000 || c.Target != "127.0.0.1:8080" || m.Forced != nil {
+		t.Errorf("merged config %+v, forced %q; want requests 50, concurrency 6, warmup 3, run-0's listen and path, not forced", c, m.Forced)
+	}
+	if want := "each run had its own listen (3 values), path (3 values); config keeps run-0.json's"; !slices.Contains(m.Notes, want) {
+		t.Errorf("notes %q, want %q among them", m.Notes, want)
+	}
+	// Merged again with another run: the sums go on.
+	m2, err := Merge([]*Document{m, pod(3, 5)}, MergeOptions{})
+	if err != nil || m2.Config.Requests != 55 || m2.Runs != 4 {
+		t.Errorf("Merge(merged, run) = config requests %d, runs %d, %v; want 55, 4", m2.Config.Requests, m2.Runs, err)
+	}
+	// Zero load is another kind of run: no request limit, no warm-up.
+	if _, err := Merge([]*Document{fixedDoc(t, "full"), withConfig(t, func(c *Config) { c.Requests = 9 })}, MergeOptions{}); err != nil {
+		t.Errorf("Merge(runs both without warm-up) = %v", err)
+	}
+	if _, err := Merge([]*Document{pod(0, 20), withConfig(t, func(c *Config) { c.Requests = 20 })},
+		MergeOptions{}); err == nil || !strings.Contains(err.Error(), "warmup (1 vs 0)") {
+		t.Errorf("Merge(a run with warm-up, one without) = %v, want warmup named", err)
+	}
+	if _, err := Merge([]*Document{pod(0, 20), withConfig(t, func(c *Config) { c.Requests = 0; c.Duration = 1e9 })},
+		MergeOptions{}); err == nil || !strings.Contains(err.Error(), "requests (20 vs 0), duration_ns (0 vs 1000000000)") {
+		t.Errorf("Merge(a counted run, a timed one) = %v, want requests and duration_ns named", err)
+	}
+}
+
+// TestMergeForce: what merge refuses, --force merges, and the merged
+// document says what it overrode; a later merge keeps saying it.
+func TestMergeForce(t *testing.T) {
+	other := withConfig(t, func(c *Config) { c.Target, c.Tokens = "127.0.0.1:9080", 200 })
+	noLoop := fixedDoc(t, "no_calibration")
+	m, err := Merge([]*Document{fixedDoc(t, "full"), other, noLoop}, MergeOptions{Names: []string{"a.json", "b.json", "c.json"}, Force: true})
+	if err != nil {
+		t.Fatalf("Merge(forced) = %v", err)
+	}
+	want := []string{
+		`a.json and b.json: config differs in target ("127.0.0.1:8080" vs "127.0.0.1:9080"), tokens (1000 vs 200)`,
+		"a.json and c.json: batches differ ([loopback gateway] vs [gateway])",
+	}
+	if !slices.Equal(m.Forced, want) {
+		t.Errorf("Forced = %q, want %q", m.Forced, want)
+	}
+	// The batches of the runs that have them: the loopback of two runs,
+	// the gateway of three.
+	if len(m.Batches) != 2 || m.Batches[0].Requests != 6 || m.Batches[1].Requests != 4+4+1 || m.Overhead == nil {
+		t.Errorf("forced merge: batches %+v, overhead %v", batchNames(m), m.Overhead)
+	}
+	if err := m.Validate(); err != nil {
+		t.Errorf("forced merge does not validate: %v", err)
+	}
+	back := readBack(t, m)
+	if !slices.Equal(back.Forced, want) {
+		t.Errorf("Forced read back = %q", back.Forced)
+	}
+	again, err := Merge([]*Document{back, fixedDoc(t, "full")}, MergeOptions{Force: true})
+	if err != nil || !slices.Equal(again.Forced, want) {
+		t.Errorf("merged again: Forced %q, %v; want the first merge's", again.Forced, err)
+	}
+	if plain, _ := Merge([]*Document{fixedDoc(t, "full"), fixedDoc(t, "full")}, MergeOptions{Force: true}); plain.Forced != nil {
+		t.Errorf("forced merge of runs that agree: Forced %q, want none", plain.Forced)
 	}
 }
 
@@ -267,7 +369,7 @@ func TestMergeRunFields(t *testing.T) {
 			[]string{"different versions of the tool: v1, v2", "different hosts: h, k"}, 2},
 	}
 	for _, tt := range tests {
-		m, err := Merge(tt.docs)
+		m, err := Merge(tt.docs, MergeOptions{})
 		if err != nil {
 			t.Fatalf("Merge(%s): %v", tt.name, err)
 		}
@@ -291,38 +393,38 @@ func TestMergeVerdict(t *testing.T) {
 		d := fixedDoc(t, "full")
 		d.Verdict = nil
 		if v != nil {
-			d.Verdict = verdictInfo(*v)
+			d.Verdict = summary.NormVerdict(v)
 		}
 		return d
 	}
-	buffers := verdicts["buffers"]
+	buffers := summarytest.Verdicts["buffers"]
 	buffers2 := buffers
 	buffers2.Tokens, buffers2.CoalescedFraction, buffers2.BurstSizeMax, buffers2.Bursts = 1004, 0.5, 60, 20
 	buffers2.BurstPeriodMs, buffers2.LoopCoalesced = 100, 0.2
 	buffers3 := buffers
 	buffers3.BurstPeriodMs, buffers3.FirstTokenHold = 300, true
 	buffers3.Causes = append(append([]string(nil), buffers.Causes...), verdict.CauseFirstTokenHold)
-	flushes := verdicts["flushes"]
-	hold := verdicts["flushes_hold"]
+	flushes := summarytest.Verdicts["flushes"]
+	hold := summarytest.Verdicts["flushes_hold"]
 
 	merged := func(vs ...*verdict.Verdict) (*Document, error) {
 		var docs []*Document
 		for _, v := range vs {
 			docs = append(docs, withVerdict(v))
 		}
-		return Merge(docs)
+		return Merge(docs, MergeOptions{})
 	}
 	m, err := merged(&buffers, &buffers2, &buffers3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := m.Verdict
-	gw, loop := m.Gateway(), m.Loop()
+	gw, loop := statsOf(t, m.Gateway()), statsOf(t, m.Loop())
 	checks := []struct {
 		what      string
 		got, want any
 	}{
-		{"class", v.Class, "buffers"},
+		{"class", v.Class, verdict.Buffers},
 		{"tokens", v.Tokens, int64(3996 + 1004 + 3996)},
 		{"coalesced", math.Round(v.CoalescedFraction*1e9) / 1e9, math.Round((0.99925*3996*2+0.5*1004)/8996*1e9) / 1e9},
 		{"bursts", v.Bursts, int64(220)},
@@ -330,7 +432,7 @@ func TestMergeVerdict(t *testing.T) {
 		{"burst period (median)", v.BurstPeriodMs, 200.0448},
 		{"loopback share (median)", v.LoopCoalesced, 0.002},
 		{"added mean (merged histograms)", v.AddedMeanMs, gw.EmitRecv.Mean()/1e6 - loop.EmitRecv.Mean()/1e6},
-		{"added p99", v.AddedP99Ms, ms(gw.EmitRecv.Percentile(0.99)) - ms(loop.EmitRecv.Percentile(0.99))},
+		{"added p99", v.AddedP99Ms, float64(gw.EmitRecv.Percentile(0.99))/1e6 - float64(loop.EmitRecv.Percentile(0.99))/1e6},
 		{"relative", v.Relative, true},
 		{"hold (1 of 3)", v.FirstTokenHold, false},
 		{"causes", v.Causes, buffers.Causes},
@@ -373,33 +475,33 @@ func TestMergeVerdict(t *testing.T) {
 }
 
 func TestMergeSamples(t *testing.T) {
-	reqs := func(n int) []RequestSample {
-		out := make([]RequestSample, n)
+	reqs := func(n int) []summary.RequestSample {
+		out := make([]summary.RequestSample, n)
 		for i := range out {
-			out[i] = RequestSample{Index: i, OK: true, TTFTMs: float64(i), Tokens: 10}
+			out[i] = summary.RequestSample{Index: i, OK: true, TTFTMs: float64(i), Tokens: 10}
 		}
 		return out
 	}
-	series := func(label string, index int, delay float64) Series {
-		return Series{Label: label, Index: index, Tokens: 2, Points: [][2]float64{{1, delay}, {2, delay}}}
+	series := func(label string, index int, delay float64) summary.Series {
+		return summary.Series{Label: label, Index: index, Tokens: 2, Points: [][2]float64{{1, delay}, {2, delay}}}
 	}
-	list := []Samples{
-		{Requests: reqs(1500), Series: []Series{series("fastest", 1, 0.5), series("median", 2, 1), series("slowest", 3, 9), series("odd", 4, 0)}},
-		{Requests: reqs(1000), Series: []Series{series("fastest", 1, 0.2), series("median", 2, 2), series("slowest", 3, 4)}},
-		{Requests: reqs(500), Sampled: true, Series: []Series{series("median", 2, 3), series("slowest", 3, 12), {Label: "fastest"}}},
+	list := []summary.Samples{
+		{Requests: reqs(1500), Series: []summary.Series{series("fastest", 1, 0.5), series("median", 2, 1), series("slowest", 3, 9), series("odd", 4, 0)}},
+		{Requests: reqs(1000), Series: []summary.Series{series("fastest", 1, 0.2), series("median", 2, 2), series("slowest", 3, 4)}},
+		{Requests: reqs(500), Sampled: true, Series: []summary.Series{series("median", 2, 3), series("slowest", 3, 12), {Label: "fastest"}}},
 	}
-	var shifted []Samples
+	var shifted []summary.Samples
 	offset := 0
 	for _, s := range list {
 		shifted = append(shifted, offsetSamples(s, offset))
 		offset += len(s.Requests)
 	}
 	got := mergeSamples(shifted)
-	if len(got.Requests) != MaxRequestSamples || !got.Sampled {
-		t.Fatalf("mergeSamples(3000 requests): %d kept, sampled %v; want %d, true", len(got.Requests), got.Sampled, MaxRequestSamples)
+	if len(got.Requests) != summary.MaxRequestSamples || !got.Sampled {
+		t.Fatalf("mergeSamples(3000 requests): %d kept, sampled %v; want %d, true", len(got.Requests), got.Sampled, summary.MaxRequestSamples)
 	}
 	for i, r := range got.Requests {
-		if want := i * 3000 / MaxRequestSamples; r.Index != want {
+		if want := i * 3000 / summary.MaxRequestSamples; r.Index != want {
 			t.Fatalf("mergeSamples: request %d has index %d, want %d (uniform over the runs, offset)", i, r.Index, want)
 		}
 	}
@@ -416,11 +518,11 @@ func TestMergeSamples(t *testing.T) {
 		}
 	}
 	// One request's series serves one label only.
-	dup := mergeSamples([]Samples{{Series: []Series{series("fastest", 7, 1), series("slowest", 7, 1)}}})
+	dup := mergeSamples([]summary.Samples{{Series: []summary.Series{series("fastest", 7, 1), series("slowest", 7, 1)}}})
 	if len(dup.Series) != 1 || dup.Series[0].Label != "fastest" {
 		t.Errorf("mergeSamples(one request fastest and slowest) = %+v, want its series once, as fastest", dup.Series)
 	}
-	small := mergeSamples([]Samples{{Requests: reqs(3)}, {}})
+	small := mergeSamples([]summary.Samples{{Requests: reqs(3)}, {}})
 	if len(small.Requests) != 3 || small.Sampled || small.Series == nil {
 		t.Errorf("mergeSamples(3 requests) = %+v, want the 3, not sampled, empty series", small)
 	}

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"crypto/rand"
+	"crypto/tls"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sse-latency/sse-latency/internal/batch"
+	"github.com/sse-latency/sse-latency/internal/client"
+)
+
+// gatewayRequest prepares the gateway batch's requests to the resolved
+// target: the path (--path, or the dialect's after the URL's prefix), the
+// Host header, TLS and the protocol the target and the flags ask for.
+func (r *run) gatewayRequest() *client.Request {
+	t := r.target
+	o := r.baseOptions(r.gwAddr, -1, r.cfg.Tokens)
+	o.Path = r.cfg.Path
+	if o.Path == "" && t.prefix != "" {
+		o.Path = t.prefix + r.cfg.Dialect().Path()
+	}
+	o.Host = r.cfg.HostHeader
+	if o.Host == "" && t.url {
+		o.Host = t.hostPort
+	}
+	o.Scheme, o.TLS = t.scheme, r.gwTLS
+	o.HTTP2, o.H2C = r.cfg.HTTP2 && t.scheme == "https", r.cfg.H2C && t.scheme != "https"
+	return client.New(o)
+}
+
+// calibrationRequest prepares the calibration's requests of tokens tokens
+// straight to the server: on the dialect's own path (--path is the
+// gateway's), with TLS when it listens with TLS (trusting its own
+// certificate), in the protocol closest to the gateway batch's, with at
+// most batch.CalibrationMaxTokens tokens in each phase.
+func (r *run) calibrationRequest(tokens int) *client.Request {
+	o := r.baseOptions(r.selfAddr, tokens, tokens)
+	// Its reasoning and tool-call tokens are capped like its text.
+	o.Reasoning, o.ToolCall = min(o.Reasoning, batch.CalibrationMaxTokens), min(o.ToolCall, batch.CalibrationMaxTokens)
+	if r.selfTLS != nil {
+		o.Scheme = "https"
+		o.TLS = &tls.Config{InsecureSkipVerify: true} // our own certificate, generated or given
+		o.HTTP2 = r.cfg.HTTP2 || r.cfg.H2C
+	} else {
+		o.H2C = r.cfg.H2C || r.cfg.HTTP2
+	}
+	return client.New(o)
+}
+
+// baseOptions are the options of every request to addr. tokens >= 0 asks
+// the server for that many; expect is how many the responses must carry.
+func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
+	return client.Options{
+		Dialect:      r.cfg.Dialect(),
+		Addr:         addr,
+		Model:        r.cfg.Model,
+		Tokens:       tokens,
+		ExpectTokens: expect,
+		IncludeUsage: r.cfg.IncludeUsage,
+		Reasoning:    r.cfg.Reasoning,
+		ToolCall:     r.cfg.ToolCall,
+		ExtraHeaders: r.extraHeaders(),
+		APIKey:       r.cfg.APIKey,
+		KeepAlive:    r.cfg.KeepAlive,
+		Timeout:      time.Duration(r.cfg.TimeoutMs) * time.Millisecond,
+		IdleTimeout:  time.Duration(r.cfg.IdleMs) * time.Millisecond,
+		Registry:     r.emissions,
+		IDPrefix:     r.runID,
+		Engine:       client.Engine(r.cfg.Engine),
+	}
+}
+
+// engineNote says on stderr when the gateway batch cannot use the engine
+// --engine asked for (-v: which engine it uses).
+func (r *run) engineNote(req *client.Request) {
+	e, note := req.ResolveEngine()
+	if note != "" {
+		r.out.errorf("note: %s\n", note)
+	}
+	if r.cfg.Verbose {
+		r.out.debugf("client: %s engine", e)
+	}
+}
+
+// extraHeaders are the request headers the flags add to the reference's.
+func (r *run) extraHeaders() []string {
+	if r.cfg.Compressed {
+		return []string{"Accept-Encoding: gzip"}
+	}
+	return nil
+}
+
+// runIDLen is the length of a run id: 30 random bits, enough for the runs
+// that share a gateway or a server not to mix their requests up.
+const runIDLen = 6
+
+// newRunID returns a short random id (lowercase letters and digits) that
+// prefixes this run's request ids, so that two runs sharing a gateway (or a
+// server) cannot mix them up.
+func newRunID() string {
+	return strings.ToLower(rand.Text()[:runIDLen])
+}
+
+// boundAddr is the address the server really bound, in the -L syntax: the
+// host the user gave (so that a wildcard stays a wildcard) with the bound
+// port (so that -L :0 works).
+func boundAddr(listenHost string, bound net.Addr) string {
+	port := 0
+	if a, ok := bound.(*net.TCPAddr); ok {
+		port = a.Port
+	}
+	return net.JoinHostPort(listenHost, strconv.Itoa(port))
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// fmtMs prints a millisecond setting as compactly as C's %g would.
+func fmtMs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -1,0 +1,223 @@
+package summary
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/verdict"
+)
+
+// LatenessWarnNs is the emission-lateness p99 above which the tool warns
+// that it is measuring its own overload (LatenessWarning).
+const LatenessWarnNs = 1_000_000
+
+// nsPerMs converts the records' nanoseconds to the summary's milliseconds.
+const nsPerMs = 1e6
+
+// ms converts nanoseconds to milliseconds.
+func ms(ns int64) float64 { return float64(ns) / nsPerMs }
+
+// Collector gathers, as a batch's requests finish, what its summary needs:
+// the statistics (stats.Batch), the bursts the verdict is judged from
+// (verdict.Accumulator) and the bounded samples the HTML report plots.
+// Add is called once per finished request, one call at a time.
+type Collector struct {
+	Stats   *stats.Batch
+	Bursts  *verdict.Accumulator
+	Samples *SampleCollector
+}
+
+// NewCollector returns an empty Collector.
+func NewCollector() *Collector {
+	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector()}
+}
+
+// Add folds one finished request in. A warm-up request goes to Stats only,
+// which counts it apart from the statistics.
+func (c *Collector) Add(r *result.Request) {
+	c.Stats.Add(r)
+	if r.Warmup {
+		return
+	}
+	c.Bursts.Add(r)
+	c.Samples.Add(r)
+}
+
+// Inputs is what New summarises.
+type Inputs struct {
+	Loop, Gateway             *Collector // nil when the batch did not run
+	LoopTarget, GatewayTarget string     // the addresses the batches' requests went to
+	Lateness                  *stats.Metric
+	UserS, SystemS            float64 // CPU time of the process, seconds
+}
+
+// New computes the summary of a run: one Batch per batch that ran
+// (loopback first), the overhead when both ran, the verdict when the
+// gateway batch ran (verdict.Classify, the calibration as its noise floor),
+// and the tool's own behaviour with the warning LatenessWarning gives.
+func New(in Inputs) *Run {
+	r := &Run{Batches: []Batch{}, Self: Self{
+		Lateness: NewMetric(in.Lateness),
+		UserS:    in.UserS,
+		SystemS:  in.SystemS,
+		Warning:  LatenessWarning(in.Lateness),
+	}}
+	var loopStats *stats.Batch
+	var loopBursts *verdict.Accumulator
+	if l := in.Loop; l != nil {
+		loopStats, loopBursts = l.Stats, l.Bursts
+		r.Batches = append(r.Batches, NewBatch(LoopbackBatch, in.LoopTarget, l.Stats, l.Samples.Samples()))
+	}
+	if g := in.Gateway; g != nil {
+		r.Batches = append(r.Batches, NewBatch(GatewayBatch, in.GatewayTarget, g.Stats, g.Samples.Samples()))
+		r.Overhead = NewOverhead(loopStats, g.Stats)
+		v := verdict.Classify(loopBursts, g.Bursts, loopStats, g.Stats)
+		r.Verdict = NormVerdict(&v)
+	}
+	return r
+}
+
+// NormVerdict returns v with its causes an empty list rather than nil, as
+// the document writes them; nil for nil.
+func NormVerdict(v *verdict.Verdict) *verdict.Verdict {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	c.Causes = slices.Clone(v.Causes)
+	if c.Causes == nil {
+		c.Causes = []string{}
+	}
+	return &c
+}
+
+// LatenessWarning returns the warning the tool prints when it fell behind
+// its own emission schedule (the lateness p99 above LatenessWarnNs): its
+// figures then describe its overload, not the gateway. It returns "" when
+// the lateness is lower, or unknown (nil or without samples).
+func LatenessWarning(late *stats.Metric) string {
+	if late == nil || late.N() == 0 {
+		return ""
+	}
+	p99 := late.Percentile(0.99)
+	if p99 <= LatenessWarnNs {
+		return ""
+	}
+	return fmt.Sprintf("sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): "+
+		"these figures describe the tool's overload, not the gateway; lower -c or raise -d", ms(p99), ms(LatenessWarnNs))
+}
+
+// NewBatch summarises b, with its samples (whose nil slices become empty
+// ones, so that the document has arrays where its schema says so).
+func NewBatch(name, target string, b *stats.Batch, s Samples) Batch {
+	out := Batch{
+		Name: name, Target: target,
+		Requests: b.Requests, OK: b.OK, Failed: b.Failed, Tokens: b.Tokens,
+		Failures: []FailureKind{},
+		Metrics: Metrics{
+			TTFT:          NewMetric(b.TTFT),
+			FirstEmitRecv: NewMetric(b.FirstEmitRecv),
+			InterToken:    NewMetric(b.InterToken),
+			EmitRecv:      NewMetric(b.EmitRecv),
+		},
+		Stream: Stream{
+			ByPiTs: b.ByPiTs, ByContent: b.ByContent, Unmeasured: b.Unmeasured,
+			Reads: b.Reads, Events: b.Events, Bytes: b.Bytes,
+			MaxTokensPerRead: b.MaxTokensPerRead, IntegrityErrors: b.IntegrityErrors,
+			Unstamped: b.Unstamped,
+		},
+		Samples: NormSamples(s),
+		Warmup:  b.Warmup,
+	}
+	if hasConnections(b) {
+		out.Connections = &Connections{
+			Opened: b.Opened, OpenedByWarmup: b.WarmConnections, Requests: b.ConnRequests,
+			RequestsPerConnection: b.RequestsPerConnection(),
+			ReuseFailures:         b.ReuseFailures, Poisoned: b.Poisoned,
+			Protocols: maps.Clone(b.Protocols),
+		}
+	}
+	if hasPhases(b) {
+		out.Phases = &Phases{
+			Connect: NewMetric(b.Connect), TLS: NewMetric(b.TLS), Written: NewMetric(b.Written),
+			Head: NewMetric(b.Head), FirstToken: NewMetric(b.FirstToken),
+		}
+	}
+	if b.StartLateness.N() > 0 {
+		m := NewMetric(b.StartLateness)
+		out.StartLateness = &m
+	}
+	for _, f := range b.Failures() {
+		fk := FailureKind{Kind: f.Kind.String(), Count: f.Count, Texts: make([]TextCount, len(f.Texts)), Other: f.Other}
+		for i, tc := range f.Texts {
+			fk.Texts[i] = TextCount{Text: tc.Text, Count: tc.Count}
+		}
+		out.Failures = append(out.Failures, fk)
+	}
+	return out
+}
+
+// hasConnections reports whether b knows anything of its connections (a
+// batch of records without connection facts does not).
+func hasConnections(b *stats.Batch) bool {
+	return b.ConnRequests > 0 || b.Connections() > 0 || b.ReuseFailures > 0 || b.Poisoned > 0 || len(b.Protocols) > 0
+}
+
+// hasPhases reports whether any phase of b has a sample.
+func hasPhases(b *stats.Batch) bool {
+	for _, p := range b.Phases() {
+		if p.Metric.N() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// NewMetric summarises m (nil: no samples) in milliseconds, with its
+// histogram.
+func NewMetric(m *stats.Metric) Metric {
+	if m == nil {
+		m = stats.NewMetric()
+	}
+	return Metric{
+		N:         m.N(),
+		MeanMs:    m.Mean() / nsPerMs,
+		StddevMs:  m.Stddev() / nsPerMs,
+		MinMs:     ms(m.Min()),
+		P50Ms:     ms(m.Percentile(0.50)),
+		P90Ms:     ms(m.Percentile(0.90)),
+		P95Ms:     ms(m.Percentile(0.95)),
+		P99Ms:     ms(m.Percentile(0.99)),
+		P999Ms:    ms(m.Percentile(0.999)),
+		MaxMs:     ms(m.Max()),
+		Histogram: m.Snapshot(),
+	}
+}
+
+// NewOverhead returns the overhead of gw over loop (SPEC §6): nil unless
+// both batches ran; a Delta for each metric with samples on both sides,
+// each percentile the difference of the two in nanoseconds (so that the
+// text prints what the reference prints), then in milliseconds.
+func NewOverhead(loop, gw *stats.Batch) *Overhead {
+	if loop == nil || gw == nil {
+		return nil
+	}
+	return &Overhead{
+		FirstEmitRecv: newDelta(loop.FirstEmitRecv, gw.FirstEmitRecv),
+		EmitRecv:      newDelta(loop.EmitRecv, gw.EmitRecv),
+		TTFT:          newDelta(loop.TTFT, gw.TTFT),
+		InterToken:    newDelta(loop.InterToken, gw.InterToken),
+	}
+}
+
+// newDelta is gw minus loop; nil when a side has no samples.
+func newDelta(loop, gw *stats.Metric) *Delta {
+	if loop.N() == 0 || gw.N() == 0 {
+		return nil
+	}
+	diff := func(p float64) float64 { return ms(gw.Percentile(p) - loop.Percentile(p)) }
+	return &Delta{MeanMs: (gw.Mean() - loop.Mean()) / nsPerMs, P50Ms: diff(0.50), P95Ms: diff(0.95), P99Ms: diff(0.99)}
+}

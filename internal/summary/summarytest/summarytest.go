@@ -1,0 +1,298 @@
+// Package summarytest builds the synthetic records, batches and verdicts
+// the tests of the packages that render and store summaries share (report,
+// rundoc): their golden files come from these, so that a change to a
+// renderer or to the document shows up against the same data.
+package summarytest
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/verdict"
+)
+
+// Batch aggregates the records as the run does.
+func Batch(rs ...*result.Request) *stats.Batch {
+	b := stats.NewBatch()
+	for _, r := range rs {
+		b.Add(r)
+	}
+	return b
+}
+
+// Summary summarises b as the batch named name, without samples or
+// target.
+func Summary(name string, b *stats.Batch) *summary.Batch {
+	sb := summary.NewBatch(name, "", b, summary.Samples{})
+	return &sb
+}
+
+// Run returns the summary of a run of these batches (loop nil: no
+// calibration), without verdict, targets or lateness.
+func Run(loop, gw *stats.Batch) *summary.Run {
+	r := &summary.Run{Overhead: summary.NewOverhead(loop, gw), Self: summary.Self{Lateness: summary.NewMetric(nil)}}
+	if loop != nil {
+		r.Batches = append(r.Batches, *Summary(summary.LoopbackBatch, loop))
+	}
+	r.Batches = append(r.Batches, *Summary(summary.GatewayBatch, gw))
+	return r
+}
+
+// Base is an arbitrary process-clock reading (2026-01-01T00:00:00Z).
+const Base = int64(1_767_225_600_000_000_000)
+
+// Stream describes a synthetic request: every token of it has the same
+// inter-token gap and (but for the first) the same emission->arrival delay,
+// so every sample it contributes is one of these numbers.
+type Stream struct {
+	Batch      string
+	Index      int
+	TTFT       int64 // first token arrival − sent
+	FirstDelay int64 // first token arrival − its emission
+	Tokens     int
+	Gap        int64 // arrival gap between tokens
+	Delay      int64 // arrival − emission of tokens 2..n
+	Failure    result.Failure
+
+	// If set, token i (from 1) takes Gaps[(i−1) mod len] and
+	// Delays[(i−1) mod len] instead of Gap and Delay.
+	Gaps, Delays []int64
+}
+
+// Request builds the record: it starts at Base + Index s, is sent 0.1 ms
+// later and ends 0.2 ms after its last token.
+func (s Stream) Request() *result.Request {
+	r := &result.Request{Batch: s.Batch, Index: s.Index, Failure: s.Failure}
+	r.Start = Base + int64(s.Index)*1e9
+	r.Sent = r.Start + 100_000
+	arrived := r.Sent + s.TTFT
+	r.End = r.Sent
+	for i := range s.Tokens {
+		delay, gap := s.Delay, s.Gap
+		if i > 0 && len(s.Delays) > 0 {
+			delay = s.Delays[(i-1)%len(s.Delays)]
+		}
+		if i > 0 && len(s.Gaps) > 0 {
+			gap = s.Gaps[(i-1)%len(s.Gaps)]
+		}
+		if i == 0 {
+			delay = s.FirstDelay
+		} else {
+			arrived += gap
+		}
+		r.AppendTokens(1, int32(i), int32(i), arrived)
+		r.Tokens[i].Emitted = arrived - delay
+		r.End = arrived + 200_000
+	}
+	return r
+}
+
+// Requests builds the records of ss.
+func Requests(ss ...Stream) []*result.Request {
+	var rs []*result.Request
+	for _, s := range ss {
+		rs = append(rs, s.Request())
+	}
+	return rs
+}
+
+// Mid returns the middle of the histogram bucket holding v: a sample value
+// that a Metric's percentiles return exactly, so that the printed
+// percentiles are those of the SPEC's exact rule (report's TestGoldenIsExact).
+func Mid(v int64) int64 {
+	m := stats.NewMetric()
+	m.Record(0)
+	m.Record(v)
+	m.Record(1 << 41)
+	return m.Percentile(0.5) // rank 1: v's bucket middle, not clamped
+}
+
+// Repeat returns n copies of v.
+func Repeat(v int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+// Nagle is the emit->recv delay of a gateway that flushes every 40 tokens
+// (emitted 5 ms apart) 40 µs after the last: 195.04 ms down to 0.04 ms.
+func Nagle() []int64 {
+	var out []int64
+	for j := range 40 {
+		out = append(out, Mid(int64(39-j)*5_000_000+40_000))
+	}
+	return out
+}
+
+// Scenarios are rendered by report's TestGolden: per-request lines, then the report.
+// The samples are bucket middles (see mid), so every printed number is the
+// SPEC's exact statistic of the samples, which TestGoldenIsExact checks; rundoc's JSON goldens hold them too.
+// Scenario is the streams of a run's batches.
+type Scenario struct {
+	Loop []Stream // nil: no calibration batch
+	Gw   []Stream
+}
+
+var Scenarios = map[string]Scenario{
+	// Loopback: 3 requests of 200 tokens with scheduler-like jitter on the
+	// gaps, as the reference's calibration for -c 3. Gateway: a buffering
+	// gateway (bursts of 40 tokens, cf. seeds/001) with 4 requests, one of
+	// which dies after 10 tokens and one of which times out without any.
+	"full": {
+		Loop: []Stream{
+			{Batch: "loop", Index: 0, TTFT: 40_000, FirstDelay: 10_000, Tokens: 200, Gaps: LoopGaps, Delays: LoopDelays},
+			{Batch: "loop", Index: 1, TTFT: 40_000, FirstDelay: 10_000, Tokens: 200, Gaps: LoopGaps, Delays: LoopDelays},
+			{Batch: "loop", Index: 2, TTFT: 40_000, FirstDelay: 10_000, Tokens: 200, Gaps: LoopGaps, Delays: LoopDelays},
+		},
+		Gw: []Stream{
+			{Batch: "gw", Index: 0, TTFT: 180_000, FirstDelay: 36_000, Tokens: 1000, Gaps: GwGaps, Delays: Nagle()},
+			{Batch: "gw", Index: 1, TTFT: 207_170_000, FirstDelay: 206_860_000, Tokens: 1000, Gaps: GwGaps, Delays: Nagle()},
+			{Batch: "gw", Index: 2, TTFT: 200_000, FirstDelay: 36_000, Tokens: 10, Gaps: GwGaps, Delays: Nagle(),
+				Failure: result.Failure{Kind: result.ClosedBeforeDone}},
+			{Batch: "gw", Index: 3, Failure: result.Failure{Kind: result.Timeout, Detail: "300000"}},
+		},
+	},
+	// -l: no loopback block, no overhead block.
+	"no_calibration": {
+		Gw: []Stream{
+			{Batch: "gw", Index: 0, TTFT: 207_170_000, FirstDelay: 206_860_000, Tokens: 1000, Gap: 5e6, Delay: 100_000_000},
+		},
+	},
+	// A gateway that drops pi_ts: every request fails without tokens.
+	"empty": {
+		Loop: []Stream{
+			{Batch: "loop", Index: 0, TTFT: 50_000, FirstDelay: 10_000, Tokens: 1, Delay: 1},
+		},
+		Gw: []Stream{
+			{Batch: "gw", Index: 0, Failure: result.Failure{Kind: result.NoTokens}},
+			{Batch: "gw", Index: 1, Failure: result.Failure{Kind: result.NoTokens}},
+		},
+	},
+}
+
+// The jitter of the scenarios' batches.
+var (
+	// 20 gaps: 12 of 5.1 ms, 3 of 4.1 ms, 4 of 5.3 ms, 1 of 5.4 ms.
+	LoopGaps = slices.Concat(Repeat(Mid(5_100_000), 12), Repeat(Mid(4_100_000), 3),
+		Repeat(Mid(5_300_000), 4), Repeat(Mid(5_400_000), 1))
+	// 20 delays: 15 of 30 µs, 4 of 70 µs, 1 of 180 µs.
+	LoopDelays = slices.Concat(Repeat(Mid(30_000), 15), Repeat(Mid(70_000), 4), Repeat(Mid(180_000), 1))
+	// 40 gaps: 39 of 0 ms and one of 200 ms.
+	GwGaps = append(Repeat(0, 39), Mid(200_000_000))
+)
+
+// Verdicts are rendered by report's TestVerdictGolden into testdata/verdict_<name>.golden
+// (go test -update rewrites them). They are literal, so that the goldens pin
+// the layout, not the classifier's thresholds.
+var Verdicts = map[string]verdict.Verdict{
+	// haproxy without http-no-delay, older: 40-token bursts every 200 ms.
+	"buffers": {
+		Class: verdict.Buffers, Tokens: 3996, CoalescedFraction: 0.99925, LoopCoalesced: 0.002,
+		BurstSizeP50: 40, BurstSizeMax: 41, Bursts: 100, BurstPeriodMs: 200.0448, EmitGapMs: 5.0001,
+		AddedMeanMs: 97.52061, AddedP50Ms: 97.5, AddedP99Ms: 195.0123, Relative: true,
+		Causes: []string{verdict.CauseNagle, verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+	},
+	// -l and a gateway that holds the whole response: one burst per request
+	// (the first token waits 995 ms, 497.5 ms longer than the typical one:
+	// buffering, not a hold).
+	"buffers_no_calibration": {
+		Class: verdict.Buffers, Tokens: 1000, CoalescedFraction: 1, LoopCoalesced: -1,
+		BurstSizeP50: 200, BurstSizeMax: 200, Bursts: 5, EmitGapMs: 5,
+		AddedMeanMs: 497.5, AddedP50Ms: 497.5, AddedP99Ms: 990.1,
+		FirstTokenHoldMs: 497.5, FollowingMs: 497.5, HoldRequests: 5,
+		Causes: []string{verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+	},
+	// nginx honouring X-Accel-Buffering: no.
+	"flushes": {
+		Class: verdict.Flushes, Tokens: 20000, CoalescedFraction: 0.004, LoopCoalesced: 0.002,
+		EmitGapMs: 5, AddedMeanMs: 0.034, AddedP50Ms: 0.036, AddedP99Ms: -0.0004, Relative: true,
+		FirstTokenHoldMs: 0.01, FollowingMs: 0.05, HoldRequests: 20,
+	},
+	// An AI gateway holding the first event, measured by an overloaded tool.
+	"flushes_hold": {
+		Class: verdict.Flushes, Tokens: 4000, CoalescedFraction: 0.65, LoopCoalesced: 0.6, Noisy: true,
+		BurstSizeP50: 3, BurstSizeMax: 9, Bursts: 800, BurstPeriodMs: 25, EmitGapMs: 5,
+		AddedMeanMs: 0.7, AddedP50Ms: 0.02, AddedP99Ms: 30.5, Relative: true,
+		FirstTokenHold: true, FirstTokenHoldMs: 39.98, FollowingMs: 0.02, HoldRequests: 20,
+		Causes: []string{verdict.CauseFirstTokenHold},
+	},
+	"unknown": {
+		Class: verdict.Unknown, Reason: "too few tokens to judge (19 analysable, need 20)", Tokens: 19, LoopCoalesced: 0,
+	},
+}
+
+// TransportRecords are the records of a keep-alive batch: 2 warm-up
+// requests, then 8 counted ones on 3 connections — two reuse the warm-up
+// connections, one reuse failure sends a request on a new TLS connection,
+// one leaves its connection poisoned, one fails to connect — with open-loop
+// schedules when open is set.
+func TransportRecords(tag, proto string, open bool) []*result.Request {
+	const ms = 1_000_000
+	var rs []*result.Request
+	start := int64(Base)
+	add := func(r result.Request) {
+		r.Batch, r.Index = tag, len(rs)
+		r.Start = start + int64(len(rs))*100*ms
+		if open {
+			r.Scheduled = r.Start - int64(len(rs)%3)*20_000 // 0, 20 or 40 µs late
+		}
+		if r.ConnID > 0 && !r.Reused {
+			r.Connected = r.Start + 52_000
+			if r.TLSDone != 0 {
+				r.TLSDone = r.Connected + 1_200_000
+			}
+		}
+		if r.Failure.Kind != result.Connect {
+			r.Sent = max(r.Start, r.Connected, r.TLSDone) + 11_000
+			r.HeadAt = r.Sent + 201_000
+			r.Tokens = []result.Token{{Emitted: r.HeadAt, Arrived: r.HeadAt + 30_000}, {Emitted: r.HeadAt + 5*ms, Arrived: r.HeadAt + 5*ms + 30_000}}
+			r.End = r.Tokens[1].Arrived
+		} else {
+			r.End = r.Start + 52_000
+		}
+		rs = append(rs, &r)
+	}
+	add(result.Request{Warmup: true, ConnID: 1, Proto: proto})
+	add(result.Request{Warmup: true, ConnID: 2, Proto: proto})
+	add(result.Request{ConnID: 1, Reused: true, Proto: proto})
+	add(result.Request{ConnID: 2, Reused: true, Proto: proto})
+	add(result.Request{ConnID: 1, Reused: true, Proto: proto})
+	add(result.Request{ConnID: 3, ReuseFailed: true, TLSDone: 1, Proto: proto})
+	add(result.Request{ConnID: 3, Reused: true, Proto: proto, Poisoned: true})
+	add(result.Request{ConnID: 4, Proto: proto})
+	add(result.Request{Failure: result.Failure{Kind: result.Connect, Detail: "Connection refused"}})
+	add(result.Request{ConnID: 4, Reused: true, Proto: proto})
+	return rs
+}
+
+// ContainsLine reports whether out has line as one of its lines.
+func ContainsLine(out, line string) bool {
+	for l := range strings.Lines(out) {
+		if l == line+"\n" {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrWrite is the error of a FailAfter's failing writes.
+var ErrWrite = errors.New("write failed")
+
+// FailAfter is a writer whose writes fail with ErrWrite after the first N,
+// to check that a renderer returns the first failing write, whichever it
+// is.
+type FailAfter struct{ N int }
+
+func (f *FailAfter) Write(p []byte) (int, error) {
+	if f.N == 0 {
+		return 0, ErrWrite
+	}
+	f.N--
+	return len(p), nil
+}
