@@ -32,6 +32,7 @@ const (
 	msgStart  uint8 = iota + 1 // run the request (Session.Start)
 	msgCancel                  // a watched context is done: its requests end as interrupted
 	msgClose                   // close the kept connection (Session.Close)
+	msgState                   // look at the kept connection (Session.keptState)
 )
 
 // loopShared is what the loops need of a Request, resolved once.
@@ -68,7 +69,9 @@ type loopSession struct {
 
 	wait   chan struct{} // Do waits here
 	signal func(*result.Request)
-	ack    chan struct{} // msgClose: closed once done
+	ack    chan struct{} // msgClose, msgState: closed once done
+	state  connState     // msgState's answer
+	found  bool          // msgState: there is a kept connection, or one was lost
 }
 
 // connPhase is where a connection is in its exchange.
@@ -280,7 +283,44 @@ func (ls *loopSession) Receive(_ *evloop.Loop, kind uint8, _ uint64) {
 			ls.lost = idle
 		}
 		close(ls.ack)
+	case msgState:
+		ls.state, ls.found = ls.lost, ls.lost != idle
+		if !ls.found && !ls.active && ls.c != nil {
+			if ls.l.Buffered(&ls.c.reg) { // io_uring received it already
+				ls.c.readIdle()
+				ls.state, ls.found = ls.lost, true
+			} else {
+				ls.state, ls.found = peekFD(ls.c.reg.FD()), true
+			}
+		}
+		close(ls.ack)
 	}
+}
+
+// loopKeptState is keptState on the epoll engine, asked of the loop;
+// onLoop is false when the session has not used the engine.
+func (s *Session) loopKeptState() (state connState, found, onLoop bool) {
+	ls := &s.ev
+	if ls.l == nil {
+		return idle, false, false
+	}
+	ls.ack = make(chan struct{})
+	ls.l.Post(ls, msgState, 0)
+	<-ls.ack
+	return ls.state, ls.found, true
+}
+
+// peekFD is peek on a raw socket: it looks without consuming.
+func peekFD(fd int) connState {
+	var b [1]byte
+	n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	switch {
+	case n > 0:
+		return pending
+	case err == nil, err != unix.EAGAIN && err != unix.EINTR:
+		return peerClosed
+	}
+	return idle
 }
 
 // closeConn closes the session's connection.
@@ -328,17 +368,8 @@ func (ls *loopSession) usable() bool {
 		ls.c.readIdle()
 		return false
 	}
-	var b [1]byte
-	n, _, err := unix.Recvfrom(ls.c.reg.FD(), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	switch {
-	case n > 0:
-		ls.lost = pending
-	case err == nil, err != unix.EAGAIN && err != unix.EINTR:
-		ls.lost = peerClosed
-	default:
-		return true
-	}
-	return false
+	ls.lost = peekFD(ls.c.reg.FD())
+	return ls.lost == idle
 }
 
 // attempt sends the request on the kept connection, or on a new one.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // TestOneWatchPerContext: on the event loops the requests under one
@@ -18,7 +19,7 @@ import (
 // of them as interrupted, and the watches go with the last request under
 // them, whether it ended by the cancellation or by itself.
 func TestOneWatchPerContext(t *testing.T) {
-	addr := listen(t, func(c net.Conn) { io.Copy(io.Discard, c) }) // reads, never answers
+	addr := testutil.ServeTCP(t, func(c net.Conn) { io.Copy(io.Discard, c) }) // reads, never answers
 	if !NewChatRequest(addr, -1, time.Hour).onLoop() {
 		t.Skip("the goroutine engine watches each request's context itself")
 	}
