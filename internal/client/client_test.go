@@ -787,3 +787,34 @@ func TestReserialised(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestLargerThanTheSocket: a request too large for one write (a
+// 16 MB model name: more than loopback's socket buffers take at once) goes
+// out whole, in several writes, and the response is read after it.
+func TestRequestLargerThanTheSocket(t *testing.T) {
+	chat := dialectStreams[0]
+	okStream := chat.events(false, chat.tokens(3, true)...)
+	model := strings.Repeat("m", 16<<20)
+	want := request(Options{Addr: "127.0.0.1:1", Tokens: -1, Model: model})
+	_, wantBody, _ := strings.Cut(want, "\r\n\r\n")
+	got := make(chan string, 1)
+	addr := testutil.ServeTCP(t, func(c net.Conn) {
+		req, _, ok := readRequest(c, nil)
+		got <- req
+		if ok {
+			send(t, sseHead+"\r\n"+okStream)(c)
+		}
+	})
+	o := hostileOptions(addr)
+	o.Model = model
+	rec := &result.Request{Batch: "gw"}
+	New(o).Do(context.Background(), rec)
+	if rec.Failure.Kind != result.OK || len(rec.Tokens) != 3 {
+		t.Errorf("failure %q, %d tokens; want ok with 3", rec.Failure.Error(), len(rec.Tokens))
+	}
+	req := <-got
+	_, body, _ := strings.Cut(req, "\r\n\r\n")
+	if body != wantBody {
+		t.Errorf("the gateway received a body of %d bytes, want the request's %d", len(body), len(wantBody))
+	}
+}

@@ -29,12 +29,17 @@ func runServer(t *testing.T, cfg Config) (srv *Server, stop func(while string)) 
 }
 
 // engines are the ways the emission shards run: on the event loops,
-// where there are any, and on goroutines of their own.
+// where there are any (epoll; io_uring where the kernel allows it), and on
+// goroutines of their own.
 func engines() []evloop.Engine {
+	var es []evloop.Engine
 	if ok, _ := evloop.Epoll.Loops(); ok {
-		return []evloop.Engine{evloop.Epoll, evloop.Goroutine}
+		es = append(es, evloop.Epoll)
 	}
-	return []evloop.Engine{evloop.Goroutine}
+	if evloop.UringAvailable() == nil {
+		es = append(es, evloop.Uring)
+	}
+	return append(es, evloop.Goroutine)
 }
 
 // forEngines runs f as a subtest per engine.
