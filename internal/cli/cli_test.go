@@ -5,16 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/batch"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -22,13 +26,24 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // runMain calls Main in-process with a deadline and returns its outputs.
 func runMain(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runOn(t, ctx, nil, args...)
+}
+
+// runOn is runMain with the dummy server on ln (MeasureOn), a listener the
+// test bound, whose address args give with -L; nil ln: Main.
+func runOn(t *testing.T, ctx context.Context, ln net.Listener, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	if ctx == nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 	}
 	var out, errb bytes.Buffer
-	code = Main(ctx, args, &out, &errb)
+	if ln == nil {
+		code = Main(ctx, args, &out, &errb)
+	} else {
+		code, _ = MeasureOn(ctx, ln, args, &out, &errb)
+	}
 	return code, out.String(), errb.String()
 }
 
@@ -164,23 +179,42 @@ func TestAddressForms(t *testing.T) {
 
 func TestServerOnlyStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
-	done := make(chan struct{})
+	defer cancel()
+	const waiting = "no -t given: running as server only. Ctrl-C to stop.\n"
+	stderr := &watchWriter{}
+	done := make(chan int, 1)
+	go func() { done <- Main(ctx, []string{"-L", "127.0.0.1:0"}, io.Discard, stderr) }()
+	// Cancelled once it says it waits for Ctrl-C.
+	testutil.Await(t, "the server-only line", func() bool { return strings.Contains(stderr.String(), waiting) })
+	cancel()
 	var code int
-	var errOut string
-	go func() {
-		code, _, errOut = runMain(t, ctx, "-L", "127.0.0.1:0")
-		close(done)
-	}()
 	select {
-	case <-done:
+	case code = <-done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("server-only mode did not stop after its context was cancelled")
 	}
-	if code != ExitOK || !strings.Contains(errOut, "no -t given: running as server only. Ctrl-C to stop.\n") ||
-		!regexp.MustCompile(`dummy OpenAI-like SSE server listening on 127\.0\.0\.1:\d+ \(POST /v1/chat/completions\)`).MatchString(errOut) {
+	errOut := stderr.String()
+	if code != ExitOK || !regexp.MustCompile(`dummy OpenAI-like SSE server listening on 127\.0\.0\.1:\d+ \(POST /v1/chat/completions\)`).MatchString(errOut) {
 		t.Errorf("server-only: code %d, stderr %q", code, errOut)
 	}
+}
+
+// watchWriter is a buffer safe to read while the run writes into it.
+type watchWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
 
 func TestListenFailure(t *testing.T) {

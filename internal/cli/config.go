@@ -318,7 +318,7 @@ Options:
   -v, --verbose              verbose
       --compat               output byte for byte as the reference tool (no verdict block)
       --compressed           send Accept-Encoding: gzip (gzip responses are always decoded)
-      --engine <name>        I/O engine: auto, epoll, goroutine (def auto: epoll on Linux for plain http, else goroutine)
+      --engine <name>        I/O engine: auto, epoll, uring, goroutine (def auto: epoll on Linux for plain http, else goroutine)
       --api <name>           API dialect: chat, completions, responses, anthropic (def chat)
       --model <name>         model the requests ask for (def sse-latency-1)
       --path <path>          request path through the gateway (def: the dialect's, e.g. /v1/messages)

@@ -18,6 +18,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // In-process gateways that rewrite the stream event by event, the way AI
@@ -45,9 +46,7 @@ func eventGateway(t *testing.T, backend string, rewrite func(sseEv) []sseEv) str
 		r.Body = &eventRewriter{rc: r.Body, rewrite: rewrite}
 		return nil
 	}
-	gw := httptest.NewServer(p)
-	t.Cleanup(gw.Close)
-	return gw.Listener.Addr().String()
+	return proxyServer(t, p)
 }
 
 // eventRewriter is the body of an eventGateway's responses.
@@ -228,14 +227,8 @@ func serveWith(t *testing.T, cfg server.Config) (addr string, reg *emission.Regi
 	t.Helper()
 	reg = emission.New()
 	cfg.Emissions = reg
-	srv, err := server.Listen("127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	srv := server.New(testutil.Listen(t), cfg)
+	testutil.Serve(t, srv)
 	return srv.Addr().String(), reg
 }
 

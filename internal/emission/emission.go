@@ -31,15 +31,16 @@ const (
 // Made with StartAt, it knows each token's deadline and keeps 4 bytes per
 // token: how late (or early) the token was written against its deadline,
 // in nanoseconds, when that fits in an int32 (within ±2.1 s), else the
-// exact time in a map on the side. Made with Start, it keeps the times
-// themselves, 8 bytes per token.
+// exact time on the side (8 bytes a token more, for a stream that has
+// such a token). Made with Start, it keeps the times themselves, 8 bytes
+// per token.
 type Times struct {
 	ns       []atomic.Int64 // Start: process-clock ns; 0 = not emitted (yet)
 	late     []atomic.Int32 // StartAt: see lateOf; 0 = not emitted (yet)
 	deadline func(k int) int64
 	farMu    sync.Mutex
-	far      map[int]int64 // StartAt: the times whose lateness does not fit in late
-	finished atomic.Int64  // wall time (Unix ns) the stream ended; 0 while streaming
+	far      []int64      // StartAt: by token, the times whose lateness does not fit in late (made with the first)
+	finished atomic.Int64 // wall time (Unix ns) the stream ended; 0 while streaming
 	created  int64
 	// heartbeats counts the heartbeats (SSE comments, Anthropic pings)
 	// the server wrote on the stream (AddHeartbeats).
@@ -114,9 +115,13 @@ func (t *Times) Set(k int, ts int64) {
 	case d < 0 && d > farLate:
 		t.late[k].Store(int32(d))
 	default:
+		// A slice of the stream's length rather than a map: 8 bytes a
+		// token at most, where a map took ~50 per entry — all the tokens
+		// of an overloaded run (seconds late) are far, 31 MB of map at
+		// -c 4000 (docs/PERF.md).
 		t.farMu.Lock()
 		if t.far == nil {
-			t.far = make(map[int]int64)
+			t.far = make([]int64, len(t.late))
 		}
 		t.far[k] = ts
 		t.farMu.Unlock()
