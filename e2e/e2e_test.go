@@ -274,8 +274,8 @@ func TestExamplesUseConventionalAddresses(t *testing.T) {
 	}
 }
 
-// allExamples are Examples and TransportExamples.
-func allExamples() []Example { return slices.Concat(Examples, TransportExamples) }
+// allExamples are Examples, TransportExamples and PhaseExamples.
+func allExamples() []Example { return slices.Concat(Examples, TransportExamples, PhaseExamples) }
 
 // TestExampleReadmes needs no gateway: each examples/ directory explains
 // how to run sse-latency behind its configurations, with the command the

@@ -145,6 +145,14 @@ var TransportExamples = []Example{
 	{Name: "haproxy-tls-h2", Gateway: HAProxy, File: "examples/haproxy/haproxy-tls-h2.cfg", PEM: true},
 }
 
+// PhaseExamples are the shipped configurations for the phases of an
+// answer: nginx with a 2 s read timeout, which cuts a silent think. Like
+// TransportExamples they need flags of their own (a think, heartbeats), so
+// phases_test.go measures them.
+var PhaseExamples = []Example{
+	{Name: "nginx-read-timeout", Gateway: Nginx, File: "examples/nginx/nginx-read-timeout.conf"},
+}
+
 // sbinDirs are searched after PATH: haproxy and nginx live in /usr/sbin,
 // which a non-root PATH often lacks.
 var sbinDirs = []string{"/usr/local/sbin", "/usr/sbin", "/sbin"}

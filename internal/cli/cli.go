@@ -49,6 +49,7 @@ type Summary struct {
 	Loop    *stats.Batch     // the calibration batch; nil when none ran
 	Gateway *stats.Batch     // the gateway batch; nil in server-only mode
 	Verdict *verdict.Verdict // nil when no gateway batch ran
+	Run     *summary.Run     // the run's summary, as the reports render it (timelines, findings)
 
 	// What the dummy server saw: connections accepted and requests served
 	// (fewer connections than requests means a gateway reused them).
@@ -211,7 +212,7 @@ func (r *run) startServer() error {
 	r.emissions, r.runID = emission.New(), newRunID()
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
-		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(),
+		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(), HeartbeatMs: cfg.HeartbeatMs,
 		Engine: client.Engine(cfg.Engine)}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
@@ -325,7 +326,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector) int {
 	if loop != nil {
 		r.sum.Loop = loop.Stats
 	}
-	r.sum.Gateway, r.sum.Verdict = gw.Stats, sum.Verdict
+	r.sum.Gateway, r.sum.Verdict, r.sum.Run = gw.Stats, sum.Verdict, sum
 	r.sum.ServerConnections, r.sum.ServerRequests = r.srv.Connections(), r.srv.Requests()
 
 	code, reason := exitStatus(ctx.Err() != nil, gw.Stats.Failed)
@@ -385,6 +386,7 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec) (*summary.Collector
 		if r.cfg.Verbose {
 			r.out.debugf("%s %d: %d tokens in %d reads, %d bytes", rec.Batch, rec.Index, len(rec.Tokens), rec.Reads, rec.Bytes)
 			r.out.debugf("%s", report.PhasesLine(rec))
+			r.out.debugf("%s", report.TimelineLine(rec))
 		}
 	}, progress)
 	r.out.clearProgress()

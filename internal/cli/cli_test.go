@@ -234,6 +234,40 @@ func TestOpenFilesRefused(t *testing.T) {
 	}
 }
 
+// TestHeartbeatFlag: --heartbeat parses, is bounded like the hint the
+// server checks (a usage error naming the flag), is echoed in the JSON
+// configuration, and reaches the server's default and the requests' hint.
+func TestHeartbeatFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--heartbeat", "5"}, "--heartbeat 5: want 0 (none) or 10 to 600000 ms of silence before each heartbeat"},
+		{[]string{"--heartbeat", "-1"}, "--heartbeat -1: want 0 (none)"},
+		{[]string{"--heartbeat", "600001"}, "--heartbeat 600001: want"},
+		{[]string{"--heartbeat", "NaN"}, "--heartbeat NaN: want"},
+		{[]string{"--heartbeat", "often"}, `invalid argument "often" for "--heartbeat" flag`},
+	} {
+		code, out, errOut := runMain(t, nil, tt.args...)
+		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage) {
+			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 1, an error containing %q, then the usage", tt.args, code, out, errOut, tt.want)
+		}
+	}
+	cl, err := parseArgs([]string{"--heartbeat", "500"})
+	if err != nil || cl.cfg.HeartbeatMs != 500 || DefaultConfig().HeartbeatMs != 0 {
+		t.Fatalf("parseArgs(--heartbeat 500) = %v, %v; default %v", cl.cfg.HeartbeatMs, err, DefaultConfig().HeartbeatMs)
+	}
+	var echo map[string]any
+	b, _ := json.Marshal(cl.cfg.Redacted())
+	if json.Unmarshal(b, &echo); echo["heartbeat_ms"] != 500.0 {
+		t.Errorf("the JSON configuration %s lacks heartbeat_ms 500", b)
+	}
+	r := &run{commandLine: cl, cfg: cl.cfg, gwAddr: "127.0.0.1:1", selfAddr: "127.0.0.1:1"}
+	if gw, loop := r.gatewayRequest(), r.calibrationRequest(10); gw.HeartbeatMs != 500 || loop.HeartbeatMs != 500 {
+		t.Errorf("the requests ask for heartbeats every %v ms (gateway), %v ms (calibration); want 500", gw.HeartbeatMs, loop.HeartbeatMs)
+	}
+}
+
 // TestPhaseFlags: --reasoning, --tool-call and --reasoning-field parse,
 // are checked (a bad value is a usage error naming the flag), are echoed
 // in the configuration the JSON document carries, and reach the requests

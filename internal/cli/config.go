@@ -131,6 +131,9 @@ func (c *Config) Validate() error {
 	if c.Dialect() == api.Completions && (c.Reasoning > 0 || c.ToolCall > 0) {
 		return errors.New("--reasoning and --tool-call need --api chat, responses or anthropic: the completions API streams text only")
 	}
+	if err := c.validateHeartbeat(); err != nil {
+		return err
+	}
 	if c.ThinkMs > float64(server.DefaultMaxDelay/time.Millisecond) || c.DelayMs > float64(server.DefaultMaxDelay/time.Millisecond) {
 		return fmt.Errorf("-T and -d must not exceed the server's limit of %v", server.DefaultMaxDelay)
 	}
@@ -145,6 +148,17 @@ func (c *Config) Validate() error {
 	}
 	if c.TLSSelfSigned && c.TLSCert != "" {
 		return errors.New("--tls-self-signed and --tls-cert exclude each other")
+	}
+	return nil
+}
+
+// validateHeartbeat checks --heartbeat against the bounds the server puts
+// on the pi_heartbeat_ms hint: 0 (none), or from api.MinHeartbeatMs to the
+// server's delay limit.
+func (c *Config) validateHeartbeat() error {
+	max := float64(server.DefaultMaxDelay / time.Millisecond)
+	if v := c.HeartbeatMs; math.IsNaN(v) || v < 0 || v > 0 && v < api.MinHeartbeatMs || v > max {
+		return fmt.Errorf("--heartbeat %v: want 0 (none) or %d to %.0f ms of silence before each heartbeat", v, api.MinHeartbeatMs, max)
 	}
 	return nil
 }
@@ -238,6 +252,7 @@ func parseFlags(args []string) (commandLine, error) {
 	fs.IntVar(&cfg.Reasoning, "reasoning", 0, "")
 	fs.IntVar(&cfg.ToolCall, "tool-call", 0, "")
 	fs.StringVar(&cfg.ReasoningField, "reasoning-field", cfg.ReasoningField, "")
+	fs.Float64Var(&cfg.HeartbeatMs, "heartbeat", 0, "")
 	fs.IntVar(&cfg.IdleMs, "idle-timeout", 0, "")
 	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "")
 	fs.BoolVar(&cfg.ServerClose, "server-close", false, "")
@@ -312,6 +327,7 @@ Options:
       --tool-call <n>        then one tool call of n argument tokens, at -d, before the text (def 0)
       --reasoning-field <f>  reasoning_content (chat delta.reasoning_content, responses summary) or
                              reasoning (chat delta.reasoning, responses reasoning_text) (def reasoning_content)
+      --heartbeat <ms>       the server writes a heartbeat (": ping", anthropic: event: ping) after each <ms> of silence (def 0: none)
       --idle-timeout <ms>    end a request whose stream stays silent this long (def 0: off; -w still applies)
   -k, --keepalive            reuse one connection per concurrency slot (drained to its end after [DONE])
       --server-close         the server closes every connection after its response, as the reference

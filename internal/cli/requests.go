@@ -62,6 +62,7 @@ func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
 		IncludeUsage: r.cfg.IncludeUsage,
 		Reasoning:    r.cfg.Reasoning,
 		ToolCall:     r.cfg.ToolCall,
+		HeartbeatMs:  r.cfg.HeartbeatMs,
 		ExtraHeaders: r.extraHeaders(),
 		APIKey:       r.cfg.APIKey,
 		KeepAlive:    r.cfg.KeepAlive,

@@ -218,8 +218,16 @@ func mergingArguments(t *testing.T, d api.Dialect) func(sseEv) []sseEv {
 // reasoning has shape field.
 func phaseServer(t *testing.T, field api.ReasoningField) (addr string, reg *emission.Registry) {
 	t.Helper()
+	return serveWith(t, server.Config{Tokens: 1, DelayMs: 0.2, ReasoningField: field})
+}
+
+// serveWith starts the dummy server with cfg and an emission registry
+// until the test ends.
+func serveWith(t *testing.T, cfg server.Config) (addr string, reg *emission.Registry) {
+	t.Helper()
 	reg = emission.New()
-	srv := server.New(testutil.Listen(t), server.Config{Tokens: 1, DelayMs: 0.2, ReasoningField: field, Emissions: reg})
+	cfg.Emissions = reg
+	srv := server.New(testutil.Listen(t), cfg)
 	testutil.Serve(t, srv)
 	return srv.Addr().String(), reg
 }
@@ -284,6 +292,9 @@ func TestPhasesThroughGateways(t *testing.T) {
 				wantPings := 0
 				if d == api.Anthropic {
 					wantPings = 1
+				}
+				if !rec.ServerRecord || rec.ServerHeartbeats != wantPings {
+					t.Errorf("%s: server record %v of %d heartbeats, want its %d", what, rec.ServerRecord, rec.ServerHeartbeats, wantPings)
 				}
 				if rec.Pings != wantPings || rec.Comments != 0 || rec.MaxSilence <= 0 || rec.LastReadAt < rec.FirstTextAt || rec.FirstEventAt < rec.HeadAt {
 					t.Errorf("%s: %d pings, %d comments, longest silence %d, head %d, first event %d, first text %d, last read %d",

@@ -442,7 +442,8 @@ func (r *reader) sse(data []byte, now int64) bool {
 			}
 			continue
 		}
-		if r.rec.Events++; r.rec.Events == 1 {
+		r.rec.Events++
+		if r.rec.FirstEventAt == 0 && string(r.event[:r.eventLen]) != "ping" {
 			r.rec.FirstEventAt = now
 		}
 		if r.handle(payload, now) {
@@ -480,7 +481,7 @@ func (r *reader) silence(now int64) {
 	if last > 0 && now-last > r.rec.MaxSilence {
 		r.rec.MaxSilence = now - last
 	}
-	r.rec.LastReadAt = now
+	r.rec.PrevReadAt, r.rec.LastReadAt = r.rec.LastReadAt, now
 }
 
 // maxQuotedEvent bounds what a failure quotes of an event.
@@ -577,6 +578,7 @@ func (r *reader) verdict() result.Failure {
 		return result.Failure{Kind: result.Integrity, Detail: p}
 	}
 	if p := r.match.problem(); p != "" {
+		r.rec.ReasoningAsText = r.reasoningInText()
 		return result.Failure{Kind: result.Integrity, Detail: p}
 	}
 	if len(r.rec.Tokens) == 0 {
@@ -615,6 +617,17 @@ func (r *reader) phaseProblem() string {
 		}
 	}
 	return ""
+}
+
+// reasoningInText reports whether reasoning was asked for, none came as
+// reasoning, and the visible text, which differs from the expected one,
+// carries the reasoning's first word (a gateway turned it into content,
+// with or without <think> tags; the text's words are lower case).
+func (r *reader) reasoningInText() bool {
+	if r.rec.Reasoning == 0 || r.phases.reasoning.received > 0 || !r.match.diverged {
+		return false
+	}
+	return bytes.Contains(r.match.rest, phaseWords[api.PhaseReasoning][:api.TokenLen])
 }
 
 func unasked(n int64) string { return strconv.FormatInt(n, 10) + " bytes received, none asked for" }

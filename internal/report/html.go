@@ -31,7 +31,9 @@ var htmlTemplate = template.Must(template.New("report.html.tmpl").ParseFS(htmlTe
 // and the failures, four inline SVG charts (the CDF of emit->recv, the
 // per-token delays of the representative requests, the histogram of
 // inter-token gaps, the TTFT of each request), the stream figures, the
-// tool's own lateness and CPU, and the configuration. The page has inline
+// answers' phases (a phase timeline and the timeline's figures, when the
+// text report has a timeline block), the tool's own lateness and CPU, and
+// the configuration. The page has inline
 // CSS, no script and no external reference; its bytes depend on d only.
 func WriteHTML(w io.Writer, d *rundoc.Document) error {
 	var b bytes.Buffer
@@ -52,6 +54,7 @@ type htmlView struct {
 	Overhead []htmlOverheadRow // nil without calibration
 	Failures []htmlFailureRow
 	Stream   []htmlStreamRow
+	Phases   *htmlPhases // nil when no batch's timeline is notable (html_timeline.go)
 	Self     htmlSelf
 	Charts   []htmlChart
 	Config   string
@@ -111,6 +114,7 @@ func newHTMLView(d *rundoc.Document) htmlView {
 		Verdict:  newHTMLVerdict(d.Verdict),
 		Self:     newHTMLSelf(&d.Self),
 		Charts:   htmlCharts(d.Batches),
+		Phases:   newHTMLPhases(d.Batches),
 		Config:   htmlConfig(&d.Config),
 	}
 	for i := range d.Batches {

@@ -455,7 +455,11 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	// that filters headers drops the header, and the prompt survives both.
 	h, err := s.limits.Resolve(sr.Hints, api.ParseHintHeader(req.head.Header(api.HintHeader)), api.FindPromptHints(req.body))
 	if err != nil {
-		s.writeError(t, &httpError{status: 400, code: "hint_above_limit", message: err.Error()})
+		code := "hint_above_limit"
+		if errors.Is(err, api.ErrHintBelowMinimum) {
+			code = "hint_below_minimum"
+		}
+		s.writeError(t, &httpError{status: 400, code: code, message: err.Error()})
 		return nil
 	}
 	if err := api.CheckPhases(d, h); err != nil {
@@ -494,6 +498,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		return nil
 	}
 	st.times = s.cfg.Emissions.StartAt(h.ID, p.Tokens, p.Deadline)
+	st.begin(d, s.heartbeatNs(h), start)
 	s.logf("server: %s: %s stream %d (id %q): %d tokens (%d reasoning, %d tool call), think %dns, delay %dns",
 		t, d, no, h.ID, p.Tokens, a.Reasoning, a.ToolCall, p.Think, p.Delay)
 	st.shard = s.shardFor(t, no)
