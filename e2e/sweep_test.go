@@ -51,7 +51,7 @@ func TestSweepHAProxy(t *testing.T) {
 			args := []string{"sweep", "-L", gw.BackendAddr, "-t", gw.Addr, "-r", "4", "-n", "100", "-d", "2", "-w", "20000", "-q",
 				"--concurrency", "1,2,4", "--json", jsonPath}
 			var stdout, stderr bytes.Buffer
-			code := cli.Main(ctx, args, &stdout, &stderr)
+			code, _ := cli.MeasureOn(ctx, gw.Backend, args, &stdout, &stderr)
 			run := "sse-latency " + strings.Join(args, " ") + "\n--- stdout ---\n" + stdout.String() + "--- stderr ---\n" + stderr.String() +
 				"--- gateway log ---\n" + gw.Log()
 			if code != cli.ExitOK {

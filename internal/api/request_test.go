@@ -6,7 +6,7 @@ import (
 )
 
 func TestAppendRequestBody(t *testing.T) {
-	n, think, r, c, zero := int64(200), 1.5, int64(50), int64(20), int64(0)
+	n, think, r, c, zero, beat := int64(200), 1.5, int64(50), int64(20), int64(0), 500.0
 	id := Hints{ID: "k2f9ab-gw-3", Tokens: &n}
 	tests := []struct {
 		d    Dialect
@@ -22,6 +22,8 @@ func TestAppendRequestBody(t *testing.T) {
 			`{"model":"sse-latency-1","stream":true,"input":"Say 4-letter words [sse-latency id=k2f9ab-gw-3 tokens=200]","pi_id":"k2f9ab-gw-3","pi_tokens":200}`},
 		{Anthropic, RequestBody{Hints: Hints{Tokens: &n, ThinkMs: &think}},
 			`{"model":"sse-latency-1","stream":true,"max_tokens":4096,"messages":[{"role":"user","content":"Say 4-letter words [sse-latency tokens=200 think=1.5]"}],"pi_tokens":200,"pi_think_ms":1.5}`},
+		{Chat, RequestBody{Hints: Hints{HeartbeatMs: &beat}},
+			`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words [sse-latency heartbeat=500]"}],"pi_heartbeat_ms":500}`},
 		{Chat, RequestBody{Model: "a\"b"}, `{"model":"a\"b","stream":true,"messages":[{"role":"user","content":"Say 4-letter words"}]}`},
 		// The phases: the hints, and what each real API asks for them.
 		{Chat, RequestBody{Hints: Hints{Reasoning: &r, ToolCall: &c}},
@@ -51,7 +53,8 @@ func TestAppendRequestBody(t *testing.T) {
 // server does: the JSON fields and the prompt marker carry the same hints.
 func TestRequestBodyReachesTheServer(t *testing.T) {
 	n, r, c := int64(42), int64(3), int64(2)
-	h := Hints{ID: "run1-gw-0", Tokens: &n, Reasoning: &r, ToolCall: &c}
+	beat := 250.5
+	h := Hints{ID: "run1-gw-0", Tokens: &n, Reasoning: &r, ToolCall: &c, HeartbeatMs: &beat}
 	for _, d := range Dialects {
 		body := AppendRequestBody(nil, d, RequestBody{Model: "m", Hints: h, IncludeUsage: true})
 		req, err := ParseServerRequest(body)

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -49,6 +51,7 @@ type Summary struct {
 	Loop    *stats.Batch     // the calibration batch; nil when none ran
 	Gateway *stats.Batch     // the gateway batch; nil in server-only mode
 	Verdict *verdict.Verdict // nil when no gateway batch ran
+	Run     *summary.Run     // the run's summary, as the reports render it (timelines, findings)
 
 	// What the dummy server saw: connections accepted and requests served
 	// (fewer connections than requests means a gateway reused them).
@@ -58,12 +61,22 @@ type Summary struct {
 // Measure is Main that also returns the Summary of the run (nil when the
 // command line was wrong or only asked for help or the version).
 func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int, *Summary) {
+	return MeasureOn(ctx, nil, args, stdout, stderr)
+}
+
+// MeasureOn is Measure with the dummy server on ln, a listener the caller
+// has bound, in place of one bound at -L: tests hand over 127.0.0.1:0
+// rather than a port number that another socket may take before the run
+// binds it. -L must still be given (its host names the calibration
+// target). The server closes ln when the run ends; a run that ends before
+// starting its server leaves ln to the caller. A nil ln is Measure.
+func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stderr io.Writer) (int, *Summary) {
 	if len(args) > 0 {
 		if cmd, ok := subcommands[args[0]]; ok {
 			return cmd(args[1:], stdout, stderr), nil
 		}
 		if args[0] == "sweep" { // runs like a measurement, under ctx
-			return sweepMain(ctx, args[1:], stdout, stderr), nil
+			return sweepMain(ctx, ln, args[1:], stdout, stderr), nil
 		}
 	}
 	cl, err := parseArgs(args)
@@ -86,7 +99,7 @@ func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		text = stderr // stdout carries the JSON document
 	}
 	r := &run{commandLine: cl, cfg: cl.cfg, out: &console{stdout: text, stderr: stderr, tty: isTerminal(stderr)},
-		sum: &Summary{Config: cl.cfg}, docOut: stdout}
+		sum: &Summary{Config: cl.cfg}, docOut: stdout, ln: ln}
 	return r.main(ctx), r.sum
 }
 
@@ -126,6 +139,7 @@ type run struct {
 	selfAddr   string             // where the calibration goes (the bound -L, wildcard as loopback)
 	outs       *outputs           // the files the run writes, open from before its first request
 	goodput    *slo.Goodput       // counts the gateway requests that meet every per-request --slo; nil without one
+	ln         net.Listener       // the listener handed to MeasureOn; nil: bind -L
 }
 
 // main runs the measurement and returns the exit status.
@@ -212,12 +226,12 @@ func (r *run) startServer() error {
 	r.emissions, r.runID = emission.New(), newRunID()
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
-		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(),
+		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(), HeartbeatMs: cfg.HeartbeatMs,
 		Engine: client.Engine(cfg.Engine)}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
-	srv, err := server.Listen(r.listen, srvCfg)
+	srv, err := r.newServer(srvCfg)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", cfg.Listen, err)
 	}
@@ -341,6 +355,13 @@ func (r *run) batchSpec(name string, req *client.Request) batch.Spec {
 // warnings, writes its files and returns the exit status.
 func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []summary.Round) int {
 	user, sys := cpuTimes()
+	// The batches are over: the records of their requests, most of the
+	// heap of a large run, are garbage the collector has not taken yet.
+	// Taking it now (a few milliseconds, after the CPU times above) lets
+	// the summary's allocations (MBs of histogram snapshots) reuse that
+	// memory instead of raising the peak resident size (docs/PERF.md,
+	// "Memory at -c 4000").
+	runtime.GC()
 	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr,
 		Lateness: r.srv.Lateness(), UserS: user, SystemS: sys, Rounds: rounds})
 	if len(r.cfg.SLOs) > 0 {
@@ -349,7 +370,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 	if loop != nil {
 		r.sum.Loop = loop.Stats
 	}
-	r.sum.Gateway, r.sum.Verdict = gw.Stats, sum.Verdict
+	r.sum.Gateway, r.sum.Verdict, r.sum.Run = gw.Stats, sum.Verdict, sum
 	r.sum.ServerConnections, r.sum.ServerRequests = r.srv.Connections(), r.srv.Requests()
 
 	code, reason := exitStatus(ctx.Err() != nil, gw.Stats.Failed, sum.SLO == nil || sum.SLO.Met)
@@ -428,6 +449,7 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collecto
 		if r.cfg.Verbose {
 			r.out.debugf("%s %d: %d tokens in %d reads, %d bytes", rec.Batch, rec.Index, len(rec.Tokens), rec.Reads, rec.Bytes)
 			r.out.debugf("%s", report.PhasesLine(rec))
+			r.out.debugf("%s", report.TimelineLine(rec))
 		}
 	}, progress)
 	r.out.clearProgress()
@@ -444,4 +466,13 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collecto
 			ms(b.EmitRecv.Percentile(0.50)), ms(b.EmitRecv.Percentile(0.99)), ms(b.EmitRecv.Percentile(0.999)))
 	}
 	return nil
+}
+
+// newServer returns the dummy server on the listener handed to MeasureOn,
+// else bound to -L.
+func (r *run) newServer(cfg server.Config) (*server.Server, error) {
+	if r.ln != nil {
+		return server.New(r.ln, cfg), nil
+	}
+	return server.Listen(r.listen, cfg)
 }

@@ -133,6 +133,9 @@ func (c *Config) Validate() error {
 	if c.Dialect() == api.Completions && (c.Reasoning > 0 || c.ToolCall > 0) {
 		return errors.New("--reasoning and --tool-call need --api chat, responses or anthropic: the completions API streams text only")
 	}
+	if err := c.validateHeartbeat(); err != nil {
+		return err
+	}
 	if c.ThinkMs > float64(server.DefaultMaxDelay/time.Millisecond) || c.DelayMs > float64(server.DefaultMaxDelay/time.Millisecond) {
 		return fmt.Errorf("-T and -d must not exceed the server's limit of %v", server.DefaultMaxDelay)
 	}
@@ -177,6 +180,17 @@ func (c *Config) validateGates() error {
 			return fmt.Errorf("--slo %q: %s figures need the loopback calibration: not with -l", s, o.Scope)
 		}
 		c.SLOs[i] = o.String()
+	}
+	return nil
+}
+
+// validateHeartbeat checks --heartbeat against the bounds the server puts
+// on the pi_heartbeat_ms hint: 0 (none), or from api.MinHeartbeatMs to the
+// server's delay limit.
+func (c *Config) validateHeartbeat() error {
+	max := float64(server.DefaultMaxDelay / time.Millisecond)
+	if v := c.HeartbeatMs; math.IsNaN(v) || v < 0 || v > 0 && v < api.MinHeartbeatMs || v > max {
+		return fmt.Errorf("--heartbeat %v: want 0 (none) or %d to %.0f ms of silence before each heartbeat", v, api.MinHeartbeatMs, max)
 	}
 	return nil
 }
@@ -304,6 +318,7 @@ func parseFlags(args []string, lists *listFlags) (commandLine, error) {
 	fs.IntVar(&cfg.Reasoning, "reasoning", 0, "")
 	fs.IntVar(&cfg.ToolCall, "tool-call", 0, "")
 	fs.StringVar(&cfg.ReasoningField, "reasoning-field", cfg.ReasoningField, "")
+	fs.Float64Var(&cfg.HeartbeatMs, "heartbeat", 0, "")
 	fs.IntVar(&cfg.IdleMs, "idle-timeout", 0, "")
 	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "")
 	fs.BoolVar(&cfg.ServerClose, "server-close", false, "")
@@ -390,7 +405,7 @@ Options:
   -v, --verbose              verbose
       --compat               output byte for byte as the reference tool (no verdict block)
       --compressed           send Accept-Encoding: gzip (gzip responses are always decoded)
-      --engine <name>        I/O engine: auto, epoll, goroutine (def auto: epoll on Linux for plain http, else goroutine)
+      --engine <name>        I/O engine: auto, epoll, uring, goroutine (def auto: epoll on Linux for plain http, else goroutine)
       --api <name>           API dialect: chat, completions, responses, anthropic (def chat)
       --model <name>         model the requests ask for (def sse-latency-1)
       --path <path>          request path through the gateway (def: the dialect's, e.g. /v1/messages)
@@ -399,6 +414,7 @@ Options:
       --tool-call <n>        then one tool call of n argument tokens, at -d, before the text (def 0)
       --reasoning-field <f>  reasoning_content (chat delta.reasoning_content, responses summary) or
                              reasoning (chat delta.reasoning, responses reasoning_text) (def reasoning_content)
+      --heartbeat <ms>       the server writes a heartbeat (": ping", anthropic: event: ping) after each <ms> of silence (def 0: none)
       --idle-timeout <ms>    end a request whose stream stays silent this long (def 0: off; -w still applies)
   -k, --keepalive            reuse one connection per concurrency slot (drained to its end after [DONE])
       --server-close         the server closes every connection after its response, as the reference

@@ -23,6 +23,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/report"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/sweep"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // hooks shape an in-process gateway (newGateway): before runs as a
@@ -47,9 +48,6 @@ type gateway struct {
 	mu      sync.Mutex
 	stderr  bytes.Buffer
 }
-
-// listeningRE finds the server's address in the run's stderr.
-var listeningRE = regexp.MustCompile(`listening on (127\.0\.0\.1:\d+) `)
 
 // newGateway starts a gateway shaped by h.
 func newGateway(t *testing.T, h hooks) *gateway {
@@ -224,7 +222,7 @@ func TestSLOExitStatus(t *testing.T) {
 		t.Errorf("report of the missed objective: %d\n%s\n%s", code, rOut.String(), rErr.String())
 	}
 	// A failed request is exit 1 whatever the objectives.
-	closing := serveTCP(t, func(c net.Conn) {}) // closes every connection at once
+	closing := testutil.ServeTCP(t, func(c net.Conn) {}) // closes every connection at once
 	code, _, _ = runMain(t, nil, "-L", "127.0.0.1:0", "-t", closing, "-n", "5", "-d", "1", "-q", "--slo", "ttft p50 < 1ns")
 	if code != ExitFailure {
 		t.Errorf("failed requests with a missed objective: exit %d, want %d", code, ExitFailure)
@@ -485,9 +483,16 @@ func TestRoundsPhases(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	// Every token of every phase is a token of the batch: 5 + 210 each.
-	if got := parseTitles(t, out); got["loopback"] != (batchLine{1, 1, 0, 215}) || got["gateway"] != (batchLine{1, 1, 0, 215}) {
-		t.Errorf("batches %+v, want one request of 215 tokens on each side\n%s", got, out)
+	// The title counts the visible text tokens; the timeline counts every
+	// reasoning token on both sides: 210, not the calibration's cap.
+	if got := parseTitles(t, out); got["loopback"] != (batchLine{1, 1, 0, 5}) || got["gateway"] != (batchLine{1, 1, 0, 5}) {
+		t.Errorf("batches %+v, want one request of 5 text tokens on each side\n%s", got, out)
+	}
+	for _, side := range []string{"loopback", "gateway"} {
+		re := regexp.MustCompile(`(?m)^emit->recv +` + side + ` .*reasoning [0-9.]+/[0-9.]+ \(n=210\)`)
+		if !re.MatchString(out) {
+			t.Errorf("the %s timeline does not count 210 reasoning tokens\n%s", side, out)
+		}
 	}
 }
 

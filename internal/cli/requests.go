@@ -69,6 +69,7 @@ func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
 		PromptBytes:  r.cfg.PromptBytes,
 		Reasoning:    r.cfg.Reasoning,
 		ToolCall:     r.cfg.ToolCall,
+		HeartbeatMs:  r.cfg.HeartbeatMs,
 		ExtraHeaders: r.extraHeaders(),
 		APIKey:       r.cfg.APIKey,
 		KeepAlive:    r.cfg.KeepAlive,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"strconv"
 	"time"
 
@@ -134,8 +135,9 @@ func (p *sweepPlan) stepConfig(v float64) (Config, error) {
 	return cfg, cfg.Validate()
 }
 
-// sweepMain runs `sse-latency sweep`.
-func sweepMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// sweepMain runs `sse-latency sweep`, its server on ln when not nil (see
+// MeasureOn).
+func sweepMain(ctx context.Context, ln net.Listener, args []string, stdout, stderr io.Writer) int {
 	p, err := parseSweep(args)
 	switch {
 	case errors.Is(err, errHelp):
@@ -152,7 +154,7 @@ func sweepMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		text = stderr
 	}
 	r := &run{commandLine: p.commandLine, cfg: p.cfg, out: &console{stdout: text, stderr: stderr, tty: isTerminal(stderr)},
-		sum: &Summary{Config: p.cfg}, docOut: stdout}
+		sum: &Summary{Config: p.cfg}, docOut: stdout, ln: ln}
 	return r.sweep(ctx, &p)
 }
 

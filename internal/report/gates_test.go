@@ -35,12 +35,6 @@ func sweepDocument() *rundoc.Document {
 	return d
 }
 
-// goldenFile compares got with testdata/name, or rewrites it under -update.
-func goldenFile(t *testing.T, name string, got []byte) {
-	t.Helper()
-	summarytest.Golden(t, name, got, *update)
-}
-
 // TestGatesGolden: the rounds, declared and SLO blocks after the stream
 // block, and the sweep's table; a saved document prints them the same.
 func TestGatesGolden(t *testing.T) {
@@ -59,7 +53,7 @@ func TestGatesGolden(t *testing.T) {
 		for _, w := range Warnings(tt.doc) {
 			got.WriteString("stderr: " + w + "\n")
 		}
-		goldenFile(t, tt.name, got.Bytes())
+		checkGolden(t, tt.name, tt.name, got.Bytes())
 		var js bytes.Buffer
 		if err := rundoc.WriteJSON(&js, tt.doc); err != nil {
 			t.Fatal(err)

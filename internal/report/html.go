@@ -36,9 +36,11 @@ var (
 // has them) and the failures, four inline SVG charts (the CDF of emit->recv, the
 // per-token delays of the representative requests, the histogram of
 // inter-token gaps, the TTFT of each request), the stream figures, the
-// tool's own lateness and CPU, and the configuration. The page has inline
-// CSS, no script and no external reference; its bytes depend on d only. A
-// sweep's document gets the sweep's page (see writeSweepHTML).
+// answers' phases (a phase timeline and the timeline's figures, when the
+// text report has a timeline block), the tool's own lateness and CPU, and
+// the configuration. The page has inline CSS, no script and no external
+// reference; its bytes depend on d only. A sweep's document gets the
+// sweep's page (see writeSweepHTML).
 func WriteHTML(w io.Writer, d *rundoc.Document) error {
 	if d.Sweep != nil {
 		return writeSweepHTML(w, d)
@@ -64,6 +66,7 @@ type htmlView struct {
 	SLO      *htmlSLO          // nil without objectives
 	Failures []htmlFailureRow
 	Stream   []htmlStreamRow
+	Phases   *htmlPhases // nil when no batch's timeline is notable (html_timeline.go)
 	Self     htmlSelf
 	Charts   []htmlChart
 	Config   string
@@ -123,6 +126,7 @@ func newHTMLView(d *rundoc.Document) htmlView {
 		Verdict:  newHTMLVerdict(d.Verdict),
 		Self:     newHTMLSelf(&d.Self),
 		Charts:   htmlCharts(d.Batches),
+		Phases:   newHTMLPhases(d.Batches),
 		Config:   htmlConfig(&d.Config),
 	}
 	for i := range d.Batches {

@@ -185,7 +185,7 @@ func TestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		goldenFile(t, name+".golden", got)
+		checkGolden(t, "the report of "+name, name+".golden", got)
 	}
 }
 

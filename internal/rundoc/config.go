@@ -41,6 +41,8 @@ type Config struct {
 	Reasoning      int    `json:"reasoning" merge:"same"`       // --reasoning: reasoning tokens per response, spread over -T (>= 0)
 	ToolCall       int    `json:"tool_call" merge:"same"`       // --tool-call: argument tokens of a tool call before the text (>= 0)
 	ReasoningField string `json:"reasoning_field" merge:"same"` // --reasoning-field: reasoning_content or reasoning (the Chat field; Responses summary or reasoning text)
+	// Heartbeats (every dialect).
+	HeartbeatMs float64 `json:"heartbeat_ms" merge:"same"` // --heartbeat: the server writes a heartbeat after this many ms of silence (0 = none)
 
 	// Transports and headers.
 	KeepAlive     bool     `json:"keepalive" merge:"same"`       // -k: reuse a connection per concurrency slot

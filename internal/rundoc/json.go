@@ -143,6 +143,16 @@ func validateRun(r *summary.Run) error {
 	if err := validateMetric(&r.Self.Lateness); err != nil {
 		return fmt.Errorf("self.emission_lateness: %w", err)
 	}
+	if v := r.Verdict; v != nil {
+		for i, f := range v.Findings {
+			switch {
+			case f.Name == "":
+				return fmt.Errorf("verdict.findings[%d]: no name", i)
+			case f.Requests < 0 || f.Of < 0:
+				return fmt.Errorf("verdict.findings[%d] (%s): requests %d of %d", i, f.Name, f.Requests, f.Of)
+			}
+		}
+	}
 	return nil
 }
 
@@ -289,6 +299,9 @@ func validateBatch(b *summary.Batch) error {
 		if err := validateMetric(m.Metric); err != nil {
 			return fmt.Errorf("%s: %w", m.Name, err)
 		}
+	}
+	if b.Timeline != nil {
+		return b.Timeline.Validate()
 	}
 	return nil
 }

@@ -356,6 +356,13 @@ var badDocuments = []struct {
 	}, "batches[1] (gateway): metrics.ttft: histogram: invalid metric snapshot", true},
 	{"n differs", func(m map[string]any) { at(m, "batches", 0, "metrics", "emit_recv")["n"] = 1 },
 		"batches[0] (loopback): metrics.emit_recv: n is 1 but histogram.n is", false},
+	{"timeline n differs", func(m map[string]any) { at(m, "batches", 1, "timeline", "emit_recv", "text")["n"] = 1 },
+		"batches[1] (gateway): timeline.emit_recv.text: n is 1 but histogram.n is", false},
+	{"timeline count negative", func(m map[string]any) { at(m, "batches", 1, "timeline")["cut"] = -1 },
+		"batches[1] (gateway): timeline: a negative count (-1)", true},
+	{"finding without a name", func(m map[string]any) {
+		at(m, "verdict")["findings"] = []any{map[string]any{"name": "", "requests": 1, "of": 1}}
+	}, "verdict.findings[0]: no name", true},
 	{"failure text", func(m map[string]any) {
 		at(m, "batches", 1, "failures", 1, "texts", 0)["text"] = "no content tokens received"
 	},

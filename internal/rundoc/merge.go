@@ -72,7 +72,10 @@ type MergeOptions struct {
 //     (verdict.Verdict.SetAddedDelay), the largest burst, and the median of
 //     the runs' values for the burst size, burst period, emission gap,
 //     loopback share and first-token figures; a first-token hold only if
-//     every run flagged one. Notes say so, or why the verdict was dropped.
+//     every run flagged one. Notes say so, or why the verdict was dropped;
+//   - timelines are merged exactly (histograms and counts), a batch's only
+//     when every run's has one, and a kept verdict's findings are those of
+//     the merged gateway timeline (summary.Findings).
 func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	name := func(i int) string {
 		if i < len(opt.Names) && opt.Names[i] != "" {
@@ -123,7 +126,45 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	var notes []string
 	out.Verdict, notes = mergeVerdicts(docs, name, loop, gw)
 	out.Notes = append(out.Notes, notes...)
+	if b := out.Gateway(); out.Verdict != nil && b != nil {
+		out.Verdict.Findings = summary.Findings(b.Timeline)
+	}
 	return out, nil
+}
+
+// timelineMerge merges the timelines of one batch of several runs: all
+// of them, or none when a run has none (a document written before
+// timelines).
+type timelineMerge struct {
+	ts      *summary.TimelineStats
+	missing bool
+}
+
+// add merges t in (nil: that run has none).
+func (m *timelineMerge) add(t *summary.Timeline) error {
+	if t == nil {
+		m.missing = true
+		return nil
+	}
+	ts, err := t.Stats()
+	if err != nil {
+		return err
+	}
+	if m.ts == nil {
+		m.ts = ts
+	} else {
+		m.ts.Merge(ts)
+	}
+	return nil
+}
+
+// summary returns the merged timeline, nil when a run had none.
+func (m *timelineMerge) summary() *summary.Timeline {
+	if m.ts == nil || m.missing {
+		return nil
+	}
+	t := m.ts.Summary()
+	return &t
 }
 
 // mergeable checks the configurations and batches of docs against the
@@ -257,6 +298,7 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 		var targets []string
 		var samples []summary.Samples
 		var declared []*summary.DeclaredTimings
+		tl := &timelineMerge{}
 		offset := 0
 		for i, d := range docs {
 			db := d.Batch(bn)
@@ -271,6 +313,9 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 				sb = stats.NewBatch()
 			}
 			sb.Merge(s)
+			if err := tl.add(db.Timeline); err != nil {
+				return nil, nil, fmt.Errorf("cannot merge %s: %s batch: %w", name(i), bn, err)
+			}
 			targets = appendDistinct(targets, db.Target)
 			samples = append(samples, offsetSamples(db.Samples, offset))
 			declared = append(declared, db.Declared)
@@ -278,12 +323,13 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 		}
 		if sb != nil {
 			merged[bn] = sb
-			b := summary.NewBatch(bn, strings.Join(targets, ", "), sb, mergeSamples(samples))
+			nb := summary.NewBatch(bn, strings.Join(targets, ", "), sb, mergeSamples(samples))
+			nb.Timeline = tl.summary()
 			var ok bool
-			if b.Declared, ok = summary.MergeDeclared(declared); !ok {
+			if nb.Declared, ok = summary.MergeDeclared(declared); !ok {
 				out.Notes = append(out.Notes, fmt.Sprintf("declared timings of the %s batch dropped: not every run has them", bn))
 			}
-			out.Batches = append(out.Batches, b)
+			out.Batches = append(out.Batches, nb)
 		}
 	}
 	return merged[summary.LoopbackBatch], merged[summary.GatewayBatch], nil

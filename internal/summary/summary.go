@@ -79,6 +79,7 @@ type Batch struct {
 	Connections   *Connections `json:"connections,omitempty"`    // the connections that carried the requests
 	Phases        *Phases      `json:"phases,omitempty"`         // the phases of the time to first token
 	StartLateness *Metric      `json:"start_lateness,omitempty"` // open loop: request start − its schedule
+	Timeline      *Timeline    `json:"timeline,omitempty"`       // the answers' phases, heartbeats and silences (documents before it have none)
 	// Declared are the timings the gateway declared in its response
 	// heads, present when any head did.
 	Declared *DeclaredTimings `json:"declared,omitempty"`
