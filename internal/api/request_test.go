@@ -70,3 +70,36 @@ func TestRequestBodyReachesTheServer(t *testing.T) {
 		}
 	}
 }
+
+// TestPaddedPrompt: --prompt-bytes pads the prompt to exactly its size,
+// the body grows by exactly the padding, stays valid JSON, and the server
+// still finds the hints in every channel, the prompt marker included.
+func TestPaddedPrompt(t *testing.T) {
+	n := int64(7)
+	h := Hints{ID: "pad-gw-1", Tokens: &n}
+	unpadded := len(AppendPrompt(nil, h))
+	for _, size := range []int{0, 10, unpadded, unpadded + 1, unpadded + 2, 1000, 64 << 10, MaxPromptBytes, MaxPromptBytes + 5} {
+		p := AppendPaddedPrompt(nil, h, size)
+		want := min(max(size, unpadded), MaxPromptBytes)
+		if len(p) != want {
+			t.Errorf("AppendPaddedPrompt(size %d) has %d bytes, want %d", size, len(p), want)
+		}
+		if got := FindPromptHints(p); got.ID != h.ID || got.Tokens == nil || *got.Tokens != n {
+			t.Errorf("size %d: the marker's hints %+v, want %+v", size, got, h)
+		}
+		for _, d := range Dialects {
+			body := AppendRequestBody(nil, d, RequestBody{Hints: h, PromptBytes: size})
+			base := AppendRequestBody(nil, d, RequestBody{Hints: h})
+			if !json.Valid(body) || len(body)-len(base) != want-unpadded {
+				t.Errorf("%s, size %d: body of %d bytes (valid %v), want %d more than %d", d, size, len(body), json.Valid(body), want-unpadded, len(base))
+			}
+			req, err := ParseServerRequest(body)
+			if err != nil || req.Hints.ID != h.ID {
+				t.Errorf("%s, size %d: the server reads %+v, %v", d, size, req, err)
+			}
+		}
+	}
+	if got := string(AppendPaddedPrompt(nil, Hints{}, len(ChatPrompt)+12)); got != ChatPrompt+" anan huhu o" {
+		t.Errorf("padded prompt without hints = %q", got)
+	}
+}

@@ -153,6 +153,9 @@ type Options struct {
 	// error when no usage arrives — in every dialect (Responses and
 	// Anthropic always send it).
 	IncludeUsage bool
+	// PromptBytes pads the prompt to that many bytes (--prompt-bytes,
+	// api.RequestBody.PromptBytes); 0 sends the reference's short prompt.
+	PromptBytes int
 	// ExtraHeaders are "Name: value" lines (-H) sent after the standard
 	// ones; HTTP/2 sends them as fields, a "Host" one as :authority.
 	ExtraHeaders []string
@@ -283,7 +286,8 @@ func (q *Request) expectedTokens() int {
 
 // body returns the request body for hints h.
 func (q *Request) body(h api.Hints) []byte {
-	return api.AppendRequestBody(make([]byte, 0, 256), q.Dialect, api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage})
+	return api.AppendRequestBody(make([]byte, 0, 256+min(max(q.PromptBytes, 0), api.MaxPromptBytes)), q.Dialect,
+		api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage, PromptBytes: q.PromptBytes})
 }
 
 // target returns the request path and the Host header.

@@ -170,6 +170,7 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 			continue
 		}
 		r.rec.HeadAt = r.now
+		r.rec.Timing = timingHeaders(h.Values)
 		if h.Proto != "" {
 			r.rec.Proto = ownProto(h.Proto)
 		}
@@ -254,11 +255,14 @@ func (r *reader) encoding(enc string) bool {
 
 // h2Head takes the head of an HTTP/2 response (the transport parsed it)
 // that arrived at now: its status code, status line ("HTTP/2.0 200 OK")
-// and fields. It returns true when the request has failed.
-func (r *reader) h2Head(code int, statusLine string, header func(string) string, now int64) bool {
+// and fields (every value of a field, by name). It returns true when the
+// request has failed.
+func (r *reader) h2Head(code int, statusLine string, values func(string) []string, now int64) bool {
 	r.now = now
 	r.rec.HeadAt = now
+	r.rec.Timing = timingHeaders(values)
 	r.gotHead = true
+	header := func(name string) string { return firstValue(values, name) }
 	if code < 200 || code > 299 {
 		return r.nonSuccess(code, badStatus([]byte(statusLine)), header)
 	}

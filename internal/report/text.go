@@ -168,9 +168,11 @@ func WriteReport(w io.Writer, s *summary.Run) error {
 
 // WriteText writes everything a run prints on stdout after its per-request
 // lines, and `sse-latency report` prints again from a saved run: WriteReport,
-// then, unless compat (the reference's output only), WriteVerdict when the
-// run has a verdict, WriteStream and WriteTimeline. A run without a gateway
-// batch writes nothing.
+// then, unless compat (the reference's output only), WriteRounds for an
+// interleaved run, WriteVerdict when the run has a verdict, WriteStream,
+// WriteTimeline, WriteDeclared when the gateway declared timings, and
+// WriteSLO when the run checked objectives. A run without a gateway batch
+// writes nothing.
 func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 	if s.Gateway() == nil {
 		return nil
@@ -181,6 +183,11 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 	if compat {
 		return nil
 	}
+	if s.Rounds != nil {
+		if err := WriteRounds(w, s.Rounds); err != nil {
+			return err
+		}
+	}
 	if s.Verdict != nil {
 		if err := WriteVerdict(w, *s.Verdict); err != nil {
 			return err
@@ -189,7 +196,16 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 	if err := WriteStream(w, s); err != nil {
 		return err
 	}
-	return WriteTimeline(w, s)
+	if err := WriteTimeline(w, s); err != nil {
+		return err
+	}
+	if err := WriteDeclared(w, s); err != nil {
+		return err
+	}
+	if s.SLO != nil {
+		return WriteSLO(w, s.SLO)
+	}
+	return nil
 }
 
 // ExpectLine returns the line announcing a long batch's duration (SPEC §6,

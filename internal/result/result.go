@@ -359,8 +359,26 @@ type Request struct {
 	// MaxTokensPerRead is the largest number of tokens one Read delivered.
 	MaxTokensPerRead int
 
+	// Timing holds the timing headers the response head declared (a
+	// gateway's own account of its overhead), raw; the summary parses
+	// them.
+	Timing TimingHeaders
+
 	Failure Failure // Kind OK when the request succeeded
 }
+
+// TimingHeaders are the values of the timing headers gateways publish in
+// a response head, as received ("" when absent): what a gateway declares
+// it spent, to set beside what the tool observed.
+type TimingHeaders struct {
+	LiteLLMOverhead string // x-litellm-overhead-duration-ms: LiteLLM's overhead, ms
+	KongProxy       string // X-Kong-Proxy-Latency: Kong's processing before the upstream, ms
+	KongUpstream    string // X-Kong-Upstream-Latency: the upstream's time to its response head, ms
+	ServerTiming    string // Server-Timing (W3C): every field of the head, joined with ", "
+}
+
+// Empty reports whether no timing header was received.
+func (t TimingHeaders) Empty() bool { return t == TimingHeaders{} }
 
 // OK reports whether the request ended with its stream's terminal event
 // ([DONE] and the like) after at least one token, its content intact.

@@ -20,8 +20,16 @@ import (
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
-// MaxBodyBytes is the largest request body the server reads.
-const MaxBodyBytes = 1 << 20
+// MaxBodyBytes is the largest request body the server reads: the largest
+// prompt the client pads its requests to (api.MaxPromptBytes, --prompt-bytes)
+// and BodyEnvelopeBytes for the JSON around it.
+const MaxBodyBytes = api.MaxPromptBytes + BodyEnvelopeBytes
+
+// BodyEnvelopeBytes is what MaxBodyBytes allows beyond the largest padded
+// prompt: the rest of the request's JSON (model, hints, the phases' fields:
+// under 1 KiB) and what a gateway adds to it (metadata, rewritten
+// messages), with room to spare.
+const BodyEnvelopeBytes = 64 << 10
 
 // streamHead is the response head of a stream that ends its connection,
 // exactly the reference's fields in the reference's order (SPEC §3).

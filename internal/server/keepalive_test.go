@@ -192,7 +192,7 @@ func TestConnectionEnds(t *testing.T) {
 		{"JSON, ServerClose", Config{ServerClose: true}, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n", "", "HTTP/1.1 200 OK\r\n", "Connection: close", true},
 		{"404 keeps", Config{}, "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", "", "HTTP/1.1 404 Not Found\r\n", "", false},
 		{"malformed head closes", Config{}, "BROKEN\r\n\r\n", "", "HTTP/1.1 400 Bad Request\r\n", "Connection: close", true},
-		{"body too large closes", Config{}, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n",
+		{"body too large closes", Config{}, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + fmt.Sprint(MaxBodyBytes+1) + "\r\n\r\n",
 			"", "HTTP/1.1 413 Content Too Large\r\n", "Connection: close", true},
 	}
 	for _, tt := range tests {

@@ -86,19 +86,20 @@ func TestRequestLimits(t *testing.T) {
 		return postRequest("/v1/chat/completions", body, header...)
 	}
 	bigChunked := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
-		strings.Repeat(fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat(" ", 64<<10)), 17) + "0\r\n\r\n"
+		strings.Repeat(fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat(" ", 64<<10)), MaxBodyBytes/(64<<10)+1) + "0\r\n\r\n"
+	limit := fmt.Sprintf("limit of %d", MaxBodyBytes)
 	tests := []struct {
 		name, req, status, code string
 		msgs                    []string
 	}{
 		{"head over 64 KiB", "GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 70_000) + "\r\n\r\n",
 			"431 Request Header Fields Too Large", "request_header_fields_too_large", []string{"request head larger than 65536 bytes"}},
-		{"body over 1 MiB, declared", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1048577\r\n\r\n",
-			"413 Content Too Large", "request_too_large", []string{"1048577 bytes", "limit of 1048576"}},
-		{"body over 1 MiB, sent", chat(`{"x":"` + strings.Repeat("a", 1<<20) + `"}`),
-			"413 Content Too Large", "request_too_large", []string{"limit of 1048576"}},
-		{"body over 1 MiB, chunked", bigChunked,
-			"413 Content Too Large", "request_too_large", []string{"limit of 1048576 bytes"}},
+		{"body over the limit, declared", fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", MaxBodyBytes+1),
+			"413 Content Too Large", "request_too_large", []string{fmt.Sprintf("%d bytes", MaxBodyBytes+1), limit}},
+		{"body over the limit, sent", chat(`{"x":"` + strings.Repeat("a", MaxBodyBytes) + `"}`),
+			"413 Content Too Large", "request_too_large", []string{limit}},
+		{"body over the limit, chunked", bigChunked,
+			"413 Content Too Large", "request_too_large", []string{limit + " bytes"}},
 		{"malformed head", "POST /v1/chat/completions HTTP/1.1\r\nHost x\r\n\r\n",
 			"400 Bad Request", "bad_request", []string{"malformed request head", "Host x"}},
 		{"malformed chunked body", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",

@@ -354,7 +354,7 @@ func TestRouting(t *testing.T) {
 		{"DELETE /v1/models HTTP/1.1\r\nHost: x\r\n\r\n", "405 Method Not Allowed", `use GET`},
 		{"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n{nope", "400 Bad Request", `invalid JSON body`},
 		{"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 22\r\n\r\n{\"pi_tokens\":\"many\"}  ", "400 Bad Request", `pi_tokens must be a number`},
-		{"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n", "413 Content Too Large", `larger than the limit`},
+		{"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(MaxBodyBytes+1) + "\r\n\r\n", "413 Content Too Large", `larger than the limit`},
 		{"BROKEN\r\n\r\n", "400 Bad Request", `malformed request head`},
 	}
 	for _, tt := range tests {

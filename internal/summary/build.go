@@ -29,13 +29,14 @@ type Collector struct {
 	Stats    *stats.Batch
 	Bursts   *verdict.Accumulator
 	Samples  *SampleCollector
+	Declared *DeclaredCollector
 	Timeline *TimelineStats
 }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Timeline: NewTimelineStats()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
@@ -47,6 +48,7 @@ func (c *Collector) Add(r *result.Request) {
 	}
 	c.Bursts.Add(r)
 	c.Samples.Add(r)
+	c.Declared.Add(r)
 	c.Timeline.Add(r)
 }
 
@@ -56,6 +58,10 @@ type Inputs struct {
 	LoopTarget, GatewayTarget string     // the addresses the batches' requests went to
 	Lateness                  *stats.Metric
 	UserS, SystemS            float64 // CPU time of the process, seconds
+	// Rounds are the rounds of an interleaved run, in the order they ran
+	// (their records are in Loop and Gateway too); nil for the
+	// reference's single calibration.
+	Rounds []Round
 }
 
 // New computes the summary of a run: one Batch per batch that ran
@@ -63,7 +69,8 @@ type Inputs struct {
 // verdict when the gateway batch ran (verdict.Classify, the calibration as
 // its noise floor) with the findings of the gateway batch's timeline
 // (Findings), and the tool's own behaviour with the warning
-// LatenessWarning gives.
+// LatenessWarning gives. With rounds, the batches hold every round's
+// requests and the overhead is the rounds' (Rounds.Overhead).
 func New(in Inputs) *Run {
 	r := &Run{Batches: []Batch{}, Self: Self{
 		Lateness: NewMetric(in.Lateness),
@@ -81,6 +88,12 @@ func New(in Inputs) *Run {
 		gw := g.batch(GatewayBatch, in.GatewayTarget)
 		r.Batches = append(r.Batches, gw)
 		r.Overhead = NewOverhead(loopStats, g.Stats)
+		if in.Rounds != nil {
+			r.Rounds = NewRounds(in.Rounds)
+			if loopStats != nil {
+				r.Overhead = r.Rounds.Overhead()
+			}
+		}
 		v := verdict.Classify(loopBursts, g.Bursts, loopStats, g.Stats)
 		v.Findings = Findings(gw.Timeline)
 		r.Verdict = NormVerdict(&v)
@@ -94,6 +107,9 @@ func (c *Collector) batch(name, target string) Batch {
 	if c.Timeline != nil {
 		tl := c.Timeline.Summary()
 		b.Timeline = &tl
+	}
+	if c.Declared != nil {
+		b.Declared = c.Declared.Timings()
 	}
 	return b
 }
