@@ -9,7 +9,8 @@ import (
 type RequestBody struct {
 	Model string // "" means Model
 	// Hints travel as the JSON fields pi_id, pi_tokens, pi_think_ms,
-	// pi_delay_ms, pi_reasoning_tokens and pi_tool_call_tokens (those set)
+	// pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens and
+	// pi_heartbeat_ms (those set)
 	// and as the prompt marker (when any is set). A positive Reasoning or
 	// ToolCall also adds what the dialect's real API wants before it
 	// streams reasoning or calls a tool (appendPhaseFields), for gateways
@@ -82,8 +83,8 @@ func AppendPaddedPrompt(dst []byte, h Hints, size int) []byte {
 // PromptBytes above its length) and <pi> the dialect's reasoning and
 // tool fields when the hints ask for those phases (appendPhaseFields),
 // then the hint fields that are set, in the order pi_id, pi_tokens,
-// pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens, then
-// the faults' (Faults).
+// pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens,
+// pi_heartbeat_ms, then the faults' (Faults).
 // Without hints or options a chat body is byte for byte the reference's
 // (SPEC §4).
 func AppendRequestBody(dst []byte, d Dialect, r RequestBody) []byte {
@@ -143,6 +144,10 @@ func AppendRequestBody(dst []byte, d Dialect, r RequestBody) []byte {
 	if h.ToolCall != nil {
 		dst = append(dst, `,"pi_tool_call_tokens":`...)
 		dst = strconv.AppendInt(dst, *h.ToolCall, 10)
+	}
+	if h.HeartbeatMs != nil {
+		dst = append(dst, `,"pi_heartbeat_ms":`...)
+		dst = strconv.AppendFloat(dst, *h.HeartbeatMs, 'f', -1, 64)
 	}
 	dst = h.Faults.appendJSON(dst)
 	return append(dst, '}')

@@ -62,11 +62,6 @@ func checkHelp() string {
 	return fmt.Sprintf(checkUsage, strings.Join(check.Names(), ", "))
 }
 
-// checkMain runs `sse-latency check` and returns the exit status.
-func checkMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return CheckOn(ctx, nil, args, stdout, stderr)
-}
-
 // CheckOn runs `sse-latency check` with args (those after "check") and
 // returns the exit status, with the dummy server on ln, a listener the
 // caller has bound, in place of one bound at -L (tests hand over

@@ -144,6 +144,10 @@ type Options struct {
 	// shows it. Completions has neither.
 	Reasoning int
 	ToolCall  int
+	// HeartbeatMs > 0 asks the server for a heartbeat after every
+	// HeartbeatMs of silence (the pi_heartbeat_ms hint); 0 leaves it to
+	// the server.
+	HeartbeatMs float64
 	// IncludeUsage asks Chat and Completions streams for their usage chunk
 	// (stream_options.include_usage), and fails a request as an integrity
 	// error when no usage arrives — in every dialect (Responses and
@@ -268,6 +272,10 @@ func (q *Request) hints(id string) api.Hints {
 		n := int64(q.ToolCall)
 		h.ToolCall = &n
 	}
+	if q.HeartbeatMs > 0 {
+		ms := q.HeartbeatMs
+		h.HeartbeatMs = &ms
+	}
 	return h
 }
 
@@ -376,7 +384,8 @@ func (q *Request) Do(ctx context.Context, rec *result.Request) {
 }
 
 // fillEmitted gives the tokens that have no emission time yet the one the
-// server recorded for their index, and counts them as measured by content.
+// server recorded for their index, and counts them as measured by content;
+// it records the heartbeats the server wrote and when it began the stream.
 func (q *Request) fillEmitted(rec *result.Request) {
 	if rec.ID == "" {
 		return
@@ -385,6 +394,8 @@ func (q *Request) fillEmitted(rec *result.Request) {
 	if times == nil {
 		return
 	}
+	rec.ServerHeartbeats, rec.ServerRecord = times.Heartbeats(), true
+	rec.ServerStart, rec.ServerThinkEnd = times.StreamStart(), times.ThinkEnd()
 	for i := range rec.Tokens {
 		t := &rec.Tokens[i]
 		if t.Emitted != 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
@@ -147,7 +148,7 @@ func testFaultCut(t *testing.T, e evloop.Engine) {
 				tt.name, r.ended, r.err, got, r.body())
 		}
 		id := "cut-" + tt.name
-		waitFor(t, id+"'s entry to finish", func() bool { return reg.Lookup(id).Finished() })
+		testutil.Await(t, id+"'s entry to finish", func() bool { return reg.Lookup(id).Finished() })
 		if tm := reg.Lookup(id); tm.Len() != 3 || tm.At(2) == 0 || tm.GoneAt() != 0 {
 			t.Errorf("%s: registry: %d tokens, token 2 at %d, client gone at %d; want 3 tokens, all written, no departure",
 				tt.name, tm.Len(), tm.At(2), tm.GoneAt())

@@ -13,6 +13,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // kaRequest is a raw POST of body to path without "Connection: close", with
@@ -273,7 +274,9 @@ func TestPipelinedDuringWait(t *testing.T) {
 	first := kaStep{req: kaRequest("/v1/chat/completions", `{"pi_tokens":5,"pi_delay_ms":20}`), status: "200 OK"}
 	second := streamStep(api.Chat, 2, "w2")
 	send(t, c, first.req)
-	time.Sleep(30 * time.Millisecond) // likely inside the 100 ms wait; any order must work
+	// Once the server has read the first request, it waits 100 ms: the
+	// second most likely comes inside the wait (any order must work).
+	testutil.Await(t, "the server to read the first request", func() bool { return srv.Requests() == 1 })
 	send(t, c, second.req)
 	checkStep(t, r, "non-streaming answer", first, true)
 	checkStep(t, r, "pipelined stream", second, true)
