@@ -39,6 +39,19 @@ var wantCheck = map[string]map[string]check.Status{
 	"caddy": {"upstream-cut": check.Fail},
 }
 
+// intermittent is each example's row that the gateway itself fails now
+// and then, with the words of that failure's evidence: such a failure is
+// logged and the check run again (up to checkAttempts times), and only a
+// gateway that fails it every time fails the test. Caddy (2.6, built with
+// an older Go) now and then closes a kept upstream connection under the
+// next request after a cancelled one: its log says "reading from backend:
+// use of closed network connection" — its own close — and it cuts the
+// client's stream; a quarter of the runs of the race-built test binary
+// show it here, almost none of a plain build.
+var intermittent = map[string]map[string]string{
+	"caddy": {"keepalive": "connection closed before"},
+}
+
 // checkAttempts bounds the checks of one gateway that say the tool itself
 // fell behind (check.Overloaded): on a machine too busy for the timing
 // rows, the test skips rather than blame the gateway.
@@ -60,8 +73,22 @@ func TestCheckGateways(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), checkLimit)
 			defer cancel()
-			rep, out := runCheckThrough(t, ctx, ex, bin)
-			t.Logf("%s:\n%s", ex.File, out)
+			var rep *check.Report
+			var out string
+			for attempt := 1; ; attempt++ {
+				rep, out = runCheckThrough(t, ctx, ex, bin)
+				t.Logf("%s:\n%s", ex.File, out)
+				flaky := ""
+				for _, r := range rep.Rows {
+					if words, ok := intermittent[ex.Name][r.Name]; ok && r.Status == check.Fail && strings.Contains(r.Evidence, words) {
+						flaky = r.Name + ": " + r.Evidence
+					}
+				}
+				if flaky == "" || attempt == checkAttempts {
+					break
+				}
+				t.Logf("attempt %d: %s fails now and then through %s (see intermittent); again", attempt, flaky, ex.Name)
+			}
 			if len(rep.Rows) != len(check.Names())-2 {
 				t.Fatalf("%d rows, want the %d default checks\n%s", len(rep.Rows), len(check.Names())-2, out)
 			}
