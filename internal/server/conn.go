@@ -41,10 +41,12 @@ const streamHeadKeepAlive = "HTTP/1.1 200 OK\r\n" +
 	"X-Accel-Buffering: no\r\n" +
 	"Transfer-Encoding: chunked\r\n\r\n"
 
-// request is a fully read request: head and body.
+// request is a fully read request: head and body, and when its last byte
+// had been read (process clock: the end of the request leg).
 type request struct {
-	head wire.RequestHead
-	body []byte
+	head    wire.RequestHead
+	body    []byte
+	arrived int64
 }
 
 // httpError is a request the server answers with an error status and an
@@ -237,7 +239,7 @@ func (hc *h1conn) readRequest(idle time.Duration) (request, error) {
 		}
 		return request{}, err
 	}
-	return request{head: head, body: body}, nil
+	return request{head: head, body: body, arrived: clock.Now()}, nil
 }
 
 // bodyStep is how much a body buffer grows at a time: a client that
@@ -455,6 +457,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		return nil
 	}
 	st.times = s.cfg.Emissions.Start(h.ID, p.Tokens)
+	st.times.SetArrived(req.arrived)
 	s.logf("server: %s: %s stream %d (id %q): %d tokens (%d reasoning, %d tool call), think %dns, delay %dns",
 		t, d, no, h.ID, p.Tokens, a.Reasoning, a.ToolCall, p.Think, p.Delay)
 	st.shard = s.shards[no%uint64(len(s.shards))]
@@ -477,14 +480,16 @@ func (s *Server) advance(st *stream, ev event) (ended, complete bool) {
 			return false, false
 		}
 		s.logf("server: %s: stream dropped: %v", st.w, err)
-		st.times.Finish()
+		st.times.Gone(clock.Now())
 	case evWrite:
 		st.shard.start(st)
 		return false, false
 	case evFinish:
-		complete = s.finish(st) == nil
+		if complete = s.finish(st) == nil; !complete {
+			st.times.Gone(clock.Now())
+		}
 	default:
-		st.times.Finish()
+		st.times.Gone(clock.Now())
 	}
 	s.leaveAnswer()
 	return true, complete

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
@@ -198,7 +199,7 @@ func readH2Request(r *http.Request, readTimeout time.Duration) (request, error) 
 		return request{}, &httpError{status: 413, code: "request_too_large",
 			message: fmt.Sprintf("request body larger than the limit of %d bytes", MaxBodyBytes)}
 	}
-	return request{head: head, body: body}, nil
+	return request{head: head, body: body, arrived: clock.Now()}, nil
 }
 
 // h2Stream is the transport and stream writer of one HTTP/2 request. Every
