@@ -356,22 +356,29 @@ func (q *Request) Do(ctx context.Context, rec *result.Request) {
 	s.Do(ctx, rec)
 }
 
-// fillEmitted gives the tokens that have no emission time yet the one the
-// server recorded for their index, and counts them as measured by content.
+// fillEmitted takes the in-process registry's record of rec's request id
+// and completes rec with it (FillEmitted).
 func (q *Request) fillEmitted(rec *result.Request) {
 	if rec.ID == "" {
 		return
 	}
-	times := q.Registry.Take(rec.ID)
-	if times == nil {
-		return
+	if times := q.Registry.Take(rec.ID); times != nil {
+		FillEmitted(rec, times.Arrived(), times.At)
 	}
+}
+
+// FillEmitted completes rec with the server's record of its request: the
+// tokens that have no emission time yet get the one at returns for their
+// index (0: unknown), and are counted as measured by content; rec's
+// ServerArrived becomes arrived. Both on this process's clock.
+func FillEmitted(rec *result.Request, arrived int64, at func(k int) int64) {
+	rec.ServerArrived = arrived
 	for i := range rec.Tokens {
 		t := &rec.Tokens[i]
 		if t.Emitted != 0 {
 			continue
 		}
-		if ts := times.At(int(t.Index)); ts != 0 {
+		if ts := at(int(t.Index)); ts != 0 {
 			t.Emitted = ts
 			rec.ByContent++
 		}

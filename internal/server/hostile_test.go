@@ -36,9 +36,10 @@ const hostileSeed = 20260501
 
 // How each hostile connection is made.
 const (
-	toPlain  = iota // raw bytes to the plain listener (HTTP/1.x and h2c)
-	toTLSRaw        // raw bytes to the TLS listener: no TLS at all, or a broken handshake
-	overTLS         // a real TLS session to the TLS listener, then the bytes
+	toPlain   = iota // raw bytes to the plain listener (HTTP/1.x and h2c)
+	toTLSRaw         // raw bytes to the TLS listener: no TLS at all, or a broken handshake
+	overTLS          // a real TLS session to the TLS listener, then the bytes
+	toControl        // raw bytes to the control listener (package control, on the same registry)
 )
 
 // hostileCase is one connection of TestHostile: bytes sent in one write,
@@ -73,12 +74,15 @@ func TestHostile(t *testing.T) {
 	plain := startServer(t, cfg)
 	cfg.TLS = tlsCfg
 	secure := startServer(t, cfg)
+	ctl := startControl(t, cfg.Emissions)
 	normalStreams(t, plain, secure, roots) // warm-up: every code path once
+	ctl.normalUse(t)
 	baseline := runtime.NumGoroutine()
 
-	cases := hostileCases(t, rand.New(rand.NewPCG(hostileSeed, 0)))
+	rng := rand.New(rand.NewPCG(hostileSeed, 0))
+	cases := append(hostileCases(t, rng), controlCases(rng)...)
 	start := time.Now()
-	statuses := runHostile(t, cases, plain.Addr().String(), secure.Addr().String(), roots)
+	statuses := runHostile(t, cases, hostileAddrs{plain.Addr().String(), secure.Addr().String(), ctl.addr}, roots)
 	var summary []string
 	for _, k := range slices.Sorted(maps.Keys(statuses)) {
 		summary = append(summary, fmt.Sprintf("%s×%d", k, statuses[k]))
@@ -90,10 +94,14 @@ func TestHostile(t *testing.T) {
 	}
 
 	normalStreams(t, plain, secure, roots)
+	ctl.normalUse(t)
 	for name, srv := range map[string]*Server{"plain": plain, "TLS": secure} {
 		if p := srv.Panics(); p != 0 {
 			t.Errorf("%s server recovered %d panics (see the log with -v)", name, p)
 		}
+	}
+	if p := ctl.panics.Load(); p != 0 {
+		t.Errorf("the control endpoint's handler panicked %d times (see the log)", p)
 	}
 	// Lingering closes, dropped streams and waits end within a second.
 	settle := time.Now().Add(10 * time.Second)
@@ -143,10 +151,15 @@ func normalStreams(t *testing.T, plain, secure *Server, roots *x509.CertPool) {
 	}
 }
 
+// hostileAddrs are the listeners the cases go to.
+type hostileAddrs struct{ plain, tls, control string }
+
 // runHostile sends every case from a few workers and returns how many
 // answers had each status ("none" when the server sent no HTTP/1.x head).
-// An HTTP/1.x error answer must carry an OpenAI-style JSON error.
-func runHostile(t *testing.T, cases []hostileCase, plainAddr, tlsAddr string, roots *x509.CertPool) map[string]int {
+// An HTTP/1.x error answer with a length must carry an OpenAI-style JSON
+// error (net/http's own answers to the control listener's malformed
+// requests are plain text without one).
+func runHostile(t *testing.T, cases []hostileCase, addrs hostileAddrs, roots *x509.CertPool) map[string]int {
 	var mu sync.Mutex
 	statuses := map[string]int{}
 	work := make(chan hostileCase)
@@ -154,7 +167,7 @@ func runHostile(t *testing.T, cases []hostileCase, plainAddr, tlsAddr string, ro
 	for range 24 {
 		wg.Go(func() {
 			for hc := range work {
-				resp := sendHostile(hc, plainAddr, tlsAddr, roots)
+				resp := sendHostile(hc, addrs, roots)
 				status := "none"
 				if head, n, err := wire.ParseResponseHead(resp); err == nil && n > 0 {
 					status = strconv.Itoa(head.StatusCode)
@@ -183,10 +196,13 @@ func runHostile(t *testing.T, cases []hostileCase, plainAddr, tlsAddr string, ro
 // sendHostile makes one hostile connection and returns the first bytes the
 // server sent back (at most 64 KiB are kept; the rest is read and dropped).
 // Network errors are expected and ignored.
-func sendHostile(hc hostileCase, plainAddr, tlsAddr string, roots *x509.CertPool) []byte {
-	addr := plainAddr
-	if hc.to != toPlain {
-		addr = tlsAddr
+func sendHostile(hc hostileCase, addrs hostileAddrs, roots *x509.CertPool) []byte {
+	addr := addrs.plain
+	switch hc.to {
+	case toTLSRaw, overTLS:
+		addr = addrs.tls
+	case toControl:
+		addr = addrs.control
 	}
 	raw, err := net.DialTimeout("tcp", addr, hostileDeadline)
 	if err != nil {
