@@ -113,6 +113,9 @@ func (d *Document) Validate() error {
 	if err := validateMetric(&d.Self.Lateness); err != nil {
 		return fmt.Errorf("self.emission_lateness: %w", err)
 	}
+	if d.Clock != nil {
+		return validateClock(d.Clock)
+	}
 	return nil
 }
 
@@ -196,6 +199,9 @@ func validateBatch(b *summary.Batch) error {
 	}
 	if b.StartLateness != nil {
 		metrics = append(metrics, summary.NamedMetric{Name: "start_lateness", Metric: b.StartLateness})
+	}
+	if b.RequestLeg != nil {
+		metrics = append(metrics, summary.NamedMetric{Name: "request_leg", Metric: b.RequestLeg})
 	}
 	metrics = append(metrics,
 		summary.NamedMetric{Name: "metrics.ttft", Metric: &b.Metrics.TTFT},

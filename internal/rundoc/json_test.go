@@ -121,7 +121,12 @@ func fixedDoc(t *testing.T, name string) *Document {
 		if !ok {
 			t.Fatalf("no scenario %q", name)
 		}
-		js, _ = fixedDocs.LoadOrStore(name, marshal(t, fixEnv(newFixture(sc.Loop, sc.Gw).doc())))
+		f := newFixture(sc.Loop, sc.Gw)
+		if sc.Clock != nil {
+			f.run.Clock = summary.NewClock(*sc.Clock)
+			f.run.MarkBelowBound()
+		}
+		js, _ = fixedDocs.LoadOrStore(name, marshal(t, fixEnv(f.doc())))
 	}
 	d := new(Document)
 	if err := json.Unmarshal(js.([]byte), d); err != nil {
@@ -159,7 +164,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestJSONGolden(t *testing.T) {
-	for _, name := range []string{"full", "no_calibration"} {
+	for _, name := range []string{"full", "no_calibration", "crosshost"} {
 		t.Run(name, func(t *testing.T) {
 			golden(t, "json_"+name+".golden", marshal(t, fixedDoc(t, name)))
 		})
@@ -440,6 +445,7 @@ func TestSchema(t *testing.T) {
 	good := map[string]*Document{
 		"full":           fixedDoc(t, "full"),
 		"no_calibration": fixedDoc(t, "no_calibration"),
+		"crosshost":      fixedDoc(t, "crosshost"),
 		"empty":          fixedDoc(t, "empty"),
 		"setup failed":   fixEnv(NewDocument(RunInfo{EndReason: EndSetupFailed, ExitCode: 1}, nil)),
 	}

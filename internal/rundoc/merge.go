@@ -114,6 +114,9 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	var notes []string
 	out.Verdict, notes = mergeVerdicts(docs, name, loop, gw)
 	out.Notes = append(out.Notes, notes...)
+	out.Clock, notes = mergeClocks(docs, name)
+	out.Notes = append(out.Notes, notes...)
+	out.MarkBelowBound()
 	return out, nil
 }
 

@@ -36,6 +36,7 @@ type Run struct {
 	Overhead *Overhead        `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
 	Verdict  *verdict.Verdict `json:"verdict,omitempty"`  // absent when no gateway batch ran
 	Self     Self             `json:"self"`               // the tool's own behaviour: emission lateness, CPU
+	Clock    *Clock           `json:"clock,omitempty"`    // across hosts: the clock offset and its bound; absent in one process
 }
 
 // Batch returns the batch named name, nil when absent.
@@ -72,6 +73,7 @@ type Batch struct {
 	Connections   *Connections `json:"connections,omitempty"`    // the connections that carried the requests
 	Phases        *Phases      `json:"phases,omitempty"`         // the phases of the time to first token
 	StartLateness *Metric      `json:"start_lateness,omitempty"` // open loop: request start − its schedule
+	RequestLeg    *Metric      `json:"request_leg,omitempty"`    // the server's arrival − request sent: the request through the gateway
 
 	Samples Samples `json:"samples"`
 }
