@@ -120,6 +120,7 @@ type run struct {
 	gwAddr     string             // where the gateway batch goes (-t resolved)
 	selfAddr   string             // where the calibration goes (the bound -L, wildcard as loopback)
 	outs       *outputs           // the files the run writes, open from before its first request
+	remote     *remote            // across hosts (--server): the server's control endpoint; nil when the server runs here
 }
 
 // main runs the measurement and returns the exit status.
@@ -183,7 +184,7 @@ func (r *run) setUp() error {
 	if r.outs, err = openOutputs(cfg, r.docOut); err != nil {
 		return err
 	}
-	if err := r.startServer(); err != nil {
+	if err := r.startBackend(); err != nil {
 		r.outs.abandon()
 		return err
 	}
@@ -245,7 +246,11 @@ func (r *run) resolve(ctx context.Context) error {
 		return fmt.Errorf("-t: %w", err)
 	}
 	// The calibration goes to the listen address as the server really
-	// bound it (so -L :0 works), the wildcard meaning loopback.
+	// bound it (so -L :0 works), the wildcard meaning loopback; across
+	// hosts there is none.
+	if r.srv == nil {
+		return nil
+	}
 	if r.selfAddr, err = destAddr(ctx, boundAddr(r.listenHost, r.srv.Addr())); err != nil {
 		return fmt.Errorf("-L: %w", err)
 	}
@@ -258,6 +263,9 @@ func (r *run) resolve(ctx context.Context) error {
 func (r *run) calibrate(ctx context.Context) (*summary.Collector, error) {
 	cfg := r.cfg
 	switch {
+	case r.remote != nil:
+		r.out.errorf("note: the server is on another host (--server): no loopback calibration\n")
+		return nil, nil
 	case cfg.NoLoopback:
 		return nil, nil
 	case r.selfAddr == r.gwAddr:
@@ -297,13 +305,14 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 // files and returns the exit status.
 func (r *run) finish(ctx context.Context, loop, gw *summary.Collector) int {
 	user, sys := cpuTimes()
+	late, conns, reqs := r.serverFigures()
 	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr,
-		Lateness: r.srv.Lateness(), UserS: user, SystemS: sys})
+		Lateness: late, UserS: user, SystemS: sys, Clock: r.clockSummary()})
 	if loop != nil {
 		r.sum.Loop = loop.Stats
 	}
 	r.sum.Gateway, r.sum.Verdict = gw.Stats, sum.Verdict
-	r.sum.ServerConnections, r.sum.ServerRequests = r.srv.Connections(), r.srv.Requests()
+	r.sum.ServerConnections, r.sum.ServerRequests = conns, reqs
 
 	code, reason := exitStatus(ctx.Err() != nil, gw.Stats.Failed)
 	if err := r.outs.closeCSV(); err != nil {
@@ -313,8 +322,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector) int {
 	doc := rundoc.NewDocument(rundoc.RunInfo{Config: r.cfg.Redacted().Config, Start: r.start, End: time.Now(),
 		EndReason: reason, ExitCode: code, Version: Version()}, sum)
 	r.out.report(doc, r.cfg.Compat)
-	if r.cfg.Verbose {
-		late := r.srv.Lateness()
+	if r.cfg.Verbose && late != nil {
 		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
 			late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
 	}
@@ -351,7 +359,7 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec) (*summary.Collector
 	if r.out.tty {
 		progress = r.out.progress
 	}
-	err := batch.Run(ctx, spec, func(rec *result.Request) {
+	sink, wait := r.resolving(func(rec *result.Request) {
 		c.Add(rec) // counts a warm-up request apart, outside the statistics
 		if !rec.Warmup && r.outs.csv != nil {
 			r.outs.csv.Add(rec)
@@ -363,7 +371,9 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec) (*summary.Collector
 			r.out.debugf("%s %d: %d tokens in %d reads, %d bytes", rec.Batch, rec.Index, len(rec.Tokens), rec.Reads, rec.Bytes)
 			r.out.debugf("%s", report.PhasesLine(rec))
 		}
-	}, progress)
+	})
+	err := batch.Run(ctx, spec, sink, progress)
+	wait()
 	r.out.clearProgress()
 	if err != nil {
 		return nil, err

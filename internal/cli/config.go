@@ -27,6 +27,8 @@ type Config struct {
 	JSONPath string `json:"-"` // --json: write the JSON document here ("-" = stdout, the text report then goes to stderr)
 	HTMLPath string `json:"-"` // --html: write the HTML report here
 	CSVPath  string `json:"-"` // --csv: stream one row per token here
+
+	ControlToken string `json:"-"` // --control-token: the token of the control endpoints (--control, --server); a secret, never recorded
 }
 
 // DefaultConfig returns the reference tool's defaults.
@@ -183,7 +185,9 @@ func parseArgs(args []string) (commandLine, error) {
 		return cl, err
 	}
 	cfg := &cl.cfg
-	if cl.listen, cl.listenHost, err = listenAddr(cfg.Listen); err != nil {
+	if cfg.Server != "" {
+		cfg.Listen = "" // no server here
+	} else if cl.listen, cl.listenHost, err = listenAddr(cfg.Listen); err != nil {
 		return cl, fmt.Errorf("-L: %v", err)
 	}
 	if cfg.Target != "" {
@@ -252,6 +256,9 @@ func parseFlags(args []string) (commandLine, error) {
 	fs.StringVar(&cfg.JSONPath, "json", "", "")
 	fs.StringVar(&cfg.HTMLPath, "html", "", "")
 	fs.StringVar(&cfg.CSVPath, "csv", "", "")
+	fs.StringVar(&cfg.Control, "control", "", "")
+	fs.StringVar(&cfg.ControlToken, "control-token", "", "")
+	fs.StringVar(&cfg.Server, "server", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	if err := fs.Parse(args); err != nil {
@@ -271,7 +278,7 @@ func parseFlags(args []string) (commandLine, error) {
 	case fs.NArg() > 0:
 		return commandLine{cfg: cfg}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	return commandLine{cfg: cfg}, nil
+	return commandLine{cfg: cfg}, checkCrossHost(&cfg, fs)
 }
 
 // usage is the help text; a test pins it and checks that it names every flag.
@@ -325,6 +332,11 @@ Options:
       --json <file>          write the run as a JSON document ("-": stdout; the text report then goes to stderr)
       --html <file>          write a self-contained HTML report with plots
       --csv <file>           stream one row per token (batch, request, token, emitted, arrived, delay, read)
+      --control <[ip:]port>  serve the server's timing records there (clock, emission times, arrivals), for a
+                             client on another host; bind it to a private address
+      --control-token <t>    the token of those control endpoints (def: a random one, printed at start)
+      --server <URL>         the server runs on another host: its control endpoint, http://host:port
+                             (with --control-token; the server's own clock is read and corrected for)
   -h, --help                 help
       --version              print the version and exit
 

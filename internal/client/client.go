@@ -143,6 +143,10 @@ type Options struct {
 	// shows it. Completions has neither.
 	Reasoning int
 	ToolCall  int
+	// ThinkMs and DelayMs, when set, ask the server for that think time and
+	// delay between tokens (ms) with the pi_think_ms and pi_delay_ms hints:
+	// a server on another host does not share this process's settings.
+	ThinkMs, DelayMs *float64
 	// IncludeUsage asks Chat and Completions streams for their usage chunk
 	// (stream_options.include_usage), and fails a request as an integrity
 	// error when no usage arrives — in every dialect (Responses and
@@ -237,7 +241,7 @@ func (q *Request) ID(batch string, index int) string {
 // hints returns what the request tells the server besides its body's
 // fixed fields.
 func (q *Request) hints(id string) api.Hints {
-	h := api.Hints{ID: id}
+	h := api.Hints{ID: id, ThinkMs: q.ThinkMs, DelayMs: q.DelayMs}
 	if q.Tokens >= 0 {
 		n := int64(q.Tokens)
 		h.Tokens = &n

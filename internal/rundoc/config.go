@@ -57,6 +57,10 @@ type Config struct {
 	APIKey        string   `json:"api_key" merge:"same"`         // --api-key: Authorization: Bearer (x-api-key for anthropic); redacted
 	HostHeader    string   `json:"host_header" merge:"gateway"`  // --host-header: Host header to send
 
+	// Across hosts.
+	Control string `json:"control" merge:"instance"` // --control: listen address of the server's control endpoints (its timing records); "" = none
+	Server  string `json:"server" merge:"instance"`  // --server: the control endpoint (URL) of the server on another host; "" = the server runs in this process
+
 	// Load shape.
 	Rate     float64       `json:"rate" merge:"sum"`         // --rate: requests per second (open loop); 0 = closed loop
 	Arrival  string        `json:"arrival" merge:"same"`     // --arrival: constant or poisson
