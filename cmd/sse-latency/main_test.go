@@ -79,9 +79,21 @@ type proc struct {
 func start(t *testing.T, ctx context.Context, stdout *os.File, await string, args ...string) *proc {
 	t.Helper()
 	p := &proc{cmd: exec.CommandContext(ctx, binary, args...), seen: make(chan struct{}), done: make(chan struct{})}
-	p.cmd.Stdout = &p.stdout
 	if stdout != nil {
 		p.cmd.Stdout = stdout
+	}
+	p.startReading(t, await, nil)
+	return p
+}
+
+// startReading starts p.cmd, its stdout into p.stdout unless already set,
+// and reads its stderr as it comes: seen closes on the first line that
+// contains await, and each line goes to every onLine. The process is
+// killed when the test ends, if it is still running.
+func (p *proc) startReading(t *testing.T, await string, onLine []func(string)) {
+	t.Helper()
+	if p.cmd.Stdout == nil {
+		p.cmd.Stdout = &p.stdout
 	}
 	p.cmd.WaitDelay = 5 * time.Second
 	errPipe, err := p.cmd.StderrPipe()
@@ -106,6 +118,9 @@ func start(t *testing.T, ctx context.Context, stdout *os.File, await string, arg
 			p.mu.Lock()
 			p.stderr.WriteString(line)
 			p.mu.Unlock()
+			for _, f := range onLine {
+				f(line)
+			}
 			if strings.Contains(line, await) {
 				once.Do(func() { close(p.seen) })
 			}
@@ -114,7 +129,6 @@ func start(t *testing.T, ctx context.Context, stdout *os.File, await string, arg
 			}
 		}
 	}()
-	return p
 }
 
 // stderrText is what the process has written to stderr so far.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/clocksync"
 	"github.com/sse-latency/sse-latency/internal/control"
 	"github.com/sse-latency/sse-latency/internal/stats"
@@ -70,6 +71,9 @@ const firstSyncTimeout = time.Minute
 // (--server), the connection to the server's control endpoints, with a
 // first clock-offset estimate.
 func (r *run) startBackend() error {
+	if off := clock.TestOffset(); off != 0 {
+		r.out.errorf("warning: test build: this process's clock is shifted by %d ns (%s)\n", off, "SSE_LATENCY_TEST_CLOCK_OFFSET_NS")
+	}
 	if r.cfg.Server != "" {
 		return r.connectRemote()
 	}
