@@ -258,8 +258,6 @@ func (g *netnsGateway) setUpstreamFrom(line string) {
 	}
 }
 
-var listeningRE = regexp.MustCompile(`listening on (\S+) `)
-
 // startIn starts the binary bin in network namespace ns (ip netns exec),
 // with the extra environment env; seen closes on the await line.
 func startIn(t *testing.T, ctx context.Context, ns string, env []string, bin, await string, args ...string) *proc {

@@ -60,6 +60,9 @@ func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		if cmd, ok := subcommands[args[0]]; ok {
 			return cmd(args[1:], stdout, stderr), nil
 		}
+		if cmd, ok := runCommands[args[0]]; ok {
+			return cmd(ctx, args[1:], stdout, stderr), nil
+		}
 	}
 	cl, err := parseArgs(args)
 	switch {
@@ -120,7 +123,9 @@ type run struct {
 	gwAddr     string             // where the gateway batch goes (-t resolved)
 	selfAddr   string             // where the calibration goes (the bound -L, wildcard as loopback)
 	outs       *outputs           // the files the run writes, open from before its first request
-	remote     *remote            // across hosts (--server): the server's control endpoint; nil when the server runs here
+
+	remote  *remote               // across hosts (--server): the server's control endpoint; nil when the server runs here
+	observe func(*result.Request) // sees every finished record too (the probe's metrics); nil: nothing does
 }
 
 // main runs the measurement and returns the exit status.
@@ -361,6 +366,9 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec) (*summary.Collector
 	}
 	sink, wait := r.resolving(func(rec *result.Request) {
 		c.Add(rec) // counts a warm-up request apart, outside the statistics
+		if r.observe != nil {
+			r.observe(rec)
+		}
 		if !rec.Warmup && r.outs.csv != nil {
 			r.outs.csv.Add(rec)
 		}

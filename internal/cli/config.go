@@ -179,8 +179,8 @@ type commandLine struct {
 // parseArgs parses argv (without the program name) into a validated
 // command line. Its errors name the flag; errHelp and errVersion say what
 // was asked instead of a run.
-func parseArgs(args []string) (commandLine, error) {
-	cl, err := parseFlags(args)
+func parseArgs(args []string, extra ...func(*pflag.FlagSet)) (commandLine, error) {
+	cl, err := parseFlags(args, extra...)
 	if err != nil {
 		return cl, err
 	}
@@ -207,8 +207,8 @@ func parseArgs(args []string) (commandLine, error) {
 }
 
 // parseFlags reads the flags into a Config with the defaults of the
-// others.
-func parseFlags(args []string) (commandLine, error) {
+// others; extra adds the flags of a subcommand that runs a measurement.
+func parseFlags(args []string, extra ...func(*pflag.FlagSet)) (commandLine, error) {
 	cfg := DefaultConfig()
 	fs := pflag.NewFlagSet("sse-latency", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -261,6 +261,9 @@ func parseFlags(args []string) (commandLine, error) {
 	fs.StringVar(&cfg.Server, "server", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
+	for _, f := range extra {
+		f(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return commandLine{cfg: cfg}, err
 	}
@@ -348,4 +351,7 @@ Subcommands on saved runs (--json files):
   sse-latency report RUN.json [--text] [--html OUT]          re-render a run and its warnings
   sse-latency merge [--force] A.json B.json ... > ALL.json   combine parallel runs through one gateway
   sse-latency compare BEFORE.json AFTER.json                 the difference, metric by metric
+
+Continuous measurement:
+  sse-latency probe -t GW [--every 30s] [--metrics :9464]    a round every --every, as Prometheus metrics (probe -h)
 `

@@ -1,0 +1,282 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/sse-latency/sse-latency/internal/batch"
+)
+
+// countingGateway is an in-process gateway (httputil.ReverseProxy) to the
+// server a run announces on stderr; onRequest sees the number of each
+// request it receives (from 1) before it forwards it.
+type countingGateway struct {
+	addr      string
+	n         atomic.Int64
+	onRequest func(n int64)
+	mu        sync.Mutex
+	up        *url.URL
+	ready     chan struct{}
+	once      sync.Once
+}
+
+func startCountingGateway(t *testing.T, onRequest func(n int64)) *countingGateway {
+	t.Helper()
+	g := &countingGateway{onRequest: onRequest, ready: make(chan struct{})}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(g.upstream()) },
+		FlushInterval: -1,
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.addr = ln.Addr().String()
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-g.ready
+		if g.onRequest != nil {
+			g.onRequest(g.n.Add(1))
+		}
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	return g
+}
+
+func (g *countingGateway) upstream() *url.URL {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.up
+}
+
+// watch returns a stderr for the run that routes the gateway to the server
+// it announces, and sends the metrics URL it announces to metrics.
+func (g *countingGateway) watch(metrics chan<- string) *watched {
+	return &watched{on: func(p []byte) {
+		if m := listening.FindSubmatch(p); m != nil {
+			g.once.Do(func() {
+				g.mu.Lock()
+				g.up = &url.URL{Scheme: "http", Host: string(m[1])}
+				g.mu.Unlock()
+				close(g.ready)
+			})
+		}
+		if m := metricsLine.FindSubmatch(p); m != nil {
+			metrics <- "http://" + string(m[1]) + "/metrics"
+		}
+	}}
+}
+
+var metricsLine = regexp.MustCompile(`probe: metrics on http://(\S+)/metrics`)
+
+// startProbe runs `sse-latency probe` with args through g until ctx is
+// done; it returns the metrics URL, and a channel of the exit status.
+func startProbe(t *testing.T, ctx context.Context, g *countingGateway, args ...string) (metricsURL string, stderr *watched, done <-chan int) {
+	t.Helper()
+	urls := make(chan string, 1)
+	stderr = g.watch(urls)
+	exit := make(chan int, 1)
+	go func() {
+		code, _ := Measure(ctx, append([]string{"probe", "-L", "127.0.0.1:0", "-t", g.addr, "--metrics", "127.0.0.1:0"}, args...), &bytes.Buffer{}, stderr)
+		exit <- code
+	}()
+	select {
+	case metricsURL = <-urls:
+	case code := <-exit:
+		t.Fatalf("probe ended with %d before serving metrics:\n%s", code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no metrics line within 30 s:\n%s", stderr.String())
+	}
+	return metricsURL, stderr, exit
+}
+
+// scrapeMetrics fetches and parses /metrics with Prometheus's text parser.
+func scrapeMetrics(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", url, err)
+	}
+	return fams
+}
+
+// value is the value of the sample of family name with labels ("k=v"):
+// a counter's or gauge's value, a histogram's count; -1 when absent.
+func value(fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	f := fams[name]
+	if f == nil {
+		return -1
+	}
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for _, kv := range labels {
+			k, v, _ := strings.Cut(kv, "=")
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return -1
+}
+
+// TestProbeRounds runs a probe through an in-process gateway until it has
+// committed three rounds, then checks /metrics as Prometheus parses it:
+// every family there, each count that of whole rounds, the verdict and
+// added delay of the last; /healthz answers; the probe ends cleanly when
+// stopped.
+func TestProbeRounds(t *testing.T) {
+	const r, n = 2, 10
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := startCountingGateway(t, nil)
+	url, stderr, done := startProbe(t, ctx, g, "--every", "20ms", "-r", fmt.Sprint(r), "-c", "2", "-n", fmt.Sprint(n), "-d", "1")
+
+	var fams map[string]*dto.MetricFamily
+	var rounds float64
+	for deadline := time.Now().Add(time.Minute); rounds < 3; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("fewer than 3 rounds within a minute:\n%s", stderr.String())
+		}
+		fams = scrapeMetrics(t, url)
+		rounds = value(fams, "sse_latency_probe_rounds_total")
+	}
+	calib := float64(batch.CalibrationFor(r, 2, n).Requests)
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"sse_latency_requests_total", []string{"batch=gateway"}, rounds * r},
+		{"sse_latency_requests_total", []string{"batch=loopback"}, rounds * calib},
+		{"sse_latency_ttft_seconds", []string{"batch=gateway"}, rounds * r},
+		{"sse_latency_ttfo_seconds", []string{"batch=gateway"}, rounds * r},
+		{"sse_latency_request_leg_seconds", []string{"batch=gateway"}, rounds * r},
+		{"sse_latency_emit_recv_seconds", []string{"batch=gateway"}, rounds * r * (n - 1)},
+		{"sse_latency_inter_token_seconds", []string{"batch=gateway"}, rounds * r * (n - 1)},
+		{"sse_latency_ttft_seconds", []string{"batch=loopback"}, rounds * calib},
+		{"sse_latency_verdict", []string{"class=flushes"}, 1},
+		{"sse_latency_verdict", []string{"class=buffers"}, 0},
+	} {
+		if got := value(fams, c.name, c.labels...); got != c.want {
+			t.Errorf("after %v rounds: %s%v = %v, want %v", rounds, c.name, c.labels, got, c.want)
+		}
+	}
+	for _, name := range []string{"sse_latency_added_emit_recv_seconds", "sse_latency_probe_last_round_timestamp_seconds"} {
+		if value(fams, name) < 0 {
+			t.Errorf("no %s after %v rounds", name, rounds)
+		}
+	}
+	if _, ok := fams["sse_latency_failures_total"]; ok && value(fams, "sse_latency_failures_total", "batch=gateway") > 0 {
+		t.Errorf("failures through an SSE-friendly gateway: %v", fams["sse_latency_failures_total"])
+	}
+	resp, err := http.Get(strings.TrimSuffix(url, "/metrics") + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Errorf("/healthz: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != ExitOK || !strings.Contains(stderr.String(), "probe: stopped after ") {
+			t.Errorf("probe stopped with %d:\n%s", code, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the probe did not end within a minute of being stopped:\n%s", stderr.String())
+	}
+}
+
+// TestProbeStopsAfterTheRoundInFlight stops the probe while round 2's
+// requests are in the gateway: the round runs to its end, its requests ok
+// (not interrupted), and no round 3 starts.
+func TestProbeStopsAfterTheRoundInFlight(t *testing.T) {
+	const r = 3
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := startCountingGateway(t, func(n int64) {
+		if n == r+1 { // the first request of round 2
+			cancel()
+		}
+	})
+	_, stderr, done := startProbe(t, ctx, g, "--every", "10ms", "-r", fmt.Sprint(r), "-c", "1", "-n", "20", "-d", "1")
+	select {
+	case code := <-done:
+		out := stderr.String()
+		if code != ExitOK {
+			t.Errorf("exit %d, want 0:\n%s", code, out)
+		}
+		for _, want := range []string{"probe: round 2: gateway 3/3 ok", "probe: stopped after 2 rounds"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, out)
+			}
+		}
+		if strings.Contains(out, "probe: round 3") {
+			t.Errorf("a round started after the stop:\n%s", out)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the probe did not end within a minute of being stopped:\n%s", stderr.String())
+	}
+}
+
+// TestProbeUsage: help, and what a probe refuses.
+func TestProbeUsage(t *testing.T) {
+	code, _, errOut := runMain(t, nil, "probe", "-h")
+	if code != ExitOK || !strings.Contains(errOut, "usage: sse-latency probe") {
+		t.Errorf("probe -h: %d\n%s", code, errOut)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"probe"}, "a probe measures a gateway: give -t"},
+		{[]string{"probe", "-t", "127.0.0.1:1", "--json", "x.json"}, "a probe serves metrics, it writes no files"},
+		{[]string{"probe", "-t", "127.0.0.1:1", "--duration", "1s"}, "--duration: a probe's round is -r requests"},
+		{[]string{"probe", "-t", "127.0.0.1:1", "--every", "0s"}, "--every 0s: want a positive duration"},
+		{[]string{"probe", "-t", "127.0.0.1:1", "--metrics", "x"}, "--metrics: bad port"},
+		{[]string{"probe", "-t", "127.0.0.1:1", "--every", "soon"}, "invalid argument \"soon\""},
+	} {
+		code, out, errOut := runMain(t, nil, tt.args...)
+		if code != ExitFailure || !strings.Contains(errOut, tt.want) || out != "" {
+			t.Errorf("%q: exit %d, stderr\n%s\nwant 1 and %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
