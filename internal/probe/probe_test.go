@@ -1,8 +1,12 @@
 package probe
 
 import (
+	"encoding/json"
 	"io"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -162,4 +166,60 @@ func TestRoundsCommitted(t *testing.T) {
 func near(a, b float64) bool {
 	d := a - b
 	return d < 1e-9 && d > -1e-9
+}
+
+// TestDashboardNamesFamilies: every metric the Grafana dashboard of
+// examples/ queries is a family of the probe (a histogram's by its
+// _bucket, _sum or _count series), so that the dashboard cannot drift.
+func TestDashboardNamesFamilies(t *testing.T) {
+	m := New()
+	rd := NewRound()
+	for _, b := range []string{"gw", "loop"} {
+		m.Add(rd, request(b, 3))
+		failed := request(b, 1)
+		failed.Failure = result.Failure{Kind: result.Timeout, Detail: "1"}
+		m.Add(rd, failed)
+	}
+	m.Commit(rd, &summary.Run{Verdict: &verdict.Verdict{Class: verdict.Flushes, Tokens: 1}, Clock: &summary.Clock{}}, time.Now())
+	fams := scrape(t, m)
+	js, err := os.ReadFile(filepath.Join("..", "..", "examples", "grafana", "sse-latency-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(js, &dash); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, name := range regexp.MustCompile(`sse_latency_[a-z0-9_]+`).FindAllString(tg.Expr, -1) {
+				family := name
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					if f, ok := strings.CutSuffix(name, suffix); ok && fams[f] != nil && fams[f].GetType() == dto.MetricType_HISTOGRAM {
+						family = f
+					}
+				}
+				if fams[family] == nil {
+					t.Errorf("panel %q queries %s, which the probe does not export", p.Title, name)
+				}
+				seen[family] = true
+			}
+		}
+	}
+	for name := range fams {
+		if !seen[name] {
+			t.Errorf("the dashboard shows nothing of %s", name)
+		}
+	}
 }
