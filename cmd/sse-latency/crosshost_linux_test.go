@@ -9,21 +9,18 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 )
 
@@ -75,15 +72,15 @@ func TestCrossHostNetns(t *testing.T) {
 
 	// The gateway: listening in the server's namespace, on the veth.
 	gw := startNetnsGateway(t, nsS, serverIP+":0")
-	gw.setUpstream(modelAddr)
+	gw.SetUpstream(modelAddr)
 
 	run := []string{"-r", "10", "-c", "5", "-n", "200", "-d", "2", "-q", "--json", "-"}
-	cross := runIn(t, ctx, nsC, append([]string{"-t", gw.addr, "--server", "http://" + controlAddr, "--control-token", token}, run...))
+	cross := runIn(t, ctx, nsC, append([]string{"-t", gw.Addr, "--server", "http://" + controlAddr, "--control-token", token}, run...))
 
 	// The single-process figure, in the client's namespace, through a
 	// gateway of its own there.
 	local := startNetnsGateway(t, nsC, "127.0.0.1:0")
-	single := runIn(t, ctx, nsC, append([]string{"-L", "127.0.0.1:0", "-t", local.addr, "-l"}, run...), local.setUpstreamFrom)
+	single := runIn(t, ctx, nsC, append([]string{"-L", "127.0.0.1:0", "-t", local.Addr, "-l"}, run...), func(line string) { local.UpstreamFrom(line) })
 
 	c := cross.Clock
 	if c == nil {
@@ -196,66 +193,22 @@ func inNetns(ns string, fn func() error) error {
 	return <-errc
 }
 
-// netnsGateway is an in-process gateway whose listener and upstream
-// connections live in one network namespace. A request waits for the
-// upstream to be known.
-type netnsGateway struct {
-	addr  string
-	once  sync.Once
-	ready chan struct{}
-	up    *url.URL
-}
-
-func startNetnsGateway(t *testing.T, ns, listen string) *netnsGateway {
+// startNetnsGateway starts an in-process gateway whose listener (on
+// listen) and upstream connections live in network namespace ns.
+func startNetnsGateway(t *testing.T, ns, listen string) *gatewaytest.Gateway {
 	t.Helper()
-	g := &netnsGateway{ready: make(chan struct{})}
 	var ln net.Listener
 	if err := inNetns(ns, func() (err error) { ln, err = net.Listen("tcp", listen); return err }); err != nil {
 		t.Fatalf("gateway listener in %s: %v", ns, err)
 	}
-	g.addr = ln.Addr().String()
-	rp := &httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(g.up) },
-		FlushInterval: -1,
-		Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			var c net.Conn
-			err := inNetns(ns, func() (err error) {
-				c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-				return err
-			})
-			return c, err
-		}},
-	}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-g.ready:
-		case <-r.Context().Done():
-			return
-		}
-		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		rp.ServeHTTP(w, r)
-	})}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
-	return g
-}
-
-func (g *netnsGateway) setUpstream(addr string) {
-	g.once.Do(func() {
-		g.up = &url.URL{Scheme: "http", Host: addr}
-		close(g.ready)
-	})
-}
-
-// setUpstreamFrom sets the upstream from a run's stderr line that says
-// where its server listens.
-func (g *netnsGateway) setUpstreamFrom(line string) {
-	if m := listeningRE.FindStringSubmatch(line); m != nil {
-		g.setUpstream(m[1])
-	}
+	return gatewaytest.Start(t, gatewaytest.Options{Listener: ln, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := inNetns(ns, func() (err error) {
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}})
 }
 
 // startIn starts the binary bin in network namespace ns (ip netns exec),

@@ -4,19 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/control"
+	"github.com/sse-latency/sse-latency/internal/control/controltest"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
 )
@@ -38,65 +35,11 @@ func startRemoteServer(t *testing.T) remoteServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := control.NewHandler(reg, crossToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { srv.Serve(ctx) })
-	wg.Go(func() { control.Serve(ctx, ln, h, nil) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return remoteServer{addr: srv.Addr().String(), control: "http://" + ln.Addr().String()}
-}
-
-// holdingGateway is an in-process gateway (httputil.ReverseProxy) that
-// holds each request hold before forwarding it, then streams the answer
-// flushing every event. Its upstream may be set after it started
-// (setUpstream), from the line a run prints when its server listens.
-type holdingGateway struct {
-	addr string
-	mu   sync.Mutex
-	up   *url.URL
-}
-
-func startHoldingGateway(t *testing.T, hold time.Duration) *holdingGateway {
-	t.Helper()
-	g := &holdingGateway{}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			pr.SetURL(g.up)
-		},
-		FlushInterval: -1,
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.addr = ln.Addr().String()
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(hold) // the gateway's own work on the request path (authentication, routing, a body read whole)
-		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		rp.ServeHTTP(w, r)
-	})}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
-	return g
-}
-
-func (g *holdingGateway) setUpstream(addr string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.up = &url.URL{Scheme: "http", Host: addr}
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return remoteServer{addr: srv.Addr().String(), control: controltest.Serve(t, reg, crossToken, nil)}
 }
 
 // TestRequestLeg measures through a gateway that holds each request 20 ms
@@ -106,21 +49,15 @@ func (g *holdingGateway) setUpstream(addr string) {
 func TestRequestLeg(t *testing.T) {
 	const hold = 20 * time.Millisecond
 	for _, crossHost := range []bool{false, true} {
-		g := startHoldingGateway(t, hold)
-		args := []string{"-t", g.addr, "-r", "4", "-c", "2", "-n", "20", "-d", "1", "-q", "-l"}
-		var stderr *watched
+		g := gatewaytest.Start(t, gatewaytest.Options{Hold: hold})
+		args := []string{"-t", g.Addr, "-r", "4", "-c", "2", "-n", "20", "-d", "1", "-q", "-l"}
+		stderr := &watched{on: func(p []byte) { g.UpstreamFrom(string(p)) }}
 		if crossHost {
 			rs := startRemoteServer(t)
-			g.setUpstream(rs.addr)
+			g.SetUpstream(rs.addr)
 			args = append(args, "--server", rs.control, "--control-token", crossToken)
-			stderr = &watched{on: func([]byte) {}}
 		} else {
 			args = append(args, "-L", "127.0.0.1:0")
-			stderr = &watched{on: func(p []byte) {
-				if m := listening.FindSubmatch(p); m != nil {
-					g.setUpstream(string(m[1]))
-				}
-			}}
 		}
 		var stdout bytes.Buffer
 		code, sum := Measure(context.Background(), args, &stdout, stderr)

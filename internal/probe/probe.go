@@ -18,7 +18,8 @@
 //	sse_latency_requests_total           counter    requests, ok or not
 //	sse_latency_failures_total           counter    failed requests, by kind (result.Kind: timeout, integrity, …)
 //	sse_latency_added_emit_recv_seconds  gauge      the last round's added emit->recv, stat mean, p50 or p99
-//	                                                (gateway minus loopback; the gateway's own without calibration)
+//	                                                (gateway minus loopback; the gateway's own without calibration);
+//	                                                kept from the last round whose gateway tokens had emission times
 //	sse_latency_verdict                  gauge      1 for the last round's class (flushes, buffers, unknown), 0 for the others
 //	sse_latency_probe_rounds_total       counter    rounds committed
 //	sse_latency_probe_last_round_timestamp_seconds  gauge  when the last round ended (Unix time)
@@ -187,7 +188,10 @@ func (m *Metrics) Commit(rd *Round, s *summary.Run, end time.Time) {
 			}
 			m.verdict.WithLabelValues(c.String()).Set(on)
 		}
-		if v.Class != verdict.Unknown {
+		// The added delay is known whenever the gateway's tokens had
+		// emission times, whatever the class (too few tokens to judge
+		// bursts still have their delay).
+		if g := s.Gateway(); g != nil && g.Metrics.EmitRecv.N > 0 {
 			m.added.WithLabelValues("mean").Set(v.AddedMeanMs / 1e3)
 			m.added.WithLabelValues("p50").Set(v.AddedP50Ms / 1e3)
 			m.added.WithLabelValues("p99").Set(v.AddedP99Ms / 1e3)

@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http/httptest"
@@ -12,9 +13,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/sse-latency/sse-latency/internal/probe/probetest"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -27,37 +27,15 @@ func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	fams, err := probetest.Parse(bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("parsing /metrics: %v\n%s", err, body)
 	}
 	return fams
 }
 
-// metric returns the sample of family name whose labels are labels
-// ("k=v" pairs), nil if absent.
-func metric(fams map[string]*dto.MetricFamily, name string, labels ...string) *dto.Metric {
-	f := fams[name]
-	if f == nil {
-		return nil
-	}
-next:
-	for _, m := range f.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for _, kv := range labels {
-			k, v, _ := strings.Cut(kv, "=")
-			if have[k] != v {
-				continue next
-			}
-		}
-		return m
-	}
-	return nil
-}
+// metric is probetest.Find.
+var metric = probetest.Find
 
 // request is an ok record of n tokens 1 ms apart, each 40 µs after its
 // emission, sent 1 ms before the first and arrived at the server 0.3 ms
@@ -78,7 +56,8 @@ func TestRoundsCommitted(t *testing.T) {
 		t.Fatalf("a new probe's rounds: %v, want 0", c)
 	}
 	s := &summary.Run{Verdict: &verdict.Verdict{Class: verdict.Buffers, Tokens: 10, AddedMeanMs: 42, AddedP50Ms: 40, AddedP99Ms: 85},
-		Clock: &summary.Clock{OffsetMs: 1500, BoundMs: 0.25}}
+		Clock:   &summary.Clock{OffsetMs: 1500, BoundMs: 0.25},
+		Batches: []summary.Batch{{Name: summary.GatewayBatch, Metrics: summary.Metrics{EmitRecv: summary.Metric{N: 19}}}}}
 	for round := 1; round <= 3; round++ {
 		rd := NewRound()
 		m.Add(rd, request("gw", 10))
@@ -150,8 +129,8 @@ func TestRoundsCommitted(t *testing.T) {
 			}
 		}
 	}
-	// A round whose verdict is unknown keeps the last added delay, and
-	// moves the verdict.
+	// A round without emission times (no gateway tokens) keeps the last
+	// added delay, and moves the verdict.
 	m.Commit(NewRound(), &summary.Run{Verdict: &verdict.Verdict{Class: verdict.Unknown}}, time.Now())
 	fams = scrape(t, m)
 	if v := metric(fams, "sse_latency_verdict", "class=unknown"); v == nil || v.GetGauge().GetValue() != 1 {
@@ -180,7 +159,8 @@ func TestDashboardNamesFamilies(t *testing.T) {
 		failed.Failure = result.Failure{Kind: result.Timeout, Detail: "1"}
 		m.Add(rd, failed)
 	}
-	m.Commit(rd, &summary.Run{Verdict: &verdict.Verdict{Class: verdict.Flushes, Tokens: 1}, Clock: &summary.Clock{}}, time.Now())
+	m.Commit(rd, &summary.Run{Verdict: &verdict.Verdict{Class: verdict.Flushes, Tokens: 1}, Clock: &summary.Clock{},
+		Batches: []summary.Batch{{Name: summary.GatewayBatch, Metrics: summary.Metrics{EmitRecv: summary.Metric{N: 2}}}}}, time.Now())
 	fams := scrape(t, m)
 	js, err := os.ReadFile(filepath.Join("..", "..", "examples", "grafana", "sse-latency-dashboard.json"))
 	if err != nil {

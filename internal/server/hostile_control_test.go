@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/control"
+	"github.com/sse-latency/sse-latency/internal/control/controltest"
 	"github.com/sse-latency/sse-latency/internal/emission"
 )
 
@@ -27,36 +27,14 @@ type controlFixture struct {
 // duration of the test, counting the panics net/http logs.
 func startControl(t *testing.T, reg *emission.Registry) *controlFixture {
 	t.Helper()
-	h, err := control.NewHandler(reg, hostileToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &controlFixture{addr: ln.Addr().String()}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- control.Serve(ctx, ln, h, func(format string, args ...any) {
-			if line := fmt.Sprintf(format, args...); strings.Contains(line, "panic") {
-				f.panics.Add(1)
-				t.Log(line)
-			}
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("control.Serve = %v", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("control.Serve did not return within 10 s")
+	f := &controlFixture{}
+	url := controltest.Serve(t, reg, hostileToken, func(format string, args ...any) {
+		if line := fmt.Sprintf(format, args...); strings.Contains(line, "panic") {
+			f.panics.Add(1)
+			t.Log(line)
 		}
 	})
+	f.addr = strings.TrimPrefix(url, "http://")
 	return f
 }
 
