@@ -333,15 +333,20 @@ func TestResolver(t *testing.T) {
 		}
 	}
 
+	// A server gone: the records still go out, their pi_ts converted; after
+	// maxFailedFetches failures in a row no more fetches are tried.
 	dead, _ := NewClient("http://127.0.0.1:1", testToken)
 	defer dead.Close()
 	got = nil
 	r = NewResolver(dead, s, func(rec *result.Request) { got = append(got, rec) })
-	r.Add(&result.Request{ID: "a", Tokens: []result.Token{{Emitted: est.Offset + 50}}})
-	if failures, err := r.Close(); failures != 1 || err == nil {
-		t.Errorf("a fetch from a closed port: Close = %d, %v; want 1 failure", failures, err)
+	for range maxFailedFetches + 3 {
+		r.Add(&result.Request{ID: "a", Tokens: []result.Token{{Emitted: est.Offset + 50}}})
+		r.Flush() // one fetch each
 	}
-	if len(got) != 1 || got[0].Tokens[0].Emitted != 50 {
-		t.Errorf("after a failed fetch: %+v, want the record out with its pi_ts converted", got)
+	if failures, err := r.Close(); failures != maxFailedFetches || err == nil {
+		t.Errorf("fetches from a closed port: Close = %d, %v; want %d failures, then none tried", failures, err, maxFailedFetches)
+	}
+	if len(got) != maxFailedFetches+3 || got[0].Tokens[0].Emitted != 50 || got[len(got)-1].Tokens[0].Emitted != 50 {
+		t.Errorf("after failed fetches: %d records out, want %d with their pi_ts converted", len(got), maxFailedFetches+3)
 	}
 }

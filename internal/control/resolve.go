@@ -17,7 +17,11 @@ const (
 	// of records stops growing past it.
 	maxFetchTokens = 1 << 20
 	// fetchTimeout bounds one fetch.
-	fetchTimeout = 30 * time.Second
+	fetchTimeout = 10 * time.Second
+	// maxFailedFetches is how many fetches in a row may fail before a
+	// Resolver stops fetching: a server gone for good must not hold the
+	// end of a run (or an interrupted one) for a timeout per fetch.
+	maxFailedFetches = 2
 	// resolveQueue is how many finished records may wait for a fetch
 	// before Add blocks.
 	resolveQueue = 1024
@@ -30,16 +34,20 @@ const (
 // as have finished meanwhile, so that a busy run makes few fetches — fills
 // in the tokens measured by content and the request's arrival (Complete),
 // and hands each to out. A fetch that fails leaves its records with their
-// pi_ts converted and nothing filled in; Close reports it.
+// pi_ts converted and nothing filled in; after maxFailedFetches in a row
+// the Resolver fetches no more, and its records all go out that way. Close
+// reports the failures.
 type Resolver struct {
-	c    *Client
-	s    *Syncer
-	out  func(*result.Request)
-	in   chan *result.Request
-	done chan struct{}
+	c       *Client
+	s       *Syncer
+	out     func(*result.Request)
+	in      chan *result.Request
+	done    chan struct{}
+	pending sync.WaitGroup // records added and not handed to out yet
 
 	mu       sync.Mutex
 	failures int   // fetches that failed
+	inARow   int   // of which the last ones in a row
 	err      error // the first failure
 }
 
@@ -56,8 +64,12 @@ func NewResolver(c *Client, s *Syncer, out func(*result.Request)) *Resolver {
 func (r *Resolver) Add(rec *result.Request) {
 	cp := *rec
 	cp.Tokens = slices.Clone(rec.Tokens)
+	r.pending.Add(1)
 	r.in <- &cp
 }
+
+// Flush waits until every record added so far has been handed to out.
+func (r *Resolver) Flush() { r.pending.Wait() }
 
 // Close waits until every record added has been handed to out, then
 // returns how many fetches failed and the first failure.
@@ -103,24 +115,31 @@ func (r *Resolver) resolve(batch []*result.Request) {
 		emitted = emitted || needsEmitted(rec)
 	}
 	var records map[string]*Record
-	if len(ids) > 0 {
+	r.mu.Lock()
+	givenUp := r.inARow >= maxFailedFetches
+	r.mu.Unlock()
+	if len(ids) > 0 && !givenUp {
 		ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
 		var err error
 		records, err = r.c.Records(ctx, ids, emitted)
 		cancel()
+		r.mu.Lock()
 		if err != nil {
-			r.mu.Lock()
 			r.failures++
+			r.inARow++
 			if r.err == nil {
 				r.err = err
 			}
-			r.mu.Unlock()
+		} else {
+			r.inARow = 0
 		}
+		r.mu.Unlock()
 	}
 	est, _ := r.s.Current()
 	for _, rec := range batch {
 		Complete(rec, records[rec.ID], est)
 		r.out(rec)
+		r.pending.Done()
 	}
 }
 
