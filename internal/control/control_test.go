@@ -350,3 +350,59 @@ func TestResolver(t *testing.T) {
 		t.Errorf("after failed fetches: %d records out, want %d with their pi_ts converted", len(got), maxFailedFetches+3)
 	}
 }
+
+// TestSyncerRun: a running Syncer estimates again every interval until
+// its context ends, and reports a failed burst without losing the
+// estimates it has.
+func TestSyncerRun(t *testing.T) {
+	h, _ := NewHandler(testRegistry(), testToken)
+	base := serveControl(t, h)
+	c, _ := NewClient(base, testToken)
+	defer c.Close()
+	s := NewSyncer(c, 2)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx, time.Millisecond, func(err error) { t.Errorf("a burst failed: %v", err) })
+	}()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		if sum, ok := s.Summary(); ok && sum.Estimates >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("fewer than 3 estimates within a minute")
+		}
+	}
+	cancel()
+	<-done
+
+	bad, _ := NewClient(base, "wrong")
+	defer bad.Close()
+	s = NewSyncer(bad, 2)
+	ctx, cancel = context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx, time.Millisecond, func(err error) {
+			select {
+			case errs <- err:
+			default:
+			}
+		})
+	}()
+	select {
+	case err := <-errs:
+		if !errors.Is(err, ErrUnauthorized) {
+			t.Errorf("a failed burst reported %v, want ErrUnauthorized", err)
+		}
+	case <-time.After(time.Minute):
+		t.Error("no failed burst reported within a minute")
+	}
+	cancel()
+	<-done
+	if _, ok := s.Current(); ok {
+		t.Error("failed bursts left an estimate")
+	}
+}
