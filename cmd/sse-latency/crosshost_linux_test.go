@@ -44,8 +44,10 @@ const injectedOffset = 1_234_567_891
 // the offset must lie within its bound of the injected one; its emit->recv
 // p50 must be the single-process figure (client and server in one process
 // in the client's namespace, through the same kind of gateway) within the
-// bound, plus 1 ms for what differs between two runs and two paths (veth
-// or loopback) — a correction off by the offset would be 1234 ms away.
+// bound, plus 10 ms for what differs between two runs and two paths (veth
+// or loopback) through a gateway built with the race detector on a shared
+// machine — a correction off by the offset would be 1234 ms away, one of
+// the wrong sign 2469 ms.
 //
 // It needs root and the ip command; it skips without them, and fails
 // under CI=true like the gateway tests. The namespaces (named after the
@@ -90,16 +92,16 @@ func TestCrossHostNetns(t *testing.T) {
 	if d := math.Abs(c.OffsetMs - want); d > c.BoundMs+1e-6 {
 		t.Errorf("estimated offset %.6f ms ± %.6f ms, injected %.6f ms: off by %.6f ms, beyond the bound", c.OffsetMs, c.BoundMs, want, d)
 	}
-	if c.BoundMs <= 0 || c.BoundMs > 50 {
-		t.Errorf("bound %.6f ms: want a positive bound of a round trip on one machine", c.BoundMs)
+	if c.BoundMs <= 0 || c.BoundMs >= want/10 {
+		t.Errorf("bound %.6f ms: want a positive bound far below the offset it bounds (%.3f ms)", c.BoundMs, want)
 	}
 	xg, sg := cross.Gateway(), single.Gateway()
 	if xg.OK != 10 || sg.OK != 10 || xg.RequestLeg == nil || xg.RequestLeg.N != 10 {
 		t.Fatalf("cross host: %d ok, request legs %v; single process: %d ok", xg.OK, xg.RequestLeg, sg.OK)
 	}
 	x, s := xg.Metrics.EmitRecv.P50Ms, sg.Metrics.EmitRecv.P50Ms
-	if d := math.Abs(x - s); d > c.BoundMs+1 {
-		t.Errorf("emit->recv p50 across hosts %.3f ms, in one process %.3f ms: %.3f ms apart, want at most the bound %.3f ms + 1 ms",
+	if d := math.Abs(x - s); d > c.BoundMs+10 {
+		t.Errorf("emit->recv p50 across hosts %.3f ms, in one process %.3f ms: %.3f ms apart, want at most the bound %.3f ms + 10 ms",
 			x, s, d, c.BoundMs)
 	}
 	t.Logf("offset %.6f ms ± %.6f ms (injected %.6f); emit->recv p50 %.3f ms across hosts, %.3f ms in one process; request leg p50 %.3f ms",
