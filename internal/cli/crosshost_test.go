@@ -46,8 +46,15 @@ func startRemoteServer(t *testing.T) remoteServer {
 // before forwarding it, with the server in this process and on "another
 // host" (its control endpoints): the request leg shows the 20 ms, TTFT
 // includes them, and emit->recv does not.
+//
+// The client stamps a request's send when its write returns: a client
+// descheduled right after the write (a loaded machine) stamps it late by
+// as much, and its leg and TTFT then read that much under the hold (seen:
+// 1.6 ms, with two busy loops on 2 vCPUs). The lower bounds allow for 5 ms
+// of it; a request leg that missed the hold would be some 0.1 ms.
 func TestRequestLeg(t *testing.T) {
 	const hold = 20 * time.Millisecond
+	const stampSlack = 5 * time.Millisecond
 	for _, crossHost := range []bool{false, true} {
 		g := gatewaytest.Start(t, gatewaytest.Options{Hold: hold})
 		args := []string{"-t", g.Addr, "-r", "4", "-c", "2", "-n", "20", "-d", "1", "-q", "-l"}
@@ -65,16 +72,18 @@ func TestRequestLeg(t *testing.T) {
 			t.Fatalf("cross host %v: exit %d\nstdout:\n%s\nstderr:\n%s", crossHost, code, stdout.String(), stderr.String())
 		}
 		gw := sum.Gateway
-		leg, p50 := gw.RequestLeg, func(ns int64) float64 { return float64(ns) / 1e6 }
-		if leg.N() != 4 || leg.Min() < int64(hold) {
-			t.Errorf("cross host %v: request leg n=%d min %.3f ms, want 4 samples of at least %v", crossHost, leg.N(), p50(leg.Min()), hold)
+		leg, msOf := gw.RequestLeg, func(ns int64) float64 { return float64(ns) / 1e6 }
+		if leg.N() != 4 || leg.Min() < int64(hold-stampSlack) {
+			t.Errorf("cross host %v: request leg n=%d min %.3f ms, want 4 samples of the %v hold (less %v of stamping slack)",
+				crossHost, leg.N(), msOf(leg.Min()), hold, stampSlack)
 		}
-		if gw.TTFT.Min() < int64(hold) {
-			t.Errorf("cross host %v: TTFT min %.3f ms, want the %v the gateway held the request", crossHost, p50(gw.TTFT.Min()), hold)
+		if gw.TTFT.Min() < int64(hold-stampSlack) {
+			t.Errorf("cross host %v: TTFT min %.3f ms, want the %v the gateway held the request (less %v of stamping slack)",
+				crossHost, msOf(gw.TTFT.Min()), hold, stampSlack)
 		}
 		// The hold is on the request path only: a token does not wait for it.
 		if e := gw.EmitRecv.Percentile(0.5); gw.EmitRecv.N() == 0 || e >= int64(hold) {
-			t.Errorf("cross host %v: emit->recv p50 %.3f ms (n=%d), want far below the %v of the request leg", crossHost, p50(e), gw.EmitRecv.N(), hold)
+			t.Errorf("cross host %v: emit->recv p50 %.3f ms (n=%d), want far below the %v of the request leg", crossHost, msOf(e), gw.EmitRecv.N(), hold)
 		}
 		for _, want := range []string{"=== request leg (client sent -> server received) ===\ngateway    n=4  mean="} {
 			if !strings.Contains(stdout.String(), want) {
