@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command wakeprobe measures how late a thread wakes after a 1 ms timer,
 // with several waiting primitives, to tell the machine's wake-up floor from
 // the tool's: go run ./bench/wakeprobe

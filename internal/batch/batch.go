@@ -30,8 +30,8 @@ import (
 // DefaultOpenLoopCap is the cap on requests in flight of an open-loop batch
 // whose Concurrency is 0: high enough that a gateway keeping up with the
 // rate never meets it, finite so that a stalled one cannot make the tool
-// open connections without bound. Workers are started only as the load
-// needs them, not up front.
+// open connections without bound. Slots (sessions) are made only as the
+// load needs them, not up front.
 const DefaultOpenLoopCap = 10000
 
 // Spec describes a batch.
@@ -178,11 +178,10 @@ func Run(ctx context.Context, spec Spec, sink Sink, progress func(Progress)) err
 	return nil
 }
 
-// runner is the state one Run shares between its workers.
+// runner is the state of one Run.
 type runner struct {
 	spec     Spec
 	sink     Sink
-	sinkMu   sync.Mutex
 	done     atomic.Int64
 	inFlight atomic.Int64
 }
@@ -192,49 +191,119 @@ func (r *runner) record(i int) *result.Request {
 	return &result.Request{Batch: r.spec.Name, Index: i, Warmup: i < r.spec.Warmup}
 }
 
-// do sends one request through s, the session of its worker (so that a
-// keep-alive connection carries the worker's requests one after the other),
-// and hands its record to the sink.
-func (r *runner) do(ctx context.Context, s *client.Session, rec *result.Request) {
-	r.inFlight.Add(1)
-	s.Do(ctx, rec)
-	r.inFlight.Add(-1)
-	r.done.Add(1)
-	r.sinkMu.Lock()
-	r.sink(rec)
-	r.sinkMu.Unlock()
+// slot is one concurrency slot: a session, kept for all the requests the
+// slot runs, so that a keep-alive connection carries them one after the
+// other.
+type slot struct {
+	s    *client.Session
+	rec  *result.Request
+	done func(*result.Request) // hands the slot back to the pool
 }
 
-// closedLoop keeps Concurrency requests in flight, each worker starting its
+// pool runs requests on at most limit slots, made as the load needs them.
+// A request starts with Session.Start, which returns at once (on the epoll
+// engine no goroutine waits for it; on the goroutine engine one runs it);
+// when it ends its slot comes back through ended, and one goroutine hands
+// the records to the sink, one at a time, in completion order, before the
+// slot is free for the next request.
+type pool struct {
+	r      *runner
+	ctx    context.Context // the requests'
+	limit  int
+	slots  []*slot
+	free   chan *slot // slots whose request has ended and reached the sink
+	ended  chan *slot // slots whose request has ended
+	active sync.WaitGroup
+	sinkWG sync.WaitGroup
+}
+
+func (r *runner) newPool(ctx context.Context, limit int) *pool {
+	p := &pool{r: r, ctx: ctx, limit: limit, free: make(chan *slot, limit), ended: make(chan *slot, limit)}
+	p.sinkWG.Go(func() {
+		for sl := range p.ended {
+			rec := sl.rec
+			sl.rec = nil
+			r.inFlight.Add(-1)
+			r.done.Add(1)
+			r.sink(rec)
+			p.free <- sl
+			p.active.Done()
+		}
+	})
+	return p
+}
+
+// take returns a slot for the next request: a free one, a new one while
+// there are fewer than limit, or else the first to become free; nil when
+// stop is done first.
+func (p *pool) take(stop context.Context) *slot {
+	select {
+	case sl := <-p.free:
+		return sl
+	default:
+	}
+	if len(p.slots) < p.limit {
+		sl := &slot{s: p.r.spec.Request.NewSession()}
+		sl.done = func(*result.Request) { p.ended <- sl }
+		p.slots = append(p.slots, sl)
+		return sl
+	}
+	select { // every slot busy: the request waits, and will start late
+	case sl := <-p.free:
+		return sl
+	case <-stop.Done():
+		return nil
+	}
+}
+
+// start runs rec on sl.
+func (p *pool) start(sl *slot, rec *result.Request) {
+	p.r.inFlight.Add(1)
+	p.active.Add(1)
+	sl.rec = rec
+	sl.s.Start(p.ctx, rec, sl.done)
+}
+
+// close waits for every started request to reach the sink and closes the
+// sessions.
+func (p *pool) close() {
+	p.active.Wait()
+	close(p.ended)
+	p.sinkWG.Wait()
+	for _, sl := range p.slots {
+		sl.s.Close()
+	}
+}
+
+// closedLoop keeps Concurrency requests in flight, each slot starting its
 // next request as soon as its previous one ends, until Requests have
 // started or stop is done.
 func (r *runner) closedLoop(ctx, stop context.Context) {
-	workers := max(r.spec.Concurrency, 1)
+	slots := max(r.spec.Concurrency, 1)
 	if r.spec.Requests > 0 {
-		workers = min(workers, r.spec.Requests)
+		slots = min(slots, r.spec.Requests)
 	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			s := r.spec.Request.NewSession()
-			defer s.Close()
-			for stop.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if r.spec.Requests > 0 && i >= r.spec.Requests {
-					return
-				}
-				r.do(ctx, s, r.record(i))
+	p := r.newPool(ctx, slots)
+	defer p.close()
+	for i := 0; r.spec.Requests == 0 || i < r.spec.Requests; i++ {
+		if stop.Err() != nil {
+			return
+		}
+		sl := p.take(stop)
+		if sl == nil || stop.Err() != nil {
+			if sl != nil {
+				p.free <- sl
 			}
-		})
+			return
+		}
+		p.start(sl, r.record(i))
 	}
-	wg.Wait()
 }
 
 // openLoop walks the arrival deadlines from start, waits for each, and
-// hands its request to an idle worker, to a new one while fewer than the
-// cap exist, or else to the first worker to become free — then the request
-// starts late. Each worker keeps one session for all its requests.
+// starts its request on a free slot, on a new one while fewer than the cap
+// exist, or else on the first slot to become free — then the request
+// starts late. Each slot keeps one session for all its requests.
 func (r *runner) openLoop(ctx, stop context.Context, start int64) {
 	arrivals, err := schedule.NewArrivals(r.spec.Arrival, start, r.spec.Rate, r.spec.Seed)
 	if err != nil {
@@ -257,43 +326,21 @@ func (r *runner) openLoop(ctx, stop context.Context, start int64) {
 	// Stopping wakes the scheduler from its wait for a deadline.
 	defer context.AfterFunc(stop, func() { w.Arm(clock.Now()) })()
 
-	jobs := make(chan *result.Request) // unbuffered: a send succeeds only to a worker waiting for work
-	var wg sync.WaitGroup
-	workers := 0
-	work := func(rec *result.Request) {
-		s := r.spec.Request.NewSession()
-		defer s.Close()
-		r.do(ctx, s, rec)
-		for rec := range jobs {
-			r.do(ctx, s, rec)
-		}
-	}
-arrive:
+	p := r.newPool(ctx, limit)
+	defer p.close()
 	for i := 0; r.spec.Requests == 0 || i < r.spec.Requests; i++ {
 		due := arrivals.Next()
 		if due >= end || !sleepUntil(stop, w, due) {
-			break
+			return
+		}
+		sl := p.take(stop)
+		if sl == nil {
+			return
 		}
 		rec := r.record(i)
 		rec.Scheduled = due
-		select {
-		case jobs <- rec: // an idle worker
-			continue
-		default:
-		}
-		if workers < limit {
-			workers++
-			wg.Go(func() { work(rec) })
-			continue
-		}
-		select { // every slot busy: the request waits, and will start late
-		case jobs <- rec:
-		case <-stop.Done():
-			break arrive
-		}
+		p.start(sl, rec)
 	}
-	close(jobs)
-	wg.Wait()
 }
 
 // sleepUntil waits until the process clock reaches due, and reports

@@ -204,7 +204,8 @@ func (r *run) startServer() error {
 	r.emissions, r.runID = emission.New(), newRunID()
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
-		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape()}
+		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(),
+		Engine: client.Engine(cfg.Engine)}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
@@ -301,7 +302,9 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 		r.out.errorf("gw: sending %s to %s (%s, tokens=%d, think=%sms, delay=%sms) ...\n",
 			loadShape(cfg), r.gwAddr, capText(cfg), cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
 	}
-	spec := batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: r.gatewayRequest(),
+	req := r.gatewayRequest()
+	r.engineNote(req)
+	spec := batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req,
 		Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: 1, Duration: cfg.Duration}
 	return r.runBatch(ctx, spec.WithWarmup(cfg.Warmup))
 }

@@ -45,6 +45,7 @@ func DefaultConfig() Config {
 
 		ReasoningField: api.ReasoningContent.String(),
 		Arrival:        "constant",
+		Engine:         string(client.EngineAuto),
 	}}
 }
 
@@ -89,6 +90,11 @@ func (c *Config) Validate() error {
 	if _, err := api.ParseDialect(c.API); err != nil {
 		return fmt.Errorf("--api: %v", err)
 	}
+	e, err := client.ParseEngine(c.Engine)
+	if err != nil {
+		return fmt.Errorf("--engine: %v", err)
+	}
+	c.Engine = string(e)
 	if c.Model == "" || strings.ContainsAny(c.Model, "\r\n") {
 		return errors.New("--model: must be a non-empty name on one line")
 	}
@@ -228,6 +234,7 @@ func parseFlags(args []string, extra ...func(*pflag.FlagSet)) (commandLine, erro
 	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
 	fs.BoolVar(&cfg.Compat, "compat", false, "")
 	fs.BoolVar(&cfg.Compressed, "compressed", false, "")
+	fs.StringVar(&cfg.Engine, "engine", cfg.Engine, "")
 	fs.StringVar(&cfg.API, "api", cfg.API, "")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
 	fs.StringVar(&cfg.Path, "path", cfg.Path, "")
@@ -306,6 +313,7 @@ Options:
   -v, --verbose              verbose
       --compat               output byte for byte as the reference tool (no verdict block)
       --compressed           send Accept-Encoding: gzip (gzip responses are always decoded)
+      --engine <name>        I/O engine: auto, epoll, goroutine (def auto: epoll on Linux for plain http, else goroutine)
       --api <name>           API dialect: chat, completions, responses, anthropic (def chat)
       --model <name>         model the requests ask for (def sse-latency-1)
       --path <path>          request path through the gateway (def: the dialect's, e.g. /v1/messages)

@@ -70,6 +70,19 @@ func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
 		IdleTimeout:  time.Duration(r.cfg.IdleMs) * time.Millisecond,
 		Registry:     r.emissions,
 		IDPrefix:     r.runID,
+		Engine:       client.Engine(r.cfg.Engine),
+	}
+}
+
+// engineNote says on stderr when the gateway batch cannot use the engine
+// --engine asked for (-v: which engine it uses).
+func (r *run) engineNote(req *client.Request) {
+	e, note := req.ResolveEngine()
+	if note != "" {
+		r.out.errorf("note: %s\n", note)
+	}
+	if r.cfg.Verbose {
+		r.out.debugf("client: %s engine", e)
 	}
 }
 

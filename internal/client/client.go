@@ -56,6 +56,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -176,6 +177,10 @@ type Options struct {
 	// Received, when set, counts the content tokens received (for the
 	// progress line).
 	Received *atomic.Int64
+
+	// Engine is the I/O engine: "" or EngineAuto, EngineEpoll,
+	// EngineGoroutine (see Engine and ResolveEngine).
+	Engine Engine
 }
 
 // Request sends the requests of a batch. Its Options may be changed until
@@ -197,6 +202,12 @@ type shared struct {
 	conns atomic.Int64 // connections opened so far: the last ConnID
 	//lint:ignore SA1019 see the type's comment
 	h2 *http2.Transport // makes the HTTP/2 client connections
+
+	// The engine the requests use, resolved at the first request (not
+	// cached in sharedDefault, which Requests of any Options share).
+	engineOnce sync.Once
+	engine     Engine
+	loop       loopShared // what the event loops need of the Request, resolved once
 }
 
 // sharedDefault serves the Requests not made by New.
@@ -382,7 +393,7 @@ func FillEmitted(rec *result.Request, arrived int64, at func(k int) int64) {
 		if t.Emitted != 0 {
 			continue
 		}
-		if ts := at(int(t.Index)); ts != 0 {
+		if ts := at(int(rec.TokenIndex(i))); ts != 0 {
 			t.Emitted = ts
 			rec.ByContent++
 		}

@@ -241,11 +241,12 @@ func TestTokensOfOneReadShareArrival(t *testing.T) {
 		t.Fatalf("%q with %d tokens, want ok with 3 (a raw, unchunked body)", rec.Failure.Error(), len(rec.Tokens))
 	}
 	a, b, c := rec.Tokens[0], rec.Tokens[1], rec.Tokens[2]
-	if a.Arrived != b.Arrived || a.Read != b.Read {
-		t.Errorf("tokens of one Read: arrived %d/%d read %d/%d, want equal", a.Arrived, b.Arrived, a.Read, b.Read)
+	ra, rb, rc := rec.TokenRead(0), rec.TokenRead(1), rec.TokenRead(2)
+	if a.Arrived != b.Arrived || ra != rb {
+		t.Errorf("tokens of one Read: arrived %d/%d read %d/%d, want equal", a.Arrived, b.Arrived, ra, rb)
 	}
-	if c.Arrived <= b.Arrived || c.Read == b.Read {
-		t.Errorf("token of a later Read: arrived %d (read %d) vs %d (read %d), want later", c.Arrived, c.Read, b.Arrived, b.Read)
+	if c.Arrived <= b.Arrived || rc == rb {
+		t.Errorf("token of a later Read: arrived %d (read %d) vs %d (read %d), want later", c.Arrived, rc, b.Arrived, rb)
 	}
 	if rec.Reads != 3 || rec.Events != 5 || rec.MaxTokensPerRead != 2 {
 		t.Errorf("reads %d, events %d, max tokens per read %d; want 3, 5, 2", rec.Reads, rec.Events, rec.MaxTokensPerRead)
@@ -491,11 +492,11 @@ func checkTokens(t *testing.T, rec *result.Request, reads []int32, emitted []int
 		t.Fatalf("%q with %d tokens, want ok with %d", rec.Failure.Error(), len(rec.Tokens), len(reads))
 	}
 	for i, tok := range rec.Tokens {
-		if int(tok.Index) != i || tok.Read != reads[i] || tok.Emitted != emitted[i] {
+		if index, read := rec.TokenIndex(i), rec.TokenRead(i); int(index) != i || read != reads[i] || tok.Emitted != emitted[i] {
 			t.Errorf("token %d: index %d, read %d, emitted %d; want index %d, read %d, emitted %d",
-				i, tok.Index, tok.Read, tok.Emitted, i, reads[i], emitted[i])
+				i, index, read, tok.Emitted, i, reads[i], emitted[i])
 		}
-		if i > 0 && (tok.Read == rec.Tokens[i-1].Read) != (tok.Arrived == rec.Tokens[i-1].Arrived) {
+		if i > 0 && (rec.TokenRead(i) == rec.TokenRead(i-1)) != (tok.Arrived == rec.Tokens[i-1].Arrived) {
 			t.Errorf("token %d: tokens of one read must share its arrival, of different reads not", i)
 		}
 	}
@@ -714,7 +715,7 @@ func TestReserialised(t *testing.T) {
 	}
 	for _, tt := range tests {
 		rec := doWith(t, Options{Dialect: tt.d, Addr: scripted(t, sseHead+"\r\n"+tt.stream), ExpectTokens: 2, IncludeUsage: true, Timeout: 10 * time.Second})
-		if !rec.OK() || len(rec.Tokens) != 2 || rec.Tokens[1].Index != 1 {
+		if !rec.OK() || len(rec.Tokens) != 2 || rec.TokenIndex(1) != 1 {
 			t.Errorf("%s: %q with %d tokens, want ok with tokens 0 and 1", tt.d, rec.Failure.Error(), len(rec.Tokens))
 		}
 	}

@@ -280,9 +280,9 @@ func TestPhasesThroughGateways(t *testing.T) {
 					t.Errorf("%s: first reasoning at %d", what, rec.FirstReasoningAt)
 				}
 				var toolReads []int32
-				for _, tok := range rec.Tokens {
-					if p, _ := api.LocateToken(int(tok.Index), r, c); p == api.PhaseToolCall {
-						toolReads = append(toolReads, tok.Read)
+				for i := range rec.Tokens {
+					if p, _ := api.LocateToken(int(rec.TokenIndex(i)), r, c); p == api.PhaseToolCall {
+						toolReads = append(toolReads, rec.TokenRead(i))
 					}
 				}
 				if gw.merged && toolReads[0] != toolReads[len(toolReads)-1] {
@@ -315,13 +315,16 @@ func checkPhaseRecord(t *testing.T, what string, rec *result.Request, want [api.
 	}
 	var lastEmitted int64
 	lastPhase := api.Phase(0)
-	for _, tok := range rec.Tokens {
-		p, _ := api.LocateToken(int(tok.Index), rec.Reasoning, rec.ToolCall)
+	for i, tok := range rec.Tokens {
+		index := rec.TokenIndex(i)
+		p, _ := api.LocateToken(int(index), rec.Reasoning, rec.ToolCall)
 		if tok.Emitted <= 0 || tok.Arrived < tok.Emitted || tok.Arrived < rec.Sent {
-			t.Errorf("%s: %s token %d emitted %d, arrived %d, sent %d", what, p, tok.Index, tok.Emitted, tok.Arrived, rec.Sent)
+			t.Errorf("%s: %s token %d emitted %d, arrived %d, sent %d", what, p, index, tok.Emitted, tok.Arrived, rec.Sent)
 		}
-		if tok.Emitted <= lastEmitted || p < lastPhase {
-			t.Errorf("%s: %s token %d emitted %d after %d, after a %s token", what, p, tok.Index, tok.Emitted, lastEmitted, lastPhase)
+		// Tokens a stream that fell behind (the machine is busy) wrote in
+		// one write share its instant: emission times never go back.
+		if tok.Emitted < lastEmitted || p < lastPhase {
+			t.Errorf("%s: %s token %d emitted %d after %d, after a %s token", what, p, index, tok.Emitted, lastEmitted, lastPhase)
 		}
 		lastEmitted, lastPhase = tok.Emitted, p
 	}

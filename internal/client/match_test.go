@@ -91,9 +91,9 @@ func FuzzReader(f *testing.F) {
 		o := &Options{Dialect: dialectStreams[int(d)%len(dialectStreams)].d, ExpectTokens: 3, IncludeUsage: true}
 		rec := &result.Request{}
 		feedCuts(t, rec, o, body, cuts)
-		for i, tok := range rec.Tokens {
-			if int(tok.Index) != i {
-				t.Fatalf("token %d has index %d", i, tok.Index)
+		for i := range rec.Tokens {
+			if index := rec.TokenIndex(i); int(index) != i {
+				t.Fatalf("token %d has index %d", i, index)
 			}
 		}
 	})

@@ -60,10 +60,11 @@ func readEvents(t *testing.T, o Options, writes []string) *result.Request {
 // phase's tokens arrived in order, their indexes laid out as documented.
 func phaseCounts(t *testing.T, what string, rec *result.Request) (n [api.NumPhases]int) {
 	t.Helper()
-	for _, tok := range rec.Tokens {
-		p, j := api.LocateToken(int(tok.Index), rec.Reasoning, rec.ToolCall)
+	for i := range rec.Tokens {
+		index := rec.TokenIndex(i)
+		p, j := api.LocateToken(int(index), rec.Reasoning, rec.ToolCall)
 		if j != n[p] {
-			t.Errorf("%s: %s token %d (index %d) arrived after %d of its phase", what, p, j, tok.Index, n[p])
+			t.Errorf("%s: %s token %d (index %d) arrived after %d of its phase", what, p, j, index, n[p])
 		}
 		n[p]++
 	}
@@ -96,9 +97,9 @@ func TestReaderPhases(t *testing.T) {
 				if rec.ByPiTs != wantPiTs || rec.Reasoning != r || rec.ToolCall != c {
 					t.Errorf("%s: %d by pi_ts, phases %d/%d; want %d, %d/%d", what, rec.ByPiTs, rec.Reasoning, rec.ToolCall, wantPiTs, r, c)
 				}
-				for _, tok := range rec.Tokens {
-					if stamped && tok.Emitted != 1000+int64(tok.Index) {
-						t.Errorf("%s: token %d emitted %d, want its pi_ts %d", what, tok.Index, tok.Emitted, 1000+tok.Index)
+				for i, tok := range rec.Tokens {
+					if index := int64(rec.TokenIndex(i)); stamped && tok.Emitted != 1000+index {
+						t.Errorf("%s: token %d emitted %d, want its pi_ts %d", what, index, tok.Emitted, 1000+index)
 					}
 				}
 				// Write i arrived at 100(i+1): the first event in the first
@@ -298,10 +299,11 @@ func FuzzReaderPhases(f *testing.F) {
 		rec := &result.Request{Sent: 1}
 		feedCuts(t, rec, o, body, cuts)
 		var next [api.NumPhases]int
-		for _, tok := range rec.Tokens {
-			p, j := api.LocateToken(int(tok.Index), rec.Reasoning, rec.ToolCall)
+		for i := range rec.Tokens {
+			index := rec.TokenIndex(i)
+			p, j := api.LocateToken(int(index), rec.Reasoning, rec.ToolCall)
 			if j != next[p] {
-				t.Fatalf("%s token %d (index %d) after %d of its phase", p, j, tok.Index, next[p])
+				t.Fatalf("%s token %d (index %d) after %d of its phase", p, j, index, next[p])
 			}
 			next[p]++
 		}
@@ -322,9 +324,9 @@ func TestReaderMergedPhases(t *testing.T) {
 		t.Fatalf("%q, %d tokens; want ok with 4", rec.Failure.Error(), len(rec.Tokens))
 	}
 	wantIndex := []int32{0, 2, 3, 1} // reasoning 0, the call, the text, then reasoning 1
-	for i, tok := range rec.Tokens {
-		if tok.Index != wantIndex[i] {
-			t.Errorf("token %d has index %d, want %d", i, tok.Index, wantIndex[i])
+	for i := range rec.Tokens {
+		if index := rec.TokenIndex(i); index != wantIndex[i] {
+			t.Errorf("token %d has index %d, want %d", i, index, wantIndex[i])
 		}
 	}
 	if rec.ByPiTs != 1 || rec.Tokens[3].Emitted != 78 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/sse-latency/sse-latency/internal/api"
@@ -100,6 +101,9 @@ func (r *reader) feed(p []byte, now int64) bool {
 	}
 	before := len(r.rec.Tokens)
 	ended := r.body(p, now)
+	// The head is parsed: its buffer goes (r.rest may still point into
+	// it, for the drain that follows at once).
+	r.head = nil
 	if got := len(r.rec.Tokens) - before; got > 0 {
 		r.rec.MaxTokensPerRead = max(r.rec.MaxTokensPerRead, got)
 		if r.received != nil {
@@ -142,7 +146,7 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 		}
 		r.rec.HeadAt = r.now
 		if h.Proto != "" {
-			r.rec.Proto = h.Proto
+			r.rec.Proto = ownProto(h.Proto)
 		}
 		r.gotHead = true
 		r.chunked = h.Chunked
@@ -158,6 +162,19 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 		}
 		return r.head[n:], false
 	}
+}
+
+// ownProto returns the protocol of a head as a string of its own: h.Proto
+// is cut from the whole head, which the record would otherwise keep alive
+// as long as itself (thousands of records in flight).
+func ownProto(p string) string {
+	switch p {
+	case ProtoHTTP1:
+		return ProtoHTTP1
+	case "HTTP/1.0":
+		return "HTTP/1.0"
+	}
+	return strings.Clone(p)
 }
 
 // nonSuccess handles the head of a final response with a status other than
@@ -518,10 +535,7 @@ func (r *reader) content(p api.Phase, text []byte, piTs int64, now int64) {
 		r.extra[p] += int64(len(text))
 		return
 	}
-	base := r.base[p]
-	for k := first; k < first+n; k++ {
-		r.rec.Tokens = append(r.rec.Tokens, result.Token{Arrived: now, Read: r.readIdx, Index: base + int32(k)})
-	}
+	r.rec.AppendTokens(n, r.base[p]+int32(first), r.readIdx, now)
 	if whole && n == 1 && piTs > 0 {
 		r.rec.Tokens[len(r.rec.Tokens)-1].Emitted = piTs
 		r.rec.ByPiTs++

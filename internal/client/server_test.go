@@ -63,9 +63,9 @@ func TestAgainstOurServer(t *testing.T) {
 					t.Errorf("%d tokens by pi_ts, %d by content; want %d, %d", rec.ByPiTs, rec.ByContent, via.byPiTs, via.byContnt)
 				}
 				for i, tok := range rec.Tokens {
-					if int(tok.Index) != i || tok.Emitted <= 0 || tok.Arrived < tok.Emitted || tok.Arrived < rec.Sent {
+					if index := rec.TokenIndex(i); int(index) != i || tok.Emitted <= 0 || tok.Arrived < tok.Emitted || tok.Arrived < rec.Sent {
 						t.Errorf("token %d: index %d, emitted %d, arrived %d, sent %d: want index %d and sent, emitted <= arrived",
-							i, tok.Index, tok.Emitted, tok.Arrived, rec.Sent, i)
+							i, index, tok.Emitted, tok.Arrived, rec.Sent, i)
 					}
 				}
 			})

@@ -36,6 +36,8 @@ type Session struct {
 
 	buf     []byte // the read buffer, ReadBufferSize
 	oneShot bool   // Request.Do's: the connection closes after the request, no drain
+
+	ev loopSession // the epoll engine's state (see Engine)
 }
 
 // NewSession returns a Session that sends q's requests.
@@ -45,6 +47,7 @@ func (q *Request) NewSession() *Session {
 
 // Close closes the session's connection, if one is open.
 func (s *Session) Close() error {
+	s.closeLoop()
 	var err error
 	switch {
 	case s.cc != nil:
@@ -91,6 +94,10 @@ const (
 // try.
 func (s *Session) Do(ctx context.Context, rec *result.Request) {
 	q := s.q
+	if q.onLoop() {
+		s.doLoop(ctx, rec)
+		return
+	}
 	rec.ID = q.ID(rec.Batch, rec.Index)
 	// Whatever the outcome, the tokens that arrived without a usable pi_ts
 	// get their emission times from the registry (and the entry is freed),

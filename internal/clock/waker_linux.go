@@ -23,6 +23,10 @@ var monoBaseNs = func() int64 {
 	return ts.Nano() - int64(time.Since(base))
 }()
 
+// Mono converts a process-clock reading to CLOCK_MONOTONIC nanoseconds,
+// the time base of timerfd's absolute deadlines.
+func Mono(ns int64) int64 { return monoBaseNs + (ns - baseEpochNs) }
+
 type timerfdWaker struct {
 	f   *os.File
 	rc  syscall.RawConn
@@ -59,7 +63,7 @@ func NewWaker() Waker {
 }
 
 func (w *timerfdWaker) Arm(deadline int64) error {
-	mono := monoBaseNs + (deadline - baseEpochNs)
+	mono := Mono(deadline)
 	if mono <= 0 {
 		mono = 1 // zero would disarm the timer
 	}

@@ -253,9 +253,12 @@ func TestClientAndSync(t *testing.T) {
 func TestComplete(t *testing.T) {
 	est := clocksync.Estimate{Offset: 1000, Bound: 10}
 	rec := func() *result.Request {
-		return &result.Request{ID: "a", ByPiTs: 1, Tokens: []result.Token{
-			{Index: 0, Emitted: 5000, Arrived: 4500}, {Index: 1, Arrived: 4600}, {Index: 2, Arrived: 4700},
-		}}
+		r := &result.Request{ID: "a", ByPiTs: 1}
+		for k := range int32(3) { // tokens 0, 1, 2, one per Read
+			r.AppendTokens(1, k, k, 4500+100*int64(k))
+		}
+		r.Tokens[0].Emitted = 5000
+		return r
 	}
 	// Without a server record: only the pi_ts are converted.
 	r := rec()
@@ -309,9 +312,11 @@ func TestResolver(t *testing.T) {
 		case 1:
 			id = "b"
 		}
-		rec := &result.Request{Index: i, ID: id, Tokens: []result.Token{{Index: 2, Arrived: 1}}}
+		rec := &result.Request{Index: i, ID: id}
+		rec.AppendTokens(1, 2, 0, 1) // token 2 of the stream
 		r.Add(rec)
-		rec.Tokens[0].Index = 99 // Add kept a copy
+		rec.TokenRuns[0].Index = 99 // Add kept a copy
+		rec.Tokens[0].Emitted = 99
 	}
 	if failures, err := r.Close(); failures != 0 || err != nil {
 		t.Fatalf("Close = %d, %v", failures, err)

@@ -63,7 +63,7 @@ func NewResolver(c *Client, s *Syncer, out func(*result.Request)) *Resolver {
 // rec once Add returns.
 func (r *Resolver) Add(rec *result.Request) {
 	cp := *rec
-	cp.Tokens = slices.Clone(rec.Tokens)
+	cp.Tokens, cp.TokenRuns = slices.Clone(rec.Tokens), slices.Clone(rec.TokenRuns)
 	r.pending.Add(1)
 	r.in <- &cp
 }

@@ -15,6 +15,7 @@
 package emission
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,18 +29,50 @@ const (
 
 // Times holds the emission times of one stream's tokens, indexed by token.
 // The server stores into it as it emits; readers load atomically.
+//
+// Made with StartAt, it knows each token's deadline and keeps 4 bytes per
+// token: how late (or early) the token was written against its deadline,
+// in nanoseconds, when that fits in an int32 (within ±2.1 s), else the
+// exact time in a map on the side. Made with Start, it keeps the times
+// themselves, 8 bytes per token.
 type Times struct {
-	ns       []atomic.Int64 // process-clock ns; 0 = not emitted (yet)
-	finished atomic.Int64   // wall time (Unix ns) the stream ended; 0 while streaming
-	arrived  atomic.Int64   // process-clock ns: the server had read the whole request; 0 = unknown
-	gone     atomic.Int64   // process-clock ns: the server found the client gone; 0 = it did not
+	ns       []atomic.Int64 // Start: process-clock ns; 0 = not emitted (yet)
+	late     []atomic.Int32 // StartAt: see lateOf; 0 = not emitted (yet)
+	deadline func(k int) int64
+	farMu    sync.Mutex
+	far      map[int]int64 // StartAt: the times whose lateness does not fit in late
+	finished atomic.Int64  // wall time (Unix ns) the stream ended; 0 while streaming
+	arrived  atomic.Int64  // process-clock ns: the server had read the whole request; 0 = unknown
+	gone     atomic.Int64  // process-clock ns: the server found the client gone; 0 = it did not
 	created  int64
 }
 
+// farLate marks a token of late whose time is in far.
+const farLate = math.MinInt32
+
 // Set records that token k was written at ts.
 func (t *Times) Set(k int, ts int64) {
-	if t != nil && k >= 0 && k < len(t.ns) {
+	if t == nil || k < 0 || k >= t.Len() {
+		return
+	}
+	if t.late == nil {
 		t.ns[k].Store(ts)
+		return
+	}
+	// Stored: d+1 for d >= 0, d itself for d < 0 (0 means not set).
+	switch d := ts - t.deadline(k); {
+	case d >= 0 && d < math.MaxInt32:
+		t.late[k].Store(int32(d + 1))
+	case d < 0 && d > farLate:
+		t.late[k].Store(int32(d))
+	default:
+		t.farMu.Lock()
+		if t.far == nil {
+			t.far = make(map[int]int64)
+		}
+		t.far[k] = ts
+		t.farMu.Unlock()
+		t.late[k].Store(farLate)
 	}
 }
 
@@ -94,16 +127,33 @@ func (t *Times) Len() int {
 	if t == nil {
 		return 0
 	}
+	if t.late != nil {
+		return len(t.late)
+	}
 	return len(t.ns)
 }
 
 // At returns when token k was written, or 0 if it was not (or k is out of
 // range).
 func (t *Times) At(k int) int64 {
-	if t == nil || k < 0 || k >= len(t.ns) {
+	if t == nil || k < 0 || k >= t.Len() {
 		return 0
 	}
-	return t.ns[k].Load()
+	if t.late == nil {
+		return t.ns[k].Load()
+	}
+	switch v := t.late[k].Load(); {
+	case v == 0:
+		return 0
+	case v == farLate:
+		t.farMu.Lock()
+		defer t.farMu.Unlock()
+		return t.far[k]
+	case v > 0:
+		return t.deadline(k) + int64(v) - 1
+	default:
+		return t.deadline(k) + int64(v)
+	}
 }
 
 // Registry maps request ids to their emission times. A nil *Registry is
@@ -129,7 +179,21 @@ func (r *Registry) Start(id string, tokens int) *Times {
 	if r == nil || id == "" || tokens < 0 {
 		return nil
 	}
-	t := &Times{ns: make([]atomic.Int64, tokens), created: time.Now().UnixNano()}
+	return r.add(id, &Times{ns: make([]atomic.Int64, tokens), created: time.Now().UnixNano()})
+}
+
+// StartAt is Start for a stream whose token k is due at deadline(k): its
+// entry keeps 4 bytes per token instead of 8 (see Times). deadline must
+// be safe to call from any goroutine.
+func (r *Registry) StartAt(id string, tokens int, deadline func(k int) int64) *Times {
+	if r == nil || id == "" || tokens < 0 {
+		return nil
+	}
+	return r.add(id, &Times{late: make([]atomic.Int32, tokens), deadline: deadline, created: time.Now().UnixNano()})
+}
+
+// add enters t under id.
+func (r *Registry) add(id string, t *Times) *Times {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.entries == nil {

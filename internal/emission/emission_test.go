@@ -76,3 +76,38 @@ func TestArrivedGoneLookup(t *testing.T) {
 		t.Error("a nil Registry found an entry")
 	}
 }
+
+// TestStartAt: an entry that knows its deadlines gives back every time as
+// set — on time, late, early, a token never written, and lateness beyond
+// what 4 bytes hold, either way.
+func TestStartAt(t *testing.T) {
+	const base = int64(1_800_000_000_000_000_000) // a process-clock reading of these years
+	deadline := func(k int) int64 { return base + int64(k)*5_000_000 }
+	r := New()
+	tm := r.StartAt("a", 8, deadline)
+	times := map[int]int64{
+		0: deadline(0),                 // on time
+		1: deadline(1) + 1,             // 1 ns late
+		2: deadline(2) + 123_456,       // late
+		3: deadline(3) - 10_000,        // early
+		5: deadline(5) + 3_000_000_000, // 3 s late: beyond an int32
+		6: deadline(6) - 3_000_000_000, // 3 s early
+		7: deadline(7) + (1<<31 - 2),   // the largest lateness an int32 holds
+	}
+	for k, ts := range times {
+		tm.Set(k, ts)
+	}
+	tm.Set(8, base) // out of range: ignored
+	got := r.Take("a")
+	if got == nil || got.Len() != 8 {
+		t.Fatalf("Take(a) = %v, want 8 tokens", got)
+	}
+	for k := range 9 {
+		if got.At(k) != times[k] {
+			t.Errorf("At(%d) = %d, want %d", k, got.At(k), times[k])
+		}
+	}
+	if r.StartAt("", 3, deadline) != nil || (*Registry)(nil).StartAt("x", 1, deadline) != nil {
+		t.Error("an empty id or a nil registry got an entry")
+	}
+}

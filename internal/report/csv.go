@@ -35,13 +35,13 @@ func (c *CSVWriter) Add(r *result.Request) {
 	if c.err != nil {
 		return
 	}
-	for _, t := range r.Tokens {
+	for i, t := range r.Tokens {
 		b := c.buf[:0]
 		b = append(b, r.Batch...)
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(r.Index), 10)
 		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(t.Index), 10)
+		b = strconv.AppendInt(b, int64(r.TokenIndex(i)), 10)
 		b = append(b, ',')
 		if t.Emitted != 0 {
 			b = strconv.AppendInt(b, t.Emitted, 10)
@@ -53,7 +53,7 @@ func (c *CSVWriter) Add(r *result.Request) {
 			b = strconv.AppendFloat(b, float64(t.Arrived-t.Emitted)/1e6, 'f', 6, 64)
 		}
 		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(t.Read), 10)
+		b = strconv.AppendInt(b, int64(r.TokenRead(i)), 10)
 		b = append(b, '\n')
 		c.buf = b
 		if _, c.err = c.w.Write(b); c.err != nil {

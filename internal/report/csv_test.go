@@ -11,10 +11,11 @@ import (
 func TestCSV(t *testing.T) {
 	var b strings.Builder
 	c := NewCSVWriter(&b)
-	c.Add(&result.Request{Batch: "gw", Index: 3, Tokens: []result.Token{
-		{Emitted: 10_000, Arrived: 260_000, Read: 0, Index: 0},
-		{Arrived: 1_260_000, Read: 1, Index: 1}, // no emission time
-	}})
+	r := &result.Request{Batch: "gw", Index: 3}
+	r.AppendTokens(1, 0, 0, 260_000)
+	r.AppendTokens(1, 1, 1, 1_260_000) // no emission time
+	r.Tokens[0].Emitted = 10_000
+	c.Add(r)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestCSVReportsWriteErrors(t *testing.T) {
 	c := NewCSVWriter(failWriter{})
 	r := &result.Request{Batch: "gw", Tokens: make([]result.Token, 10000)} // more than the buffer holds
 	for i := range r.Tokens {
-		r.Tokens[i] = result.Token{Emitted: int64(i) * 1e6, Arrived: int64(i)*1e6 + 1, Index: int32(i)}
+		r.Tokens[i] = result.Token{Emitted: int64(i) * 1e6, Arrived: int64(i)*1e6 + 1}
 	}
 	c.Add(r)
 	if err := c.Close(); err == nil || !strings.Contains(err.Error(), "disk full") {

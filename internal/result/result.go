@@ -121,12 +121,83 @@ func (f Failure) Error() string {
 }
 
 // Token is one content token as the client saw it. Times are nanoseconds on
-// the process clock (see package clock).
+// the process clock (see package clock). Its index in the stream and the
+// Read that delivered it are the record's: Request.TokenIndex and
+// Request.TokenRead (thousands of streams in flight hold 200 tokens each:
+// 16 bytes a token instead of 24).
 type Token struct {
 	Emitted int64 // when the server wrote it: its pi_ts, or from the emission registry; 0 if unknown
 	Arrived int64 // when the Read that delivered its last byte returned
-	Read    int32 // index of that Read within the response (0-based)
-	Index   int32 // position of the token in the stream (0-based, all phases: see Request.Reasoning), from its content
+}
+
+// TokenRun says which index and Read the tokens from position From on have,
+// up to the next run: Tokens[i] is token Index+(i-From) of the stream
+// (0-based, all phases: see Request.Reasoning), delivered by Read
+// Read+Step*(i-From) of the response (0-based) — Step 0 when the run's
+// tokens came in one Read, 1 when each came in the Read after the last
+// one's. A stream read one token per Read has a run per phase; one whose
+// gateway merges tokens, a run per Read that delivered several.
+type TokenRun struct {
+	From, Index, Read, Step int32
+}
+
+// AppendTokens appends n tokens, the stream's tokens index, index+1, …, all
+// delivered by Read read, which returned at arrived, with no emission time.
+func (r *Request) AppendTokens(n int, index, read int32, arrived int64) {
+	for j := range int32(n) {
+		i := int32(len(r.Tokens))
+		r.Tokens = append(r.Tokens, Token{Arrived: arrived})
+		r.extendRuns(i, index+j, read)
+	}
+}
+
+// extendRuns accounts for token i, token index of the stream, delivered by
+// Read read: it continues the last run, or starts one.
+func (r *Request) extendRuns(i, index, read int32) {
+	if n := len(r.TokenRuns); n > 0 {
+		last := &r.TokenRuns[n-1]
+		if k := i - last.From; index == last.Index+k {
+			switch {
+			case k == 1 && read == last.Read+1: // the second token fixes the step
+				last.Step = 1
+				return
+			case read == last.Read+last.Step*k:
+				return
+			}
+		}
+	}
+	r.TokenRuns = append(r.TokenRuns, TokenRun{From: i, Index: index, Read: read})
+}
+
+// run returns the run holding token i.
+func (r *Request) run(i int) TokenRun {
+	runs := r.TokenRuns
+	lo, hi := 0, len(runs) // the last run with From <= i is runs[lo-1]
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int(runs[m].From) <= i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return TokenRun{Index: 0, Read: 0, Step: 1, From: 0} // no runs: token i is token i, of Read i
+	}
+	return runs[lo-1]
+}
+
+// TokenIndex returns the index in the stream of Tokens[i].
+func (r *Request) TokenIndex(i int) int32 {
+	run := r.run(i)
+	return run.Index + int32(i) - run.From
+}
+
+// TokenRead returns the index of the Read (within the response) that
+// delivered Tokens[i].
+func (r *Request) TokenRead(i int) int32 {
+	run := r.run(i)
+	return run.Read + run.Step*(int32(i)-run.From)
 }
 
 // Request is the record of one streamed request.
@@ -169,10 +240,11 @@ type Request struct {
 	// request.
 	ServerArrived int64
 
-	Tokens []Token // content tokens in arrival order, all phases
-	Reads  int     // number of Reads that returned data after the request was sent
-	Bytes  int64   // response bytes received, head included
-	Events int     // SSE data payloads received (one per event in every dialect)
+	Tokens    []Token    // content tokens in arrival order, all phases
+	TokenRuns []TokenRun // the tokens' indexes and Reads (AppendTokens, TokenIndex, TokenRead)
+	Reads     int        // number of Reads that returned data after the request was sent
+	Bytes     int64      // response bytes received, head included
+	Events    int        // SSE data payloads received (one per event in every dialect)
 
 	// The phases of the answer the request asked for: Reasoning reasoning
 	// tokens, then a tool call of ToolCall argument tokens, then the text.

@@ -58,3 +58,82 @@ func TestKindNames(t *testing.T) {
 		t.Errorf("names %q, %q, %q, %q", StreamError.String(), Integrity.String(), IdleTimeout.String(), Redirect.String())
 	}
 }
+
+// TestTokenRuns appends tokens the ways a reader does — one per Read, several
+// in one Read, Reads without tokens, a phase whose tokens are missing — and
+// checks every token's index and Read, and that the common case costs one
+// run.
+func TestTokenRuns(t *testing.T) {
+	type add struct {
+		n           int
+		index, read int32
+	}
+	tests := []struct {
+		name  string
+		adds  []add
+		runs  int
+		index []int32
+		read  []int32
+	}{
+		{"one token per Read", []add{{1, 0, 1}, {1, 1, 2}, {1, 2, 3}, {1, 3, 4}}, 1,
+			[]int32{0, 1, 2, 3}, []int32{1, 2, 3, 4}},
+		{"several tokens per Read", []add{{3, 0, 1}, {2, 3, 4}}, 2,
+			[]int32{0, 1, 2, 3, 4}, []int32{1, 1, 1, 4, 4}},
+		{"Reads without tokens in between", []add{{1, 0, 0}, {1, 1, 2}, {1, 2, 3}}, 2,
+			[]int32{0, 1, 2}, []int32{0, 2, 3}},
+		{"a phase missing", []add{{1, 0, 1}, {1, 1, 2}, {1, 5, 3}, {1, 6, 4}}, 2,
+			[]int32{0, 1, 5, 6}, []int32{1, 2, 3, 4}},
+		{"phases out of order", []add{{1, 0, 0}, {2, 2, 0}, {1, 1, 1}}, 3,
+			[]int32{0, 2, 3, 1}, []int32{0, 0, 0, 1}},
+		{"one token per Read after a merged Read", []add{{2, 0, 0}, {1, 2, 1}, {1, 3, 2}, {1, 4, 3}}, 2,
+			[]int32{0, 1, 2, 3, 4}, []int32{0, 0, 1, 2, 3}},
+	}
+	for _, tt := range tests {
+		r := &Request{}
+		for _, a := range tt.adds {
+			r.AppendTokens(a.n, a.index, a.read, int64(a.read)*10)
+		}
+		if len(r.Tokens) != len(tt.index) || len(r.TokenRuns) != tt.runs {
+			t.Errorf("%s: %d tokens in %d runs %v, want %d in %d", tt.name, len(r.Tokens), len(r.TokenRuns), r.TokenRuns, len(tt.index), tt.runs)
+			continue
+		}
+		for i := range r.Tokens {
+			if got, got2 := r.TokenIndex(i), r.TokenRead(i); got != tt.index[i] || got2 != tt.read[i] {
+				t.Errorf("%s: token %d: index %d read %d, want %d and %d", tt.name, i, got, got2, tt.index[i], tt.read[i])
+			}
+			if r.Tokens[i].Arrived != int64(tt.read[i])*10 {
+				t.Errorf("%s: token %d arrived %d, want its Read's %d", tt.name, i, r.Tokens[i].Arrived, tt.read[i]*10)
+			}
+		}
+	}
+}
+
+// FuzzTokenRuns checks the runs against the plain list of indexes and Reads
+// they encode, whatever order the appends come in.
+func FuzzTokenRuns(f *testing.F) {
+	f.Add([]byte{1, 0, 1, 1, 1, 2, 3, 2, 2})
+	f.Add([]byte{2, 0, 0, 1, 5, 1, 1, 6, 3, 4, 7, 3})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		r := &Request{}
+		var wantIndex, wantRead []int32
+		read := int32(0)
+		for len(ops) >= 3 {
+			n, index := int(ops[0]%5), int32(ops[1])
+			read += int32(ops[2] % 3) // Reads only go forward
+			ops = ops[3:]
+			r.AppendTokens(n, index, read, 0)
+			for j := range int32(n) {
+				wantIndex = append(wantIndex, index+j)
+				wantRead = append(wantRead, read)
+			}
+		}
+		for i := range r.Tokens {
+			if r.TokenIndex(i) != wantIndex[i] || r.TokenRead(i) != wantRead[i] {
+				t.Fatalf("token %d: index %d read %d, want %d and %d (runs %v)", i, r.TokenIndex(i), r.TokenRead(i), wantIndex[i], wantRead[i], r.TokenRuns)
+			}
+		}
+		if len(r.TokenRuns) > len(r.Tokens) {
+			t.Fatalf("%d runs for %d tokens", len(r.TokenRuns), len(r.Tokens))
+		}
+	})
+}

@@ -56,6 +56,7 @@ type Config struct {
 	Headers       []string `json:"headers" merge:"same"`         // -H: extra request headers ("Name: value"); secrets redacted
 	APIKey        string   `json:"api_key" merge:"same"`         // --api-key: Authorization: Bearer (x-api-key for anthropic); redacted
 	HostHeader    string   `json:"host_header" merge:"gateway"`  // --host-header: Host header to send
+	Engine        string   `json:"engine" merge:"instance"`      // --engine: how this instance did its I/O, auto, epoll or goroutine (not what it measured)
 
 	// Across hosts.
 	Control string `json:"control" merge:"instance"` // --control: listen address of the server's control endpoints (its timing records); "" = none
@@ -73,7 +74,7 @@ type Config struct {
 // schema_version 1 began (a run made before one existed had it so). With
 // them, documents of before and after a setting compare equal when it was
 // not used. cli.DefaultConfig agrees (a test checks it).
-var MissingSettings = Config{Arrival: "constant", ReasoningField: "reasoning_content"}
+var MissingSettings = Config{Arrival: "constant", ReasoningField: "reasoning_content", Engine: "auto"}
 
 // Rule is what merge (and compare) does with a configuration field in
 // which the runs differ.

@@ -24,7 +24,7 @@ import (
 
 // testConfig is the configuration of the synthetic runs.
 var testConfig = Config{Listen: ":8090", Target: "127.0.0.1:8080", Requests: 4, Concurrency: 2, Tokens: 1000, DelayMs: 5,
-	TimeoutMs: 300000, API: "chat", Model: "sse-latency-1", ReasoningField: "reasoning_content", Arrival: "constant"}
+	TimeoutMs: 300000, API: "chat", Model: "sse-latency-1", ReasoningField: "reasoning_content", Arrival: "constant", Engine: "auto"}
 
 // runStart is the fixed start of the synthetic runs.
 var runStart = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)

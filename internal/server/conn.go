@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/schedule"
@@ -108,16 +106,13 @@ type h1conn struct {
 
 func newH1conn(s *Server, c net.Conn) *h1conn {
 	hc := &h1conn{s: s, c: c, start: time.Now()}
-	if sc, ok := c.(syscall.Conn); ok {
+	if sc, ok := c.(syscall.Conn); ok && directWrites {
 		if rc, err := sc.SyscallConn(); err == nil {
 			hc.raw = rc
 		}
 	}
 	hc.writeFn = func(fd uintptr) bool {
-		hc.wn, hc.werr = unix.Write(int(fd), hc.wbuf)
-		if hc.wn < 0 {
-			hc.wn = 0
-		}
+		hc.wn, hc.werr = writeFd(fd, hc.wbuf)
 		return true // never wait for writability: that is the stream goroutine's job
 	}
 	return hc
@@ -313,12 +308,18 @@ func (hc *h1conn) consume(n int) {
 	hc.buf = hc.buf[:copy(hc.buf, hc.buf[n:])]
 }
 
+// firstReadBytes is the size of a connection's read buffer at first; it
+// doubles as a request needs.
+const firstReadBytes = 1 << 10
+
 // readMore reads once more into hc.buf, growing it up to just past the head
 // limit so the parser can tell "too large" from "need more".
 func (hc *h1conn) readMore() error {
 	buf := hc.buf
 	if cap(buf) == 0 {
-		buf = make([]byte, 0, 4096)
+		// Most requests (head and body) fit in 1 KiB; thousands of
+		// connections arriving at once should not take 4 KiB each.
+		buf = make([]byte, 0, firstReadBytes)
 	} else if len(buf) == cap(buf) {
 		if cap(buf) > wire.MaxHeadBytes {
 			return errHeadTooLarge()
@@ -446,21 +447,24 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	p := s.plan(start, d, h, &a)
 	a.Created = start / 1e9
 	st := newStream(t, api.NewEncoder(d, a), p)
-	out := t.startStream(st.out[:0])
+	sc := getScratch()
+	out := t.startStream(sc.out[:0])
 	for i := range st.enc.StartEvents() {
-		st.payload = st.enc.AppendStart(st.payload[:0], i, start)
-		out = t.appendEvent(out, st.payload)
+		sc.payload = st.enc.AppendStart(sc.payload[:0], i, start)
+		out = t.appendEvent(out, sc.payload)
 	}
-	st.out = out
-	if err := t.write(out); err != nil {
+	sc.out = out
+	err = t.write(out)
+	putScratch(sc)
+	if err != nil {
 		s.leaveAnswer()
 		return nil
 	}
-	st.times = s.cfg.Emissions.Start(h.ID, p.Tokens)
+	st.times = s.cfg.Emissions.StartAt(h.ID, p.Tokens, p.Deadline)
 	st.times.SetArrived(req.arrived)
 	s.logf("server: %s: %s stream %d (id %q): %d tokens (%d reasoning, %d tool call), think %dns, delay %dns",
 		t, d, no, h.ID, p.Tokens, a.Reasoning, a.ToolCall, p.Think, p.Delay)
-	st.shard = s.shards[no%uint64(len(s.shards))]
+	st.shard = s.shardFor(t, no)
 	t.bind(st)
 	st.shard.start(st)
 	return st
@@ -549,14 +553,16 @@ func (s *Server) releaseH1(hc *h1conn) {
 // .done/.stop events) and the end of the body in one write.
 func (s *Server) finish(st *stream) error {
 	st.times.Finish()
-	out := st.out[:0]
+	sc := getScratch()
+	defer putScratch(sc)
+	out := sc.out[:0]
 	ts := clock.Now()
 	for i := range st.enc.EndEvents() {
-		st.payload = st.enc.AppendEnd(st.payload[:0], i, ts)
-		out = st.w.appendEvent(out, st.payload)
+		sc.payload = st.enc.AppendEnd(sc.payload[:0], i, ts)
+		out = st.w.appendEvent(out, sc.payload)
 	}
 	out = st.w.appendEnd(out)
-	st.out = out
+	sc.out = out
 	return st.w.write(out)
 }
 
@@ -661,9 +667,6 @@ func (hc *h1conn) tryWrite(b []byte) (int, error) {
 	hc.wbuf = nil
 	if err != nil {
 		return 0, err
-	}
-	if hc.werr == unix.EINTR {
-		return hc.wn, unix.EAGAIN
 	}
 	return hc.wn, hc.werr
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 )
 
 // sseEvent is one event of a stream, as the tests read it.
@@ -237,9 +238,11 @@ func checkEvents(t *testing.T, what string, got []sseEvent, want []wantEvent) []
 // sequence numbers, token texts in order, pi_ts on every token event, usage
 // — and that the emission registry holds each token's pi_ts under the
 // request's id.
-func TestDialectStreams(t *testing.T) {
+func TestDialectStreams(t *testing.T) { forEngines(t, testDialectStreams) }
+
+func testDialectStreams(t *testing.T, e evloop.Engine) {
 	reg := emission.New()
-	srv := startServer(t, Config{Tokens: 1000, DelayMs: 0.1, Emissions: reg})
+	srv := startServer(t, Config{Tokens: 1000, DelayMs: 0.1, Emissions: reg, Engine: e})
 	const n = 4
 	hints := fmt.Sprintf(`"pi_tokens":%d,"pi_delay_ms":0.1`, n)
 	tests := []struct {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 )
 
 // h2Client is an HTTP/2-only client: over TLS trusting roots, or, with
@@ -93,11 +94,13 @@ func splitEvents(t *testing.T, body string) []string {
 // TestH2Dialects streams every dialect over HTTP/2, on TLS (ALPN h2) and in
 // clear text (prior knowledge), and checks the head fields, the whole event
 // sequence, and the registry's time of every token.
-func TestH2Dialects(t *testing.T) {
+func TestH2Dialects(t *testing.T) { forEngines(t, testH2Dialects) }
+
+func testH2Dialects(t *testing.T, e evloop.Engine) {
 	for _, overTLS := range []bool{true, false} {
 		name := map[bool]string{true: "h2", false: "h2c"}[overTLS]
 		t.Run(name, func(t *testing.T) {
-			h := newH2Setup(t, overTLS, Config{Tokens: 5, DelayMs: 0.1})
+			h := newH2Setup(t, overTLS, Config{Tokens: 5, DelayMs: 0.1, Engine: e})
 			for _, d := range api.Dialects {
 				const n = 5
 				id := name + "-" + d.String()

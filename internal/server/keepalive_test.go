@@ -12,6 +12,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 )
 
 // kaRequest is a raw POST of body to path without "Connection: close", with
@@ -123,32 +124,38 @@ func TestKeepAliveSequence(t *testing.T) {
 			{req: kaRequest("/v1/chat/completions", `{nope`), status: "400 Bad Request"},
 			streamStep(api.Chat, 2, "d4")}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			reg := emission.New()
-			srv := startServer(t, Config{Tokens: 5, DelayMs: 0.1, Emissions: reg})
-			c, r := dialRaw(t, srv)
-			for i, st := range tt.steps {
-				send(t, c, st.req)
-				checkStep(t, r, fmt.Sprintf("request %d", i), st, true)
-			}
-			// The last request asks to close: the reference's head, then EOF.
-			last := streamStep(api.Chat, 1, "last")
-			send(t, c, postRequest(api.Chat.Path(), `{"stream":true,"pi_tokens":1}`))
-			checkStep(t, r, "closing request", last, false)
-			expectClosed(t, r, "after Connection: close")
-			if got := srv.Connections(); got != 1 {
-				t.Errorf("Connections() = %d, want 1", got)
-			}
-			if got, want := srv.Requests(), int64(len(tt.steps)+1); got != want {
-				t.Errorf("Requests() = %d, want %d", got, want)
-			}
-			for _, st := range tt.steps {
-				if times := reg.Take(st.id); st.stream && (times == nil || times.Len() != st.n) {
-					t.Errorf("registry entry of %s = %v, want %d emission times", st.id, times, st.n)
-				}
-			}
-		})
+	forEngines(t, func(t *testing.T, e evloop.Engine) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) { testKeepAliveSequence(t, e, tt.steps) })
+		}
+	})
+}
+
+// testKeepAliveSequence sends steps on one connection, then a request
+// that asks to close it.
+func testKeepAliveSequence(t *testing.T, e evloop.Engine, steps []kaStep) {
+	reg := emission.New()
+	srv := startServer(t, Config{Tokens: 5, DelayMs: 0.1, Emissions: reg, Engine: e})
+	c, r := dialRaw(t, srv)
+	for i, st := range steps {
+		send(t, c, st.req)
+		checkStep(t, r, fmt.Sprintf("request %d", i), st, true)
+	}
+	// The last request asks to close: the reference's head, then EOF.
+	last := streamStep(api.Chat, 1, "last")
+	send(t, c, postRequest(api.Chat.Path(), `{"stream":true,"pi_tokens":1}`))
+	checkStep(t, r, "closing request", last, false)
+	expectClosed(t, r, "after Connection: close")
+	if got := srv.Connections(); got != 1 {
+		t.Errorf("Connections() = %d, want 1", got)
+	}
+	if got, want := srv.Requests(), int64(len(steps)+1); got != want {
+		t.Errorf("Requests() = %d, want %d", got, want)
+	}
+	for _, st := range steps {
+		if times := reg.Take(st.id); st.stream && (times == nil || times.Len() != st.n) {
+			t.Errorf("registry entry of %s = %v, want %d emission times", st.id, times, st.n)
+		}
 	}
 }
 

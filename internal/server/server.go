@@ -14,8 +14,11 @@
 // Each HTTP/1.x connection has a goroutine that reads a request and writes
 // the response head; the token emissions themselves are driven by a few
 // emission shards (one per GOMAXPROCS), each a min-heap of stream deadlines
-// woken by a clock.Waker (a timerfd on Linux, so wake-ups are accurate to
-// microseconds rather than the millisecond of Go's timers). A shard writes
+// woken by a timerfd on Linux (so wake-ups are accurate to microseconds
+// rather than the millisecond of Go's timers): on the epoll engine the
+// timerfd is in an event loop of package evloop, which runs the shard's
+// ticks between the reads of the client's sockets; on the goroutine engine
+// (and elsewhere, with a timer) each shard has a goroutine. A shard writes
 // each token with a non-blocking write; a connection whose socket buffer is
 // full is handed back to its own goroutine to drain, so one slow reader
 // never stalls the other streams. A connection without a file descriptor
@@ -43,6 +46,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/schedule"
 	"github.com/sse-latency/sse-latency/internal/stats"
 )
@@ -139,6 +143,13 @@ type Config struct {
 	// preface (h2c with prior knowledge). Without it the server speaks
 	// HTTP/1.x only.
 	HTTP2 bool
+
+	// Engine is how the emission shards wait for their deadlines (see
+	// evloop.Engine): on the event loops, which the client's requests
+	// share ("", evloop.Auto or evloop.Epoll, on Linux), or each on a
+	// goroutine of its own (evloop.Goroutine, and elsewhere). The tokens,
+	// their stamps and the wire bytes are the same.
+	Engine evloop.Engine
 }
 
 // Defaults for the zero values of Config.
@@ -167,6 +178,7 @@ type Server struct {
 	cfg    Config
 	ln     net.Listener
 	shards []*shard
+	affine bool // shard i runs on event loop i mod the loops: see shardFor
 	start  time.Time
 
 	streamNo    atomic.Uint64
@@ -251,7 +263,12 @@ func New(ln net.Listener, cfg Config) *Server {
 		s.initH2()
 	}
 	for i := 0; i < cfg.Shards; i++ {
-		s.shards = append(s.shards, newShard(clock.NewWaker(), int64(cfg.WakeInterval), int64(cfg.SpinAhead)))
+		sh := newShard(nil, int64(cfg.WakeInterval), int64(cfg.SpinAhead))
+		if !s.onLoop(sh, i) {
+			w := clock.NewWaker()
+			sh.waker, sh.own = w, w
+		}
+		s.shards = append(s.shards, sh)
 	}
 	return s
 }
@@ -265,8 +282,10 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // error otherwise.
 func (s *Server) Serve(ctx context.Context) error {
 	for _, sh := range s.shards {
-		s.wg.Add(1)
-		go func() { defer s.wg.Done(); sh.run() }()
+		if sh.own != nil {
+			s.wg.Add(1)
+			go func() { defer s.wg.Done(); sh.run(sh.own) }()
+		}
 	}
 	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
 	defer stop()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
@@ -47,6 +48,22 @@ func runServer(t *testing.T, cfg Config) (srv *Server, stop func(while string)) 
 	}
 	t.Cleanup(func() { stop("at the end of the test") })
 	return srv, stop
+}
+
+// engines are the ways the emission shards run: on the event loops,
+// where there are any, and on goroutines of their own.
+func engines() []evloop.Engine {
+	if ok, _ := evloop.Epoll.Loops(); ok {
+		return []evloop.Engine{evloop.Epoll, evloop.Goroutine}
+	}
+	return []evloop.Engine{evloop.Goroutine}
+}
+
+// forEngines runs f as a subtest per engine.
+func forEngines(t *testing.T, f func(t *testing.T, e evloop.Engine)) {
+	for _, e := range engines() {
+		t.Run(string(e), func(t *testing.T) { f(t, e) })
+	}
 }
 
 // startServer runs a server on 127.0.0.1:0 for the duration of the test.
@@ -192,8 +209,10 @@ func splitResponse(t *testing.T, resp string) (head, body string) {
 // model "x" (the server echoes it).
 var chunkRE = regexp.MustCompile(`^data: \{"id":"(chatcmpl-sse-latency-\d+)","object":"chat\.completion\.chunk","created":(\d+),"pi_ts":(\d+),"model":"x","choices":\[\{"index":0,"delta":(.*),"finish_reason":(null|"stop")\}\]\}\n\n$`)
 
-func TestStreamSequence(t *testing.T) {
-	srv := startServer(t, Config{Tokens: 1000, DelayMs: 5})
+func TestStreamSequence(t *testing.T) { forEngines(t, testStreamSequence) }
+
+func testStreamSequence(t *testing.T, e evloop.Engine) {
+	srv := startServer(t, Config{Tokens: 1000, DelayMs: 5, Engine: e})
 	head, body := chatRequest(`{"model":"x","stream":true,"pi_tokens":30,"pi_delay_ms":0.2}`)
 	resp := exchange(t, srv, head+body)
 	h, b := splitResponse(t, resp)
@@ -345,8 +364,10 @@ func TestRouting(t *testing.T) {
 	}
 }
 
-func TestShutdownEndsStreams(t *testing.T) {
-	srv, stop := runServer(t, Config{Tokens: 1000, ThinkMs: 60_000, DelayMs: 5})
+func TestShutdownEndsStreams(t *testing.T) { forEngines(t, testShutdownEndsStreams) }
+
+func testShutdownEndsStreams(t *testing.T, e evloop.Engine) {
+	srv, stop := runServer(t, Config{Tokens: 1000, ThinkMs: 60_000, DelayMs: 5, Engine: e})
 	c, err := net.Dial("tcp", srv.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -362,8 +383,10 @@ func TestShutdownEndsStreams(t *testing.T) {
 	stop("while a stream waited for its 60 s think time")
 }
 
-func TestLatenessRecorded(t *testing.T) {
-	srv := startServer(t, Config{Tokens: 1000, DelayMs: 0.5})
+func TestLatenessRecorded(t *testing.T) { forEngines(t, testLatenessRecorded) }
+
+func testLatenessRecorded(t *testing.T, e evloop.Engine) {
+	srv := startServer(t, Config{Tokens: 1000, DelayMs: 0.5, Engine: e})
 	head, body := chatRequest(`{"stream":true,"pi_tokens":20}`)
 	exchange(t, srv, head+body)
 	if got := srv.Lateness().N(); got != 20 {

@@ -14,23 +14,33 @@ import (
 // the error it avoids.
 const earlySlack = 10_000 // ns
 
+// alarm wakes a shard: a clock.Waker its own goroutine waits on (the
+// goroutine engine), or the Ticker of an event loop (the epoll engine).
+type alarm interface {
+	Arm(deadline int64) error
+	Close() error
+}
+
 // shard is one emission loop: a min-heap of streams ordered by their next
-// deadline, and the Waker that wakes it at the earliest one.
+// deadline, and the alarm that wakes it at the earliest one. Each wake-up
+// is a tick, run by the shard's own goroutine or by an event loop.
 type shard struct {
-	waker     clock.Waker
-	minGap    int64 // ns: at most one timer wake-up per minGap
-	spinAhead int64 // ns: the timer fires this much early, the rest is spun
+	waker     alarm
+	own       clock.Waker // the waker of the shard's own goroutine; nil on an event loop
+	minGap    int64       // ns: at most one timer wake-up per minGap
+	spinAhead int64       // ns: the timer fires this much early, the rest is spun
 	mu        sync.Mutex
 	streams   streamHeap // guarded by mu
 	armed     int64      // deadline the waker is armed for; MaxInt64 if none
 	closed    bool
 	// lateness holds, per emitted token, how late it was written (ns).
 	lateness *stats.Metric
-	due      []*stream // scratch, owned by run
+	due      []*stream // owned by tick
+	scratch  *scratch  // owned by tick
 }
 
-func newShard(w clock.Waker, minGap, spinAhead int64) *shard {
-	return &shard{waker: w, minGap: minGap, spinAhead: spinAhead, armed: math.MaxInt64, lateness: stats.NewMetric()}
+func newShard(w alarm, minGap, spinAhead int64) *shard {
+	return &shard{waker: w, minGap: minGap, spinAhead: spinAhead, armed: math.MaxInt64, lateness: stats.NewMetric(), scratch: newScratch()}
 }
 
 // add schedules st at st.next. It may be called from any goroutine.
@@ -56,10 +66,12 @@ func (sh *shard) add(st *stream) {
 // when there is no think time, the token a shard handed over with evWrite —
 // so they do not wait for a shard wake-up.
 func (sh *shard) start(st *stream) {
+	sc := getScratch()
+	defer putScratch(sc)
 	for st.k < st.plan.Tokens && st.next <= clock.Now()+earlySlack {
-		ev := st.emitToken(true)
+		ev := st.emitToken(sc, true)
 		sh.mu.Lock()
-		sh.lateness.Record(st.lastLate)
+		st.recordLateness(sh.lateness)
 		sh.mu.Unlock()
 		if ev != 0 {
 			st.notify(ev)
@@ -73,63 +85,95 @@ func (sh *shard) start(st *stream) {
 	sh.add(st)
 }
 
-// run is the shard's emission loop; it returns when the shard is closed.
-func (sh *shard) run() {
+// run is the shard's own goroutine, waiting on w (its alarm); it returns
+// when the shard is closed.
+func (sh *shard) run(w clock.Waker) {
 	for {
-		if err := sh.waker.Wait(); err != nil {
+		if err := w.Wait(); err != nil {
 			return
 		}
-		sh.spinUntilDue()
-		woke := clock.Now()
-		sh.mu.Lock()
-		sh.armed = math.MaxInt64
-		due := sh.due[:0]
-		for len(sh.streams) > 0 && sh.streams[0].next <= woke+earlySlack {
-			due = append(due, heap.Pop(&sh.streams).(*stream))
+		if !sh.tick(nil) {
+			return
 		}
-		sh.mu.Unlock()
-
-		for _, st := range due {
-			st.result = st.emitToken(false)
-		}
-
-		sh.mu.Lock()
-		for i, st := range due {
-			if st.result != evWrite { // else the token is not written yet
-				sh.lateness.Record(st.lastLate)
-			}
-			switch {
-			case st.result != 0:
-				st.notify(st.result)
-			case sh.closed:
-				st.notify(evFailed)
-			default:
-				heap.Push(&sh.streams, st)
-			}
-			due[i] = nil
-		}
-		sh.due = due[:0]
-		if len(sh.streams) > 0 && !sh.closed {
-			next := sh.streams[0].next - sh.spinAhead
-			if next < woke+sh.minGap {
-				next = woke + sh.minGap
-			}
-			sh.armed = next
-			if err := sh.waker.Arm(next); err != nil {
-				sh.mu.Unlock()
-				return
-			}
-		}
-		sh.mu.Unlock()
 	}
 }
+
+// tick is one wake-up: it spins to the earliest deadline when that is
+// near, calling poll (when set) while it spins, writes every token due,
+// and re-arms the alarm. It returns false when the alarm failed (closed).
+func (sh *shard) tick(poll func()) bool {
+	sh.spinUntilDue(poll)
+	woke := clock.Now()
+	sh.mu.Lock()
+	sh.armed = math.MaxInt64
+	due := sh.due[:0]
+	for len(sh.streams) > 0 && sh.streams[0].next <= woke+earlySlack && len(due) < maxPerTick {
+		due = append(due, heap.Pop(&sh.streams).(*stream))
+	}
+	full := len(due) == maxPerTick
+	sh.mu.Unlock()
+
+	for _, st := range due {
+		st.result = st.emitToken(sh.scratch, false)
+	}
+
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for i, st := range due {
+		st.recordLateness(sh.lateness) // nothing when evWrite: not written yet
+		switch {
+		case st.result != 0:
+			st.notify(st.result)
+		case sh.closed:
+			st.notify(evFailed)
+		default:
+			heap.Push(&sh.streams, st)
+		}
+		due[i] = nil
+	}
+	sh.due = due[:0]
+	if len(sh.streams) > 0 && !sh.closed {
+		next := sh.streams[0].next - sh.spinAhead
+		if gap := sh.gap(); next < woke+gap && !full {
+			next = woke + gap
+		}
+		sh.armed = next
+		if err := sh.waker.Arm(next); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// gap is the shortest time until the shard's next wake-up: minGap, and
+// more as the shard holds more streams — gapPerStream each, up to
+// maxGapFactor times minGap — so that a busy shard writes more tokens per
+// wake-up. A wake-up costs microseconds of scheduling whatever it writes;
+// tokens it holds back are at most the gap late, and their pi_ts is still
+// the instant they are written. Called with mu held.
+func (sh *shard) gap() int64 {
+	return min(sh.minGap+int64(len(sh.streams))*gapPerStream, maxGapFactor*sh.minGap)
+}
+
+// How the gap grows with the streams of a shard.
+const (
+	gapPerStream = 500 // ns
+	maxGapFactor = 3
+)
+
+// maxPerTick bounds the streams one tick writes. An overloaded shard that
+// wrote every overdue stream at once would hold its event loop for
+// milliseconds while the tokens it wrote wait to be read there; past the
+// bound it comes back at once, after the loop has read what arrived.
+const maxPerTick = 128
 
 // spinUntilDue waits, without sleeping, for the earliest deadline when it
 // is at most spinAhead away. A sleeping CPU takes tens to hundreds of
 // microseconds to wake on virtual machines, whatever the timer, so the
-// timer fires early and the last stretch is spun; runtime.Gosched lets the
-// other goroutines of this P run meanwhile.
-func (sh *shard) spinUntilDue() {
+// timer fires early and the last stretch is spun. On an event loop, poll
+// handles the loop's other sockets meanwhile, every pollEvery at most.
+func (sh *shard) spinUntilDue(poll func()) {
+	var polled int64
 	for {
 		sh.mu.Lock()
 		next := int64(math.MaxInt64)
@@ -141,9 +185,18 @@ func (sh *shard) spinUntilDue() {
 		if next <= now+earlySlack || next-now > sh.spinAhead {
 			return
 		}
+		if poll != nil && now-polled >= pollEvery {
+			poll()
+			polled = now
+		}
 		// busy: a Gosched here lets the runtime wake an idle P, slowly
 	}
 }
+
+// pollEvery is how often a shard spinning on an event loop lets the loop
+// handle its sockets: often enough that a token read there waits no
+// longer, seldom enough that the spin is not a string of syscalls.
+const pollEvery = 20_000 // ns
 
 // close stops the shard: streams still scheduled are failed so their
 // connection goroutines end, and run returns.

@@ -2,13 +2,13 @@ package server
 
 import (
 	"errors"
-
-	"golang.org/x/sys/unix"
+	"sync"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/schedule"
+	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
 // event is what a shard hands back to the server about a stream.
@@ -42,7 +42,7 @@ type streamWriter interface {
 	// write, on a goroutine, with its pi_ts taken right before.
 	direct() bool
 	// tryWrite writes what it can of b without blocking and returns how
-	// much; unix.EAGAIN (or a short count) means the socket is full. It is
+	// much; errAgain (or a short count) means the socket is full. It is
 	// only called when direct reports true.
 	tryWrite(b []byte) (int, error)
 	// String names the peer in debug lines.
@@ -66,10 +66,10 @@ type stream struct {
 
 	heapIndex int
 	result    event // what the last emitToken asked for (0: reschedule)
-	lastLate  int64 // lateness of the last emission, ns (0 if early)
+	// The last write: tokens wroteFrom..wroteFrom+wroteN-1, stamped wroteAt.
+	wroteFrom, wroteN int
+	wroteAt           int64
 
-	payload []byte // the SSE event being written
-	out     []byte // the framed event(s) being written
 	pending []byte // bytes a non-blocking write could not take
 
 	shard *shard
@@ -82,13 +82,42 @@ type stream struct {
 }
 
 func newStream(w streamWriter, enc api.Encoder, p schedule.Plan) *stream {
-	return &stream{
-		w:       w,
-		enc:     enc,
-		plan:    p,
-		next:    p.Deadline(0),
-		payload: make([]byte, 0, 512),
-		out:     make([]byte, 0, 576),
+	return &stream{w: w, enc: enc, plan: p, next: p.Deadline(0)}
+}
+
+// scratch is where the bytes of a write are put together: an SSE event
+// (payload) and the framed event(s) (out). A stream holds none between
+// writes — thousands of streams would hold 1 KiB each for nothing — but
+// borrows the one of the shard tick writing it, or one from scratchPool.
+type scratch struct {
+	payload []byte
+	out     []byte
+}
+
+func newScratch() *scratch {
+	return &scratch{payload: make([]byte, 0, 512), out: make([]byte, 0, 576)}
+}
+
+// scratchPool serves the writes made outside a shard tick: a stream's
+// start and end events, its first tokens, the tokens of a writer without
+// a file descriptor.
+var scratchPool = sync.Pool{New: func() any { return newScratch() }}
+
+// getScratch takes a scratch from the pool; putScratch gives it back
+// (one that grew past a few KiB is dropped).
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func putScratch(sc *scratch) {
+	if cap(sc.out) <= 4<<10 && cap(sc.payload) <= 4<<10 {
+		scratchPool.Put(sc)
+	}
+}
+
+// recordLateness records in m how late each token of the last write was
+// against its deadline (0 when early).
+func (st *stream) recordLateness(m *stats.Metric) {
+	for k := st.wroteFrom; k < st.wroteFrom+st.wroteN; k++ {
+		m.Record(max(st.wroteAt-st.plan.Deadline(k), 0))
 	}
 }
 
@@ -102,47 +131,70 @@ func (st *stream) notify(ev event) {
 	go st.onEvent(st, ev)
 }
 
-// emitToken writes token st.k now, stamped with pi_ts taken immediately
-// before the write. On a direct writer it never blocks: it is called from
-// the shard goroutine, and returns 0 when the stream should go back on the
-// heap, or the event to hand to the stream's goroutine; the shard notifies
-// it only after recording the emission, so that everything about a token is
-// accounted for before its client can see the stream end.
+// A stream that fell more than coalesceLate behind its schedule — the
+// tool is overloaded: it warns past 1 ms of lateness — writes its overdue
+// tokens together, at most maxTokensPerWrite per write; otherwise every
+// token has a write, and a pi_ts, of its own.
+const (
+	coalesceLate      = 1_000_000 // ns
+	maxTokensPerWrite = 16
+)
+
+// emitToken writes token st.k now — on a direct writer with the tokens
+// after it that are more than coalesceLate late too, up to
+// maxTokensPerWrite (elsewhere every token has its own write: one TLS
+// record, one HTTP/2 DATA frame) —
+// stamped with pi_ts taken immediately before the write (tokens written
+// together share it: they were handed to the socket at the same instant),
+// putting the bytes together in sc. On a direct writer it never blocks: it
+// is called from the shard goroutine, and returns 0 when the stream should
+// go back on the heap, or the event to hand to the stream's goroutine; the
+// shard notifies it only after recording the emission, so that everything
+// about a token is accounted for before its client can see the stream end.
 //
 // Without a direct writer, mayBlock says whether the caller may block: the
 // shard may not, and gets evWrite back with nothing done (no pi_ts taken,
 // no lateness to record), so that the token is stamped and written by the
 // goroutine that does the blocking write; that goroutine calls emitToken
 // with mayBlock set.
-func (st *stream) emitToken(mayBlock bool) event {
+func (st *stream) emitToken(sc *scratch, mayBlock bool) event {
 	direct := st.w.direct()
 	if !direct && !mayBlock {
+		st.wroteN = 0
 		return evWrite
 	}
 	ts := clock.Now()
-	st.times.Set(st.k, ts)
-	st.payload = st.enc.AppendToken(st.payload[:0], st.k, ts)
-	st.out = st.w.appendEvent(st.out[:0], st.payload)
-	st.lastLate = max(ts-st.next, 0)
+	st.wroteFrom, st.wroteN, st.wroteAt = st.k, 0, ts
+	sc.out = sc.out[:0]
+	for {
+		st.times.Set(st.k, ts)
+		sc.payload = st.enc.AppendToken(sc.payload[:0], st.k, ts)
+		sc.out = st.w.appendEvent(sc.out, sc.payload)
+		st.wroteN++
+		st.k++
+		if st.k < st.plan.Tokens {
+			st.next = st.plan.Deadline(st.k)
+		}
+		if !direct || st.k >= st.plan.Tokens || st.next > ts-coalesceLate || st.wroteN == maxTokensPerWrite {
+			break
+		}
+	}
+	out := sc.out
 	var n int
 	var err error
 	if direct {
-		n, err = st.w.tryWrite(st.out)
-	} else if err = st.w.write(st.out); err == nil {
-		n = len(st.out)
-	}
-	st.k++
-	if st.k < st.plan.Tokens {
-		st.next = st.plan.Deadline(st.k)
+		n, err = st.w.tryWrite(out)
+	} else if err = st.w.write(out); err == nil {
+		n = len(out)
 	}
 	switch {
-	case err == nil && n == len(st.out):
+	case err == nil && n == len(out):
 		if st.k < st.plan.Tokens {
 			return 0
 		}
 		return evFinish
-	case direct && (err == nil || errors.Is(err, unix.EAGAIN)):
-		st.pending = append(st.pending[:0], st.out[n:]...)
+	case direct && (err == nil || errors.Is(err, errAgain)):
+		st.pending = append(st.pending[:0], out[n:]...)
 		return evFlush
 	default:
 		return evFailed

@@ -4,14 +4,14 @@ import (
 	"errors"
 	"regexp"
 	"strconv"
+	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/schedule"
+	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
 // fakeWriter is a streamWriter that records when each write happened.
@@ -62,9 +62,9 @@ func TestEmitToken(t *testing.T) {
 	}{
 		{"direct, more tokens", fakeWriter{isDirect: true, accept: -1}, false, 2, 0, true},
 		{"direct, last token", fakeWriter{isDirect: true, accept: -1}, false, 1, evFinish, true},
-		{"direct, socket full", fakeWriter{isDirect: true, accept: 10, err: unix.EAGAIN}, false, 2, evFlush, true},
+		{"direct, socket full", fakeWriter{isDirect: true, accept: 10, err: errAgain}, false, 2, evFlush, true},
 		{"direct, short write", fakeWriter{isDirect: true, accept: 10}, false, 2, evFlush, true},
-		{"direct, client gone", fakeWriter{isDirect: true, accept: 0, err: unix.EPIPE}, false, 2, evFailed, true},
+		{"direct, client gone", fakeWriter{isDirect: true, accept: 0, err: syscall.EPIPE}, false, 2, evFailed, true},
 		{"goroutine path, from the shard", fakeWriter{}, false, 2, evWrite, false},
 		{"goroutine path, from its goroutine", fakeWriter{}, true, 2, 0, true},
 		{"goroutine path, last token", fakeWriter{}, true, 1, evFinish, true},
@@ -76,7 +76,8 @@ func TestEmitToken(t *testing.T) {
 		st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: tt.tokens}), schedule.Plan{Start: clock.Now(), Delay: 1e6, Tokens: tt.tokens})
 		st.times = reg.Start("id", tt.tokens)
 		before := clock.Now()
-		ev := st.emitToken(tt.mayBlock)
+		sc := newScratch()
+		ev := st.emitToken(sc, tt.mayBlock)
 		if ev != tt.want {
 			t.Errorf("%s: emitToken(%v) = %v, want %v", tt.name, tt.mayBlock, ev, tt.want)
 		}
@@ -89,9 +90,9 @@ func TestEmitToken(t *testing.T) {
 		if len(w.writes) != 1 || st.k != 1 {
 			t.Fatalf("%s: %d writes, k=%d, want 1 write and k=1", tt.name, len(w.writes), st.k)
 		}
-		m := piTsRE.FindStringSubmatch(string(st.out))
+		m := piTsRE.FindStringSubmatch(string(sc.out))
 		if m == nil {
-			t.Fatalf("%s: event %q has no pi_ts", tt.name, st.out)
+			t.Fatalf("%s: event %q has no pi_ts", tt.name, sc.out)
 		}
 		ts, _ := strconv.ParseInt(m[1], 10, 64)
 		if ts < before || ts > w.at[0] {
@@ -100,8 +101,68 @@ func TestEmitToken(t *testing.T) {
 		if got := st.times.At(0); got != ts {
 			t.Errorf("%s: registry %d, want the pi_ts %d", tt.name, got, ts)
 		}
-		if ev == evFlush && string(st.pending) != string(st.out[len(w.writes[0]):]) {
-			t.Errorf("%s: pending %q, want the unwritten rest of %q", tt.name, st.pending, st.out)
+		if ev == evFlush && string(st.pending) != string(sc.out[len(w.writes[0]):]) {
+			t.Errorf("%s: pending %q, want the unwritten rest of %q", tt.name, st.pending, sc.out)
+		}
+	}
+}
+
+// TestEmitOverdueTokens: a stream more than coalesceLate behind its
+// schedule writes its overdue tokens in one write on a direct writer (at
+// most maxTokensPerWrite, all
+// stamped with that write's instant, each recorded in the registry and the
+// lateness), and one token per write on a writer without a file
+// descriptor (one TLS record, one HTTP/2 DATA frame per token).
+func TestEmitOverdueTokens(t *testing.T) {
+	const tokens = maxTokensPerWrite + 4
+	for _, tt := range []struct {
+		name      string
+		direct    bool
+		wantPerWr []int
+	}{
+		{"direct", true, []int{maxTokensPerWrite, tokens - maxTokensPerWrite}},
+		{"goroutine path", false, []int{1, 1}},
+	} {
+		reg := emission.New()
+		w := fakeWriter{isDirect: tt.direct, accept: -1}
+		// Every deadline lies a second in the past.
+		p := schedule.Plan{Start: clock.Now() - 1e9, Delay: 1e3, Tokens: tokens}
+		st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: tokens}), p)
+		st.times = reg.Start("id", tokens)
+		sc := newScratch()
+		for i, want := range tt.wantPerWr {
+			from := st.k
+			st.emitToken(sc, true)
+			got := len(piTsRE.FindAllString(w.writes[i], -1))
+			if got != want || st.wroteN != want || st.k != from+want {
+				t.Errorf("%s: write %d carries %d tokens (wroteN %d, k %d->%d), want %d", tt.name, i, got, st.wroteN, from, st.k, want)
+			}
+			m := stats.NewMetric()
+			st.recordLateness(m)
+			if m.N() != int64(want) || m.Min() < int64(9e8) {
+				t.Errorf("%s: write %d: %d lateness samples, least %d ns; want %d, about a second each", tt.name, i, m.N(), m.Min(), want)
+			}
+			for k := from; k < st.k; k++ {
+				if got := st.times.At(k); got != st.wroteAt {
+					t.Errorf("%s: token %d registered at %d, want the write's instant %d", tt.name, k, got, st.wroteAt)
+				}
+			}
+		}
+	}
+}
+
+// TestEmitOnTimeTokensAlone: tokens due together but not late enough to
+// mean overload each get a write, and a pi_ts, of their own.
+func TestEmitOnTimeTokensAlone(t *testing.T) {
+	w := fakeWriter{isDirect: true, accept: -1}
+	// Tokens 0-2 are due now, a little late, but within coalesceLate.
+	p := schedule.Plan{Start: clock.Now() - coalesceLate/2, Delay: 1, Tokens: 3}
+	st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: 3}), p)
+	sc := newScratch()
+	for i := range 3 {
+		st.emitToken(sc, true)
+		if st.wroteN != 1 || st.k != i+1 {
+			t.Errorf("write %d: %d tokens, k=%d; want 1 token, k=%d", i, st.wroteN, st.k, i+1)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 )
 
 // selfSigned returns SelfSignedTLS's configuration and a pool trusting its
@@ -67,7 +68,12 @@ func TestSelfSignedTLS(t *testing.T) {
 // startTLSServer starts a server speaking TLS with cfg (HTTP/2 as asked).
 func startTLSServer(t *testing.T, tlsCfg *tls.Config, h2 bool, reg *emission.Registry) *Server {
 	t.Helper()
-	return startServer(t, Config{Tokens: 5, DelayMs: 0.1, TLS: tlsCfg, HTTP2: h2, Emissions: reg})
+	return startTLSServerOn(t, evloop.Auto, tlsCfg, h2, reg)
+}
+
+func startTLSServerOn(t *testing.T, e evloop.Engine, tlsCfg *tls.Config, h2 bool, reg *emission.Registry) *Server {
+	t.Helper()
+	return startServer(t, Config{Tokens: 5, DelayMs: 0.1, TLS: tlsCfg, HTTP2: h2, Emissions: reg, Engine: e})
 }
 
 // TestTLSHTTP1 streams over HTTP/1.1 on TLS with a crypto/tls client, two
@@ -75,12 +81,14 @@ func startTLSServer(t *testing.T, tlsCfg *tls.Config, h2 bool, reg *emission.Reg
 // negotiated protocol, the server certificate, and that each token was
 // recorded once, with the pi_ts it carried (the goroutine write path of a
 // connection without a file descriptor).
-func TestTLSHTTP1(t *testing.T) {
+func TestTLSHTTP1(t *testing.T) { forEngines(t, testTLSHTTP1) }
+
+func testTLSHTTP1(t *testing.T, e evloop.Engine) {
 	tlsCfg, roots, fp := selfSigned(t)
 	for _, h2 := range []bool{false, true} {
 		t.Run(fmt.Sprint("HTTP2=", h2), func(t *testing.T) {
 			reg := emission.New()
-			srv := startTLSServer(t, tlsCfg, h2, reg)
+			srv := startTLSServerOn(t, e, tlsCfg, h2, reg)
 			c, err := tls.Dial("tcp", srv.Addr().String(), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1",
 				NextProtos: []string{"http/1.1"}})
 			if err != nil {

@@ -58,12 +58,20 @@ type Metric struct {
 	sumSq    float64 // sum of squares, for Stddev
 	min, max int64
 	negative int64
-	h        *hdrhistogram.Histogram
+	h        *hdrhistogram.Histogram // made with the first sample
 }
 
-// NewMetric returns an empty Metric. Its histogram takes about 270 KB.
-func NewMetric() *Metric {
-	return &Metric{h: hdrhistogram.New(HistogramLowestNs, HistogramHighestNs, HistogramSignificantFigures)}
+// NewMetric returns an empty Metric. Its histogram, made with its first
+// sample, takes about 270 KB: a metric that gets none (TLS over plain
+// TCP, start lateness in closed loop, ...) costs nothing.
+func NewMetric() *Metric { return &Metric{} }
+
+// hist returns m's histogram, making it on first use.
+func (m *Metric) hist() *hdrhistogram.Histogram {
+	if m.h == nil {
+		m.h = hdrhistogram.New(HistogramLowestNs, HistogramHighestNs, HistogramSignificantFigures)
+	}
+	return m.h
 }
 
 // Record adds one sample, in nanoseconds. It does not allocate.
@@ -83,7 +91,7 @@ func (m *Metric) Record(ns int64) {
 	}
 	// Cannot fail: the value is within the histogram's range and the total
 	// count cannot reach MaxInt64.
-	_ = m.h.RecordValue(histogramValue(ns))
+	_ = m.hist().RecordValue(histogramValue(ns))
 }
 
 // addSaturating returns a+b, or the int64 bound it would cross.
@@ -118,7 +126,7 @@ func (m *Metric) Merge(o *Metric) {
 	m.sumSq += o.sumSq
 	m.negative += o.negative
 	// Nothing can be dropped: both histograms have the same geometry.
-	m.h.Merge(oh)
+	m.hist().Merge(oh)
 }
 
 // N returns the number of samples.
@@ -231,6 +239,9 @@ func (m *Metric) Snapshot() Snapshot {
 			Buckets:            []Bucket{},
 		},
 	}
+	if m.h == nil {
+		return s
+	}
 	for _, b := range m.h.Distribution() {
 		if b.Count != 0 {
 			s.Histogram.Buckets = append(s.Histogram.Buckets, Bucket{FromNs: b.From, ToNs: b.To, Count: b.Count})
@@ -252,7 +263,7 @@ func MetricFromSnapshot(s Snapshot) (*Metric, error) {
 	}
 	m := NewMetric()
 	for _, b := range s.Histogram.Buckets {
-		if err := m.h.RecordValues(b.FromNs, b.Count); err != nil {
+		if err := m.hist().RecordValues(b.FromNs, b.Count); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrSnapshot, err)
 		}
 	}

@@ -32,11 +32,10 @@ func records(tag string) []*result.Request {
 		r.HeadAt = r.Sent + 200_000
 		for k := range 1 + i%30 {
 			e := r.HeadAt + int64(k)*5*ms
-			tok := result.Token{Emitted: e, Arrived: e + 30_000 + int64(i*k%7)*1000, Read: int32(k), Index: int32(k)}
-			if k%11 == 10 {
-				tok.Emitted = 0
+			r.AppendTokens(1, int32(k), int32(k), e+30_000+int64(i*k%7)*1000)
+			if k%11 != 10 {
+				r.Tokens[k].Emitted = e
 			}
-			r.Tokens = append(r.Tokens, tok)
 		}
 		r.End = r.Tokens[len(r.Tokens)-1].Arrived + 100_000
 		r.Reads, r.Events, r.Bytes = len(r.Tokens), len(r.Tokens)+2, int64(240*len(r.Tokens))

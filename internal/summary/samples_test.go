@@ -12,7 +12,8 @@ func sampleRequest(index, n int, delay int64) *result.Request {
 	r := &result.Request{Batch: "gw", Index: index, Start: 1000, Sent: 2000}
 	for i := 0; i < n; i++ {
 		e := int64(10_000 + i*1_000_000)
-		r.Tokens = append(r.Tokens, result.Token{Emitted: e, Arrived: e + delay, Read: int32(i), Index: int32(i)})
+		r.AppendTokens(1, int32(i), int32(i), e+delay)
+		r.Tokens[i].Emitted = e
 	}
 	r.End = r.Tokens[n-1].Arrived
 	return r

@@ -43,7 +43,8 @@ func synth(n int, gap int64, arrive arrival) *result.Request {
 		if k == 0 || a != prev {
 			read++
 		}
-		r.Tokens = append(r.Tokens, result.Token{Emitted: first + e, Arrived: first + a, Read: read})
+		r.AppendTokens(1, int32(k), read, first+a)
+		r.Tokens[len(r.Tokens)-1].Emitted = first + e
 		prev = a
 	}
 	r.End = first + prev + 100*us

@@ -89,7 +89,8 @@ func (s Stream) Request() *result.Request {
 		} else {
 			arrived += gap
 		}
-		r.Tokens = append(r.Tokens, result.Token{Emitted: arrived - delay, Arrived: arrived, Read: int32(i)})
+		r.AppendTokens(1, int32(i), int32(i), arrived)
+		r.Tokens[i].Emitted = arrived - delay
 		r.End = arrived + 200_000
 	}
 	return r

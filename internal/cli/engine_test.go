@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sse-latency/sse-latency/internal/client"
+)
+
+// cliEngines are the engines a measurement can run on here.
+func cliEngines() []client.Engine {
+	if ok, _ := client.EngineEpoll.Loops(); ok {
+		return []client.Engine{client.EngineEpoll, client.EngineGoroutine}
+	}
+	return []client.Engine{client.EngineGoroutine}
+}
+
+// listenLine is the line naming the address the dummy server bound.
+var listenLine = regexp.MustCompile(`listening on (\S+) `)
+
+// laterGateway is an in-process gateway (httputil.ReverseProxy) to the
+// tool's own server, started before it: the tool runs with -L
+// 127.0.0.1:0, and the gateway learns the address the server bound from
+// the tool's stderr. onEvent, when set, sees each event it passes on.
+type laterGateway struct {
+	backend chan string
+	once    sync.Once
+	addr    string
+	onEvent func()
+
+	mu     sync.Mutex
+	stderr bytes.Buffer
+}
+
+func newLaterGateway(t *testing.T, tlsGateway bool) *laterGateway {
+	g := &laterGateway{backend: make(chan string, 1)}
+	var target *url.URL
+	var targetOnce sync.Once
+	rp := &httputil.ReverseProxy{
+		FlushInterval: -1,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			targetOnce.Do(func() {
+				select {
+				case addr := <-g.backend:
+					target, _ = url.Parse("http://" + addr)
+				case <-time.After(20 * time.Second):
+					target, _ = url.Parse("http://127.0.0.1:1") // a refused connection: the test fails on it
+				}
+			})
+			pr.SetURL(target)
+		},
+		ModifyResponse: func(r *http.Response) error {
+			if g.onEvent != nil {
+				r.Body = &eventCounter{ReadCloser: r.Body, onEvent: g.onEvent}
+			}
+			return nil
+		},
+	}
+	srv := httptest.NewUnstartedServer(rp)
+	if tlsGateway {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	g.addr = srv.Listener.Addr().String()
+	return g
+}
+
+// Write is the tool's stderr: it hands the gateway the server's address.
+func (g *laterGateway) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stderr.Write(p)
+	if m := listenLine.FindSubmatch(g.stderr.Bytes()); m != nil {
+		g.once.Do(func() { g.backend <- string(m[1]) })
+	}
+	return len(p), nil
+}
+
+func (g *laterGateway) stderrText() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stderr.String()
+}
+
+// eventCounter calls onEvent for every SSE event end ("\n\n") it reads.
+type eventCounter struct {
+	io.ReadCloser
+	onEvent func()
+}
+
+func (e *eventCounter) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	for range bytes.Count(p[:n], []byte("\n\n")) {
+		e.onEvent()
+	}
+	return n, err
+}
+
+// TestEnginesMeasureAlike runs the same measurement through a gateway on
+// each engine: the same counts, the same report shape, the engine recorded
+// in the JSON document.
+func TestEnginesMeasureAlike(t *testing.T) {
+	var reports []string
+	for _, e := range cliEngines() {
+		t.Run(string(e), func(t *testing.T) {
+			g := newLaterGateway(t, false)
+			doc := filepath.Join(t.TempDir(), "run.json")
+			var out bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			code := Main(ctx, []string{"-L", "127.0.0.1:0", "-t", g.addr, "-r", "4", "-c", "2", "-n", "50", "-d", "1",
+				"--engine", string(e), "--json", doc}, &out, g)
+			if code != ExitOK {
+				t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, out.String(), g.stderrText())
+			}
+			titles := parseTitles(t, out.String())
+			if got, want := titles["gateway"], (batchLine{4, 4, 0, 200}); got != want {
+				t.Errorf("gateway batch %+v, want %+v", got, want)
+			}
+			if got, want := titles["loopback"], (batchLine{3, 3, 0, 150}); got != want {
+				t.Errorf("loopback batch %+v, want %+v", got, want)
+			}
+			data, err := os.ReadFile(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d struct {
+				Config struct {
+					Engine string `json:"engine"`
+				} `json:"config"`
+			}
+			if err := json.Unmarshal(data, &d); err != nil || d.Config.Engine != string(e) {
+				t.Errorf("JSON config engine %q (%v), want %q", d.Config.Engine, err, e)
+			}
+			reports = append(reports, reportShape(out.String()))
+		})
+	}
+	for i := 1; i < len(reports); i++ {
+		a, b := strings.Split(reports[0], "\n"), strings.Split(reports[i], "\n")
+		if len(a) != len(b) {
+			t.Errorf("the reports have %d and %d lines:\n%s\n--- and ---\n%s", len(a), len(b), reports[0], reports[i])
+			continue
+		}
+		for j := range a {
+			if a[j] != b[j] {
+				t.Errorf("report line %d differs between engines:\n%s\n%s", j, a[j], b[j])
+			}
+		}
+	}
+}
+
+// shapeLine selects the lines of the report whose presence and labels do
+// not depend on timing: the block titles and the metric lines.
+var shapeLine = regexp.MustCompile(`^(=== .* ===|TTFT \(client\)|TTFT emit->recv\(1st\)|inter-token \(client\)|emit->recv \(tokens\)|emit->recv \(1st token\)|connections |phases )`)
+
+// reportShape is the report's block titles and metric lines without their
+// figures: every number (and its sign) replaced, with the plural of the
+// word it counts, and runs of spaces (the columns' padding) collapsed.
+func reportShape(out string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		if !shapeLine.MatchString(line) {
+			continue
+		}
+		line = regexp.MustCompile(`[+-]?[0-9]+(\.[0-9]+)?`).ReplaceAllString(line, "#")
+		line = regexp.MustCompile(`# (token|read|request|connection|failure)s\b`).ReplaceAllString(line, "# $1")
+		b.WriteString(strings.Join(strings.Fields(line), " ") + "\n")
+	}
+	return b.String()
+}
+
+// TestEngineFallsBackWithANote: asking for the epoll engine with an https
+// target measures on the goroutine engine, and says so.
+func TestEngineFallsBackWithANote(t *testing.T) {
+	g := newLaterGateway(t, true)
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := Main(ctx, []string{"-L", "127.0.0.1:0", "-t", "https://" + g.addr, "--insecure", "-r", "2", "-c", "2", "-n", "20", "-d", "1",
+		"-l", "--engine", "epoll"}, &out, g)
+	if code != ExitOK {
+		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, out.String(), g.stderrText())
+	}
+	if !strings.Contains(g.stderrText(), "note: the epoll engine serves plain-TCP HTTP/1.1; TLS uses the goroutine engine") {
+		t.Errorf("stderr lacks the engine note:\n%s", g.stderrText())
+	}
+}
+
+// TestEngineInterrupt cancels a run on each engine once tokens are flowing
+// through the gateway: every request in flight ends as interrupted, the
+// exit status is 130, and the report keeps what was measured.
+func TestEngineInterrupt(t *testing.T) {
+	for _, e := range cliEngines() {
+		t.Run(string(e), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			g := newLaterGateway(t, false)
+			var events sync.Mutex
+			n := 0
+			g.onEvent = func() {
+				events.Lock()
+				defer events.Unlock()
+				if n++; n == 200 { // the 3 streams are well under way
+					cancel()
+				}
+			}
+			var out bytes.Buffer
+			code := Main(ctx, []string{"-L", "127.0.0.1:0", "-t", g.addr, "-l", "-r", "3", "-c", "3", "-n", "100000", "-d", "1",
+				"--engine", string(e)}, &out, g)
+			if code != ExitInterrupted {
+				t.Errorf("exit %d, want %d after an interruption", code, ExitInterrupted)
+			}
+			if got := parseTitles(t, out.String())["gateway"]; got.requests != 3 || got.failed != 3 {
+				t.Errorf("gateway batch %+v, want the 3 interrupted requests reported\n%s", got, out.String())
+			}
+			if strings.Count(out.String(), "FAILED: interrupted") != 3 || !regexp.MustCompile(`inter-token \(client\)\s+n=[1-9]`).MatchString(out.String()) {
+				t.Errorf("report lacks the interrupted requests or their samples:\n%s", out.String())
+			}
+		})
+	}
+}

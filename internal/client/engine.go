@@ -1,0 +1,103 @@
+package client
+
+import (
+	"context"
+
+	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// Engine names how the client does its I/O (evloop.Engine).
+//
+// The goroutine engine is the portable one: each request runs on the
+// goroutine that calls Session.Do and blocks in net.Conn.Read, through Go's
+// netpoller, for every read. The epoll engine (Linux, plain-TCP HTTP/1.1)
+// reads every socket of the process from a few event loops (package
+// evloop), one per CPU, each owning many raw non-blocking sockets: one
+// read(2) per readiness, one read buffer per loop, no goroutine per request
+// and none woken per token. Both feed the same response parser, so that
+// they record the same tokens, failures and integrity results; TLS and
+// HTTP/2 always use the goroutine engine.
+type Engine = evloop.Engine
+
+// The engines; the zero value means EngineAuto.
+const (
+	// EngineAuto is EngineEpoll where it applies (Linux, a plain http
+	// target, HTTP/1.1), else EngineGoroutine.
+	EngineAuto      = evloop.Auto
+	EngineEpoll     = evloop.Epoll
+	EngineGoroutine = evloop.Goroutine
+)
+
+// testEngine is the engine of the Options that name none ("": EngineAuto).
+// Only the package's tests set it: they run their suites once per engine
+// (TestMain), so that every test of a request runs on each.
+var testEngine Engine
+
+// Engines lists the names ParseEngine accepts, for usage texts.
+const Engines = evloop.Engines
+
+// ParseEngine returns the engine named s ("" is EngineAuto).
+func ParseEngine(s string) (Engine, error) { return evloop.ParseEngine(s) }
+
+// ResolveEngine returns the engine the requests of o use, and, when it is
+// not the one o.Engine asks for, why: the text of a note for the user.
+// EngineAuto falls back without a note: to the goroutine engine for TLS
+// and HTTP/2, which always use it, and where there are no event loops.
+func (o *Options) ResolveEngine() (Engine, string) {
+	want := o.Engine
+	if want == "" {
+		want = testEngine
+	}
+	if want == "" {
+		want = EngineAuto
+	}
+	if want == EngineGoroutine {
+		return EngineGoroutine, ""
+	}
+	switch {
+	case o.TLS != nil || o.Scheme == "https":
+		if want == EngineEpoll {
+			return EngineGoroutine, "the epoll engine serves plain-TCP HTTP/1.1; TLS uses the goroutine engine"
+		}
+		return EngineGoroutine, ""
+	case o.H2C:
+		if want == EngineEpoll {
+			return EngineGoroutine, "the epoll engine serves plain-TCP HTTP/1.1; HTTP/2 (h2c) uses the goroutine engine"
+		}
+		return EngineGoroutine, ""
+	}
+	if ok, note := want.Loops(); !ok {
+		return EngineGoroutine, note
+	}
+	return EngineEpoll, ""
+}
+
+// onLoop reports whether q's requests run on the event loops.
+func (q *Request) onLoop() bool {
+	if q.shared == nil {
+		e, _ := q.ResolveEngine()
+		return e == EngineEpoll
+	}
+	st := q.shared
+	st.engineOnce.Do(func() { st.engine, _ = q.ResolveEngine() })
+	return st.engine == EngineEpoll
+}
+
+// Start begins one request on the session, like Do, and returns at once;
+// done(rec) is called once the request has ended, with rec filled as Do
+// fills it. On the epoll engine the request runs on an event loop and done
+// is called from the loop's goroutine: it must not block (hand rec over to
+// a channel, a buffered one). On the goroutine engine Start runs Do on a
+// goroutine of its own. The session belongs to the request until done is
+// called: no other Start, Do or Close meanwhile.
+func (s *Session) Start(ctx context.Context, rec *result.Request, done func(*result.Request)) {
+	if s.q.onLoop() {
+		s.startLoop(ctx, rec, done)
+		return
+	}
+	go func() {
+		s.Do(ctx, rec)
+		done(rec)
+	}()
+}

@@ -1,0 +1,207 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// TestMain runs the package's tests once per engine: every Request whose
+// Options name no engine takes the pass's (testEngine), so that the whole
+// suite — dialects, correlation by content, keep-alive and reuse failures,
+// gzip, the hostile gateways, timeouts, interruption — runs on each. The
+// pass's engine is printed before its tests.
+func TestMain(m *testing.M) {
+	code := 0
+	for _, e := range engines() {
+		testEngine = e
+		fmt.Fprintf(os.Stderr, "=== client tests on the %s engine\n", e)
+		if c := m.Run(); c != 0 {
+			fmt.Fprintf(os.Stderr, "--- FAIL: the client tests on the %s engine\n", e)
+			code = c
+		}
+	}
+	testEngine = ""
+	os.Exit(code)
+}
+
+// engines are the engines the client tests run on: the event loops where
+// the platform has them, and the goroutine engine always.
+func engines() []Engine {
+	if ok, _ := EngineEpoll.Loops(); ok {
+		return []Engine{EngineEpoll, EngineGoroutine}
+	}
+	return []Engine{EngineGoroutine}
+}
+
+func TestResolveEngine(t *testing.T) {
+	epoll, _ := EngineEpoll.Loops()
+	loopOr := func(e Engine) Engine {
+		if epoll {
+			return e
+		}
+		return EngineGoroutine
+	}
+	tests := []struct {
+		name string
+		o    Options
+		want Engine
+		note bool
+	}{
+		{"auto, plain http", Options{Engine: EngineAuto}, loopOr(EngineEpoll), false},
+		{"epoll, plain http", Options{Engine: EngineEpoll}, loopOr(EngineEpoll), !epoll},
+		{"goroutine", Options{Engine: EngineGoroutine}, EngineGoroutine, false},
+		{"auto, https", Options{Scheme: "https", Engine: EngineAuto}, EngineGoroutine, false},
+		{"epoll, https", Options{Scheme: "https", Engine: EngineEpoll}, EngineGoroutine, true},
+		{"epoll, h2c", Options{H2C: true, Engine: EngineEpoll}, EngineGoroutine, true},
+		{"auto, h2c", Options{H2C: true, Engine: EngineAuto}, EngineGoroutine, false},
+	}
+	for _, tt := range tests {
+		got, note := tt.o.ResolveEngine()
+		if got != tt.want || (note != "") != tt.note {
+			t.Errorf("%s: ResolveEngine() = %q, note %q; want %q, a note: %v", tt.name, got, note, tt.want, tt.note)
+		}
+	}
+}
+
+// comparable is what two engines must record alike for the same
+// response: everything but the times and the read boundaries (which the
+// kernel decides).
+type comparable struct {
+	failure                           string
+	tokens                            int
+	emitted                           string
+	bytes                             int64
+	events, byPiTs, byContent         int
+	proto                             string
+	reused, reuseFailed, poisoned, ok bool
+}
+
+func comparableOf(rec *result.Request) comparable {
+	var emitted []int64
+	for i, tok := range rec.Tokens {
+		if int(rec.TokenIndex(i)) != i {
+			emitted = append(emitted, -1)
+		}
+		emitted = append(emitted, tok.Emitted)
+	}
+	return comparable{rec.Failure.Error(), len(rec.Tokens), fmt.Sprint(emitted), rec.Bytes, rec.Events, rec.ByPiTs,
+		rec.ByContent, rec.Proto, rec.Reused, rec.ReuseFailed, rec.Poisoned, rec.OK()}
+}
+
+// TestEnginesRecordTheSame sends the same responses — every dialect,
+// merged and split deltas, gzip, failures of several kinds — through each
+// engine and compares the records.
+func TestEnginesRecordTheSame(t *testing.T) {
+	if len(engines()) < 2 {
+		t.Skip("one engine on this platform")
+	}
+	type scenario struct {
+		name   string
+		o      Options
+		pieces []string
+	}
+	var scenarios []scenario
+	for _, s := range dialectStreams {
+		stamped := s.events(true, s.tokens(5, true)...)
+		merged := s.events(false, s.tok(0, text(0, 3)), s.tok(7, text(3, 5)))
+		scenarios = append(scenarios,
+			scenario{s.d.String() + "/chunked", Options{Dialect: s.d, ExpectTokens: 5, IncludeUsage: true},
+				[]string{sseHead + "Transfer-Encoding: chunked\r\n\r\n", chunk(stamped), "0\r\n\r\n"}},
+			scenario{s.d.String() + "/merged, until close", Options{Dialect: s.d, ExpectTokens: 5},
+				[]string{sseHead + "\r\n" + merged}},
+			scenario{s.d.String() + "/gzip", Options{Dialect: s.d, ExpectTokens: 5, IncludeUsage: true},
+				append([]string{sseHead + "Content-Encoding: gzip\r\n\r\n"}, gzipStream(t, stamped)...)},
+			scenario{s.d.String() + "/cut short", Options{Dialect: s.d, ExpectTokens: 5},
+				[]string{sseHead + "\r\n" + s.events(false, s.tokens(2, true)...)[:40]}},
+		)
+	}
+	scenarios = append(scenarios,
+		scenario{"missing token", Options{ExpectTokens: 3}, []string{sseHead + "\r\n" + chatRole + event(1, "anan") + event(2, "obob") + chatFinish + done}},
+		scenario{"502 with a JSON body", Options{ExpectTokens: 3},
+			[]string{"HTTP/1.1 502 Bad Gateway\r\nContent-Type: application/json\r\nContent-Length: 25\r\n\r\n", `{"error":"upstream down"}`}},
+		scenario{"not HTTP", Options{}, []string{"SSH-2.0-OpenSSH\r\n"}},
+		scenario{"bad chunk", Options{}, []string{sseHead + "Transfer-Encoding: chunked\r\n\r\nzz\r\n"}},
+		scenario{"redirect", Options{}, []string{"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n"}},
+	)
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			addr := scripted(t, sc.pieces...)
+			var first comparable
+			for i, e := range engines() {
+				o := sc.o
+				o.Addr, o.Tokens, o.Timeout, o.Engine = addr, -1, 10*time.Second, e
+				got := comparableOf(doWith(t, o))
+				if i == 0 {
+					first = got
+					continue
+				}
+				if got != first {
+					t.Errorf("%s recorded %+v\n%s recorded %+v", engines()[0], first, e, got)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEngineToken measures one token through each engine, end to end
+// on loopback: a write of one chunked token event on the server's side of
+// the connection, the engine's wake-up, its read, the parse, and the
+// token's record. It must not allocate per token.
+func BenchmarkEngineToken(b *testing.B) {
+	for _, e := range engines() {
+		b.Run(string(e), func(b *testing.B) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ln.Close()
+			var received atomic.Int64
+			o := Options{Dialect: api.Chat, Addr: ln.Addr().String(), Tokens: -1, Timeout: time.Hour, Received: &received, Engine: e}
+			// Room for every token of a second's run: no append may grow it.
+			rec := &result.Request{Tokens: make([]result.Token, 0, 1<<20)}
+			ended := make(chan struct{})
+			s := New(o).NewSession()
+			s.Start(context.Background(), rec, func(*result.Request) { close(ended) })
+			c, err := ln.Accept()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			go io.Copy(io.Discard, c)
+			if _, err := io.WriteString(c, sseHead+"Transfer-Encoding: chunked\r\n\r\n"); err != nil {
+				b.Fatal(err)
+			}
+			var events [periodTokens][]byte
+			for i := range events {
+				events[i] = []byte(chunk(event(int64(i+1), api.Token(i))))
+			}
+			b.ReportAllocs()
+			n := int64(0)
+			for b.Loop() {
+				if _, err := c.Write(events[n%periodTokens]); err != nil {
+					b.Fatal(err)
+				}
+				n++
+				for received.Load() < n {
+					runtime.Gosched()
+				}
+			}
+			b.StopTimer()
+			io.WriteString(c, chunk(chatFinish+done)+"0\r\n\r\n")
+			<-ended
+			if !rec.OK() || int64(len(rec.Tokens)) != n {
+				b.Fatalf("%q, %d tokens, want ok with %d", rec.Failure.Error(), len(rec.Tokens), n)
+			}
+		})
+	}
+}

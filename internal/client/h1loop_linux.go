@@ -1,0 +1,681 @@
+//go:build linux
+
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// This file is the epoll engine's HTTP/1.1 exchange: the steps, rules and
+// failure texts of Session.doH1 and drainH1, as a state machine that an
+// event loop (package evloop) drives instead of a goroutine that blocks.
+// The response goes through the same reader.
+
+// errLoopGone: the loop could not watch a socket (its epoll set failed).
+var errLoopGone = errors.New("event loop: cannot watch the socket")
+
+// What a session posts to its loop.
+const (
+	msgStart  uint8 = iota + 1 // run the request (Session.Start)
+	msgCancel                  // its context is done: end it as interrupted (arg: the request's seq)
+	msgClose                   // close the kept connection (Session.Close)
+)
+
+// loopShared is what the loops need of a Request, resolved once.
+type loopShared struct {
+	once sync.Once
+	sa   unix.Sockaddr
+	err  error
+}
+
+// loopSession is a Session's state on the epoll engine. Its loop owns it
+// while a request runs, and owns c (the kept connection) always.
+type loopSession struct {
+	s *Session
+	l *evloop.Loop
+	c *econn // the open connection; nil: none
+	// lost is what the loop found on the kept connection while it was
+	// idle, and closed it for: peerClosed (a reuse failure for the next
+	// request) or pending (bytes: poisoned).
+	lost connState
+	// kept is set while c is open between requests, for Close.
+	kept atomic.Bool
+
+	// The request in flight.
+	ctx      context.Context
+	rec      *result.Request
+	done     func(*result.Request)
+	stop     func() bool // the cancellation's context.AfterFunc
+	seq      uint64      // counts requests; a cancellation names its own
+	active   bool
+	deadline int64
+	r        *reader
+	out      []byte // the request as it goes on the wire
+	reused   bool   // the attempt runs on a kept connection
+
+	wait   chan struct{} // Do waits here
+	signal func(*result.Request)
+	ack    chan struct{} // msgClose: closed once done
+}
+
+// connPhase is where a connection is in its exchange.
+type connPhase uint8
+
+const (
+	phConnecting connPhase = iota + 1 // connect(2) in progress
+	phWriting                         // the request is being written
+	phReading                         // the response
+	phDraining                        // after the terminal event, to the framing end
+	phIdle                            // kept between requests
+)
+
+// econn is one connection of a loop.
+type econn struct {
+	reg   evloop.Reg
+	timer evloop.Timer
+	phase connPhase
+	ls    *loopSession
+
+	written int   // bytes of ls.out written
+	idleAt  int64 // the idle timeout (0: none)
+	waitAt  int64 // the end of the wait for an error body (0: none)
+	drainAt int64 // the end of the drain
+	drained int   // bytes drained
+	port    int   // the local port, claimed on the loop (0: none)
+}
+
+// sockPort is the port of a TCP socket address, 0 for another kind.
+func sockPort(sa unix.Sockaddr) int {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return a.Port
+	case *unix.SockaddrInet6:
+		return a.Port
+	}
+	return 0
+}
+
+// expiry is c's next deadline, 0 for none.
+func (c *econn) expiry() int64 {
+	switch c.phase {
+	case phConnecting, phWriting:
+		return c.ls.deadline
+	case phReading:
+		return minSet(minSet(c.ls.deadline, c.idleAt), c.waitAt)
+	case phDraining:
+		return minSet(c.drainAt, c.idleAt)
+	}
+	return 0
+}
+
+// minSet is the earlier of two deadlines, 0 meaning none.
+func minSet(a, b int64) int64 {
+	switch {
+	case a == 0:
+		return b
+	case b == 0 || a < b:
+		return a
+	}
+	return b
+}
+
+// loopAddr returns the target address as a socket address, resolved once
+// per Request (a Request not made by New resolves it for every request);
+// a *unix.SockaddrInet4 or *unix.SockaddrInet6, shared: copy it.
+func (q *Request) loopAddr() (unix.Sockaddr, error) {
+	if q.shared == nil {
+		return resolveSockaddr(q.Addr)
+	}
+	ls := &q.shared.loop
+	ls.once.Do(func() { ls.sa, ls.err = resolveSockaddr(q.Addr) })
+	return ls.sa, ls.err
+}
+
+func resolveSockaddr(addr string) (unix.Sockaddr, error) {
+	ta, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if ip4 := ta.IP.To4(); ip4 != nil {
+		sa := &unix.SockaddrInet4{Port: ta.Port}
+		copy(sa.Addr[:], ip4)
+		return sa, nil
+	}
+	if ta.IP == nil { // ":port": this host, as net.Dial takes it
+		return &unix.SockaddrInet4{Port: ta.Port, Addr: [4]byte{127, 0, 0, 1}}, nil
+	}
+	sa := &unix.SockaddrInet6{Port: ta.Port, ZoneId: zoneID(ta.Zone)}
+	copy(sa.Addr[:], ta.IP.To16())
+	return sa, nil
+}
+
+// zoneID is the interface index of an IPv6 zone ("" or unknown: 0).
+func zoneID(zone string) uint32 {
+	if zone == "" {
+		return 0
+	}
+	if ifi, err := net.InterfaceByName(zone); err == nil {
+		return uint32(ifi.Index)
+	}
+	return 0
+}
+
+// startLoop is Start on the epoll engine.
+func (s *Session) startLoop(ctx context.Context, rec *result.Request, done func(*result.Request)) {
+	ls := &s.ev
+	if ls.l == nil {
+		ls.s, ls.l = s, evloop.Pick()
+	}
+	ls.ctx, ls.rec, ls.done = ctx, rec, done
+	ls.seq++
+	if ctx.Done() != nil {
+		seq := ls.seq
+		ls.stop = context.AfterFunc(ctx, func() { ls.l.Post(ls, msgCancel, seq) })
+	}
+	ls.l.Post(ls, msgStart, 0)
+}
+
+// doLoop is Do on the epoll engine: Start, and wait.
+func (s *Session) doLoop(ctx context.Context, rec *result.Request) {
+	ls := &s.ev
+	if ls.wait == nil {
+		ls.wait = make(chan struct{}, 1)
+		ls.signal = func(*result.Request) { ls.wait <- struct{}{} }
+	}
+	s.startLoop(ctx, rec, ls.signal)
+	<-ls.wait
+}
+
+// closeLoop is Close on the epoll engine: the loop closes the kept
+// connection, if there is one, before Close returns.
+func (s *Session) closeLoop() {
+	ls := &s.ev
+	if ls.l == nil || !ls.kept.Load() {
+		return
+	}
+	ls.ack = make(chan struct{})
+	ls.l.Post(ls, msgClose, 0)
+	<-ls.ack
+}
+
+// Receive takes what the session posted to its loop.
+func (ls *loopSession) Receive(_ *evloop.Loop, kind uint8, arg uint64) {
+	switch kind {
+	case msgStart:
+		ls.start()
+	case msgCancel:
+		ls.cancel(arg)
+	case msgClose:
+		if !ls.active {
+			ls.closeConn()
+			ls.lost = idle
+		}
+		close(ls.ack)
+	}
+}
+
+// closeConn closes the session's connection.
+func (ls *loopSession) closeConn() {
+	if c := ls.c; c != nil {
+		ls.l.Stop(&c.timer)
+		ls.l.Drop(&c.reg)
+		ls.l.Release(c.port)
+		ls.c = nil
+	}
+	ls.kept.Store(false)
+}
+
+// start begins the session's request (Session.Do's first steps).
+func (ls *loopSession) start() {
+	q, rec := ls.s.q, ls.rec
+	ls.active = true
+	rec.ID = q.ID(rec.Batch, rec.Index)
+	rec.Start = clock.Now()
+	ls.deadline = rec.Start + int64(q.Timeout)
+	if ls.ctx.Err() != nil {
+		ls.failConn(result.Failure{Kind: result.Interrupted})
+		return
+	}
+	if ls.c != nil && !ls.usable() {
+		ls.closeConn()
+	}
+	switch ls.lost {
+	case peerClosed:
+		rec.ReuseFailed = true
+	case pending:
+		rec.Poisoned = true
+	}
+	ls.lost = idle
+	ls.attempt()
+}
+
+// usable is Session.usable on the loop: a peek at the kept connection.
+func (ls *loopSession) usable() bool {
+	var b [1]byte
+	n, _, err := unix.Recvfrom(ls.c.reg.FD(), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	switch {
+	case n > 0:
+		ls.lost = pending
+	case err == nil, err != unix.EAGAIN && err != unix.EINTR:
+		ls.lost = peerClosed
+	default:
+		return true
+	}
+	return false
+}
+
+// attempt sends the request on the kept connection, or on a new one.
+func (ls *loopSession) attempt() {
+	s, rec := ls.s, ls.rec
+	ls.out = s.q.AppendHTTP(make([]byte, 0, 512), rec.ID)
+	if c := ls.c; c != nil {
+		ls.reused = true
+		ls.kept.Store(false)
+		rec.ConnID, rec.Reused, rec.Proto = s.id, true, ProtoHTTP1
+		c.phase, c.written = phWriting, 0
+		c.write()
+		return
+	}
+	ls.reused = false
+	ls.connect()
+}
+
+// connect opens a new non-blocking connection.
+func (ls *loopSession) connect() {
+	q := ls.s.q
+	sa, err := q.loopAddr()
+	if err != nil {
+		ls.fail(q.classify(ls.ctx, err, connectFailure(err)))
+		return
+	}
+	// A Sockaddr is not safe for concurrent use (Connect writes its raw
+	// form into it): each connect dials a copy.
+	domain := unix.AF_INET
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		b := *a
+		sa = &b
+	case *unix.SockaddrInet6:
+		b := *a
+		sa, domain = &b, unix.AF_INET6
+	}
+	fd, err := unix.Socket(domain, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	if err != nil {
+		ls.fail(connectFailure(os.NewSyscallError("socket", err)))
+		return
+	}
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	c := &econn{ls: ls, phase: phConnecting}
+	err = unix.Connect(fd, sa)
+	want := evloop.Read
+	switch err {
+	case nil:
+	case unix.EINPROGRESS, unix.EINTR, unix.EALREADY:
+		want = evloop.Write
+	default:
+		unix.Close(fd)
+		ls.fail(connectFailure(os.NewSyscallError("connect", err)))
+		return
+	}
+	if ls.l.Add(&c.reg, fd, c, want) != nil {
+		unix.Close(fd)
+		ls.fail(connectFailure(errLoopGone))
+		return
+	}
+	ls.c = c
+	// The server, when it is this process's, writes the stream of this
+	// connection from this loop (evloop.Affine).
+	if local, err := unix.Getsockname(fd); err == nil {
+		c.port = sockPort(local)
+		ls.l.Claim(c.port)
+	}
+	if want == evloop.Read {
+		c.connected()
+		return
+	}
+	c.schedule()
+}
+
+// connected: the connection is up; the request goes out.
+func (c *econn) connected() {
+	ls := c.ls
+	s, rec := ls.s, ls.rec
+	rec.Connected = clock.Now()
+	s.id = s.q.state().conns.Add(1)
+	s.proto = ProtoHTTP1
+	rec.ConnID, rec.Reused, rec.Proto = s.id, false, ProtoHTTP1
+	c.phase, c.written = phWriting, 0
+	c.write()
+}
+
+// write writes what remains of the request.
+func (c *econn) write() {
+	ls := c.ls
+	n, err := evloop.RawWrite(c.reg.FD(), ls.out[c.written:])
+	c.written += n
+	switch {
+	case c.written == len(ls.out):
+		c.sent()
+	case err == nil || err == unix.EAGAIN || err == unix.EINTR:
+		if ls.l.Watch(&c.reg, evloop.Write) != nil {
+			ls.failConn(result.Failure{Kind: result.RecvError, Detail: "send: " + errLoopGone.Error()})
+			return
+		}
+		c.schedule()
+	case ls.reused && ls.ctx.Err() == nil && isClosed(err):
+		ls.retry()
+	default:
+		ls.failConn(ls.s.q.classify(ls.ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)}))
+	}
+}
+
+// sent: the whole request is out; the response is read from here on.
+func (c *econn) sent() {
+	ls := c.ls
+	q, rec := ls.s.q, ls.rec
+	now := clock.Now()
+	rec.Sent = now
+	ls.out = nil // sent: thousands of sessions would each keep it for nothing
+	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
+		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
+	}
+	ls.r = newReader(rec, &q.Options)
+	c.phase = phReading
+	c.waitAt, c.idleAt = 0, 0
+	if q.IdleTimeout > 0 {
+		c.idleAt = now + int64(q.IdleTimeout)
+	}
+	if ls.l.Watch(&c.reg, evloop.Read) != nil {
+		ls.failConn(result.Failure{Kind: result.RecvError, Detail: errLoopGone.Error()})
+		return
+	}
+	c.schedule()
+}
+
+// schedule puts c's next deadline in the loop's timer heap. A deadline
+// that moves later (the idle timeout, pushed back by every read) leaves
+// the heap alone: Expire looks again when the entry falls due.
+func (c *econn) schedule() {
+	if at := c.expiry(); at != 0 {
+		c.ls.l.Schedule(&c.timer, at, c)
+	}
+}
+
+// Expire: the earliest deadline c scheduled has passed.
+func (c *econn) Expire(l *evloop.Loop, now int64) {
+	switch at := c.expiry(); {
+	case at == 0:
+	case at > now:
+		l.Schedule(&c.timer, at, c)
+	default:
+		c.timeout(now)
+	}
+}
+
+// Ready handles a readiness event of c.
+func (c *econn) Ready(*evloop.Loop) {
+	switch c.phase {
+	case phConnecting:
+		c.connecting()
+	case phWriting:
+		c.write()
+	case phReading:
+		c.readResponse()
+	case phDraining:
+		c.readDrain()
+	case phIdle:
+		c.readIdle()
+	}
+}
+
+// connecting: the connect finished, or failed.
+func (c *econn) connecting() {
+	ls := c.ls
+	v, err := unix.GetsockoptInt(c.reg.FD(), unix.SOL_SOCKET, unix.SO_ERROR)
+	if err == nil && v != 0 {
+		err = unix.Errno(v)
+	}
+	switch err {
+	case nil:
+		c.connected()
+	case unix.EINPROGRESS, unix.EALREADY, unix.EINTR:
+	default:
+		ls.failConn(ls.s.q.classify(ls.ctx, err, connectFailure(os.NewSyscallError("connect", err))))
+	}
+}
+
+// readResponse reads once and feeds the response parser, the arrival time
+// taken right after the read returned.
+func (c *econn) readResponse() {
+	ls := c.ls
+	q, rec := ls.s.q, ls.rec
+	p, err := ls.l.Read(&c.reg)
+	if len(p) > 0 {
+		now := clock.Now()
+		rec.Reads++
+		if q.IdleTimeout > 0 {
+			c.idleAt = now + int64(q.IdleTimeout)
+		}
+		r := ls.r
+		if r.feed(p, now) {
+			rec.End = now
+			r.close()
+			c.responseEnded()
+			return
+		}
+		if r.failing && c.waitAt == 0 {
+			c.waitAt = now + int64(q.drainTimeout())
+			c.schedule()
+		}
+		return
+	}
+	if err == unix.EAGAIN || err == unix.EINTR {
+		return
+	}
+	if err == nil {
+		err = io.EOF
+	} else {
+		err = os.NewSyscallError("read", err)
+	}
+	if ls.reused && rec.Bytes == 0 && ls.ctx.Err() == nil && isClosed(err) {
+		ls.retry()
+		return
+	}
+	ls.failConn(q.classify(ls.ctx, err, ls.r.endOfStream(err)))
+}
+
+// responseEnded: the response ended (its terminal event, or a failure).
+// With keep-alive the rest of its framing is drained, as drainH1 does.
+func (c *econn) responseEnded() {
+	ls := c.ls
+	s, rec := ls.s, ls.rec
+	q, r := s.q, ls.r
+	if !q.KeepAlive || s.oneShot || !r.gotHead || r.closes || r.failing || ls.ctx.Err() != nil {
+		ls.closeConn()
+		ls.finish()
+		return
+	}
+	if !r.drainable {
+		if isStreamEnd(rec.Failure.Kind) {
+			rec.Poisoned = true // the body had no framing end: read until close
+		}
+		ls.closeConn()
+		ls.finish()
+		return
+	}
+	done, err := r.drain(r.rest)
+	r.rest = nil
+	if err == nil && !done {
+		now := clock.Now()
+		c.phase = phDraining
+		c.drained = 0
+		c.drainAt = min(now+int64(q.drainTimeout()), ls.deadline)
+		c.idleAt = 0
+		if q.IdleTimeout > 0 {
+			c.idleAt = now + int64(q.IdleTimeout)
+		}
+		c.schedule()
+		return
+	}
+	c.drainEnded(err)
+}
+
+// readDrain reads once while draining.
+func (c *econn) readDrain() {
+	ls := c.ls
+	q, rec := ls.s.q, ls.rec
+	p, err := ls.l.Read(&c.reg)
+	if n := len(p); n > 0 {
+		rec.Reads++
+		rec.Bytes += int64(n)
+		if q.IdleTimeout > 0 {
+			c.idleAt = clock.Now() + int64(q.IdleTimeout)
+		}
+		var done bool
+		if c.drained += n; c.drained > DrainBytes {
+			err = errDrainTooLong
+		} else {
+			done, err = ls.r.drain(p)
+		}
+		if done || err != nil {
+			c.drainEnded(err)
+		}
+		return
+	}
+	if err == unix.EAGAIN || err == unix.EINTR {
+		return
+	}
+	if err == nil {
+		err = io.EOF
+	}
+	c.drainEnded(err)
+}
+
+// drainEnded keeps the connection when the drain reached the framing end
+// (err nil), else closes it.
+func (c *econn) drainEnded(err error) {
+	ls := c.ls
+	if err != nil {
+		if !errors.Is(err, io.EOF) && !isClosed(err) {
+			ls.rec.Poisoned = true
+		}
+		ls.closeConn()
+	} else {
+		c.phase = phIdle
+		c.idleAt, c.waitAt, c.drainAt = 0, 0, 0
+		ls.l.Stop(&c.timer)
+		ls.kept.Store(true)
+	}
+	ls.finish()
+}
+
+// readIdle: a kept connection became readable between requests: the peer
+// closed it, or sent bytes that belong to no request. Either way it is
+// closed, and the next request learns why (Session.usable's rules).
+func (c *econn) readIdle() {
+	ls := c.ls
+	p, err := ls.l.Read(&c.reg)
+	switch {
+	case len(p) > 0:
+		ls.lost = pending
+	case err == unix.EAGAIN || err == unix.EINTR:
+		return
+	default:
+		ls.lost = peerClosed
+	}
+	ls.closeConn()
+}
+
+// timeout: c's deadline passed (see readLimit.failure for the order).
+func (c *econn) timeout(now int64) {
+	ls := c.ls
+	q := ls.s.q
+	switch c.phase {
+	case phConnecting, phWriting:
+		ls.failConn(q.classify(ls.ctx, os.ErrDeadlineExceeded, result.Failure{Kind: result.Timeout}))
+	case phReading:
+		switch {
+		case ls.ctx.Err() != nil:
+			ls.failConn(result.Failure{Kind: result.Interrupted})
+		case ls.r.failing:
+			ls.failConn(ls.r.statusFailure())
+		case c.idleAt != 0 && c.idleAt <= now && c.idleAt < ls.deadline:
+			ls.failConn(q.idleFailure())
+		default:
+			ls.failConn(q.classify(ls.ctx, os.ErrDeadlineExceeded, result.Failure{Kind: result.Timeout}))
+		}
+	case phDraining:
+		c.drainEnded(os.ErrDeadlineExceeded)
+	}
+}
+
+// cancel: the request's context is done.
+func (ls *loopSession) cancel(seq uint64) {
+	if !ls.active || ls.seq != seq {
+		return
+	}
+	if c := ls.c; c != nil && c.phase == phDraining {
+		// doH1 moves the deadline to the past: the drain read fails.
+		c.drainEnded(os.ErrDeadlineExceeded)
+		return
+	}
+	ls.failConn(result.Failure{Kind: result.Interrupted})
+}
+
+// retry: the kept connection was found closed before any byte of the
+// response: a reuse failure; the request goes again on a new connection.
+func (ls *loopSession) retry() {
+	rec := ls.rec
+	ls.closeConn()
+	if ls.r != nil {
+		ls.r.close()
+		ls.r = nil
+	}
+	rec.ReuseFailed = true
+	rec.ConnID, rec.Reused, rec.Proto = 0, false, ""
+	rec.Sent, rec.HeadAt, rec.Bytes, rec.Reads = 0, 0, 0, 0
+	rec.Failure = result.Failure{}
+	ls.attempt()
+}
+
+// failConn ends the request with f and closes its connection.
+func (ls *loopSession) failConn(f result.Failure) {
+	ls.closeConn()
+	ls.fail(f)
+}
+
+// fail ends the request with f.
+func (ls *loopSession) fail(f result.Failure) {
+	ls.rec.Failure = f
+	if ls.r != nil {
+		ls.r.close()
+	}
+	ls.finish()
+}
+
+// finish hands the ended request back to its caller.
+func (ls *loopSession) finish() {
+	rec, done := ls.rec, ls.done
+	if ls.stop != nil {
+		ls.stop()
+	}
+	if rec.End == 0 {
+		rec.End = clock.Now()
+	}
+	ls.s.q.fillEmitted(rec)
+	ls.active = false
+	ls.ctx, ls.rec, ls.done, ls.stop, ls.r = nil, nil, nil, nil, nil
+	done(rec)
+}

@@ -1,0 +1,189 @@
+//go:build linux
+
+package evloop
+
+import (
+	"errors"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sse-latency/sse-latency/internal/clock"
+)
+
+// wakeKey is the key of a loop's own wake-up descriptor.
+const wakeKey = -1
+
+// A backend is the readiness (or completion) source of a loop: the seam
+// between the loop — its sockets' handlers, timers, tickers — and the
+// kernel interface. epollBackend reports readiness, and the loop then
+// reads once with read. A completion backend (io_uring, multishot receive
+// into provided buffers) would return the bytes received with each event
+// instead, and Loop.Read would hand them over; the handlers, from the
+// arrival time on, stay the same.
+type backend interface {
+	// watch starts watching fd under key for want or, with added,
+	// changes what it is watched for.
+	watch(fd int, key int32, want Interest, added bool) error
+	// wait blocks until at least one watched descriptor is ready, the
+	// loop is woken, or the process clock reaches until (0: no limit;
+	// < 0: do not block), and stores the keys of the ready descriptors
+	// in keys, returning how many.
+	wait(until int64, keys []int32) (int, error)
+	// read reads once from fd into p: n > 0 bytes; 0 and nil at the end
+	// of the stream; or an error (unix.EAGAIN: nothing after all).
+	read(fd int, p []byte) (int, error)
+	// wake makes the wait in progress, or the next one, return. Any
+	// goroutine.
+	wake()
+	// woken acknowledges a wake-up (the loop saw wakeKey).
+	woken()
+}
+
+// maxEvents is how many ready descriptors one wait returns at most.
+const maxEvents = 256
+
+// epollBackend is a level-triggered epoll set. The loop's goroutine parks
+// in Go's netpoller, where the epoll descriptor itself is registered
+// (os.NewFile on a non-blocking descriptor, as clock's timerfd Waker
+// does): the runtime wakes the goroutine when the set has ready
+// descriptors, and epoll_wait is then called with a zero timeout.
+type epollBackend struct {
+	epfd    int
+	wakeFd  int // an eventfd in the set, under wakeKey
+	pending atomic.Bool
+	events  [maxEvents]unix.EpollEvent
+
+	f        *os.File // epfd, registered in the netpoller
+	rc       syscall.RawConn
+	deadline int64 // the read deadline set on f (0: none)
+
+	// The result of the callback of rc.Read, which is built once.
+	pollKeys []int32
+	pollN    int
+	pollErr  error
+	pollFn   func(fd uintptr) bool
+}
+
+func newEpollBackend() (*epollBackend, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	wfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	b := &epollBackend{epfd: epfd, wakeFd: wfd}
+	fail := func(err error) (*epollBackend, error) {
+		unix.Close(epfd)
+		unix.Close(wfd)
+		return nil, err
+	}
+	if err := b.watch(wfd, wakeKey, Read, false); err != nil {
+		return fail(err)
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		return fail(os.NewSyscallError("fcntl", err))
+	}
+	b.f = os.NewFile(uintptr(epfd), "epoll")
+	if b.rc, err = b.f.SyscallConn(); err != nil {
+		b.f.Close()
+		unix.Close(wfd)
+		return nil, err
+	}
+	b.pollFn = b.poll
+	return b, nil
+}
+
+func (b *epollBackend) watch(fd int, key int32, want Interest, added bool) error {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: key}
+	if want == Write {
+		ev.Events = unix.EPOLLOUT
+	}
+	op := unix.EPOLL_CTL_ADD
+	if added {
+		op = unix.EPOLL_CTL_MOD
+	}
+	if err := unix.EpollCtl(b.epfd, op, fd, &ev); err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	return nil
+}
+
+func (b *epollBackend) wait(until int64, keys []int32) (int, error) {
+	if until < 0 {
+		n, err := epollPoll(b.epfd, b.events[:min(len(keys), maxEvents)])
+		if err != nil && err != unix.EINTR {
+			return 0, os.NewSyscallError("epoll_wait", err)
+		}
+		return b.ready(max(n, 0), keys), nil
+	}
+	if until != b.deadline {
+		var t time.Time
+		if until != 0 {
+			t = clock.ToTime(until)
+		}
+		b.f.SetReadDeadline(t)
+		b.deadline = until
+	}
+	b.pollKeys, b.pollN, b.pollErr = keys, 0, nil
+	err := b.rc.Read(b.pollFn)
+	n := b.pollN
+	b.pollKeys = nil
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return 0, nil // a timer is due
+	case err != nil:
+		return 0, err
+	case b.pollErr != nil:
+		return 0, os.NewSyscallError("epoll_wait", b.pollErr)
+	}
+	return n, nil
+}
+
+// poll is the callback of rc.Read: true when epoll_wait returned events
+// (or failed), false to park until the set is ready. It cannot park
+// without looking first: rc.Read forgets a readiness the netpoller noted
+// before the call.
+func (b *epollBackend) poll(fd uintptr) bool {
+	n, err := epollPoll(int(fd), b.events[:min(len(b.pollKeys), maxEvents)])
+	switch {
+	case err == unix.EINTR:
+		return false
+	case err != nil:
+		b.pollErr = err
+		return true
+	}
+	b.pollN = b.ready(n, b.pollKeys)
+	return n > 0
+}
+
+// ready copies the keys of the first n events to keys.
+func (b *epollBackend) ready(n int, keys []int32) int {
+	for i := range n {
+		keys[i] = b.events[i].Fd
+	}
+	return n
+}
+
+func (b *epollBackend) read(fd int, p []byte) (int, error) {
+	return RawRead(fd, p)
+}
+
+func (b *epollBackend) wake() {
+	if b.pending.CompareAndSwap(false, true) {
+		one := [8]byte{1}
+		RawWrite(b.wakeFd, one[:])
+	}
+}
+
+func (b *epollBackend) woken() {
+	b.pending.Store(false)
+	var buf [8]byte
+	RawRead(b.wakeFd, buf[:])
+}

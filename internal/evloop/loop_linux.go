@@ -1,0 +1,450 @@
+//go:build linux
+
+package evloop
+
+import (
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sse-latency/sse-latency/internal/clock"
+)
+
+// ReadBufferSize is the size of a loop's read buffer: what one read(2)
+// takes at most.
+const ReadBufferSize = 4 << 10
+
+// Interest is what a loop waits for on a socket.
+type Interest uint8
+
+// The interests.
+const (
+	Read  Interest = iota + 1 // readable (or closed, or in error)
+	Write                     // writable: a connect or a write in progress
+)
+
+// A Handler is told, on its loop's goroutine, that its socket is ready
+// for what it is watched for.
+type Handler interface {
+	Ready(l *Loop)
+}
+
+// A Receiver gets, on the loop's goroutine, what other goroutines Post to
+// the loop.
+type Receiver interface {
+	Receive(l *Loop, kind uint8, arg uint64)
+}
+
+// An Expirer is told, on the loop's goroutine, that a Timer it scheduled
+// is due.
+type Expirer interface {
+	Expire(l *Loop, now int64)
+}
+
+// Reg is a socket's registration with a loop; its owner embeds it. The
+// zero Reg is registered nowhere.
+type Reg struct {
+	fd   int
+	key  int32 // 1 + its key; 0: not registered
+	want Interest
+}
+
+// FD returns the registered descriptor.
+func (r *Reg) FD() int { return r.fd }
+
+// Timer is a deadline in a loop's heap; its owner embeds it. The zero
+// Timer is not scheduled.
+type Timer struct {
+	at  int64
+	pos int // 1 + its index in the heap; 0: not in it
+	h   Expirer
+}
+
+// The loops of the process: one per CPU (GOMAXPROCS when first used),
+// started with the first use and never stopped (an idle loop is a parked
+// goroutine, costing nothing).
+var loops struct {
+	once sync.Once
+	all  []*Loop
+	err  error
+	next atomic.Uint32
+}
+
+// Loops returns the loops of the process, starting them at the first call.
+func Loops() ([]*Loop, error) {
+	loops.once.Do(func() {
+		n := runtime.GOMAXPROCS(0)
+		for i := range n {
+			l, err := newLoop(i)
+			if err != nil {
+				loops.err = err
+				return
+			}
+			loops.all = append(loops.all, l)
+		}
+		for _, l := range loops.all {
+			go l.run()
+		}
+	})
+	return loops.all, loops.err
+}
+
+// Available reports why the event loops cannot run here, nil when they
+// can.
+func Available() error {
+	_, err := Loops()
+	return err
+}
+
+// Pick returns the loops in turn.
+func Pick() *Loop {
+	all, err := Loops()
+	if err != nil {
+		panic("evloop: Pick without Available: " + err.Error())
+	}
+	return all[int(loops.next.Add(1))%len(all)]
+}
+
+// Loop is one event loop. Its methods other than Post, Index and the
+// Ticker's Arm and Close are for its own goroutine: the handlers,
+// receivers and expirers it calls.
+type Loop struct {
+	index int
+	be    backend
+	buf   []byte
+
+	regs    []entry // by key
+	free    []int32
+	closing []int // descriptors dropped during this pass, closed after it
+	freed   []int32
+	timers  timerHeap
+	keys    [maxEvents]int32
+	nested  [maxEvents]int32 // Ticker.Poll's
+
+	mu       sync.Mutex
+	inbox    []message // guarded by mu
+	work     []message
+	queued   atomic.Int32
+	sleeping atomic.Bool
+}
+
+// entry is what a key stands for.
+type entry struct {
+	h      Handler
+	ticker bool // a Ticker's timerfd: not handled by Ticker.Poll
+}
+
+type message struct {
+	r    Receiver
+	kind uint8
+	arg  uint64
+}
+
+func newLoop(index int) (*Loop, error) {
+	be, err := newEpollBackend()
+	if err != nil {
+		return nil, err
+	}
+	return &Loop{index: index, be: be, buf: make([]byte, ReadBufferSize)}, nil
+}
+
+// Index is the loop's place among Loops().
+func (l *Loop) Index() int { return l.index }
+
+// Post hands (kind, arg) to r on the loop's goroutine. Any goroutine.
+func (l *Loop) Post(r Receiver, kind uint8, arg uint64) {
+	l.mu.Lock()
+	l.inbox = append(l.inbox, message{r, kind, arg})
+	l.mu.Unlock()
+	l.queued.Add(1)
+	if l.sleeping.Load() {
+		l.be.wake()
+	}
+}
+
+// Add registers fd, a non-blocking socket, with h as its handler, watched
+// for want.
+func (l *Loop) Add(r *Reg, fd int, h Handler, want Interest) error {
+	return l.add(r, fd, entry{h: h}, want)
+}
+
+func (l *Loop) add(r *Reg, fd int, e entry, want Interest) error {
+	var k int32
+	if n := len(l.free); n > 0 {
+		k = l.free[n-1]
+		l.free = l.free[:n-1]
+	} else {
+		k = int32(len(l.regs))
+		l.regs = append(l.regs, entry{})
+	}
+	if err := l.be.watch(fd, k, want, false); err != nil {
+		l.free = append(l.free, k)
+		return err
+	}
+	*r = Reg{fd: fd, key: k + 1, want: want}
+	l.regs[k] = e
+	return nil
+}
+
+// Watch changes what r is watched for.
+func (l *Loop) Watch(r *Reg, want Interest) error {
+	if r.want == want || r.key == 0 {
+		return nil
+	}
+	r.want = want
+	return l.be.watch(r.fd, r.key-1, want, true)
+}
+
+// Drop forgets r at once — events still to come for it are ignored — and
+// closes its descriptor once the events in hand have been handled, so
+// that neither its key nor its descriptor number can be taken by a new
+// socket while events naming them are being handled.
+func (l *Loop) Drop(r *Reg) {
+	if r.key == 0 {
+		return
+	}
+	k := r.key - 1
+	l.regs[k] = entry{}
+	l.freed = append(l.freed, k)
+	l.closing = append(l.closing, r.fd)
+	r.key = 0
+}
+
+// Read reads once from r's socket into the loop's buffer: p holds the
+// bytes (valid until the next Read on this loop); len(p) == 0 with a nil
+// error is the end of the stream; unix.EAGAIN means nothing was there
+// after all.
+func (l *Loop) Read(r *Reg) ([]byte, error) {
+	n, err := l.be.read(r.fd, l.buf)
+	return l.buf[:n], err
+}
+
+// Schedule makes t due no later than at: an earlier deadline t already
+// has stays (the expirer then schedules again when it finds that its
+// deadline has moved later).
+func (l *Loop) Schedule(t *Timer, at int64, h Expirer) {
+	t.h = h
+	switch {
+	case t.pos == 0:
+		t.at = at
+		l.timers.push(t)
+	case at < t.at:
+		t.at = at
+		l.timers.fix(t.pos - 1)
+	}
+}
+
+// Stop takes t out of the heap.
+func (l *Loop) Stop(t *Timer) {
+	if t.pos != 0 {
+		l.timers.removeAt(t.pos - 1)
+	}
+}
+
+// affinity maps a local TCP port of a client connection on a loop to
+// that loop (its index + 1; 0: none). The server, in the same process,
+// looks up the remote port of the connections it accepts, so that the
+// stream answering a connection is written by the loop that reads it: on
+// loopback the tokens a loop writes are then read by the same loop, in the
+// same wake-up. A port of another process's connection (a gateway's) may
+// collide with one in the table: the stream then goes to that loop, as
+// good a choice as any.
+var affinity [1 << 16]atomic.Uint32
+
+// Claim records that the connection with local port port is on l. The
+// loop's goroutine; Release when the connection closes.
+func (l *Loop) Claim(port int) {
+	if port > 0 && port < len(affinity) {
+		affinity[port].Store(uint32(l.index + 1))
+	}
+}
+
+// Release forgets a Claim.
+func (l *Loop) Release(port int) {
+	if port > 0 && port < len(affinity) {
+		affinity[port].CompareAndSwap(uint32(l.index+1), 0)
+	}
+}
+
+// Affine returns the index of the loop that claimed port, -1 if none did.
+// Any goroutine.
+func Affine(port int) int {
+	if port > 0 && port < len(affinity) {
+		return int(affinity[port].Load()) - 1
+	}
+	return -1
+}
+
+// run is the loop's goroutine.
+func (l *Loop) run() {
+	for {
+		l.handleInbox()
+		l.sleeping.Store(true)
+		var until int64
+		if l.queued.Load() > 0 {
+			until = -1 // messages came in meanwhile: only look
+		} else if len(l.timers) > 0 {
+			until = l.timers[0].at
+		}
+		n, err := l.be.wait(until, l.keys[:])
+		l.sleeping.Store(false)
+		if err != nil {
+			// The epoll descriptor broke: nothing this loop can recover.
+			panic("evloop: " + err.Error())
+		}
+		l.dispatch(l.keys[:n], true)
+		l.expire(clock.Now())
+		l.release()
+	}
+}
+
+// dispatch calls the handlers of the ready keys (the tickers' too when
+// tickers is set).
+func (l *Loop) dispatch(keys []int32, tickers bool) {
+	for _, k := range keys {
+		if k == wakeKey {
+			l.be.woken()
+			continue
+		}
+		if k < 0 || int(k) >= len(l.regs) {
+			continue
+		}
+		if e := l.regs[k]; e.h != nil && (tickers || !e.ticker) {
+			e.h.Ready(l)
+		}
+	}
+}
+
+// handleInbox takes every message posted so far.
+func (l *Loop) handleInbox() {
+	if l.queued.Load() == 0 {
+		return
+	}
+	l.mu.Lock()
+	l.work, l.inbox = l.inbox, l.work[:0]
+	l.queued.Store(0)
+	l.mu.Unlock()
+	for i := range l.work {
+		m := &l.work[i]
+		m.r.Receive(l, m.kind, m.arg)
+		*m = message{}
+	}
+	l.release()
+}
+
+// expire calls the expirers whose timers are due.
+func (l *Loop) expire(now int64) {
+	for len(l.timers) > 0 && l.timers[0].at <= now {
+		t := l.timers[0]
+		l.timers.removeAt(0)
+		t.h.Expire(l, now)
+	}
+}
+
+// release closes what Drop set aside, and frees its keys.
+func (l *Loop) release() {
+	for _, fd := range l.closing {
+		unix.Close(fd)
+	}
+	l.closing = l.closing[:0]
+	l.free = append(l.free, l.freed...)
+	l.freed = l.freed[:0]
+}
+
+// A Ticker is a precise timer (a timerfd) in a loop's set, for the
+// server's emission shards: Arm from any goroutine, and the loop calls its
+// fire function when the deadline passes.
+type Ticker struct {
+	l     *Loop
+	reg   Reg
+	fd    int
+	added chan error
+	mu    sync.Mutex
+	spec  unix.ItimerSpec
+	fire  func(t *Ticker)
+	done  atomic.Bool
+}
+
+// What a Ticker posts to its loop.
+const (
+	tickerAdd uint8 = iota + 1
+	tickerClose
+)
+
+// NewTicker adds a timerfd to the loop; fire runs on the loop's goroutine
+// each time an armed deadline passes. It must not be called from the
+// loop's goroutine (it waits for the loop to add the timer).
+func (l *Loop) NewTicker(fire func(t *Ticker)) (*Ticker, error) {
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("timerfd_create", err)
+	}
+	t := &Ticker{l: l, fd: fd, fire: fire, added: make(chan error, 1)}
+	l.Post(t, tickerAdd, 0)
+	if err := <-t.added; err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return t, nil
+}
+
+// Arm sets the absolute process-clock deadline at which fire runs,
+// replacing the previous one. Any goroutine.
+func (t *Ticker) Arm(deadline int64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done.Load() {
+		return clock.ErrClosed
+	}
+	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(max(clock.Mono(deadline), 1))}
+	if err := timerfdSettime(t.fd, &t.spec); err != nil {
+		return os.NewSyscallError("timerfd_settime", err)
+	}
+	return nil
+}
+
+// Close stops the ticker: fire is not called once Close has returned,
+// and the loop closes the timer. Any goroutine but the loop's own.
+func (t *Ticker) Close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done.Swap(true) {
+		return nil
+	}
+	t.l.Post(t, tickerClose, 0)
+	return nil
+}
+
+// Receive adds the ticker to its loop, or drops it.
+func (t *Ticker) Receive(l *Loop, kind uint8, _ uint64) {
+	switch kind {
+	case tickerAdd:
+		t.added <- l.add(&t.reg, t.fd, entry{h: t, ticker: true}, Read)
+	case tickerClose:
+		l.Drop(&t.reg)
+	}
+}
+
+// Ready clears the timerfd and runs fire.
+func (t *Ticker) Ready(*Loop) {
+	var b [8]byte
+	RawRead(t.fd, b[:])
+	if !t.done.Load() {
+		t.fire(t)
+	}
+}
+
+// Poll handles, without blocking, the sockets of the loop that are ready
+// (not its tickers): for fire to call while it spins towards a deadline,
+// so that the loop's other sockets are not kept waiting.
+func (t *Ticker) Poll() {
+	l := t.l
+	n, err := l.be.wait(-1, l.nested[:])
+	if err != nil || n == 0 {
+		return
+	}
+	l.dispatch(l.nested[:n], false)
+}

@@ -1,0 +1,335 @@
+//go:build linux
+
+package evloop
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sse-latency/sse-latency/internal/clock"
+)
+
+// within fails the test when ch does not deliver within a bound that only
+// a broken loop misses.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: nothing after 10 s", what)
+	}
+	var zero T
+	return zero
+}
+
+// onLoop runs f on l's goroutine and waits for it.
+func onLoop(t *testing.T, l *Loop, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	l.Post(funcReceiver(func() { f(); close(done) }), 0, 0)
+	within(t, done, "a posted function")
+}
+
+type funcReceiver func()
+
+func (f funcReceiver) Receive(*Loop, uint8, uint64) { f() }
+
+// order records what the loop handed it.
+type order struct {
+	mu  sync.Mutex
+	got []uint64
+}
+
+func (o *order) Receive(_ *Loop, _ uint8, arg uint64) {
+	o.mu.Lock()
+	o.got = append(o.got, arg)
+	o.mu.Unlock()
+}
+
+// TestPostDeliversEverything: messages posted from several goroutines all
+// arrive, each poster's in the order it posted them.
+func TestPostDeliversEverything(t *testing.T) {
+	l := Pick()
+	const posters, each = 8, 500
+	o := &order{}
+	var wg sync.WaitGroup
+	for p := range posters {
+		wg.Go(func() {
+			for i := range each {
+				l.Post(o, 0, uint64(p*each+i))
+			}
+		})
+	}
+	wg.Wait()
+	onLoop(t, l, func() {}) // the loop takes its inbox in order: everything before this is in
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.got) != posters*each {
+		t.Fatalf("%d messages arrived, want %d", len(o.got), posters*each)
+	}
+	last := make([]int, posters)
+	for p := range last {
+		last[p] = -1
+	}
+	for _, v := range o.got {
+		p, i := int(v)/each, int(v)%each
+		if i <= last[p] {
+			t.Fatalf("poster %d: message %d after %d", p, i, last[p])
+		}
+		last[p] = i
+	}
+}
+
+// sock is a handler that forwards what it reads, and the end of the
+// stream.
+type sock struct {
+	reg   Reg
+	data  chan string
+	ended chan struct{}
+}
+
+func (s *sock) Ready(l *Loop) {
+	p, err := l.Read(&s.reg)
+	switch {
+	case len(p) > 0:
+		s.data <- string(p)
+	case errors.Is(err, unix.EAGAIN):
+	default:
+		l.Drop(&s.reg)
+		close(s.ended)
+	}
+}
+
+func socketpair(t *testing.T) (loopSide, peer int) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fds[0], fds[1]
+}
+
+// TestReadEachReadiness: bytes written to a registered socket reach its
+// handler, in order, and the peer's close reaches it as the end of the
+// stream, after which it is dropped.
+func TestReadEachReadiness(t *testing.T) {
+	l := Pick()
+	fd, peer := socketpair(t)
+	defer unix.Close(peer)
+	s := &sock{data: make(chan string, 16), ended: make(chan struct{})}
+	var addErr error
+	onLoop(t, l, func() { addErr = l.Add(&s.reg, fd, s, Read) })
+	if addErr != nil {
+		t.Fatal(addErr)
+	}
+	for _, msg := range []string{"one", "two", "three"} {
+		if _, err := unix.Write(peer, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		if got := within(t, s.data, "a write"); got != msg {
+			t.Errorf("read %q, want %q", got, msg)
+		}
+	}
+	unix.Close(peer)
+	within(t, s.ended, "the peer's close")
+}
+
+// expirer records the timers that fired, by name.
+type expirer struct {
+	name string
+	t    Timer
+	log  *[]string
+}
+
+func (e *expirer) Expire(*Loop, int64) { *e.log = append(*e.log, e.name) }
+
+// TestTimers: due timers fire in deadline order, once; a timer scheduled
+// earlier moves up, one scheduled later keeps its earlier deadline, a
+// stopped one does not fire, and one not yet due waits.
+func TestTimers(t *testing.T) {
+	l := Pick()
+	var log []string
+	mk := func(name string) *expirer { return &expirer{name: name, log: &log} }
+	a, b, c, d, e, far := mk("a"), mk("b"), mk("c"), mk("d"), mk("e"), mk("far")
+	now := clock.Now()
+	onLoop(t, l, func() {
+		l.Schedule(&a.t, now+3, a)
+		l.Schedule(&b.t, now+1, b)
+		l.Schedule(&c.t, now+5, c)
+		l.Schedule(&c.t, now+2, c) // earlier: moves up
+		l.Schedule(&d.t, now+4, d)
+		l.Schedule(&d.t, now+9, d) // later: keeps now+4
+		l.Schedule(&e.t, now+6, e)
+		l.Stop(&e.t)
+		l.Schedule(&far.t, now+int64(time.Hour), far)
+	})
+	done := make(chan struct{})
+	probe := mk("probe")
+	onLoop(t, l, func() { l.Schedule(&probe.t, now+100, funcExpirer(func() { close(done) })) })
+	within(t, done, "the timers")
+	var got []string
+	onLoop(t, l, func() {
+		got = slices.Clone(log)
+		l.Stop(&far.t)
+	})
+	if want := []string{"b", "c", "a", "d"}; !slices.Equal(got, want) {
+		t.Errorf("fired %v, want %v", got, want)
+	}
+}
+
+type funcExpirer func()
+
+func (f funcExpirer) Expire(*Loop, int64) { f() }
+
+// TestHeapOrder checks the heap against a sort over random pushes, moves
+// and removals.
+func TestHeapOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var h timerHeap
+	ts := make([]*Timer, 200)
+	for i := range ts {
+		ts[i] = &Timer{at: r.Int64N(1000)}
+		h.push(ts[i])
+	}
+	for range 300 {
+		x := ts[r.IntN(len(ts))]
+		switch {
+		case x.pos == 0:
+			x.at = r.Int64N(1000)
+			h.push(x)
+		case r.IntN(2) == 0:
+			h.removeAt(x.pos - 1)
+		default:
+			x.at = r.Int64N(1000)
+			h.fix(x.pos - 1)
+		}
+	}
+	var want []int64
+	for _, x := range ts {
+		if x.pos != 0 {
+			want = append(want, x.at)
+			if h[x.pos-1] != x {
+				t.Fatalf("timer at %d: pos %d does not point back at it", x.at, x.pos)
+			}
+		}
+	}
+	slices.Sort(want)
+	var got []int64
+	for len(h) > 0 {
+		got = append(got, h[0].at)
+		h.removeAt(0)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("heap order %v, want %v", got, want)
+	}
+}
+
+// TestTicker: an armed ticker fires on its loop; Poll, called from fire,
+// handles a ready socket of the loop before fire returns; a closed ticker
+// refuses to be armed.
+func TestTicker(t *testing.T) {
+	l := Pick()
+	fd, peer := socketpair(t)
+	defer unix.Close(peer)
+	s := &sock{data: make(chan string, 16), ended: make(chan struct{})}
+	onLoop(t, l, func() {
+		if err := l.Add(&s.reg, fd, s, Read); err != nil {
+			t.Error(err)
+		}
+	})
+	polled := make(chan string, 1)
+	var tk *Ticker
+	tk, err := l.NewTicker(func(tk *Ticker) {
+		unix.Write(peer, []byte("x"))
+		// Written from the loop itself: only Poll can hand it over now.
+		for range 1000 {
+			tk.Poll()
+			select {
+			case got := <-s.data:
+				polled <- got
+				return
+			default:
+			}
+		}
+		polled <- ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Arm(clock.Now() + int64(time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if got := within(t, polled, "the ticker"); got != "x" {
+		t.Errorf("Poll from fire handed over %q, want \"x\"", got)
+	}
+	if err := tk.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tk.Arm(clock.Now()); !errors.Is(err, clock.ErrClosed) {
+		t.Errorf("Arm after Close: %v, want clock.ErrClosed", err)
+	}
+	onLoop(t, l, func() { l.Drop(&s.reg) })
+}
+
+func TestParseEngine(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Engine
+		ok   bool
+	}{
+		{"", Auto, true}, {"auto", Auto, true}, {"EPOLL", Epoll, true}, {"goroutine", Goroutine, true},
+		{"uring", "", false}, {"x", "", false},
+	} {
+		got, err := ParseEngine(tt.in)
+		if got != tt.want || (err == nil) != tt.ok {
+			t.Errorf("ParseEngine(%q) = %q, %v; want %q, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+	if ok, note := Goroutine.Loops(); ok || note != "" {
+		t.Errorf("Goroutine.Loops() = %v, %q; want false, no note", ok, note)
+	}
+	if ok, _ := Epoll.Loops(); !ok {
+		t.Error("Epoll.Loops() = false on Linux")
+	}
+}
+
+// TestAffinity: a claimed port names its loop until it is released, and
+// only the claiming loop's release forgets it.
+func TestAffinity(t *testing.T) {
+	all, err := Loops()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const port = 40001
+	if got := Affine(port); got != -1 {
+		t.Fatalf("Affine(%d) = %d before any claim, want -1", port, got)
+	}
+	l := all[len(all)-1]
+	l.Claim(port)
+	if got := Affine(port); got != l.Index() {
+		t.Errorf("Affine(%d) = %d after loop %d claimed it", port, got, l.Index())
+	}
+	if len(all) > 1 {
+		all[0].Release(port) // not its claim: no effect
+		if got := Affine(port); got != l.Index() {
+			t.Errorf("Affine(%d) = %d after another loop's release, want %d", port, got, l.Index())
+		}
+	}
+	l.Release(port)
+	if got := Affine(port); got != -1 {
+		t.Errorf("Affine(%d) = %d after the release, want -1", port, got)
+	}
+	for _, p := range []int{0, -1, 1 << 16} {
+		l.Claim(p)
+		if got := Affine(p); got != -1 {
+			t.Errorf("Affine(%d) = %d, want -1 for a port out of range", p, got)
+		}
+	}
+}

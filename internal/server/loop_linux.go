@@ -1,0 +1,47 @@
+//go:build linux
+
+package server
+
+import (
+	"net"
+
+	"github.com/sse-latency/sse-latency/internal/evloop"
+)
+
+// onLoop puts shard sh, the i-th, on an event loop when the engine says
+// so: the loop's Ticker is its alarm, and the loop runs its ticks. It
+// reports false when the shard is to have its own goroutine.
+func (s *Server) onLoop(sh *shard, i int) bool {
+	if ok, _ := s.cfg.Engine.Loops(); !ok {
+		return false
+	}
+	all, err := evloop.Loops()
+	if err != nil {
+		return false
+	}
+	t, err := all[i%len(all)].NewTicker(func(t *evloop.Ticker) { sh.tick(t.Poll) })
+	if err != nil {
+		s.logf("server: shard %d: %v; it runs on a goroutine of its own", i, err)
+		return false
+	}
+	sh.waker = t
+	s.affine = len(all) == s.cfg.Shards || s.cfg.Shards%len(all) == 0
+	return true
+}
+
+// shardFor picks the shard of stream number no on transport t: on the
+// event loops, the shard of the loop that reads the client's side of the
+// connection when the client is this process's (see evloop.Affine), else
+// (and on the goroutine engine) by the stream number.
+func (s *Server) shardFor(t transport, no uint64) *shard {
+	if s.affine {
+		if hc, ok := t.(*h1conn); ok {
+			if a, ok := hc.c.RemoteAddr().(*net.TCPAddr); ok {
+				if i := evloop.Affine(a.Port); i >= 0 {
+					return s.shards[i%len(s.shards)]
+				}
+			}
+		}
+	}
+	return s.shards[no%uint64(len(s.shards))]
+}
