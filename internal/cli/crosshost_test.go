@@ -47,6 +47,14 @@ func startRemoteServer(t *testing.T) remoteServer {
 // host" (its control endpoints): the request leg shows the 20 ms, TTFT
 // includes them, and emit->recv does not.
 //
+// "Does not" without an upper threshold on a shared machine (where a
+// token's delay alone can exceed 20 ms under load): every first token was
+// emitted after its request's hold, so its emit->recv is at most its TTFT
+// less the hold, and the largest first-token emit->recv is at most the
+// largest TTFT less the hold. A hold counted in emit->recv (an emission
+// time from before the request reached the server) breaks that whatever
+// the load.
+//
 // The client stamps a request's send when its write returns: a client
 // descheduled right after the write (a loaded machine) stamps it late by
 // as much, and its leg and TTFT then read that much under the hold (seen:
@@ -82,8 +90,9 @@ func TestRequestLeg(t *testing.T) {
 				crossHost, msOf(gw.TTFT.Min()), hold, stampSlack)
 		}
 		// The hold is on the request path only: a token does not wait for it.
-		if e := gw.EmitRecv.Percentile(0.5); gw.EmitRecv.N() == 0 || e >= int64(hold) {
-			t.Errorf("cross host %v: emit->recv p50 %.3f ms (n=%d), want far below the %v of the request leg", crossHost, msOf(e), gw.EmitRecv.N(), hold)
+		if f := gw.FirstEmitRecv; f.N() != 4 || gw.EmitRecv.N() == 0 || f.Max() > gw.TTFT.Max()-int64(hold-stampSlack) {
+			t.Errorf("cross host %v: first-token emit->recv max %.3f ms (n=%d), TTFT max %.3f ms: want the emit->recv at most the TTFT less the %v hold",
+				crossHost, msOf(f.Max()), f.N(), msOf(gw.TTFT.Max()), hold)
 		}
 		for _, want := range []string{"=== request leg (client sent -> server received) ===\ngateway    n=4  mean="} {
 			if !strings.Contains(stdout.String(), want) {
