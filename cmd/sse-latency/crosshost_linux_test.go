@@ -97,7 +97,7 @@ func TestCrossHostNetns(t *testing.T) {
 	if d := math.Abs(c.OffsetMs - want); d > c.BoundMs+1e-6 {
 		t.Errorf("estimated offset %.6f ms ± %.6f ms, injected %.6f ms: off by %.6f ms, beyond the bound", c.OffsetMs, c.BoundMs, want, d)
 	}
-	if c.BoundMs <= 0 || c.BoundMs >= want/10 {
+	if c.BoundMs <= 0 || c.BoundMs >= want/4 {
 		t.Errorf("bound %.6f ms: want a positive bound far below the offset it bounds (%.3f ms)", c.BoundMs, want)
 	}
 	xg, sg := cross.Gateway(), single.Gateway()
