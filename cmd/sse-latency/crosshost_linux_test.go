@@ -229,7 +229,7 @@ func startNetnsGateway(t *testing.T, ns, listen string) *gatewaytest.Gateway {
 // with the extra environment env; seen closes on the await line.
 func startIn(t *testing.T, ctx context.Context, ns string, env []string, bin, await string, args ...string) *proc {
 	t.Helper()
-	p := &proc{seen: make(chan struct{}), done: make(chan struct{})}
+	p := &proc{}
 	p.cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, bin}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.startReading(t, await, nil)
@@ -241,7 +241,7 @@ func startIn(t *testing.T, ctx context.Context, ns string, env []string, bin, aw
 // comes.
 func runIn(t *testing.T, ctx context.Context, ns string, args []string, onLine ...func(string)) *rundoc.Document {
 	t.Helper()
-	p := &proc{seen: make(chan struct{}), done: make(chan struct{})}
+	p := &proc{}
 	p.cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", ns, binary}, args...)...)
 	p.startReading(t, "\x00never", onLine)
 	if code := p.wait(t, 2*time.Minute); code != 0 {

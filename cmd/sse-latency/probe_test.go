@@ -28,7 +28,7 @@ func TestProbeSIGTERM(t *testing.T) {
 		}
 	}})
 	p = &proc{cmd: exec.CommandContext(ctx, binary, "probe", "-L", "127.0.0.1:0", "-t", g.Addr, "--metrics", "127.0.0.1:0",
-		"--every", "10ms", "-r", "3", "-c", "1", "-n", "20", "-d", "1"), seen: make(chan struct{}), done: make(chan struct{})}
+		"--every", "10ms", "-r", "3", "-c", "1", "-n", "20", "-d", "1")}
 	p.startReading(t, "probe: stopped", []func(string){func(line string) { g.UpstreamFrom(line) }})
 	code := p.wait(t, time.Minute)
 	select {

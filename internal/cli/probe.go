@@ -47,8 +47,8 @@ signal at once.
   --metrics <addr>   listen address of the metrics endpoint: GET /metrics, GET /healthz (def :9464)
 
 The flags of sse-latency set up the measurement (see sse-latency -h); the
-probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv and --duration
-do not apply to a probe.
+probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --duration,
+--rounds and --slo do not apply to a probe.
 `
 
 // probeCmd runs `sse-latency probe`.
@@ -87,6 +87,10 @@ func checkProbe(cfg Config, every time.Duration, metricsAddr string) error {
 		return errors.New("--json, --html and --csv: a probe serves metrics, it writes no files")
 	case cfg.Duration > 0:
 		return errors.New("--duration: a probe's round is -r requests; --every sets how often")
+	case cfg.Rounds > 0:
+		return errors.New("--rounds: a probe's round is one calibration and -r requests; --every sets how often")
+	case len(cfg.SLOs) > 0:
+		return errors.New("--slo: a probe exports its figures as metrics; check objectives on them where they are scraped")
 	case every <= 0:
 		return fmt.Errorf("--every %v: want a positive duration", every)
 	}

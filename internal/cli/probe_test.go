@@ -15,6 +15,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/probe/probetest"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // watchProbe returns a stderr for a probe that routes g to the server it
@@ -80,12 +81,12 @@ func TestProbeRounds(t *testing.T) {
 
 	var fams map[string]*dto.MetricFamily
 	var rounds float64
-	for deadline := time.Now().Add(time.Minute); rounds < 3; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than 3 rounds within a minute:\n%s", stderr.String())
-		}
+	if !testutil.Poll(func() bool {
 		fams = scrapeMetrics(t, url)
 		rounds = probetest.Value(fams, "sse_latency_probe_rounds_total")
+		return rounds >= 3
+	}, time.Minute) {
+		t.Fatalf("fewer than 3 rounds within a minute:\n%s", stderr.String())
 	}
 	calib := float64(batch.CalibrationFor(r, 2, n).Requests)
 	for _, c := range []struct {
@@ -176,6 +177,8 @@ func TestProbeUsage(t *testing.T) {
 		{[]string{"probe"}, "a probe measures a gateway: give -t"},
 		{[]string{"probe", "-t", "127.0.0.1:1", "--json", "x.json"}, "a probe serves metrics, it writes no files"},
 		{[]string{"probe", "-t", "127.0.0.1:1", "--duration", "1s"}, "--duration: a probe's round is -r requests"},
+		{[]string{"probe", "-t", "127.0.0.1:1", "--rounds", "2"}, "--rounds: a probe's round is one calibration"},
+		{[]string{"probe", "-t", "127.0.0.1:1", "--slo", "gateway ttft p99 < 1s"}, "--slo: a probe exports its figures"},
 		{[]string{"probe", "-t", "127.0.0.1:1", "--every", "0s"}, "--every 0s: want a positive duration"},
 		{[]string{"probe", "-t", "127.0.0.1:1", "--metrics", "x"}, "--metrics: bad port"},
 		{[]string{"probe", "-t", "127.0.0.1:1", "--every", "soon"}, "invalid argument \"soon\""},

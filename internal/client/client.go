@@ -148,11 +148,18 @@ type Options struct {
 	// delay between tokens (ms) with the pi_think_ms and pi_delay_ms hints:
 	// a server on another host does not share this process's settings.
 	ThinkMs, DelayMs *float64
+	// HeartbeatMs > 0 asks the server for a heartbeat after every
+	// HeartbeatMs of silence (the pi_heartbeat_ms hint); 0 leaves it to
+	// the server.
+	HeartbeatMs float64
 	// IncludeUsage asks Chat and Completions streams for their usage chunk
 	// (stream_options.include_usage), and fails a request as an integrity
 	// error when no usage arrives — in every dialect (Responses and
 	// Anthropic always send it).
 	IncludeUsage bool
+	// PromptBytes pads the prompt to that many bytes (--prompt-bytes,
+	// api.RequestBody.PromptBytes); 0 sends the reference's short prompt.
+	PromptBytes int
 	// ExtraHeaders are "Name: value" lines (-H) sent after the standard
 	// ones; HTTP/2 sends them as fields, a "Host" one as :authority.
 	ExtraHeaders []string
@@ -265,6 +272,10 @@ func (q *Request) hints(id string) api.Hints {
 		n := int64(q.ToolCall)
 		h.ToolCall = &n
 	}
+	if q.HeartbeatMs > 0 {
+		ms := q.HeartbeatMs
+		h.HeartbeatMs = &ms
+	}
 	return h
 }
 
@@ -279,7 +290,8 @@ func (q *Request) expectedTokens() int {
 
 // body returns the request body for hints h.
 func (q *Request) body(h api.Hints) []byte {
-	return api.AppendRequestBody(make([]byte, 0, 256), q.Dialect, api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage})
+	return api.AppendRequestBody(make([]byte, 0, 256+min(max(q.PromptBytes, 0), api.MaxPromptBytes)), q.Dialect,
+		api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage, PromptBytes: q.PromptBytes})
 }
 
 // target returns the request path and the Host header.
@@ -378,16 +390,34 @@ func (q *Request) fillEmitted(rec *result.Request) {
 		return
 	}
 	if times := q.Registry.Take(rec.ID); times != nil {
-		FillEmitted(rec, times.Arrived(), times.At)
+		FillEmitted(rec, ServerTimes{
+			Arrived: times.Arrived(), Start: times.StreamStart(), ThinkEnd: times.ThinkEnd(),
+			Heartbeats: times.Heartbeats(), EmittedAt: times.At,
+		})
 	}
 }
 
+// ServerTimes is what the server recorded of one request, on this
+// process's clock (0: unknown): when it had read the whole request, when
+// it began the stream and when it planned its first token after the think
+// (0: none), how many heartbeats it wrote, and when it wrote each token
+// (EmittedAt, by token index).
+type ServerTimes struct {
+	Arrived, Start, ThinkEnd int64
+	Heartbeats               int
+	EmittedAt                func(k int) int64
+}
+
 // FillEmitted completes rec with the server's record of its request: the
-// tokens that have no emission time yet get the one at returns for their
-// index (0: unknown), and are counted as measured by content; rec's
-// ServerArrived becomes arrived. Both on this process's clock.
-func FillEmitted(rec *result.Request, arrived int64, at func(k int) int64) {
-	rec.ServerArrived = arrived
+// tokens that have no emission time yet get the one st.EmittedAt returns
+// for their index (0: unknown), and are counted as measured by content;
+// rec's ServerArrived, ServerStart, ServerThinkEnd and ServerHeartbeats
+// become st's, and rec.ServerRecord true.
+func FillEmitted(rec *result.Request, st ServerTimes) {
+	rec.ServerArrived = st.Arrived
+	rec.ServerHeartbeats, rec.ServerRecord = st.Heartbeats, true
+	rec.ServerStart, rec.ServerThinkEnd = st.Start, st.ThinkEnd
+	at := st.EmittedAt
 	for i := range rec.Tokens {
 		t := &rec.Tokens[i]
 		if t.Emitted != 0 {

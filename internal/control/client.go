@@ -23,12 +23,15 @@ const MaxAnswerBytes = 1 << 30
 // Record is the server's record of one request (see the package comment),
 // its times on the server's clock.
 type Record struct {
-	ID       string  `json:"id"`
-	Arrived  int64   `json:"arrived_ns"`
-	Gone     int64   `json:"gone_ns"`
-	Finished bool    `json:"finished"`
-	Tokens   int     `json:"tokens"`
-	Emitted  []int64 `json:"emitted_ns"` // nil unless asked for
+	ID         string  `json:"id"`
+	Arrived    int64   `json:"arrived_ns"`
+	Started    int64   `json:"started_ns"`
+	ThinkEnd   int64   `json:"think_end_ns"`
+	Gone       int64   `json:"gone_ns"`
+	Heartbeats int     `json:"heartbeats"`
+	Finished   bool    `json:"finished"`
+	Tokens     int     `json:"tokens"`
+	Emitted    []int64 `json:"emitted_ns"` // nil unless asked for
 }
 
 // EmittedAt returns when token k was written (server clock), 0 if unknown.

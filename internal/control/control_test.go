@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/clocksync"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 const testToken = "s3cret-token"
@@ -24,10 +24,7 @@ const testToken = "s3cret-token"
 // returns its base URL.
 func serveControl(t *testing.T, h http.Handler) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, ln, h, t.Logf) }()
@@ -45,12 +42,15 @@ func serveControl(t *testing.T, h http.Handler) string {
 	return "http://" + ln.Addr().String()
 }
 
-// testRegistry holds request "a" (arrived at 100, 3 tokens, the second not
-// written, finished) and request "b" (client gone at 900).
+// testRegistry holds request "a" (arrived at 100, its stream begun at 150
+// with its think planned to end at 300, 2 heartbeats, 3 tokens, the second
+// not written, finished) and request "b" (client gone at 900).
 func testRegistry() *emission.Registry {
 	reg := emission.New()
 	a := reg.Start("a", 3)
 	a.SetArrived(100)
+	a.Begin(150, 300)
+	a.AddHeartbeats(2)
 	a.Set(0, 200)
 	a.Set(2, 400)
 	a.Finish()
@@ -103,16 +103,16 @@ func TestEndpoints(t *testing.T) {
 		{"GET", "/v1/requests/a", "bearer " + testToken, 401, "unauthorized", ""},
 		{"GET", "/v1/requests/a", testToken, 401, "unauthorized", ""},
 		{"GET", "/nothing", "", 401, "unauthorized", ""},
-		{"GET", "/v1/requests/a", bearer, 200, "", `{"id":"a","arrived_ns":100,"gone_ns":0,"finished":true,"tokens":3,"emitted_ns":[200,0,400]}` + "\n"},
-		{"GET", "/v1/requests/b", bearer, 200, "", `{"id":"b","arrived_ns":500,"gone_ns":900,"finished":true,"tokens":1,"emitted_ns":[0]}` + "\n"},
+		{"GET", "/v1/requests/a", bearer, 200, "", `{"id":"a","arrived_ns":100,"started_ns":150,"think_end_ns":300,"gone_ns":0,"heartbeats":2,"finished":true,"tokens":3,"emitted_ns":[200,0,400]}` + "\n"},
+		{"GET", "/v1/requests/b", bearer, 200, "", `{"id":"b","arrived_ns":500,"started_ns":0,"think_end_ns":0,"gone_ns":900,"heartbeats":0,"finished":true,"tokens":1,"emitted_ns":[0]}` + "\n"},
 		{"GET", "/v1/requests/zz", bearer, 404, "unknown_id", ""},
 		{"GET", "/v1/requests/a%20b", bearer, 400, "invalid_id", ""},
 		{"GET", "/v1/requests/" + strings.Repeat("i", 65), bearer, 400, "invalid_id", ""},
 		{"GET", "/v1/requests/", bearer, 400, "invalid_id", ""},
 		{"GET", "/v1/requests?id=a&id=zz&id=b", bearer, 200, "",
-			`{"requests":[{"id":"a","arrived_ns":100,"gone_ns":0,"finished":true,"tokens":3},{"id":"b","arrived_ns":500,"gone_ns":900,"finished":true,"tokens":1}],"unknown":["zz"]}` + "\n"},
+			`{"requests":[{"id":"a","arrived_ns":100,"started_ns":150,"think_end_ns":300,"gone_ns":0,"heartbeats":2,"finished":true,"tokens":3},{"id":"b","arrived_ns":500,"started_ns":0,"think_end_ns":0,"gone_ns":900,"heartbeats":0,"finished":true,"tokens":1}],"unknown":["zz"]}` + "\n"},
 		{"GET", "/v1/requests?id=a&emitted=1", bearer, 200, "",
-			`{"requests":[{"id":"a","arrived_ns":100,"gone_ns":0,"finished":true,"tokens":3,"emitted_ns":[200,0,400]}],"unknown":[]}` + "\n"},
+			`{"requests":[{"id":"a","arrived_ns":100,"started_ns":150,"think_end_ns":300,"gone_ns":0,"heartbeats":2,"finished":true,"tokens":3,"emitted_ns":[200,0,400]}],"unknown":[]}` + "\n"},
 		{"GET", "/v1/requests?id=zz&emitted=0", bearer, 200, "", `{"requests":[],"unknown":["zz"]}` + "\n"},
 		{"GET", "/v1/requests", bearer, 400, "invalid_query", ""},
 		{"GET", "/v1/requests?id=", bearer, 400, "invalid_id", ""},
@@ -263,13 +263,13 @@ func TestComplete(t *testing.T) {
 	// Without a server record: only the pi_ts are converted.
 	r := rec()
 	Complete(r, nil, est)
-	if r.Tokens[0].Emitted != 4000 || r.Tokens[1].Emitted != 0 || r.ServerArrived != 0 || r.ByContent != 0 {
+	if r.Tokens[0].Emitted != 4000 || r.Tokens[1].Emitted != 0 || r.ServerArrived != 0 || r.ByContent != 0 || r.ServerRecord {
 		t.Errorf("Complete without a record: %+v", r)
 	}
 	// With one: the tokens without pi_ts get the record's times, converted;
 	// a token the record lacks stays unmeasured.
 	r = rec()
-	Complete(r, &Record{ID: "a", Arrived: 2000, Emitted: []int64{9999, 5100}}, est)
+	Complete(r, &Record{ID: "a", Arrived: 2000, Started: 2500, ThinkEnd: 3000, Heartbeats: 4, Emitted: []int64{9999, 5100}}, est)
 	want := []int64{4000, 4100, 0}
 	for i, w := range want {
 		if r.Tokens[i].Emitted != w {
@@ -279,11 +279,15 @@ func TestComplete(t *testing.T) {
 	if r.ServerArrived != 1000 || r.ByContent != 1 || r.ByPiTs != 1 {
 		t.Errorf("Complete: arrived %d, by content %d, by pi_ts %d; want 1000, 1, 1", r.ServerArrived, r.ByContent, r.ByPiTs)
 	}
-	// An unknown arrival stays unknown.
+	if !r.ServerRecord || r.ServerStart != 1500 || r.ServerThinkEnd != 2000 || r.ServerHeartbeats != 4 {
+		t.Errorf("Complete: record %v, stream start %d, think end %d, heartbeats %d; want true, 1500, 2000, 4",
+			r.ServerRecord, r.ServerStart, r.ServerThinkEnd, r.ServerHeartbeats)
+	}
+	// Unknown times stay unknown.
 	r = rec()
 	Complete(r, &Record{ID: "a"}, est)
-	if r.ServerArrived != 0 {
-		t.Errorf("an unknown arrival became %d", r.ServerArrived)
+	if r.ServerArrived != 0 || r.ServerStart != 0 || r.ServerThinkEnd != 0 {
+		t.Errorf("unknown times became arrived %d, stream start %d, think end %d", r.ServerArrived, r.ServerStart, r.ServerThinkEnd)
 	}
 }
 
@@ -371,14 +375,10 @@ func TestSyncerRun(t *testing.T) {
 		defer close(done)
 		s.Run(ctx, time.Millisecond, func(err error) { t.Errorf("a burst failed: %v", err) })
 	}()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-		if sum, ok := s.Summary(); ok && sum.Estimates >= 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("fewer than 3 estimates within a minute")
-		}
-	}
+	testutil.Await(t, "3 estimates", func() bool {
+		sum, ok := s.Summary()
+		return ok && sum.Estimates >= 3
+	})
 	cancel()
 	<-done
 

@@ -20,13 +20,17 @@
 //
 // A record is
 //
-//	{"id": "…", "arrived_ns": N, "gone_ns": N, "finished": bool, "tokens": N, "emitted_ns": [N, …]}
+//	{"id": "…", "arrived_ns": N, "started_ns": N, "think_end_ns": N, "gone_ns": N,
+//	 "heartbeats": N, "finished": bool, "tokens": N, "emitted_ns": [N, …]}
 //
 // with times on the server's clock (epoch nanoseconds, 0 = unknown):
-// arrived_ns when the server had read the whole request, gone_ns when it
-// found its client gone (0 if it did not), finished whether the stream has
-// ended, tokens its number of tokens (all phases), emitted_ns when each was
-// written (0 for one not written). Errors are OpenAI-style JSON errors like
+// arrived_ns when the server had read the whole request, started_ns when
+// it began the stream (wrote its head), think_end_ns when it planned its
+// first token after the think (0: none), gone_ns when it found its client
+// gone (0 if it did not), heartbeats how many heartbeats it wrote on the
+// stream, finished whether the stream has ended, tokens its number of
+// tokens (all phases), emitted_ns when each was written (0 for one not
+// written). Errors are OpenAI-style JSON errors like
 // the model server's. Nothing but these timing records is served.
 package control
 
@@ -234,7 +238,10 @@ func appendRecord(bw *bufio.Writer, id string, tm *emission.Times, emitted bool)
 	}
 	bw.WriteString(`{"id":"` + id + `"`)
 	field("arrived_ns", tm.Arrived())
+	field("started_ns", tm.StreamStart())
+	field("think_end_ns", tm.ThinkEnd())
 	field("gone_ns", tm.GoneAt())
+	field("heartbeats", int64(tm.Heartbeats()))
 	bw.WriteString(`,"finished":` + strconv.FormatBool(tm.Finished()))
 	field("tokens", int64(tm.Len()))
 	if emitted {

@@ -157,8 +157,9 @@ func needsEmitted(rec *result.Request) bool {
 // Complete converts what rec holds on the server's clock — the pi_ts of
 // its tokens — to this process's clock with est, then fills in from sr,
 // the server's record of the request (nil: none), the emission times of
-// the tokens without one and the request's arrival, converted the same
-// way (client.FillEmitted).
+// the tokens without one, the request's arrival, the stream's start and
+// planned end of think, converted the same way, and its heartbeat count
+// (client.FillEmitted).
 func Complete(rec *result.Request, sr *Record, est clocksync.Estimate) {
 	for i := range rec.Tokens {
 		if t := &rec.Tokens[i]; t.Emitted != 0 {
@@ -174,5 +175,9 @@ func Complete(rec *result.Request, sr *Record, est clocksync.Estimate) {
 		}
 		return est.ToClient(ns)
 	}
-	client.FillEmitted(rec, toClient(sr.Arrived), func(k int) int64 { return toClient(sr.EmittedAt(k)) })
+	client.FillEmitted(rec, client.ServerTimes{
+		Arrived: toClient(sr.Arrived), Start: toClient(sr.Started), ThinkEnd: toClient(sr.ThinkEnd),
+		Heartbeats: sr.Heartbeats,
+		EmittedAt:  func(k int) int64 { return toClient(sr.EmittedAt(k)) },
+	})
 }

@@ -81,7 +81,9 @@ func Start(t testing.TB, o Options) *Gateway {
 			time.Sleep(o.Hold) // the behaviour under test, not an ordering
 		}
 		// Stream the answer while the request body is still open, or Go's
-		// server may close the upstream connection mid-stream.
+		// server may close the upstream connection mid-stream (what
+		// testutil.FullDuplex does for the tests' other gateways; this
+		// package is not a _test.go file, which alone may import testutil).
 		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return

@@ -10,25 +10,39 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // TestRequestArrival checks that a stream's registry entry holds when the
 // server had read the whole request — after the client began sending it,
 // before the first token left — over HTTP/1.1 (the body sent in a second
-// write, after a pause, so that the arrival is the body's) and HTTP/2, and
-// that a stream that ended normally has no departure.
+// write, once the server has read the head, so that the arrival is the
+// body's) and HTTP/2, and that a stream that ended normally has no
+// departure.
 func TestRequestArrival(t *testing.T) {
 	reg := emission.New()
 	srv := startServer(t, Config{Tokens: 3, DelayMs: 0.1, Emissions: reg, HTTP2: true})
 	body := `{"stream":true,"pi_id":"arrival-h1","pi_tokens":3}`
 	raw := postRequest("/v1/chat/completions", body)
 	head := raw[:len(raw)-len(body)]
-	before := clock.Now()
-	resp := exchange(t, srv, head, body) // the body 50 ms after the head
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	send(t, c, head)
+	awaitRead(t, c)
+	before := clock.Now() // the body is sent after this
+	send(t, c, body)
+	resp, err := readResponse(bufio.NewReader(c))
+	if err != nil {
+		t.Fatalf("reading response: %v (got %q)", err, resp)
+	}
 	if !strings.Contains(resp, "[DONE]") {
 		t.Fatalf("stream did not end with [DONE]: %q", resp)
 	}
-	checkArrival(t, "HTTP/1.1", reg.Lookup("arrival-h1"), before+int64(50*time.Millisecond))
+	checkArrival(t, "HTTP/1.1", reg.Lookup("arrival-h1"), before)
 
 	h := h2Setup{srv: srv, base: "http://" + srv.Addr().String()}
 	h.client, _ = h2Client(t, nil)
@@ -72,7 +86,7 @@ func TestClientGone(t *testing.T) {
 	}
 	closed := clock.Now()
 	c.Close()
-	waitFor(t, "the HTTP/1.1 stream to find its client gone", func() bool { return reg.Lookup("gone-h1").GoneAt() != 0 })
+	testutil.Await(t, "the HTTP/1.1 stream to find its client gone", func() bool { return reg.Lookup("gone-h1").GoneAt() != 0 })
 	checkGone(t, "HTTP/1.1", reg.Lookup("gone-h1"), closed)
 
 	client, _ := h2Client(t, nil)
@@ -84,10 +98,10 @@ func TestClientGone(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("h2c stream: %s", resp.Status)
 	}
-	waitFor(t, "the h2c stream's entry", func() bool { return reg.Lookup("gone-h2") != nil })
+	testutil.Await(t, "the h2c stream's entry", func() bool { return reg.Lookup("gone-h2") != nil })
 	closed = clock.Now()
 	resp.Body.Close() // resets the stream
-	waitFor(t, "the h2c stream to find its client gone", func() bool { return reg.Lookup("gone-h2").GoneAt() != 0 })
+	testutil.Await(t, "the h2c stream to find its client gone", func() bool { return reg.Lookup("gone-h2").GoneAt() != 0 })
 	checkGone(t, "h2c", reg.Lookup("gone-h2"), closed)
 }
 

@@ -37,6 +37,13 @@ type Run struct {
 	Verdict  *verdict.Verdict `json:"verdict,omitempty"`  // absent when no gateway batch ran
 	Self     Self             `json:"self"`               // the tool's own behaviour: emission lateness, CPU
 	Clock    *Clock           `json:"clock,omitempty"`    // across hosts: the clock offset and its bound; absent in one process
+
+	// Rounds are the rounds of an interleaved run (--rounds); absent for
+	// the reference's single calibration. The overhead is then theirs.
+	Rounds *Rounds `json:"rounds,omitempty"`
+	// SLO is the check of the run's service-level objectives (--slo);
+	// absent without any.
+	SLO *SLOs `json:"slo,omitempty"`
 }
 
 // Batch returns the batch named name, nil when absent.
@@ -74,6 +81,10 @@ type Batch struct {
 	Phases        *Phases      `json:"phases,omitempty"`         // the phases of the time to first token
 	StartLateness *Metric      `json:"start_lateness,omitempty"` // open loop: request start − its schedule
 	RequestLeg    *Metric      `json:"request_leg,omitempty"`    // the server's arrival − request sent: the request through the gateway
+	Timeline      *Timeline    `json:"timeline,omitempty"`       // the answers' phases, heartbeats and silences (documents before it have none)
+	// Declared are the timings the gateway declared in its response
+	// heads, present when any head did.
+	Declared *DeclaredTimings `json:"declared,omitempty"`
 
 	Samples Samples `json:"samples"`
 }
