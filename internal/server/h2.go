@@ -147,6 +147,9 @@ func (s *Server) serveH2Request(w http.ResponseWriter, r *http.Request) {
 	}
 	for ev := range st.events {
 		if ended, _ := s.advance(st, ev); ended {
+			if t.cut {
+				panic(http.ErrAbortHandler) // a cut fault: reset the stream
+			}
 			return
 		}
 	}
@@ -206,10 +209,11 @@ func readH2Request(r *http.Request, readTimeout time.Duration) (request, error) 
 // write is flushed at once, so each token event leaves in its own DATA
 // frame; it is written by the handler goroutine, never by a shard.
 type h2Stream struct {
-	s  *Server
-	w  http.ResponseWriter
-	r  *http.Request
-	rc *http.ResponseController
+	s   *Server
+	w   http.ResponseWriter
+	r   *http.Request
+	rc  *http.ResponseController
+	cut bool // a cut fault ended the stream: the handler resets it
 }
 
 func (t *h2Stream) writeJSON(status int, body []byte, fields ...wire.Field) {
