@@ -59,6 +59,7 @@ type proc struct {
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
+	seen   chan struct{} // closed when a stderr line contains the awaited text (startReading)
 	done   chan struct{} // closed when stderr has reached EOF
 	listen chan string   // the dummy server's address, once it has said it
 }
@@ -72,11 +73,25 @@ var listeningRE = regexp.MustCompile(`listening on (\S+) `)
 // still running.
 func start(t *testing.T, ctx context.Context, stdout *os.File, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.CommandContext(ctx, binary, args...), done: make(chan struct{}), listen: make(chan string, 1)}
-	p.cmd.Stdout = &p.stdout
+	p := &proc{cmd: exec.CommandContext(ctx, binary, args...)}
 	if stdout != nil {
 		p.cmd.Stdout = stdout
 	}
+	p.startReading(t, "", nil)
+	return p
+}
+
+// startReading starts p.cmd, its stdout into p.stdout unless already set,
+// and reads its stderr as it comes: listen receives the address the dummy
+// server says it listens on, seen closes on the first line that contains
+// await (when not ""), and each line goes to every onLine. The process is
+// killed when the test ends, if it is still running.
+func (p *proc) startReading(t *testing.T, await string, onLine []func(string)) {
+	t.Helper()
+	if p.cmd.Stdout == nil {
+		p.cmd.Stdout = &p.stdout
+	}
+	p.seen, p.done, p.listen = make(chan struct{}), make(chan struct{}), make(chan string, 1)
 	p.cmd.WaitDelay = 5 * time.Second
 	errPipe, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -94,11 +109,18 @@ func start(t *testing.T, ctx context.Context, stdout *os.File, args ...string) *
 	go func() {
 		defer close(p.done)
 		r := bufio.NewReader(errPipe)
+		var once sync.Once
 		for {
 			line, err := r.ReadString('\n')
 			p.mu.Lock()
 			p.stderr.WriteString(line)
 			p.mu.Unlock()
+			for _, f := range onLine {
+				f(line)
+			}
+			if await != "" && strings.Contains(line, await) {
+				once.Do(func() { close(p.seen) })
+			}
 			if m := listeningRE.FindStringSubmatch(line); m != nil {
 				select {
 				case p.listen <- m[1]:
@@ -110,7 +132,6 @@ func start(t *testing.T, ctx context.Context, stdout *os.File, args ...string) *
 			}
 		}
 	}()
-	return p
 }
 
 // stderrText is what the process has written to stderr so far.
@@ -118,6 +139,19 @@ func (p *proc) stderrText() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stderr.String()
+}
+
+// await waits, at most d, for the stderr line startReading awaits.
+func (p *proc) await(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-p.seen:
+	case <-p.done:
+		p.cmd.Wait()
+		t.Fatalf("process ended before the awaited line; stdout:\n%s\nstderr:\n%s", p.stdout.String(), p.stderrText())
+	case <-time.After(d):
+		t.Fatalf("no awaited line on stderr within %v; stderr so far:\n%s", d, p.stderrText())
+	}
 }
 
 // wait waits, at most d, for the process to exit, and returns its exit

@@ -81,6 +81,9 @@ func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stde
 		if args[0] == "check" { // runs the server and streams, under ctx
 			return CheckOn(ctx, ln, args[1:], stdout, stderr), nil
 		}
+		if cmd, ok := runCommands[args[0]]; ok {
+			return cmd(ctx, args[1:], stdout, stderr), nil
+		}
 	}
 	cl, err := parseArgs(args)
 	switch {
@@ -143,6 +146,9 @@ type run struct {
 	outs       *outputs           // the files the run writes, open from before its first request
 	goodput    *slo.Goodput       // counts the gateway requests that meet every per-request --slo; nil without one
 	ln         net.Listener       // the listener handed to MeasureOn; nil: bind -L
+
+	remote  *remote               // across hosts (--server): the server's control endpoint; nil when the server runs here
+	observe func(*result.Request) // sees every finished record too (the probe's metrics); nil: nothing does
 }
 
 // main runs the measurement and returns the exit status.
@@ -214,7 +220,7 @@ func (r *run) setUp() error {
 	if r.outs, err = openOutputs(cfg, r.docOut); err != nil {
 		return err
 	}
-	if err := r.startServer(); err != nil {
+	if err := r.startBackend(); err != nil {
 		r.outs.abandon()
 		return err
 	}
@@ -277,7 +283,11 @@ func (r *run) resolve(ctx context.Context) error {
 		return fmt.Errorf("-t: %w", err)
 	}
 	// The calibration goes to the listen address as the server really
-	// bound it (so -L :0 works), the wildcard meaning loopback.
+	// bound it (so -L :0 works), the wildcard meaning loopback; across
+	// hosts there is none.
+	if r.srv == nil {
+		return nil
+	}
 	if r.selfAddr, err = destAddr(ctx, boundAddr(r.listenHost, r.srv.Addr())); err != nil {
 		return fmt.Errorf("-L: %w", err)
 	}
@@ -285,9 +295,13 @@ func (r *run) resolve(ctx context.Context) error {
 }
 
 // calibrates reports whether the run has a loopback side: not with -l, nor
-// when -t is the server itself (which it notes).
+// across hosts (--server) or when -t is the server itself (which it
+// notes).
 func (r *run) calibrates() bool {
 	switch {
+	case r.remote != nil:
+		r.out.errorf("note: the server is on another host (--server): no loopback calibration\n")
+		return false
 	case r.cfg.NoLoopback:
 		return false
 	case r.selfAddr == r.gwAddr:
@@ -358,6 +372,7 @@ func (r *run) batchSpec(name string, req *client.Request) batch.Spec {
 // warnings, writes its files and returns the exit status.
 func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []summary.Round) int {
 	user, sys := cpuTimes()
+	late, conns, reqs := r.serverFigures()
 	// The batches are over: the records of their requests, most of the
 	// heap of a large run, are garbage the collector has not taken yet.
 	// Taking it now (a few milliseconds, after the CPU times above) lets
@@ -366,7 +381,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 	// "Memory at -c 4000").
 	runtime.GC()
 	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr,
-		Lateness: r.srv.Lateness(), UserS: user, SystemS: sys, Rounds: rounds})
+		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary()})
 	if len(r.cfg.SLOs) > 0 {
 		sum.SLO = slo.Check(r.cfg.Objectives(), sum, r.goodput)
 	}
@@ -374,7 +389,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 		r.sum.Loop = loop.Stats
 	}
 	r.sum.Gateway, r.sum.Verdict, r.sum.Run = gw.Stats, sum.Verdict, sum
-	r.sum.ServerConnections, r.sum.ServerRequests = r.srv.Connections(), r.srv.Requests()
+	r.sum.ServerConnections, r.sum.ServerRequests = conns, reqs
 
 	code, reason := exitStatus(ctx.Err() != nil, gw.Stats.Failed, sum.SLO == nil || sum.SLO.Met)
 	if err := r.outs.closeCSV(); err != nil {
@@ -384,8 +399,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 	doc := rundoc.NewDocument(rundoc.RunInfo{Config: r.cfg.Redacted().Config, Start: r.start, End: time.Now(),
 		EndReason: reason, ExitCode: code, Version: Version()}, sum)
 	r.out.report(doc, r.cfg.Compat)
-	if r.cfg.Verbose {
-		late := r.srv.Lateness()
+	if r.cfg.Verbose && late != nil {
 		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
 			late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
 	}
@@ -434,9 +448,12 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collecto
 		progress = r.out.progress
 	}
 	gateway := spec.Name == "gw" && r.goodput != nil
-	err := batch.Run(ctx, spec, func(rec *result.Request) {
+	sink, wait := r.resolving(func(rec *result.Request) {
 		rec.Index += offset
 		c.Add(rec) // counts a warm-up request apart, outside the statistics
+		if r.observe != nil {
+			r.observe(rec)
+		}
 		if round != nil {
 			round.Add(rec)
 		}
@@ -454,7 +471,9 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collecto
 			r.out.debugf("%s", report.PhasesLine(rec))
 			r.out.debugf("%s", report.TimelineLine(rec))
 		}
-	}, progress)
+	})
+	err := batch.Run(ctx, spec, sink, progress)
+	wait()
 	r.out.clearProgress()
 	if err != nil {
 		return err

@@ -29,6 +29,8 @@ type Config struct {
 	JSONPath string `json:"-"` // --json: write the JSON document here ("-" = stdout, the text report then goes to stderr)
 	HTMLPath string `json:"-"` // --html: write the HTML report here
 	CSVPath  string `json:"-"` // --csv: stream one row per token here
+
+	ControlToken string `json:"-"` // --control-token: the token of the control endpoints (--control, --server); a secret, never recorded
 }
 
 // DefaultConfig returns the reference tool's defaults.
@@ -270,8 +272,8 @@ type commandLine struct {
 // parseArgs parses argv (without the program name) into a validated
 // command line. Its errors name the flag; errHelp and errVersion say what
 // was asked instead of a run.
-func parseArgs(args []string) (commandLine, error) {
-	cl, err := parseFlags(args, nil)
+func parseArgs(args []string, extra ...func(*pflag.FlagSet)) (commandLine, error) {
+	cl, err := parseFlags(args, nil, extra...)
 	if err != nil {
 		return cl, err
 	}
@@ -283,7 +285,9 @@ func parseArgs(args []string) (commandLine, error) {
 func (cl *commandLine) check() error {
 	var err error
 	cfg := &cl.cfg
-	if cl.listen, cl.listenHost, err = listenAddr(cfg.Listen); err != nil {
+	if cfg.Server != "" {
+		cfg.Listen = "" // no server here
+	} else if cl.listen, cl.listenHost, err = listenAddr(cfg.Listen); err != nil {
 		return fmt.Errorf("-L: %v", err)
 	}
 	if cfg.Target != "" {
@@ -313,8 +317,9 @@ type listFlags struct {
 // parseFlags reads the flags into a Config with the defaults of the
 // others. With lists (the sweep subcommand), -c, --rate and --prompt-bytes
 // are read as text into it, for the sweep to parse, and --knee-threshold is
-// known.
-func parseFlags(args []string, lists *listFlags) (commandLine, error) {
+// known; extra adds the flags of another subcommand that runs a
+// measurement (probe).
+func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) (commandLine, error) {
 	cfg := DefaultConfig()
 	fs := pflag.NewFlagSet("sse-latency", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -381,8 +386,14 @@ func parseFlags(args []string, lists *listFlags) (commandLine, error) {
 	fs.StringVar(&cfg.JSONPath, "json", "", "")
 	fs.StringVar(&cfg.HTMLPath, "html", "", "")
 	fs.StringVar(&cfg.CSVPath, "csv", "", "")
+	fs.StringVar(&cfg.Control, "control", "", "")
+	fs.StringVar(&cfg.ControlToken, "control-token", "", "")
+	fs.StringVar(&cfg.Server, "server", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
+	for _, f := range extra {
+		f(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return commandLine{cfg: cfg}, err
 	}
@@ -411,7 +422,7 @@ func parseFlags(args []string, lists *listFlags) (commandLine, error) {
 	case fs.NArg() > 0:
 		return commandLine{cfg: cfg}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	return commandLine{cfg: cfg}, nil
+	return commandLine{cfg: cfg}, checkCrossHost(&cfg, fs)
 }
 
 // usage is the help text; a test pins it and checks that it names every flag.
@@ -474,6 +485,11 @@ Options:
       --json <file>          write the run as a JSON document ("-": stdout; the text report then goes to stderr)
       --html <file>          write a self-contained HTML report with plots
       --csv <file>           stream one row per token (batch, request, token, emitted, arrived, delay, read)
+      --control <[ip:]port>  serve the server's timing records there (clock, emission times, arrivals), for a
+                             client on another host; bind it to a private address
+      --control-token <t>    the token of those control endpoints (def: a random one, printed at start)
+      --server <URL>         the server runs on another host: its control endpoint, http://host:port
+                             (with --control-token; the server's own clock is read and corrected for)
   -h, --help                 help
       --version              print the version and exit
 
@@ -492,4 +508,7 @@ Subcommands on saved runs (--json files):
   sse-latency merge [--force] A.json B.json ... > ALL.json   combine parallel runs through one gateway
   sse-latency compare BEFORE.json AFTER.json [--fail-if C]   the difference, metric by metric; exit 3 when
                                                              a --fail-if growth exceeds its threshold and the noise
+
+Continuous measurement:
+  sse-latency probe -t GW [--every 30s] [--metrics :9464]    a round every --every, as Prometheus metrics (probe -h)
 `

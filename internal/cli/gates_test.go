@@ -269,6 +269,7 @@ func TestSweepUsageErrors(t *testing.T) {
 		{[]string{"-t", ":1", "--prompt-bytes", "1k,2k", "-c", "x"}, `-c "x": not a whole number`},
 		{[]string{"-c", "1,2"}, "sweep needs -t"},
 		{[]string{"-t", ":1", "-c", "1,2", "-l"}, "-l: a sweep measures each step against its own loopback"},
+		{[]string{"-t", ":1", "-c", "1,2", "--server", "http://10.0.0.1:9000", "--control-token", "t"}, "--server: a sweep measures each step against its own loopback"},
 		{[]string{"-t", ":1", "-c", "1,2", "--csv", "x.csv"}, "--csv: not with sweep"},
 		{[]string{"-t", ":1", "-c", "1,2", "--slo", "ttft p50 < 1ms"}, "--slo: not with sweep"},
 		{[]string{"-t", ":1", "-c", "1,2", "--knee-threshold", "0"}, "--knee-threshold 0: want a number of milliseconds above 0"},

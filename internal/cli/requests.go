@@ -29,6 +29,7 @@ func (r *run) gatewayRequest() *client.Request {
 	}
 	o.Scheme, o.TLS = t.scheme, r.gwTLS
 	o.HTTP2, o.H2C = r.cfg.HTTP2 && t.scheme == "https", r.cfg.H2C && t.scheme != "https"
+	r.remoteOptions(&o)
 	return client.New(o)
 }
 

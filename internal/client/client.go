@@ -144,6 +144,10 @@ type Options struct {
 	// shows it. Completions has neither.
 	Reasoning int
 	ToolCall  int
+	// ThinkMs and DelayMs, when set, ask the server for that think time and
+	// delay between tokens (ms) with the pi_think_ms and pi_delay_ms hints:
+	// a server on another host does not share this process's settings.
+	ThinkMs, DelayMs *float64
 	// HeartbeatMs > 0 asks the server for a heartbeat after every
 	// HeartbeatMs of silence (the pi_heartbeat_ms hint); 0 leaves it to
 	// the server.
@@ -259,7 +263,7 @@ func (q *Request) ID(batch string, index int) string {
 // hints returns what the request tells the server besides its body's
 // fixed fields.
 func (q *Request) hints(id string) api.Hints {
-	h := api.Hints{ID: id, Faults: q.Faults}
+	h := api.Hints{ID: id, ThinkMs: q.ThinkMs, DelayMs: q.DelayMs, Faults: q.Faults}
 	if q.Tokens >= 0 {
 		n := int64(q.Tokens)
 		h.Tokens = &n
@@ -383,25 +387,47 @@ func (q *Request) Do(ctx context.Context, rec *result.Request) {
 	s.Do(ctx, rec)
 }
 
-// fillEmitted gives the tokens that have no emission time yet the one the
-// server recorded for their index, and counts them as measured by content;
-// it records the heartbeats the server wrote and when it began the stream.
+// fillEmitted takes the in-process registry's record of rec's request id
+// and completes rec with it (FillEmitted).
 func (q *Request) fillEmitted(rec *result.Request) {
 	if rec.ID == "" {
 		return
 	}
-	times := q.Registry.Take(rec.ID)
-	if times == nil {
-		return
+	if times := q.Registry.Take(rec.ID); times != nil {
+		FillEmitted(rec, ServerTimes{
+			Arrived: times.Arrived(), Start: times.StreamStart(), ThinkEnd: times.ThinkEnd(),
+			Heartbeats: times.Heartbeats(), EmittedAt: times.At,
+		})
 	}
-	rec.ServerHeartbeats, rec.ServerRecord = times.Heartbeats(), true
-	rec.ServerStart, rec.ServerThinkEnd = times.StreamStart(), times.ThinkEnd()
+}
+
+// ServerTimes is what the server recorded of one request, on this
+// process's clock (0: unknown): when it had read the whole request, when
+// it began the stream and when it planned its first token after the think
+// (0: none), how many heartbeats it wrote, and when it wrote each token
+// (EmittedAt, by token index).
+type ServerTimes struct {
+	Arrived, Start, ThinkEnd int64
+	Heartbeats               int
+	EmittedAt                func(k int) int64
+}
+
+// FillEmitted completes rec with the server's record of its request: the
+// tokens that have no emission time yet get the one st.EmittedAt returns
+// for their index (0: unknown), and are counted as measured by content;
+// rec's ServerArrived, ServerStart, ServerThinkEnd and ServerHeartbeats
+// become st's, and rec.ServerRecord true.
+func FillEmitted(rec *result.Request, st ServerTimes) {
+	rec.ServerArrived = st.Arrived
+	rec.ServerHeartbeats, rec.ServerRecord = st.Heartbeats, true
+	rec.ServerStart, rec.ServerThinkEnd = st.Start, st.ThinkEnd
+	at := st.EmittedAt
 	for i := range rec.Tokens {
 		t := &rec.Tokens[i]
 		if t.Emitted != 0 {
 			continue
 		}
-		if ts := times.At(int(rec.TokenIndex(i))); ts != 0 {
+		if ts := at(int(rec.TokenIndex(i))); ts != 0 {
 			t.Emitted = ts
 			rec.ByContent++
 		}

@@ -33,7 +33,8 @@ func scenarioRun(sc summarytest.Scenario, late ...int64) *summary.Run {
 	for _, ns := range late {
 		m.Record(ns)
 	}
-	return summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: "127.0.0.1:8090", GatewayTarget: "127.0.0.1:8080", Lateness: m})
+	return summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: "127.0.0.1:8090", GatewayTarget: "127.0.0.1:8080", Lateness: m,
+		Clock: sc.Clock})
 }
 
 // readBack writes the document of run s and reads it back, as `sse-latency
@@ -67,6 +68,8 @@ func TestDocumentText(t *testing.T) {
 	}{
 		{scenario: "full", reason: rundoc.EndDone, late: []int64{10_000}},
 		{scenario: "no_calibration", reason: rundoc.EndDone},
+		{scenario: "crosshost", reason: rundoc.EndDone},
+		{scenario: "crosshost", compat: true, reason: rundoc.EndDone},
 		{scenario: "empty", reason: rundoc.EndInterrupted, warnings: []string{InterruptedLine}},
 		{scenario: "full", compat: true, reason: rundoc.EndDone},
 		{scenario: "full", noVerdict: true, reason: rundoc.EndDone, late: []int64{3_000_000},

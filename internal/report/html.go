@@ -60,6 +60,7 @@ type htmlView struct {
 	Warnings []string // what the run warned of (Warnings), as the text report prints it
 	Verdict  *htmlVerdict
 	Batches  []htmlBatch
+	Clock    *htmlClock        // nil in one process
 	Overhead []htmlOverheadRow // nil without calibration
 	Rounds   *htmlRounds       // nil without rounds
 	Declared []htmlDeclaredRow // nil when no head declared timings
@@ -77,6 +78,12 @@ type htmlVerdict struct {
 	Headline string
 	Lines    []string
 	Causes   []string
+}
+
+// htmlClock describes the clock offset of a run across hosts.
+type htmlClock struct {
+	Offset string
+	Note   string // what a * means; "" when nothing is marked
 }
 
 type htmlBatch struct {
@@ -123,7 +130,8 @@ func newHTMLView(d *rundoc.Document) htmlView {
 		Title:    fmt.Sprintf("%s %s — run of %s", name, cmp.Or(d.Tool.Version, "(unknown version)"), htmlTime(d.Start)),
 		Meta:     htmlMeta(d),
 		Warnings: Warnings(d),
-		Verdict:  newHTMLVerdict(d.Verdict),
+		Verdict:  newHTMLVerdict(d.Verdict, d.Clock),
+		Clock:    newHTMLClock(d.Clock),
 		Self:     newHTMLSelf(&d.Self),
 		Charts:   htmlCharts(d.Batches),
 		Phases:   newHTMLPhases(d.Batches),
@@ -133,8 +141,16 @@ func newHTMLView(d *rundoc.Document) htmlView {
 		b := &d.Batches[i]
 		hb := htmlBatch{Title: fmt.Sprintf("%s — %s: %d requests, %d ok, %d failed, %d tokens",
 			cmp.Or(b.Title(), "batch"), cmp.Or(b.Target, "?"), b.Requests, b.OK, b.Failed, b.Tokens)}
+		twoClock := b.TwoClockMetrics()
 		for _, nm := range b.Metrics.Named() {
-			hb.Rows = append(hb.Rows, newHTMLMetricRow(nm.Name, nm.Metric))
+			var c *summary.Clock
+			if slices.ContainsFunc(twoClock, func(t summary.NamedMetric) bool { return t.Metric == nm.Metric }) {
+				c = d.Clock
+			}
+			hb.Rows = append(hb.Rows, newHTMLMetricRow(nm.Name, nm.Metric, c))
+		}
+		if b.RequestLeg != nil {
+			hb.Rows = append(hb.Rows, newHTMLMetricRow("request leg (sent → server received)", b.RequestLeg, d.Clock))
 		}
 		v.Batches = append(v.Batches, hb)
 		for _, f := range b.Failures {
@@ -156,7 +172,11 @@ func newHTMLView(d *rundoc.Document) htmlView {
 	}
 	if d.Overhead != nil {
 		for _, l := range d.Overhead.Named() {
-			v.Overhead = append(v.Overhead, newHTMLOverheadRow(l.Name, l.Delta))
+			var c *summary.Clock
+			if l.Delta != nil && (l.Delta == d.Overhead.FirstEmitRecv || l.Delta == d.Overhead.EmitRecv) {
+				c = d.Clock
+			}
+			v.Overhead = append(v.Overhead, newHTMLOverheadRow(l.Name, l.Delta, c))
 		}
 	}
 	v.Rounds = newHTMLRounds(d.Rounds)
@@ -213,32 +233,61 @@ func htmlMs(v float64) string {
 // report does.
 func htmlSigned(v float64) string { return fmt.Sprintf("%+.3f", v) }
 
-func newHTMLMetricRow(name string, m *summary.Metric) htmlMetricRow {
+// newHTMLMetricRow is the row of metric m; across hosts (c not nil) its
+// figures within the clock's bound are marked with a *.
+func newHTMLMetricRow(name string, m *summary.Metric, c *summary.Clock) htmlMetricRow {
 	r := htmlMetricRow{Name: name, N: m.N}
 	if m.N == 0 {
 		return r
 	}
 	for _, x := range []float64{m.MeanMs, m.MinMs, m.P50Ms, m.P90Ms, m.P95Ms, m.P99Ms, m.P999Ms, m.MaxMs} {
-		r.Cells = append(r.Cells, htmlMs(x))
+		r.Cells = append(r.Cells, htmlMark(c, htmlMs(x), x))
 	}
 	return r
 }
 
-func newHTMLOverheadRow(name string, d *summary.Delta) htmlOverheadRow {
+// newHTMLOverheadRow is the row of an overhead line, marked as
+// newHTMLMetricRow's.
+func newHTMLOverheadRow(name string, d *summary.Delta, c *summary.Clock) htmlOverheadRow {
 	r := htmlOverheadRow{Name: name}
 	if d != nil {
-		r.Cells = []string{htmlSigned(d.MeanMs), htmlSigned(d.P50Ms), htmlSigned(d.P95Ms), htmlSigned(d.P99Ms)}
+		for _, x := range []float64{d.MeanMs, d.P50Ms, d.P95Ms, d.P99Ms} {
+			r.Cells = append(r.Cells, htmlMark(c, htmlSigned(x), x))
+		}
 	}
 	return r
+}
+
+// htmlMark appends a * to text, the figure v (ms), when v is within clock
+// c's bound (summary.Clock.Below).
+func htmlMark(c *summary.Clock, text string, v float64) string {
+	if c.Below(v) {
+		return text + "*"
+	}
+	return text
+}
+
+// newHTMLClock describes c; nil for nil.
+func newHTMLClock(c *summary.Clock) *htmlClock {
+	if c == nil {
+		return nil
+	}
+	hc := &htmlClock{Offset: fmt.Sprintf("The server ran on another host: its clock minus this host's is %+.3f ms ± %.3f ms "+
+		"(%d %s, best round trip %.3f ms, drift %.3f ms). Every emit->recv figure and the request leg carry this error.",
+		c.OffsetMs, c.BoundMs, c.Estimates, plural(int64(c.Estimates), "estimate"), c.MinRTTMs, c.DriftMs)}
+	if len(c.BelowBound) > 0 {
+		hc.Note = fmt.Sprintf("Figures marked * are within ±%.3f ms of zero, the offset's error bound: not exact.", c.BoundMs)
+	}
+	return hc
 }
 
 // newHTMLVerdict words the verdict as the text block does: the same
 // sentences (verdictWords), each figure after its label and a colon.
-func newHTMLVerdict(v *verdict.Verdict) *htmlVerdict {
+func newHTMLVerdict(v *verdict.Verdict, c *summary.Clock) *htmlVerdict {
 	if v == nil {
 		return nil
 	}
-	t := verdictWords(*v)
+	t := verdictWords(*v, c)
 	hv := &htmlVerdict{Class: t.Class.String(), Headline: t.Headline, Causes: t.Causes}
 	for _, l := range t.Lines {
 		hv.Lines = append(hv.Lines, l.Label+": "+l.Text)
@@ -252,7 +301,7 @@ func newHTMLVerdict(v *verdict.Verdict) *htmlVerdict {
 func newHTMLSelf(s *summary.Self) htmlSelf {
 	v := htmlSelf{CPU: fmt.Sprintf("CPU: %.3f s user, %.3f s system", s.UserS, s.SystemS)}
 	if s.Lateness.N > 0 {
-		r := newHTMLMetricRow("emission lateness", &s.Lateness)
+		r := newHTMLMetricRow("emission lateness", &s.Lateness, nil)
 		v.Lateness = &r
 	}
 	return v

@@ -43,7 +43,7 @@ func newHTMLPhases(bs []summary.Batch) *htmlPhases {
 			{Name: "last token", Metric: &t.LastToken}, {Name: "emit->recv reasoning", Metric: &t.EmitRecv.Reasoning},
 			{Name: "emit->recv tool call", Metric: &t.EmitRecv.ToolCall}, {Name: "emit->recv text", Metric: &t.EmitRecv.Text},
 			{Name: "longest silence", Metric: &t.LongestSilence}} {
-			hb.Rows = append(hb.Rows, newHTMLMetricRow(nm.Name, nm.Metric))
+			hb.Rows = append(hb.Rows, newHTMLMetricRow(nm.Name, nm.Metric, nil))
 		}
 		hp.Batches = append(hp.Batches, hb)
 		if line := heartbeatsLine(b); line != "" {

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/result"
@@ -79,14 +80,24 @@ func WriteRequestLine(w io.Writer, r *result.Request) error {
 
 // WriteBatch writes the block of one batch (SPEC §6): its title line and one
 // line per metric.
-func WriteBatch(w io.Writer, b *summary.Batch) error {
+func WriteBatch(w io.Writer, b *summary.Batch) error { return writeBatch(w, b, nil) }
+
+// writeBatch is WriteBatch with the figures of the two-clock metrics (the
+// emit->recv lines) within clock c's bound marked (markMs); nil marks
+// nothing, and prints the reference's lines.
+func writeBatch(w io.Writer, b *summary.Batch, c *summary.Clock) error {
 	// SPEC §6: "=== loopback (direct to listen address): 3 requests, 3 ok, 0 failed, 600 tokens ==="
 	if _, err := fmt.Fprintf(w, "=== %s: %d requests, %d ok, %d failed, %d tokens ===\n",
 		b.Title(), b.Requests, b.OK, b.Failed, b.Tokens); err != nil {
 		return err
 	}
+	twoClock := b.TwoClockMetrics()
 	for _, nm := range b.Metrics.Named() {
-		if err := writeMetricLine(w, nm.Name, nm.Metric); err != nil {
+		var mc *summary.Clock
+		if slices.ContainsFunc(twoClock, func(t summary.NamedMetric) bool { return t.Metric == nm.Metric }) {
+			mc = c
+		}
+		if err := writeMetricLine(w, nm.Name, nm.Metric, mc); err != nil {
 			return err
 		}
 	}
@@ -97,29 +108,52 @@ func WriteBatch(w io.Writer, b *summary.Batch) error {
 // of the batch and overhead blocks, the name is padded to 24 columns and
 // followed by one space: the SPEC's example lines have their values in
 // column 26.
-func writeMetricLine(w io.Writer, name string, m *summary.Metric) error {
+//
+// Across hosts (c not nil) a figure within the clock's bound is followed by
+// a * (markMs); without one marked, the line is the reference's.
+func writeMetricLine(w io.Writer, name string, m *summary.Metric, c *summary.Clock) error {
 	var err error
 	if m.N == 0 {
 		// SPEC §6: "an empty metric prints `n=0`"
 		_, err = fmt.Fprintf(w, "%-24s n=0\n", name)
 		return err
 	}
+	f := func(v float64) string { return markMs(c, "%.2fms", v) }
 	// SPEC §6: "TTFT (client)            n=3  mean=0.04ms  min=0.04ms  p50=0.04ms  p95=0.04ms  p99=0.04ms  max=0.04ms"
-	_, err = fmt.Fprintf(w, "%-24s n=%d  mean=%.2fms  min=%.2fms  p50=%.2fms  p95=%.2fms  p99=%.2fms  max=%.2fms\n",
-		name, m.N, m.MeanMs, m.MinMs, m.P50Ms, m.P95Ms, m.P99Ms, m.MaxMs)
+	_, err = fmt.Fprintf(w, "%-24s n=%d  mean=%s  min=%s  p50=%s  p95=%s  p99=%s  max=%s\n",
+		name, m.N, f(m.MeanMs), f(m.MinMs), f(m.P50Ms), f(m.P95Ms), f(m.P99Ms), f(m.MaxMs))
 	return err
+}
+
+// markMs formats v (ms) with format, followed by a * when it compares the
+// two clocks of a run across hosts and is within the bound of their
+// offset (c.Below): not an exact figure. c nil (one clock) marks nothing.
+func markMs(c *summary.Clock, format string, v float64) string {
+	s := fmt.Sprintf(format, v)
+	if c.Below(v) {
+		s += "*"
+	}
+	return s
 }
 
 // WriteOverhead writes the gateway overhead block (SPEC §6): for each metric,
 // the gateway's mean and percentiles minus the loopback's (summary.Overhead,
 // computed once from the two batches; nil prints every line n/a).
-func WriteOverhead(w io.Writer, o *summary.Overhead) error {
+func WriteOverhead(w io.Writer, o *summary.Overhead) error { return writeOverhead(w, o, nil) }
+
+// writeOverhead is WriteOverhead with the emit->recv figures within clock
+// c's bound marked.
+func writeOverhead(w io.Writer, o *summary.Overhead, c *summary.Clock) error {
 	// SPEC §6: "=== gateway overhead (gateway minus loopback; negative = loopback noise) ==="
 	if _, err := fmt.Fprintf(w, "=== gateway overhead (gateway minus loopback; negative = loopback noise) ===\n"); err != nil {
 		return err
 	}
 	for _, l := range o.Named() {
-		if err := writeOverheadLine(w, l.Name, l.Delta); err != nil {
+		var mc *summary.Clock
+		if o != nil && l.Delta != nil && (l.Delta == o.FirstEmitRecv || l.Delta == o.EmitRecv) {
+			mc = c
+		}
+		if err := writeOverheadLine(w, l.Name, l.Delta, mc); err != nil {
 			return err
 		}
 	}
@@ -127,16 +161,17 @@ func WriteOverhead(w io.Writer, o *summary.Overhead) error {
 }
 
 // writeOverheadLine writes one line of the overhead block.
-func writeOverheadLine(w io.Writer, name string, d *summary.Delta) error {
+func writeOverheadLine(w io.Writer, name string, d *summary.Delta, c *summary.Clock) error {
 	var err error
 	if d == nil {
 		// SPEC §6: "an empty overhead `n/a (no samples)`"
 		_, err = fmt.Fprintf(w, "%-24s n/a (no samples)\n", name)
 		return err
 	}
+	f := func(v float64) string { return markMs(c, "%+.3fms", v) }
 	// SPEC §6: "emit->recv (1st token)   mean +0.026ms  p50 +0.026ms  p95 +0.026ms  p99 +0.026ms"
-	_, err = fmt.Fprintf(w, "%-24s mean %+.3fms  p50 %+.3fms  p95 %+.3fms  p99 %+.3fms\n",
-		name, d.MeanMs, d.P50Ms, d.P95Ms, d.P99Ms)
+	_, err = fmt.Fprintf(w, "%-24s mean %s  p50 %s  p95 %s  p99 %s\n",
+		name, f(d.MeanMs), f(d.P50Ms), f(d.P95Ms), f(d.P99Ms))
 	return err
 }
 
@@ -144,7 +179,11 @@ func writeOverheadLine(w io.Writer, name string, d *summary.Delta) error {
 // a blank line, the loopback block if a calibration batch ran, the gateway
 // block, and the overhead block if a calibration batch ran. A run without
 // a gateway batch (its setup failed) writes nothing.
-func WriteReport(w io.Writer, s *summary.Run) error {
+func WriteReport(w io.Writer, s *summary.Run) error { return writeReport(w, s, nil) }
+
+// writeReport is WriteReport with the two-clock figures within clock c's
+// bound marked (nil: the reference's lines).
+func writeReport(w io.Writer, s *summary.Run, c *summary.Clock) error {
 	loop, gw := s.Loop(), s.Gateway()
 	if gw == nil {
 		return nil
@@ -153,15 +192,15 @@ func WriteReport(w io.Writer, s *summary.Run) error {
 		return err
 	}
 	if loop != nil {
-		if err := WriteBatch(w, loop); err != nil {
+		if err := writeBatch(w, loop, c); err != nil {
 			return err
 		}
 	}
-	if err := WriteBatch(w, gw); err != nil {
+	if err := writeBatch(w, gw, c); err != nil {
 		return err
 	}
 	if loop != nil {
-		return WriteOverhead(w, s.Overhead)
+		return writeOverhead(w, s.Overhead, c)
 	}
 	return nil
 }
@@ -170,14 +209,20 @@ func WriteReport(w io.Writer, s *summary.Run) error {
 // lines, and `sse-latency report` prints again from a saved run: WriteReport,
 // then, unless compat (the reference's output only), WriteRounds for an
 // interleaved run, WriteVerdict when the run has a verdict, WriteStream,
-// WriteTimeline, WriteDeclared when the gateway declared timings, and
-// WriteSLO when the run checked objectives. A run without a gateway batch
-// writes nothing.
+// WriteLegs when the run has a request leg, WriteTimeline, WriteDeclared
+// when the gateway declared timings, WriteSLO when the run checked
+// objectives, and WriteClock across hosts. Across hosts (s.Clock), the
+// two-clock figures within the clock's bound are marked with a *, unless
+// compat. A run without a gateway batch writes nothing.
 func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 	if s.Gateway() == nil {
 		return nil
 	}
-	if err := WriteReport(w, s); err != nil {
+	c := s.Clock
+	if compat {
+		c = nil
+	}
+	if err := writeReport(w, s, c); err != nil {
 		return err
 	}
 	if compat {
@@ -189,11 +234,14 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 		}
 	}
 	if s.Verdict != nil {
-		if err := WriteVerdict(w, *s.Verdict); err != nil {
+		if err := writeVerdict(w, *s.Verdict, c); err != nil {
 			return err
 		}
 	}
 	if err := WriteStream(w, s); err != nil {
+		return err
+	}
+	if err := WriteLegs(w, s); err != nil {
 		return err
 	}
 	if err := WriteTimeline(w, s); err != nil {
@@ -203,9 +251,11 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 		return err
 	}
 	if s.SLO != nil {
-		return WriteSLO(w, s.SLO)
+		if err := WriteSLO(w, s.SLO); err != nil {
+			return err
+		}
 	}
-	return nil
+	return WriteClock(w, s.Clock)
 }
 
 // ExpectLine returns the line announcing a long batch's duration (SPEC §6,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -33,7 +34,10 @@ type verdictLine struct {
 // then a line per finding (findingLines), the note when the calibration
 // was noisy (Noisy, which the classifier and a merge both set from the
 // loopback share).
-func verdictWords(v verdict.Verdict) verdictText {
+//
+// Across hosts (c not nil), an added-delay figure within the clock's bound
+// is marked with a * (markMs).
+func verdictWords(v verdict.Verdict, c *summary.Clock) verdictText {
 	t := verdictText{Class: v.Class, Causes: v.Causes}
 	loop := ""
 	if v.LoopCoalesced >= 0 {
@@ -50,11 +54,11 @@ func verdictWords(v verdict.Verdict) verdictText {
 			t.Lines = append(t.Lines, verdictLine{"bursts", fmt.Sprintf("typical %.0f tokens, max %d, %s; tokens emitted every %.2f ms",
 				v.BurstSizeP50, v.BurstSizeMax, every, v.EmitGapMs)})
 		}
-		t.Lines = append(t.Lines, addedLine(v))
+		t.Lines = append(t.Lines, addedLine(v, c))
 	case verdict.Flushes:
 		t.Headline = fmt.Sprintf("gateway flushes every event: %.1f%% of %d tokens in bursts%s, emitted every %.2f ms",
 			100*v.CoalescedFraction, v.Tokens, loop, v.EmitGapMs)
-		t.Lines = append(t.Lines, addedLine(v))
+		t.Lines = append(t.Lines, addedLine(v, c))
 	default:
 		t.Headline = "verdict: unknown — " + cmp.Or(v.Reason, "no reason given")
 	}
@@ -71,13 +75,15 @@ func verdictWords(v verdict.Verdict) verdictText {
 	return t
 }
 
-// addedLine is the added-delay line of a verdict.
-func addedLine(v verdict.Verdict) verdictLine {
+// addedLine is the added-delay line of a verdict, its figures marked
+// across hosts when within the clock's bound.
+func addedLine(v verdict.Verdict, c *summary.Clock) verdictLine {
 	name, what := "emit->recv (gateway)", "no calibration to subtract"
 	if v.Relative {
 		name, what = "added emit->recv", "gateway minus loopback"
 	}
-	return verdictLine{name, fmt.Sprintf("mean %+.3fms  p50 %+.3fms  p99 %+.3fms  (%s)", v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms, what)}
+	return verdictLine{name, fmt.Sprintf("mean %s  p50 %s  p99 %s  (%s)",
+		markMs(c, "%+.3fms", v.AddedMeanMs), markMs(c, "%+.3fms", v.AddedP50Ms), markMs(c, "%+.3fms", v.AddedP99Ms), what)}
 }
 
 // WriteVerdict writes the buffering verdict block that follows the overhead
@@ -102,8 +108,12 @@ func addedLine(v verdict.Verdict) verdictLine {
 // report words its verdict with too). Without a calibration batch the
 // loopback share is left out and the delay line, named "emit->recv
 // (gateway)", gives the gateway's own figures.
-func WriteVerdict(w io.Writer, v verdict.Verdict) error {
-	t := verdictWords(v)
+func WriteVerdict(w io.Writer, v verdict.Verdict) error { return writeVerdict(w, v, nil) }
+
+// writeVerdict is WriteVerdict with the figures within clock c's bound
+// marked (nil: one clock, nothing marked).
+func writeVerdict(w io.Writer, v verdict.Verdict, c *summary.Clock) error {
+	t := verdictWords(v, c)
 	p := printer{w: w}
 	p.printf("=== verdict ===\n")
 	p.printf("%s\n", t.Headline)

@@ -290,6 +290,13 @@ type Request struct {
 
 	ID string // request id sent to the server as a hint ("" if none)
 
+	// ServerArrived is when the dummy server had read the whole request,
+	// from its record of the request id (in process, or across hosts
+	// converted to this process's clock); 0 when unknown. ServerArrived −
+	// Sent is the request leg: the time the gateway took to forward the
+	// request.
+	ServerArrived int64
+
 	Tokens    []Token    // content tokens in arrival order, all phases
 	TokenRuns []TokenRun // the tokens' indexes and Reads (AppendTokens, TokenIndex, TokenRead)
 	Reads     int        // number of Reads that returned data after the request was sent

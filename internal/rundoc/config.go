@@ -61,6 +61,10 @@ type Config struct {
 	Engine        string   `json:"engine" merge:"instance"`      // --engine: how this instance did its I/O, auto, epoll or goroutine (not what it measured)
 	Faults        string   `json:"faults" merge:"same"`          // --fault: upstream faults the server injects into every answer (api.Faults, "key=value; …"); "" = none
 
+	// Across hosts.
+	Control string `json:"control" merge:"instance"` // --control: listen address of the server's control endpoints (its timing records); "" = none
+	Server  string `json:"server" merge:"instance"`  // --server: the control endpoint (URL) of the server on another host; "" = the server runs in this process
+
 	// Load shape.
 	Rate     float64       `json:"rate" merge:"sum"`         // --rate: requests per second (open loop); 0 = closed loop
 	Arrival  string        `json:"arrival" merge:"same"`     // --arrival: constant or poisson

@@ -110,7 +110,7 @@ func (d *Document) Validate() error {
 // validateRun checks a run's summary: its batches (names, order, counts
 // that add up, failure texts of their kind, histograms that
 // stats.MetricFromSnapshot would accept), the overhead's presence, the
-// rounds and the lateness.
+// rounds, the lateness and, across hosts, the clock.
 func validateRun(r *summary.Run) error {
 	if len(r.Batches) > 2 {
 		return fmt.Errorf("%d batches, want at most 2", len(r.Batches))
@@ -142,6 +142,11 @@ func validateRun(r *summary.Run) error {
 	}
 	if err := validateMetric(&r.Self.Lateness); err != nil {
 		return fmt.Errorf("self.emission_lateness: %w", err)
+	}
+	if r.Clock != nil {
+		if err := validateClock(r.Clock); err != nil {
+			return err
+		}
 	}
 	if v := r.Verdict; v != nil {
 		for i, f := range v.Findings {
@@ -289,6 +294,9 @@ func validateBatch(b *summary.Batch) error {
 	}
 	if b.StartLateness != nil {
 		metrics = append(metrics, summary.NamedMetric{Name: "start_lateness", Metric: b.StartLateness})
+	}
+	if b.RequestLeg != nil {
+		metrics = append(metrics, summary.NamedMetric{Name: "request_leg", Metric: b.RequestLeg})
 	}
 	metrics = append(metrics,
 		summary.NamedMetric{Name: "metrics.ttft", Metric: &b.Metrics.TTFT},

@@ -121,7 +121,14 @@ func fixedDoc(t *testing.T, name string) *Document {
 		if !ok {
 			t.Fatalf("no scenario %q", name)
 		}
-		js, _ = fixedDocs.LoadOrStore(name, marshal(t, fixEnv(newFixture(sc.Loop, sc.Gw).doc())))
+		f := newFixture(sc.Loop, sc.Gw)
+		d := f.doc()
+		if sc.Clock != nil { // a run across hosts, -l implied
+			d.Clock = summary.NewClock(*sc.Clock)
+			d.MarkBelowBound()
+			d.Config.Server, d.Config.NoLoopback = "http://10.0.0.5:8091", true
+		}
+		js, _ = fixedDocs.LoadOrStore(name, marshal(t, fixEnv(d)))
 	}
 	d := new(Document)
 	if err := json.Unmarshal(js.([]byte), d); err != nil {
@@ -146,7 +153,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestJSONGolden(t *testing.T) {
-	for _, name := range []string{"full", "no_calibration"} {
+	for _, name := range []string{"full", "no_calibration", "crosshost"} {
 		t.Run(name, func(t *testing.T) {
 			golden(t, "json_"+name+".golden", marshal(t, fixedDoc(t, name)))
 		})
@@ -434,6 +441,7 @@ func TestSchema(t *testing.T) {
 	good := map[string]*Document{
 		"full":           fixedDoc(t, "full"),
 		"no_calibration": fixedDoc(t, "no_calibration"),
+		"crosshost":      fixedDoc(t, "crosshost"),
 		"empty":          fixedDoc(t, "empty"),
 		"setup failed":   fixEnv(NewDocument(RunInfo{EndReason: EndSetupFailed, ExitCode: 1}, nil)),
 	}

@@ -129,6 +129,9 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	if b := out.Gateway(); out.Verdict != nil && b != nil {
 		out.Verdict.Findings = summary.Findings(b.Timeline)
 	}
+	out.Clock, notes = mergeClocks(docs, name)
+	out.Notes = append(out.Notes, notes...)
+	out.MarkBelowBound()
 	return out, nil
 }
 

@@ -40,9 +40,10 @@ const hostileSeed = 20260501
 
 // How each hostile connection is made.
 const (
-	toPlain  = iota // raw bytes to the plain listener (HTTP/1.x and h2c)
-	toTLSRaw        // raw bytes to the TLS listener: no TLS at all, or a broken handshake
-	overTLS         // a real TLS session to the TLS listener, then the bytes
+	toPlain   = iota // raw bytes to the plain listener (HTTP/1.x and h2c)
+	toTLSRaw         // raw bytes to the TLS listener: no TLS at all, or a broken handshake
+	overTLS          // a real TLS session to the TLS listener, then the bytes
+	toControl        // raw bytes to the control listener (package control, on the same registry)
 )
 
 // hostileCase is one connection of TestHostile: bytes sent in one write,
@@ -77,15 +78,18 @@ func TestHostile(t *testing.T) {
 	plain := startServer(t, cfg)
 	cfg.TLS = tlsCfg
 	secure := startServer(t, cfg)
+	ctl := startControl(t, cfg.Emissions)
 	// The normal streams must reach the servers within their head timeout
 	// of 150 ms: on a machine too busy for that the servers rightly close
 	// them, and the check cannot be made (tooBusy says why).
 	tooBusy := normalStreams(t, plain, secure, roots, cfg.ReadHeaderTimeout) // warm-up: every code path once
+	ctl.normalUse(t)
 	baseline := runtime.NumGoroutine()
 
-	cases := hostileCases(t, rand.New(rand.NewPCG(hostileSeed, 0)))
+	rng := rand.New(rand.NewPCG(hostileSeed, 0))
+	cases := append(hostileCases(t, rng), controlCases(rng)...)
 	start := time.Now()
-	statuses := runHostile(t, cases, plain.Addr().String(), secure.Addr().String(), roots)
+	statuses := runHostile(t, cases, hostileAddrs{plain.Addr().String(), secure.Addr().String(), ctl.addr}, roots)
 	var summary []string
 	for _, k := range slices.Sorted(maps.Keys(statuses)) {
 		summary = append(summary, fmt.Sprintf("%s×%d", k, statuses[k]))
@@ -99,10 +103,14 @@ func TestHostile(t *testing.T) {
 	if why := normalStreams(t, plain, secure, roots, cfg.ReadHeaderTimeout); why != "" {
 		tooBusy = why
 	}
+	ctl.normalUse(t)
 	for name, srv := range map[string]*Server{"plain": plain, "TLS": secure} {
 		if p := srv.Panics(); p != 0 {
 			t.Errorf("%s server recovered %d panics (see the log with -v)", name, p)
 		}
+	}
+	if p := ctl.panics.Load(); p != 0 {
+		t.Errorf("the control endpoint's handler panicked %d times (see the log)", p)
 	}
 	// Lingering closes, dropped streams and waits end within a second.
 	if !testutil.Poll(func() bool {
@@ -218,10 +226,15 @@ func normalStreams(t *testing.T, plain, secure *Server, roots *x509.CertPool, he
 	return ""
 }
 
+// hostileAddrs are the listeners the cases go to.
+type hostileAddrs struct{ plain, tls, control string }
+
 // runHostile sends every case from a few workers and returns how many
 // answers had each status ("none" when the server sent no HTTP/1.x head).
-// An HTTP/1.x error answer must carry an OpenAI-style JSON error.
-func runHostile(t *testing.T, cases []hostileCase, plainAddr, tlsAddr string, roots *x509.CertPool) map[string]int {
+// An HTTP/1.x error answer with a length must carry an OpenAI-style JSON
+// error (net/http's own answers to the control listener's malformed
+// requests are plain text without one).
+func runHostile(t *testing.T, cases []hostileCase, addrs hostileAddrs, roots *x509.CertPool) map[string]int {
 	var mu sync.Mutex
 	statuses := map[string]int{}
 	work := make(chan hostileCase)
@@ -229,7 +242,7 @@ func runHostile(t *testing.T, cases []hostileCase, plainAddr, tlsAddr string, ro
 	for range 24 {
 		wg.Go(func() {
 			for hc := range work {
-				resp := sendHostile(hc, plainAddr, tlsAddr, roots)
+				resp := sendHostile(hc, addrs, roots)
 				status := "none"
 				if head, n, err := wire.ParseResponseHead(resp); err == nil && n > 0 {
 					status = strconv.Itoa(head.StatusCode)
@@ -258,10 +271,13 @@ func runHostile(t *testing.T, cases []hostileCase, plainAddr, tlsAddr string, ro
 // sendHostile makes one hostile connection and returns the first bytes the
 // server sent back (at most 64 KiB are kept; the rest is read and dropped).
 // Network errors are expected and ignored.
-func sendHostile(hc hostileCase, plainAddr, tlsAddr string, roots *x509.CertPool) []byte {
-	addr := plainAddr
-	if hc.to != toPlain {
-		addr = tlsAddr
+func sendHostile(hc hostileCase, addrs hostileAddrs, roots *x509.CertPool) []byte {
+	addr := addrs.plain
+	switch hc.to {
+	case toTLSRaw, overTLS:
+		addr = addrs.tls
+	case toControl:
+		addr = addrs.control
 	}
 	raw, err := net.DialTimeout("tcp", addr, hostileDeadline)
 	if err != nil {

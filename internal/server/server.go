@@ -80,7 +80,9 @@ type Config struct {
 
 	// Emissions, when set, receives the emission time (the pi_ts) of every
 	// token of every stream whose request carries an id hint, keyed by that
-	// id, and the number of heartbeats written on it. nil records nothing.
+	// id, with when the request had been read whole, when the stream's
+	// client went away and the number of heartbeats written on it. nil
+	// records nothing.
 	Emissions *emission.Registry
 
 	// Logf, when set, receives debug lines (the -v flag).

@@ -16,16 +16,29 @@ import (
 // TestRequestArrival checks that a stream's registry entry holds when the
 // server had read the whole request — after the client began sending it,
 // before the first token left — over HTTP/1.1 (the body sent in a second
-// write, once the server has read the head) and HTTP/2, and
-// that a stream that ended normally has no departure.
+// write, once the server has read the head, so that the arrival is the
+// body's) and HTTP/2, and that a stream that ended normally has no
+// departure.
 func TestRequestArrival(t *testing.T) {
 	reg := emission.New()
 	srv := startServer(t, Config{Tokens: 3, DelayMs: 0.1, Emissions: reg, HTTP2: true})
 	body := `{"stream":true,"pi_id":"arrival-h1","pi_tokens":3}`
 	raw := postRequest("/v1/chat/completions", body)
 	head := raw[:len(raw)-len(body)]
-	before := clock.Now()
-	resp := exchange(t, srv, head, body) // the body once the head is read
+	c, err := net.Dial("tcp", srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	send(t, c, head)
+	awaitRead(t, c)
+	before := clock.Now() // the body is sent after this
+	send(t, c, body)
+	resp, err := readResponse(bufio.NewReader(c))
+	if err != nil {
+		t.Fatalf("reading response: %v (got %q)", err, resp)
+	}
 	if !strings.Contains(resp, "[DONE]") {
 		t.Fatalf("stream did not end with [DONE]: %q", resp)
 	}
@@ -48,7 +61,7 @@ func checkArrival(t *testing.T, what string, tm *emission.Times, notBefore int64
 		t.Fatalf("%s: no registry entry", what)
 	}
 	if a, first := tm.Arrived(), tm.At(0); a < notBefore || first == 0 || a > first {
-		t.Errorf("%s: request arrived at %d, want from %d (before the first byte was sent) to %d (the first token's emission)", what, a, notBefore, first)
+		t.Errorf("%s: request arrived at %d, want from %d (the last byte sent) to %d (the first token's emission)", what, a, notBefore, first)
 	}
 	if g := tm.GoneAt(); g != 0 {
 		t.Errorf("%s: a complete stream has its client gone at %d, want 0", what, g)

@@ -79,6 +79,12 @@ type Batch struct {
 	// (Scheduled > 0), ns: how late each started against its deadline.
 	StartLateness *Metric
 
+	// RequestLeg is ServerArrived − Sent, ns: how long the request took to
+	// reach the dummy server after the client had written it (through the
+	// gateway: its request-path overhead), one per request whose arrival
+	// the server recorded.
+	RequestLeg *Metric
+
 	failures map[result.Kind]*FailureTally
 	// warmConns are the connections opened by warm-up requests that no
 	// counted request has reused yet.
@@ -138,6 +144,7 @@ func NewBatch() *Batch {
 		Head:          NewMetric(),
 		FirstToken:    NewMetric(),
 		StartLateness: NewMetric(),
+		RequestLeg:    NewMetric(),
 		failures:      make(map[result.Kind]*FailureTally),
 	}
 }
@@ -220,8 +227,8 @@ func (b *Batch) addConnection(r *result.Request) {
 	}
 }
 
-// addPhases records the phases of r whose both ends are known, and its
-// start lateness.
+// addPhases records the phases of r whose both ends are known, its start
+// lateness and its request leg.
 func (b *Batch) addPhases(r *result.Request) {
 	if r.Start > 0 && r.Connected > 0 {
 		b.Connect.Record(r.Connected - r.Start)
@@ -240,6 +247,9 @@ func (b *Batch) addPhases(r *result.Request) {
 	}
 	if r.Scheduled > 0 && r.Start > 0 {
 		b.StartLateness.Record(r.Start - r.Scheduled)
+	}
+	if r.Sent > 0 && r.ServerArrived > 0 {
+		b.RequestLeg.Record(r.ServerArrived - r.Sent)
 	}
 }
 
@@ -303,7 +313,7 @@ func (b *Batch) Merge(o *Batch) {
 	}
 	for _, m := range []struct{ dst, src *Metric }{
 		{b.Connect, o.Connect}, {b.TLS, o.TLS}, {b.Written, o.Written}, {b.Head, o.Head},
-		{b.FirstToken, o.FirstToken}, {b.StartLateness, o.StartLateness},
+		{b.FirstToken, o.FirstToken}, {b.StartLateness, o.StartLateness}, {b.RequestLeg, o.RequestLeg},
 	} {
 		m.dst.Merge(m.src)
 	}

@@ -164,6 +164,7 @@ func requests() []*result.Request {
 			r.Connected, r.TLSDone = r.Start+300, r.Start+700
 		}
 		r.HeadAt = r.Sent + int64(50*i)
+		r.ServerArrived = r.Sent + int64(20*i)
 		switch i % 5 {
 		case 2:
 			r.Failure = result.Failure{Kind: result.Integrity, Detail: "token 1 duplicated"}
@@ -212,6 +213,7 @@ func sameBatch(t *testing.T, what string, a, b *Batch) {
 		sameMetric(t, what+" phase "+p.Name, p.Metric, b.Phases()[i].Metric)
 	}
 	sameMetric(t, what+" StartLateness", a.StartLateness, b.StartLateness)
+	sameMetric(t, what+" RequestLeg", a.RequestLeg, b.RequestLeg)
 }
 
 func TestBatchMerge(t *testing.T) {
@@ -287,13 +289,15 @@ func TestBatchConnectionsAndPhases(t *testing.T) {
 	b.Add(&result.Request{Warmup: true, ConnID: 2, Proto: "h2", Start: 10, Connected: 20, Sent: 30})
 	// Counted: reuses 1 (a warm connection), reuses 1 again, opens 3 over
 	// TLS after a reuse failure, reuses 3 and is poisoned; one connect
-	// failure; one open-loop request 700 ns late.
-	b.Add(&result.Request{ConnID: 1, Reused: true, Proto: "h2", Start: 1000, Sent: 1010, HeadAt: 1110, Tokens: tok(1140)})
-	b.Add(&result.Request{ConnID: 1, Reused: true, Proto: "h2", Start: 2000, Sent: 2020, HeadAt: 2220, Tokens: tok(2250)})
+	// failure; one open-loop request 700 ns late. The first two reached the
+	// server 50 ns after they were sent, and 5 ns before (clocks of two
+	// hosts); a request never sent has no leg.
+	b.Add(&result.Request{ConnID: 1, Reused: true, Proto: "h2", Start: 1000, Sent: 1010, ServerArrived: 1060, HeadAt: 1110, Tokens: tok(1140)})
+	b.Add(&result.Request{ConnID: 1, Reused: true, Proto: "h2", Start: 2000, Sent: 2020, ServerArrived: 2015, HeadAt: 2220, Tokens: tok(2250)})
 	b.Add(&result.Request{ConnID: 3, ReuseFailed: true, Proto: "HTTP/1.1", Start: 3000, Connected: 3400, TLSDone: 3900, Sent: 3905, HeadAt: 4005, Tokens: tok(4035)})
 	b.Add(&result.Request{ConnID: 3, Reused: true, Poisoned: true, Proto: "HTTP/1.1", Start: 5000, Sent: 5001,
 		Failure: result.Failure{Kind: result.Timeout, Detail: "1"}})
-	b.Add(&result.Request{Start: 6000, Failure: result.Failure{Kind: result.Connect, Detail: "Connection refused"}})
+	b.Add(&result.Request{Start: 6000, ServerArrived: 6500, Failure: result.Failure{Kind: result.Connect, Detail: "Connection refused"}})
 	b.Add(&result.Request{ConnID: 4, Proto: "HTTP/1.1", Scheduled: 6300, Start: 7000, Connected: 7100, Sent: 7110})
 
 	want := batchCounts{Requests: 6, OK: 4, Failed: 2, Tokens: 3, Unstamped: 3, Unmeasured: 3,
@@ -318,10 +322,14 @@ func TestBatchConnectionsAndPhases(t *testing.T) {
 		{"head", b.Head, []int64{100, 100, 200}},
 		{"first-token", b.FirstToken, []int64{30, 30, 30}},
 		{"start lateness", b.StartLateness, []int64{700}},
+		{"request leg", b.RequestLeg, []int64{0, 50}}, // the histogram counts -5 as 0
 	} {
 		if got := values(tt.m); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s samples = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+	if m := b.RequestLeg; m.Min() != -5 || m.Negative() != 1 {
+		t.Errorf("request leg min %d, %d negative; want -5, 1", m.Min(), m.Negative())
 	}
 	if names := b.Phases(); len(names) != 5 || names[4].Name != "first-token" || names[4].Metric != b.FirstToken {
 		t.Errorf("Phases() = %+v", names)

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/sse-latency/sse-latency/internal/clocksync"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -58,6 +59,10 @@ type Inputs struct {
 	LoopTarget, GatewayTarget string     // the addresses the batches' requests went to
 	Lateness                  *stats.Metric
 	UserS, SystemS            float64 // CPU time of the process, seconds
+	// Clock is the clock offset of a run across hosts (nil in one
+	// process): its estimates, and the bound that every server time
+	// converted to the client's clock carries.
+	Clock *clocksync.Summary
 	// Rounds are the rounds of an interleaved run, in the order they ran
 	// (their records are in Loop and Gateway too); nil for the
 	// reference's single calibration.
@@ -97,6 +102,10 @@ func New(in Inputs) *Run {
 		v := verdict.Classify(loopBursts, g.Bursts, loopStats, g.Stats)
 		v.Findings = Findings(gw.Timeline)
 		r.Verdict = NormVerdict(&v)
+	}
+	if in.Clock != nil {
+		r.Clock = NewClock(*in.Clock)
+		r.MarkBelowBound()
 	}
 	return r
 }
@@ -184,6 +193,10 @@ func NewBatch(name, target string, b *stats.Batch, s Samples) Batch {
 	if b.StartLateness.N() > 0 {
 		m := NewMetric(b.StartLateness)
 		out.StartLateness = &m
+	}
+	if b.RequestLeg.N() > 0 {
+		m := NewMetric(b.RequestLeg)
+		out.RequestLeg = &m
 	}
 	for _, f := range b.Failures() {
 		fk := FailureKind{Kind: f.Kind.String(), Count: f.Count, Texts: make([]TextCount, len(f.Texts)), Other: f.Other}

@@ -57,6 +57,9 @@ func (b *Batch) Stats() (*stats.Batch, error) {
 	if b.StartLateness != nil {
 		metrics = append(metrics, statField{"start_lateness", b.StartLateness, &sb.StartLateness})
 	}
+	if b.RequestLeg != nil {
+		metrics = append(metrics, statField{"request_leg", b.RequestLeg, &sb.RequestLeg})
+	}
 	for _, m := range metrics {
 		sm, err := m.m.Stats()
 		if err != nil {

@@ -36,6 +36,7 @@ type Run struct {
 	Overhead *Overhead        `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
 	Verdict  *verdict.Verdict `json:"verdict,omitempty"`  // absent when no gateway batch ran
 	Self     Self             `json:"self"`               // the tool's own behaviour: emission lateness, CPU
+	Clock    *Clock           `json:"clock,omitempty"`    // across hosts: the clock offset and its bound; absent in one process
 
 	// Rounds are the rounds of an interleaved run (--rounds); absent for
 	// the reference's single calibration. The overhead is then theirs.
@@ -79,6 +80,7 @@ type Batch struct {
 	Connections   *Connections `json:"connections,omitempty"`    // the connections that carried the requests
 	Phases        *Phases      `json:"phases,omitempty"`         // the phases of the time to first token
 	StartLateness *Metric      `json:"start_lateness,omitempty"` // open loop: request start − its schedule
+	RequestLeg    *Metric      `json:"request_leg,omitempty"`    // the server's arrival − request sent: the request through the gateway
 	Timeline      *Timeline    `json:"timeline,omitempty"`       // the answers' phases, heartbeats and silences (documents before it have none)
 	// Declared are the timings the gateway declared in its response
 	// heads, present when any head did.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sse-latency/sse-latency/internal/clocksync"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -56,6 +57,7 @@ type Stream struct {
 	Tokens     int
 	Gap        int64 // arrival gap between tokens
 	Delay      int64 // arrival − emission of tokens 2..n
+	Leg        int64 // the server's arrival of the request − sent (0: unknown)
 	Failure    result.Failure
 
 	// If set, token i (from 1) takes Gaps[(i−1) mod len] and
@@ -69,6 +71,9 @@ func (s Stream) Request() *result.Request {
 	r := &result.Request{Batch: s.Batch, Index: s.Index, Failure: s.Failure}
 	r.Start = Base + int64(s.Index)*1e9
 	r.Sent = r.Start + 100_000
+	if s.Leg != 0 {
+		r.ServerArrived = r.Sent + s.Leg
+	}
 	arrived := r.Sent + s.TTFT
 	r.End = r.Sent
 	for i := range s.Tokens {
@@ -237,8 +242,9 @@ func Nagle() []int64 {
 // SPEC's exact statistic of the samples, which TestGoldenIsExact checks; rundoc's JSON goldens hold them too.
 // Scenario is the streams of a run's batches.
 type Scenario struct {
-	Loop []Stream // nil: no calibration batch
-	Gw   []Stream
+	Loop  []Stream // nil: no calibration batch
+	Gw    []Stream
+	Clock *clocksync.Summary // a run across hosts: its clock offset (nil: one process)
 }
 
 var Scenarios = map[string]Scenario{
@@ -265,6 +271,18 @@ var Scenarios = map[string]Scenario{
 		Gw: []Stream{
 			{Batch: "gw", Index: 0, TTFT: 207_170_000, FirstDelay: 206_860_000, Tokens: 1000, Gap: 5e6, Delay: 100_000_000},
 		},
+	},
+	// Across hosts (-l implied): a gateway that holds each request 20 ms
+	// before forwarding it, then flushes every token within 30 µs, measured
+	// with a clock offset of +1234.567 ms known to ±50 µs: the emit->recv
+	// figures are within the bound, the request leg is not.
+	"crosshost": {
+		Gw: []Stream{
+			{Batch: "gw", Index: 0, TTFT: Mid(21_000_000), FirstDelay: Mid(20_000), Tokens: 100, Gap: Mid(5_000_000), Delay: Mid(30_000), Leg: Mid(20_100_000)},
+			{Batch: "gw", Index: 1, TTFT: Mid(21_500_000), FirstDelay: Mid(25_000), Tokens: 100, Gap: Mid(5_000_000), Delay: Mid(30_000), Leg: Mid(20_400_000)},
+			{Batch: "gw", Index: 2, TTFT: Mid(21_200_000), FirstDelay: Mid(40_000), Tokens: 100, Gap: Mid(5_000_000), Delay: Mid(60_000), Leg: Mid(20_200_000)},
+		},
+		Clock: &clocksync.Summary{Offset: 1_234_567_000, Bound: 50_000, Drift: 0, Estimates: 3, MinRTT: 100_000},
 	},
 	// A gateway that drops pi_ts: every request fails without tokens.
 	"empty": {

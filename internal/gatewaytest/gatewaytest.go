@@ -1,0 +1,121 @@
+// Package gatewaytest is the in-process gateway of the tests that measure
+// through one: an httputil.ReverseProxy that flushes every event (an
+// SSE-friendly gateway), whose upstream may be set after it started — from
+// the line a run prints when its server listens — and which can hold each
+// request before forwarding it, count the requests, and live in another
+// network namespace (its listener and upstream connections made by the
+// caller).
+package gatewaytest
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Options shape a Gateway; the zero Options is a plain gateway on
+// 127.0.0.1.
+type Options struct {
+	// Listener, when set, is the gateway's listener (it closes it when the
+	// test ends); else it listens on 127.0.0.1:0.
+	Listener net.Listener
+	// Dial, when set, makes its connections to the upstream.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Hold is how long it holds each request before forwarding it: the
+	// gateway's own work on the request path (authentication, routing, a
+	// body read whole).
+	Hold time.Duration
+	// OnRequest sees the number of each request (from 1) as it arrives,
+	// before the hold.
+	OnRequest func(n int64)
+}
+
+// Gateway is a running gateway.
+type Gateway struct {
+	Addr string // where it listens
+
+	n     atomic.Int64
+	once  sync.Once
+	ready chan struct{} // closed when the upstream is known
+	up    *url.URL
+}
+
+// Start starts a gateway for the duration of the test. A request waits
+// for the upstream (SetUpstream) before it is forwarded.
+func Start(t testing.TB, o Options) *Gateway {
+	t.Helper()
+	g := &Gateway{ready: make(chan struct{})}
+	ln := o.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.Addr = ln.Addr().String()
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(g.up) },
+		FlushInterval: -1, // flush every event
+	}
+	if o.Dial != nil {
+		rp.Transport = &http.Transport{DialContext: o.Dial}
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := g.n.Add(1)
+		if o.OnRequest != nil {
+			o.OnRequest(n)
+		}
+		select {
+		case <-g.ready:
+		case <-r.Context().Done():
+			return
+		}
+		if o.Hold > 0 {
+			time.Sleep(o.Hold) // the behaviour under test, not an ordering
+		}
+		// Stream the answer while the request body is still open, or Go's
+		// server may close the upstream connection mid-stream (what
+		// testutil.FullDuplex does for the tests' other gateways; this
+		// package is not a _test.go file, which alone may import testutil).
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	})}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	return g
+}
+
+// SetUpstream sets the server the gateway forwards to (the first call
+// wins).
+func (g *Gateway) SetUpstream(addr string) {
+	g.once.Do(func() {
+		g.up = &url.URL{Scheme: "http", Host: addr}
+		close(g.ready)
+	})
+}
+
+// Listening finds where a run's server listens in its stderr.
+var Listening = regexp.MustCompile(`listening on (\S+) `)
+
+// UpstreamFrom sets the upstream from text when it is the line a run
+// prints once its server listens, and reports whether it was.
+func (g *Gateway) UpstreamFrom(text string) bool {
+	m := Listening.FindStringSubmatch(text)
+	if m != nil {
+		g.SetUpstream(m[1])
+	}
+	return m != nil
+}
+
+// Requests returns the number of requests received so far.
+func (g *Gateway) Requests() int64 { return g.n.Load() }

@@ -1,0 +1,205 @@
+package probe
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/sse-latency/sse-latency/internal/probe/probetest"
+	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/verdict"
+)
+
+// scrape serves m's handler once and parses the answer with Prometheus's
+// text parser.
+func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	fams, err := probetest.Parse(bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v\n%s", err, body)
+	}
+	return fams
+}
+
+// metric is probetest.Find.
+var metric = probetest.Find
+
+// request is an ok record of n tokens 1 ms apart, each 40 µs after its
+// emission, sent 1 ms before the first and arrived at the server 0.3 ms
+// after the send, its first text 2 ms after the send.
+func request(batch string, n int) *result.Request {
+	r := &result.Request{Batch: batch, Sent: 1_000_000, ServerArrived: 1_300_000, FirstTextAt: 3_000_000}
+	for i := range n {
+		at := int64(2_000_000 + i*1_000_000)
+		r.Tokens = append(r.Tokens, result.Token{Arrived: at, Emitted: at - 40_000})
+	}
+	return r
+}
+
+func TestRoundsCommitted(t *testing.T) {
+	m := New()
+	fams := scrape(t, m)
+	if c := metric(fams, "sse_latency_probe_rounds_total"); c == nil || c.GetCounter().GetValue() != 0 {
+		t.Fatalf("a new probe's rounds: %v, want 0", c)
+	}
+	s := &summary.Run{Verdict: &verdict.Verdict{Class: verdict.Buffers, Tokens: 10, AddedMeanMs: 42, AddedP50Ms: 40, AddedP99Ms: 85},
+		Clock:   &summary.Clock{OffsetMs: 1500, BoundMs: 0.25},
+		Batches: []summary.Batch{{Name: summary.GatewayBatch, Metrics: summary.Metrics{EmitRecv: summary.Metric{N: 19}}}}}
+	for round := 1; round <= 3; round++ {
+		rd := NewRound()
+		m.Add(rd, request("gw", 10))
+		m.Add(rd, request("gw", 10))
+		m.Add(rd, request("loop", 4))
+		failed := request("gw", 2)
+		failed.Failure = result.Failure{Kind: result.Timeout, Detail: "1"}
+		m.Add(rd, failed)
+		warm := request("gw", 50)
+		warm.Warmup = true
+		m.Add(rd, warm)
+		m.Add(rd, &result.Request{Batch: "gw", Failure: result.Failure{Kind: result.Connect, Detail: "refused"}})
+		// Nothing shows before the round is committed.
+		if c := metric(scrape(t, m), "sse_latency_requests_total", "batch=gateway"); round == 1 && c != nil {
+			t.Fatalf("round 1 shows before its commit: %v", c)
+		}
+		m.Commit(rd, s, time.Unix(1_800_000_000, 0))
+
+		fams := scrape(t, m)
+		r := uint64(round)
+		for _, tt := range []struct {
+			name, batch string
+			count       uint64
+			sum         float64
+		}{
+			{"sse_latency_ttft_seconds", "gateway", 3 * r, float64(3*r) * 0.001},
+			{"sse_latency_ttfo_seconds", "gateway", 3 * r, float64(3*r) * 0.002}, // not the connect failure: no text
+			{"sse_latency_emit_recv_seconds", "gateway", (9 + 9 + 1) * r, float64(19*r) * 0.00004},
+			{"sse_latency_inter_token_seconds", "gateway", 19 * r, float64(19*r) * 0.001},
+			{"sse_latency_request_leg_seconds", "gateway", 3 * r, float64(3*r) * 0.0003},
+			{"sse_latency_ttft_seconds", "loopback", r, float64(r) * 0.001},
+		} {
+			got := metric(fams, tt.name, "batch="+tt.batch)
+			if got == nil || got.GetHistogram().GetSampleCount() != tt.count || !near(got.GetHistogram().GetSampleSum(), tt.sum) {
+				t.Errorf("round %d: %s{batch=%s} = %v, want count %d, sum %g", round, tt.name, tt.batch, got, tt.count, tt.sum)
+			}
+		}
+		for _, c := range []struct {
+			name   string
+			labels []string
+			want   float64
+		}{
+			{"sse_latency_requests_total", []string{"batch=gateway"}, float64(4 * r)},
+			{"sse_latency_requests_total", []string{"batch=loopback"}, float64(r)},
+			{"sse_latency_failures_total", []string{"batch=gateway", "kind=timeout"}, float64(r)},
+			{"sse_latency_failures_total", []string{"batch=gateway", "kind=connect"}, float64(r)},
+			{"sse_latency_probe_rounds_total", nil, float64(r)},
+		} {
+			if got := metric(fams, c.name, c.labels...); got == nil || got.GetCounter().GetValue() != c.want {
+				t.Errorf("round %d: %s%v = %v, want %g", round, c.name, c.labels, got, c.want)
+			}
+		}
+		for _, g := range []struct {
+			name   string
+			labels []string
+			want   float64
+		}{
+			{"sse_latency_verdict", []string{"class=buffers"}, 1},
+			{"sse_latency_verdict", []string{"class=flushes"}, 0},
+			{"sse_latency_verdict", []string{"class=unknown"}, 0},
+			{"sse_latency_added_emit_recv_seconds", []string{"stat=mean"}, 0.042},
+			{"sse_latency_added_emit_recv_seconds", []string{"stat=p99"}, 0.085},
+			{"sse_latency_clock_offset_seconds", nil, 1.5},
+			{"sse_latency_clock_bound_seconds", nil, 0.00025},
+			{"sse_latency_probe_last_round_timestamp_seconds", nil, 1_800_000_000},
+		} {
+			if got := metric(fams, g.name, g.labels...); got == nil || !near(got.GetGauge().GetValue(), g.want) {
+				t.Errorf("round %d: %s%v = %v, want %g", round, g.name, g.labels, got, g.want)
+			}
+		}
+	}
+	// A round without emission times (no gateway tokens) keeps the last
+	// added delay, and moves the verdict.
+	m.Commit(NewRound(), &summary.Run{Verdict: &verdict.Verdict{Class: verdict.Unknown}}, time.Now())
+	fams = scrape(t, m)
+	if v := metric(fams, "sse_latency_verdict", "class=unknown"); v == nil || v.GetGauge().GetValue() != 1 {
+		t.Errorf("verdict unknown after an unknown round: %v", v)
+	}
+	if a := metric(fams, "sse_latency_added_emit_recv_seconds", "stat=mean"); a == nil || !near(a.GetGauge().GetValue(), 0.042) {
+		t.Errorf("added delay after an unknown round: %v, want the last known 0.042", a)
+	}
+}
+
+// near compares floats summed in another order.
+func near(a, b float64) bool {
+	d := a - b
+	return d < 1e-9 && d > -1e-9
+}
+
+// TestDashboardNamesFamilies: every metric the Grafana dashboard of
+// examples/ queries is a family of the probe (a histogram's by its
+// _bucket, _sum or _count series), so that the dashboard cannot drift.
+func TestDashboardNamesFamilies(t *testing.T) {
+	m := New()
+	rd := NewRound()
+	for _, b := range []string{"gw", "loop"} {
+		m.Add(rd, request(b, 3))
+		failed := request(b, 1)
+		failed.Failure = result.Failure{Kind: result.Timeout, Detail: "1"}
+		m.Add(rd, failed)
+	}
+	m.Commit(rd, &summary.Run{Verdict: &verdict.Verdict{Class: verdict.Flushes, Tokens: 1}, Clock: &summary.Clock{},
+		Batches: []summary.Batch{{Name: summary.GatewayBatch, Metrics: summary.Metrics{EmitRecv: summary.Metric{N: 2}}}}}, time.Now())
+	fams := scrape(t, m)
+	js, err := os.ReadFile(filepath.Join("..", "..", "examples", "grafana", "sse-latency-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(js, &dash); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, name := range regexp.MustCompile(`sse_latency_[a-z0-9_]+`).FindAllString(tg.Expr, -1) {
+				family := name
+				for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+					if f, ok := strings.CutSuffix(name, suffix); ok && fams[f] != nil && fams[f].GetType() == dto.MetricType_HISTOGRAM {
+						family = f
+					}
+				}
+				if fams[family] == nil {
+					t.Errorf("panel %q queries %s, which the probe does not export", p.Title, name)
+				}
+				seen[family] = true
+			}
+		}
+	}
+	for name := range fams {
+		if !seen[name] {
+			t.Errorf("the dashboard shows nothing of %s", name)
+		}
+	}
+}
