@@ -177,6 +177,19 @@ type Options struct {
 	// Engine is the I/O engine: "" or EngineAuto, EngineEpoll,
 	// EngineGoroutine (see Engine and ResolveEngine).
 	Engine Engine
+
+	// WebSocket speaks the Responses API's WebSocket mode (api.Responses
+	// only; not with HTTP2 or H2C): a GET on Path upgrades the connection,
+	// then each request is a response.create message and its events come
+	// back one per message (see ws.go). With KeepAlive the next request
+	// sends its response.create on the same connection.
+	WebSocket bool
+	// WSPing is how long a WebSocket stays silent before the client pings
+	// it (idle proxies, Cloudflare's 100 s, close silent connections);
+	// 0 means DefaultWSPing, < 0 never. WSPongTimeout bounds the wait for
+	// the pong (0: DefaultWSPongTimeout); without one the request fails.
+	WSPing        time.Duration
+	WSPongTimeout time.Duration
 }
 
 // Request sends the requests of a batch. Its Options may be changed until

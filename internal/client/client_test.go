@@ -26,7 +26,9 @@ func scripted(t testing.TB, pieces ...string) string {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
+	wg.Add(1) // the accept loop's: its Adds never start from 0 while Wait runs
 	go func() {
+		defer wg.Done()
 		for {
 			c, err := ln.Accept()
 			if err != nil {

@@ -61,6 +61,11 @@ func (o *Options) ResolveEngine() (Engine, string) {
 			return EngineGoroutine, "the epoll engine serves plain-TCP HTTP/1.1; TLS uses the goroutine engine"
 		}
 		return EngineGoroutine, ""
+	case o.WebSocket:
+		if want == EngineEpoll {
+			return EngineGoroutine, "the epoll engine serves plain-TCP HTTP/1.1 streams; WebSocket uses the goroutine engine"
+		}
+		return EngineGoroutine, ""
 	case o.H2C:
 		if want == EngineEpoll {
 			return EngineGoroutine, "the epoll engine serves plain-TCP HTTP/1.1; HTTP/2 (h2c) uses the goroutine engine"

@@ -34,8 +34,9 @@ type Session struct {
 	id    int64      // its ConnID
 	proto string     // its protocol (rec.Proto)
 
-	buf     []byte // the read buffer, ReadBufferSize
-	oneShot bool   // Request.Do's: the connection closes after the request, no drain
+	ws      *wsState // the open connection's WebSocket state (Options.WebSocket)
+	buf     []byte   // the read buffer, ReadBufferSize
+	oneShot bool     // Request.Do's: the connection closes after the request, no drain
 
 	ev loopSession // the epoll engine's state (see Engine)
 }
@@ -48,6 +49,7 @@ func (q *Request) NewSession() *Session {
 // Close closes the session's connection, if one is open.
 func (s *Session) Close() error {
 	s.closeLoop()
+	s.closeWS(0)
 	var err error
 	switch {
 	case s.cc != nil:
@@ -123,9 +125,12 @@ func (s *Session) Do(ctx context.Context, rec *result.Request) {
 		}
 		rec.ConnID, rec.Reused, rec.Proto = s.id, reused, s.proto
 		var a attempt
-		if s.cc != nil {
+		switch {
+		case s.cc != nil:
 			a = s.doH2(ctx, rec, deadline, reused)
-		} else {
+		case q.WebSocket:
+			a = s.doWS(ctx, rec, deadline, reused)
+		default:
 			a = s.doH1(ctx, rec, deadline, reused)
 		}
 		if a == finished {
@@ -143,6 +148,9 @@ func (s *Session) Do(ctx context.Context, rec *result.Request) {
 // still open and silent: a connection the peer closed while idle is a reuse
 // failure, one with bytes waiting is poisoned. Either way it is not used.
 func (s *Session) usable(rec *result.Request) bool {
+	if s.ws != nil {
+		return s.wsUsable(rec)
+	}
 	if s.cc != nil {
 		if s.cc.CanTakeNewRequest() {
 			return true
