@@ -51,8 +51,9 @@ func wsRequested(h *wire.RequestHead) bool {
 	return h.Method == "GET" && wire.HasFieldToken(h.Fields, "Upgrade", "websocket")
 }
 
-// wsConn is a connection that upgraded to WebSocket: the transport and
-// stream writer of its responses, one after the other. Its goroutine
+// wsConn is a connection that upgraded to WebSocket: the stream writer of
+// its responses, one after the other (each has a wsResponse as its
+// transport). Its goroutine
 // (serve) reads the client's frames for as long as the connection lives;
 // each response is a stream that the shards and its event goroutine write,
 // as on HTTP/1.1. Writes to the socket from the two sides are serialised by
@@ -226,18 +227,18 @@ func (c *wsConn) event(msg []byte) {
 		Type string `json:"type"`
 	}
 	if err := json.Unmarshal(msg, &env); err != nil {
-		s.writeError(c, &httpError{status: 400, code: "invalid_request_error", message: "invalid JSON message: " + err.Error()})
+		c.answerError(&httpError{status: 400, code: "invalid_request_error", message: "invalid JSON message: " + err.Error()})
 		return
 	}
 	if env.Type != "response.create" {
-		s.writeError(c, &httpError{status: 400, code: "unsupported_event_type",
+		c.answerError(&httpError{status: 400, code: "unsupported_event_type",
 			message: fmt.Sprintf("unsupported event type %q: this server handles response.create", clip(env.Type))})
 		return
 	}
 	c.mu.Lock()
 	if c.inFlight >= wsMaxInFlight {
 		c.mu.Unlock()
-		s.writeError(c, &httpError{status: 400, code: "response_already_in_flight",
+		c.answerError(&httpError{status: 400, code: "response_already_in_flight",
 			message: "a response is already in progress on this connection; send the next response.create after its response.completed"})
 		return
 	}
@@ -245,28 +246,58 @@ func (c *wsConn) event(msg []byte) {
 	c.refs++
 	c.mu.Unlock()
 	// The stream may end (and call streamEvent) before serveAnswer returns.
-	if s.serveAnswer(c, request{head: c.head, body: msg}, api.Responses) == nil {
-		c.endResponse(true)
+	r := &wsResponse{wsConn: c}
+	if s.serveAnswer(r, request{head: c.head, body: msg}, api.Responses) == nil {
+		r.endResponse(true)
 	}
 }
+
+// answerError answers a client event with an error event.
+func (c *wsConn) answerError(he *httpError) {
+	c.s.logf("server: %s: %d %s", c, he.status, he.message)
+	c.s.writeError(&wsResponse{wsConn: c}, he)
+}
+
+// wsResponse is the transport of one response on a WebSocket connection:
+// the connection, and whether the response has reached its end events.
+type wsResponse struct {
+	*wsConn
+	ending bool // appendEnd was called: the response is no longer in flight
+}
+
+// appendEnd: the end events are about to be written. From here on the
+// response is no longer in flight: its client may send the next
+// response.create as soon as it reads response.completed.
+func (r *wsResponse) appendEnd(dst []byte) []byte {
+	r.mu.Lock()
+	r.inFlight--
+	r.mu.Unlock()
+	r.ending = true
+	return dst
+}
+
+func (r *wsResponse) bind(st *stream) { st.onEvent = r.streamEvent }
 
 // streamEvent is the onEvent of a WebSocket connection's streams, like
 // Server.streamEvent for HTTP/1.1; a response that ended without all its
 // bytes written (the client went away or stopped reading) ends the
 // connection.
-func (c *wsConn) streamEvent(st *stream, ev event) {
-	defer c.s.recoverPanic(c.hc.c)
-	ended, complete := c.s.advance(st, ev)
+func (r *wsResponse) streamEvent(st *stream, ev event) {
+	defer r.s.recoverPanic(r.hc.c)
+	ended, complete := r.s.advance(st, ev)
 	if ended {
-		c.endResponse(complete)
+		r.endResponse(complete)
 	}
 }
 
-// endResponse accounts for the end of a response in progress; one that
-// ended without all its bytes written (!complete) closes the connection.
-func (c *wsConn) endResponse(complete bool) {
+// endResponse accounts for the end of a response; one that ended without
+// all its bytes written (!complete) closes the connection.
+func (r *wsResponse) endResponse(complete bool) {
+	c := r.wsConn
 	c.mu.Lock()
-	c.inFlight--
+	if !r.ending {
+		c.inFlight--
+	}
 	c.refs--
 	last := c.refs == 0
 	if complete && !c.closing && c.inFlight == 0 {
@@ -336,8 +367,6 @@ func (c *wsConn) waitUntil(time.Time) bool { return true }
 // startStream: nothing precedes the first event.
 func (c *wsConn) startStream(dst []byte) []byte { return dst }
 
-func (c *wsConn) bind(st *stream) { st.onEvent = c.streamEvent }
-
 // appendEvent appends the data of each SSE event of ev (the encoder's
 // "event: …\ndata: …\n\n") as a text message of one frame.
 func (c *wsConn) appendEvent(dst, ev []byte) []byte {
@@ -351,9 +380,6 @@ func (c *wsConn) appendEvent(dst, ev []byte) []byte {
 	}
 	return dst
 }
-
-// appendEnd: the connection stays open after a response.
-func (c *wsConn) appendEnd(dst []byte) []byte { return dst }
 
 // write writes b (whole frames, or the rest of a partly written one),
 // then the control frames that waited for it.
@@ -392,7 +418,7 @@ func h1Of(t transport) *h1conn {
 	switch t := t.(type) {
 	case *h1conn:
 		return t
-	case *wsConn:
+	case *wsResponse:
 		return t.hc
 	}
 	return nil
@@ -401,6 +427,6 @@ func h1Of(t transport) *h1conn {
 // alwaysStreams reports whether t streams every answer, whatever the
 // request says: a WebSocket response does ("stream" is implicit there).
 func alwaysStreams(t transport) bool {
-	_, ok := t.(*wsConn)
+	_, ok := t.(*wsResponse)
 	return ok
 }
