@@ -28,14 +28,16 @@ func (r *run) gatewayRequest() *client.Request {
 	}
 	o.Scheme, o.TLS = t.scheme, r.gwTLS
 	o.HTTP2, o.H2C = r.cfg.HTTP2 && t.scheme == "https", r.cfg.H2C && t.scheme != "https"
+	o.WebSocket = r.cfg.WebSocket
 	return client.New(o)
 }
 
 // calibrationRequest prepares the calibration's requests of tokens tokens
 // straight to the server: on the dialect's own path (--path is the
 // gateway's), with TLS when it listens with TLS (trusting its own
-// certificate), in the protocol closest to the gateway batch's, with at
-// most batch.CalibrationMaxTokens tokens in each phase.
+// certificate), in the protocol closest to the gateway batch's (over
+// WebSocket with --websocket), with at most batch.CalibrationMaxTokens
+// tokens in each phase.
 func (r *run) calibrationRequest(tokens int) *client.Request {
 	o := r.baseOptions(r.selfAddr, tokens, tokens)
 	// Its reasoning and tool-call tokens are capped like its text.
@@ -47,6 +49,9 @@ func (r *run) calibrationRequest(tokens int) *client.Request {
 	} else {
 		o.H2C = r.cfg.H2C || r.cfg.HTTP2
 	}
+	// --websocket: the server's own WebSocket endpoint, whatever the
+	// gateway speaks upstream (an SSE->WebSocket relay, say).
+	o.WebSocket = r.cfg.WebSocket
 	return client.New(o)
 }
 
