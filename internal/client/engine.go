@@ -11,9 +11,10 @@ import (
 //
 // The goroutine engine is the portable one: each request runs on the
 // goroutine that calls Session.Do and blocks in net.Conn.Read, through Go's
-// netpoller, for every read. The epoll engine (Linux, plain-TCP HTTP/1.1)
-// reads every socket of the process from a few event loops (package
-// evloop), one per CPU, each owning many raw non-blocking sockets: one
+// netpoller, for every read. The epoll engine (Linux, plain-TCP HTTP/1.1,
+// WebSocket included) reads every socket of the process from a few event
+// loops (package evloop), one per CPU, each owning many raw non-blocking
+// sockets: one
 // read(2) per readiness, one read buffer per loop, no goroutine per request
 // and none woken per token. Both feed the same response parser, so that
 // they record the same tokens, failures and integrity results; TLS and
@@ -59,11 +60,6 @@ func (o *Options) ResolveEngine() (Engine, string) {
 	case o.TLS != nil || o.Scheme == "https":
 		if want == EngineEpoll {
 			return EngineGoroutine, "the epoll engine serves plain-TCP HTTP/1.1; TLS uses the goroutine engine"
-		}
-		return EngineGoroutine, ""
-	case o.WebSocket:
-		if want == EngineEpoll {
-			return EngineGoroutine, "the epoll engine serves plain-TCP HTTP/1.1 streams; WebSocket uses the goroutine engine"
 		}
 		return EngineGoroutine, ""
 	case o.H2C:

@@ -62,8 +62,9 @@ type loopSession struct {
 	active   bool
 	deadline int64
 	r        *reader
-	out      []byte // the request as it goes on the wire
-	reused   bool   // the attempt runs on a kept connection
+	ws       *wsExchange // the request's, over WebSocket (r is its reader)
+	out      []byte      // the request as it goes on the wire
+	reused   bool        // the attempt runs on a kept connection
 
 	wait   chan struct{} // Do waits here
 	signal func(*result.Request)
@@ -88,12 +89,14 @@ type econn struct {
 	phase connPhase
 	ls    *loopSession
 
-	written int   // bytes of ls.out written
-	idleAt  int64 // the idle timeout (0: none)
-	waitAt  int64 // the end of the wait for an error body (0: none)
-	drainAt int64 // the end of the drain
-	drained int   // bytes drained
-	port    int   // the local port, claimed on the loop (0: none)
+	written int    // bytes of ls.out written
+	idleAt  int64  // the idle timeout (0: none)
+	waitAt  int64  // the end of the wait for an error body (0: none)
+	drainAt int64  // the end of the drain
+	drained int    // bytes drained
+	port    int    // the local port, claimed on the loop (0: none)
+	wsOut   []byte // WebSocket frames a write could not take yet
+	pingAt  int64  // WebSocket: when to ping, or when the pong is due (0: none)
 }
 
 // sockPort is the port of a TCP socket address, 0 for another kind.
@@ -113,7 +116,7 @@ func (c *econn) expiry() int64 {
 	case phConnecting, phWriting:
 		return c.ls.deadline
 	case phReading:
-		return minSet(minSet(c.ls.deadline, c.idleAt), c.waitAt)
+		return minSet(minSet(minSet(c.ls.deadline, c.idleAt), c.waitAt), c.pingAt)
 	case phDraining:
 		return minSet(c.drainAt, c.idleAt)
 	}
@@ -229,6 +232,7 @@ func (ls *loopSession) Receive(_ *evloop.Loop, kind uint8, arg uint64) {
 // closeConn closes the session's connection.
 func (ls *loopSession) closeConn() {
 	if c := ls.c; c != nil {
+		c.closeWS()
 		ls.l.Stop(&c.timer)
 		ls.l.Drop(&c.reg)
 		ls.l.Release(c.port)
@@ -266,6 +270,9 @@ func (ls *loopSession) usable() bool {
 	var b [1]byte
 	n, _, err := unix.Recvfrom(ls.c.reg.FD(), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
 	switch {
+	case n > 0 && ls.s.ws != nil:
+		ls.c.readIdle() // answered, or closed: what waited is a WebSocket frame
+		return ls.c != nil
 	case n > 0:
 		ls.lost = pending
 	case err == nil, err != unix.EAGAIN && err != unix.EINTR:
@@ -279,11 +286,11 @@ func (ls *loopSession) usable() bool {
 // attempt sends the request on the kept connection, or on a new one.
 func (ls *loopSession) attempt() {
 	s, rec := ls.s, ls.rec
-	ls.out = s.q.AppendHTTP(make([]byte, 0, 512), rec.ID)
+	ls.out = ls.request(rec.ID)
 	if c := ls.c; c != nil {
 		ls.reused = true
 		ls.kept.Store(false)
-		rec.ConnID, rec.Reused, rec.Proto = s.id, true, ProtoHTTP1
+		rec.ConnID, rec.Reused, rec.Proto = s.id, true, s.proto
 		c.phase, c.written = phWriting, 0
 		c.write()
 		return
@@ -355,7 +362,10 @@ func (c *econn) connected() {
 	rec.Connected = clock.Now()
 	s.id = s.q.state().conns.Add(1)
 	s.proto = ProtoHTTP1
-	rec.ConnID, rec.Reused, rec.Proto = s.id, false, ProtoHTTP1
+	if s.q.WebSocket {
+		s.proto = ProtoWebSocket
+	}
+	rec.ConnID, rec.Reused, rec.Proto = s.id, false, s.proto
 	c.phase, c.written = phWriting, 0
 	c.write()
 }
@@ -391,7 +401,12 @@ func (c *econn) sent() {
 	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
 		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
 	}
-	ls.r = newReader(rec, &q.Options)
+	if q.WebSocket {
+		ls.ws = newWSExchange(q, rec, ls.s.ws, ls.reused)
+		ls.r = ls.ws.r
+	} else {
+		ls.r = newReader(rec, &q.Options)
+	}
 	c.phase = phReading
 	c.waitAt, c.idleAt = 0, 0
 	if q.IdleTimeout > 0 {
@@ -402,6 +417,9 @@ func (c *econn) sent() {
 		return
 	}
 	c.schedule()
+	if ls.ws != nil {
+		c.armPing(now)
+	}
 }
 
 // schedule puts c's next deadline in the loop's timer heap. A deadline
@@ -432,6 +450,10 @@ func (c *econn) Ready(*evloop.Loop) {
 	case phWriting:
 		c.write()
 	case phReading:
+		if len(c.wsOut) > 0 {
+			c.flushWS()
+			return
+		}
 		c.readResponse()
 	case phDraining:
 		c.readDrain()
@@ -469,7 +491,7 @@ func (c *econn) readResponse() {
 			c.idleAt = now + int64(q.IdleTimeout)
 		}
 		r := ls.r
-		if r.feed(p, now) {
+		if ls.feed(p, now) {
 			rec.End = now
 			r.close()
 			c.responseEnded()
@@ -496,12 +518,27 @@ func (c *econn) readResponse() {
 	ls.failConn(q.classify(ls.ctx, err, ls.r.endOfStream(err)))
 }
 
+// feed hands one read's bytes to the request's parser: the HTTP reader, or
+// over WebSocket the frames' (which may ask for frames to be written,
+// or for the request to go again on a new connection). It reports
+// whether the request has ended.
+func (ls *loopSession) feed(p []byte, now int64) bool {
+	if ls.ws == nil {
+		return ls.r.feed(p, now)
+	}
+	return ls.c.feedWS(p, now)
+}
+
 // responseEnded: the response ended (its terminal event, or a failure).
 // With keep-alive the rest of its framing is drained, as drainH1 does.
 func (c *econn) responseEnded() {
 	ls := c.ls
 	s, rec := ls.s, ls.rec
 	q, r := s.q, ls.r
+	if ls.ws != nil {
+		c.wsEnded()
+		return
+	}
 	if !q.KeepAlive || s.oneShot || !r.gotHead || r.closes || r.failing || ls.ctx.Err() != nil {
 		ls.closeConn()
 		ls.finish()
@@ -587,6 +624,10 @@ func (c *econn) drainEnded(err error) {
 func (c *econn) readIdle() {
 	ls := c.ls
 	p, err := ls.l.Read(&c.reg)
+	if len(p) > 0 && ls.s.ws != nil {
+		c.idleWS(p)
+		return
+	}
 	switch {
 	case len(p) > 0:
 		ls.lost = pending
@@ -609,6 +650,8 @@ func (c *econn) timeout(now int64) {
 		switch {
 		case ls.ctx.Err() != nil:
 			ls.failConn(result.Failure{Kind: result.Interrupted})
+		case c.pingFirst(now):
+			c.pingDue(now)
 		case ls.r.failing:
 			ls.failConn(ls.r.statusFailure())
 		case c.idleAt != 0 && c.idleAt <= now && c.idleAt < ls.deadline:
@@ -643,6 +686,7 @@ func (ls *loopSession) retry() {
 		ls.r.close()
 		ls.r = nil
 	}
+	ls.ws = nil
 	rec.ReuseFailed = true
 	rec.ConnID, rec.Reused, rec.Proto = 0, false, ""
 	rec.Sent, rec.HeadAt, rec.Bytes, rec.Reads = 0, 0, 0, 0
@@ -676,6 +720,6 @@ func (ls *loopSession) finish() {
 	}
 	ls.s.q.fillEmitted(rec)
 	ls.active = false
-	ls.ctx, ls.rec, ls.done, ls.stop, ls.r = nil, nil, nil, nil, nil
+	ls.ctx, ls.rec, ls.done, ls.stop, ls.r, ls.ws = nil, nil, nil, nil, nil, nil
 	done(rec)
 }

@@ -30,6 +30,9 @@ import (
 // handshake), and the response.create goes out at once after it; on a
 // kept connection (-k) Sent is when the response.create was written, and
 // there is no head. TTFT runs from Sent in both.
+//
+// Both engines speak it: doWS on the goroutine engine, wsloop_linux.go's
+// state on the event loops, feeding the same wsExchange.
 
 // ProtoWebSocket is rec.Proto of a request made over WebSocket (an HTTP/1.1
 // upgrade).

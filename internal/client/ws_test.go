@@ -52,6 +52,11 @@ func wsOptions(addr string, n int) Options {
 func TestWebSocketAgainstOurServer(t *testing.T) {
 	const n, requests = 20, 3
 	addr, reg := ourServer(t)
+	if o := wsOptions(addr, n); testEngine != "" {
+		if e, note := o.ResolveEngine(); e != testEngine {
+			t.Fatalf("WebSocket requests run on the %s engine (%s), want the %s engine under test", e, note, testEngine)
+		}
+	}
 	for _, keep := range []bool{false, true} {
 		o := wsOptions(addr, n)
 		o.KeepAlive, o.Registry = keep, reg
