@@ -316,3 +316,72 @@ func TestWebSocketKeptConnectionClosed(t *testing.T) {
 		})
 	}
 }
+
+// FuzzWSExchange feeds a valid 101, then arbitrary frames cut arbitrarily,
+// to the client's WebSocket exchange: it must not fail; an ended request
+// has its failure (or ok) and, unless ok, no claim on the connection; the
+// tokens it records are 0, 1, 2, ... in order; what it asks to write is
+// whole masked frames.
+func FuzzWSExchange(f *testing.F) {
+	whole := bytes.Join(wsEvents(3, textFrame), nil)
+	f.Add(whole, []byte{40, 200, 7})
+	f.Add(append(wire.AppendWSFrame(nil, wire.WSPing, []byte("x"), nil), whole[:50]...), []byte{3})
+	f.Add(append(whole[:100], wire.AppendWSClose(nil, 1011, "bye", nil)...), []byte{1, 1, 1})
+	f.Add([]byte{0xC1, 0x00, 0x81, 0x7f, 0xff}, []byte{2})
+	f.Fuzz(func(t *testing.T, frames, cuts []byte) {
+		q := New(Options{Dialect: api.Responses, ExpectTokens: 3, WebSocket: true})
+		rec := &result.Request{}
+		ws := &wsState{key: "dGhlIHNhbXBsZSBub25jZQ=="}
+		w := newWSExchange(q, rec, ws, false)
+		defer w.r.close()
+		var out []byte
+		feed := func(p []byte, now int64) bool {
+			ended := w.feed(p, now)
+			out = append(out, w.out...)
+			w.out = w.out[:0]
+			return ended
+		}
+		head := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " + wire.WSAccept(ws.key) + "\r\n\r\n"
+		ended := feed([]byte(head), 1)
+		for i, c := range cuts {
+			if ended {
+				break
+			}
+			k := min(int(c), len(frames))
+			ended = feed(frames[:k], int64(2+i))
+			frames = frames[k:]
+		}
+		if !ended {
+			ended = feed(frames, 1000)
+		}
+		if ended && !w.ended {
+			t.Fatal("feed ended the request without w.ended")
+		}
+		for i := range rec.Tokens {
+			if index := rec.TokenIndex(i); int(index) != i {
+				t.Fatalf("token %d has index %d", i, index)
+			}
+		}
+		// What the client wrote: the response.create first, then
+		// pongs and at most one close, all masked frames.
+		r := wire.WSReader{Masked: true}
+		var ops []byte
+		for len(out) > 0 {
+			m, used, err := r.Next(out)
+			if err != nil || m.Op == 0 {
+				t.Fatalf("the client wrote bytes that are no whole masked frames: %v", err)
+			}
+			out = out[used:]
+			ops = append(ops, m.Op)
+		}
+		if len(ops) == 0 || ops[0] != wire.WSText || bytes.Count(ops, []byte{wire.WSClose}) > 1 || bytes.Count(ops, []byte{wire.WSText}) != 1 {
+			t.Fatalf("the client wrote frames of opcodes %v, want the response.create, pongs, at most one close", ops)
+		}
+		// A peer that broke the framing gets a close, and the connection
+		// is not kept.
+		if d := rec.Failure.Detail; rec.Failure.Kind == result.BadFraming && strings.HasPrefix(d, "websocket ") &&
+			(!bytes.Contains(ops, []byte{wire.WSClose}) || w.reusable()) {
+			t.Fatalf("after %q the client wrote %v and would keep the connection: %v", rec.Failure.Error(), ops, w.reusable())
+		}
+	})
+}
