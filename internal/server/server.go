@@ -414,8 +414,8 @@ func (s *Server) Connections() int64 { return s.connections.Load() }
 
 // Requests returns the number of requests read so far over all connections
 // (every HTTP/1.x request whose head and body were read, every HTTP/2
-// stream); Requests()/Connections() is the mean number of requests per
-// connection.
+// stream, every message of a WebSocket — its upgrade is none);
+// Requests()/Connections() is the mean number of requests per connection.
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Lateness returns how late token emissions were against their deadlines,

@@ -592,3 +592,28 @@ func wsHostileCases(rng *rand.Rand) []hostileCase {
 	add("WebSocket over TLS, mutated response.create", overTLS, upgrade+mutate(rng, create), false)
 	return cases
 }
+
+// TestWebSocketServerStops: Serve returns when it is cancelled with
+// WebSockets open, one idle and one streaming, whose clients see their
+// connection end.
+func TestWebSocketServerStops(t *testing.T) {
+	srv, stop := runServer(t, Config{Tokens: 1000, DelayMs: 50})
+	idle, busy := wsDial(t, srv, "/v1/responses"), wsDial(t, srv, "/v1/responses")
+	busy.send(wire.WSText, wsCreate)
+	busy.events("response.output_text.delta")
+	stop("with two WebSockets open")
+	for i, w := range []*wsTestConn{idle, busy} {
+		for {
+			_, err := w.next()
+			if isTimeout(err) {
+				t.Errorf("connection %d still open 20 s after Serve returned", i)
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
+	if n := srv.ActiveStreams(); n != 0 {
+		t.Errorf("%d answers in progress after Serve returned", n)
+	}
+}
