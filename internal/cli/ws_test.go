@@ -21,16 +21,13 @@ import (
 // laterGateway, it learns the address the server bound from the tool's
 // stderr.
 type laterRelay struct {
-	addr    string
-	backend chan string
-	once    sync.Once
-	mu      sync.Mutex
-	stderr  bytes.Buffer
+	serverAddrWatcher
+	addr string
 }
 
 func newLaterRelay(t *testing.T, cfg wsrelay.Config) *laterRelay {
 	t.Helper()
-	g := &laterRelay{backend: make(chan string, 1)}
+	g := &laterRelay{serverAddrWatcher: serverAddrWatcher{backend: make(chan string, 1)}}
 	var upstream string
 	var upOnce sync.Once
 	cfg.Upstream = func() string {
@@ -51,23 +48,6 @@ func newLaterRelay(t *testing.T, cfg wsrelay.Config) *laterRelay {
 	t.Cleanup(func() { r.Close() })
 	g.addr = r.Addr()
 	return g
-}
-
-// Write is the tool's stderr: it hands the relay the server's address.
-func (g *laterRelay) Write(p []byte) (int, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.stderr.Write(p)
-	if m := listenLine.FindSubmatch(g.stderr.Bytes()); m != nil {
-		g.once.Do(func() { g.backend <- string(m[1]) })
-	}
-	return len(p), nil
-}
-
-func (g *laterRelay) stderrText() string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.stderr.String()
 }
 
 // TestWebSocketThroughRelay measures through an SSE->WebSocket relay with

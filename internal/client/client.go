@@ -343,6 +343,15 @@ func (q *Request) AppendHTTP(dst []byte, id string) []byte {
 	} else {
 		dst = append(dst, "\r\nConnection: close\r\n"...)
 	}
+	dst = q.appendHeaders(dst, h)
+	dst = append(dst, "\r\n"...)
+	return append(dst, body...)
+}
+
+// appendHeaders appends the header lines every request ends with: the
+// hints h (when there are any), Anthropic's version, the API key, the
+// extra headers.
+func (q *Request) appendHeaders(dst []byte, h api.Hints) []byte {
 	if !h.Empty() {
 		dst = append(dst, api.HintHeader+": "...)
 		dst = append(dst, h.HeaderValue()...)
@@ -361,8 +370,7 @@ func (q *Request) AppendHTTP(dst []byte, id string) []byte {
 		dst = append(dst, x...)
 		dst = append(dst, "\r\n"...)
 	}
-	dst = append(dst, "\r\n"...)
-	return append(dst, body...)
+	return dst
 }
 
 // anthropicVersion is the API version an Anthropic request names (the

@@ -220,7 +220,14 @@ func mergingArguments(t *testing.T, d api.Dialect) func(sseEv) []sseEv {
 func phaseServer(t *testing.T, field api.ReasoningField) (addr string, reg *emission.Registry) {
 	t.Helper()
 	reg = emission.New()
-	srv, err := server.Listen("127.0.0.1:0", server.Config{Tokens: 1, DelayMs: 0.2, ReasoningField: field, Emissions: reg})
+	return serveOurs(t, server.Config{Tokens: 1, DelayMs: 0.2, ReasoningField: field, Emissions: reg}), reg
+}
+
+// serveOurs runs the dummy server with cfg on 127.0.0.1:0 until the test
+// ends, and returns its address.
+func serveOurs(t *testing.T, cfg server.Config) string {
+	t.Helper()
+	srv, err := server.Listen("127.0.0.1:0", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +235,7 @@ func phaseServer(t *testing.T, field api.ReasoningField) (addr string, reg *emis
 	done := make(chan struct{})
 	go func() { srv.Serve(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return srv.Addr().String(), reg
+	return srv.Addr().String()
 }
 
 // TestPhasesThroughGateways streams answers with reasoning, a tool call and

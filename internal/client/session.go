@@ -277,17 +277,8 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 		}
 	}()
 
-	if _, err := conn.Write(raw); err != nil {
-		if reused && ctx.Err() == nil && isClosed(err) {
-			return deadConn
-		}
-		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
-		return finished
-	}
-	rec.Sent = clock.Now()
-
-	if n := q.expectedTokens(); cap(rec.Tokens) == 0 && n > 0 {
-		rec.Tokens = make([]result.Token, 0, n)
+	if a, ok := q.send(ctx, rec, conn, raw, reused); !ok {
+		return a
 	}
 	r := newReader(rec, &q.Options)
 	defer r.close()
@@ -317,6 +308,25 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 			return finished
 		}
 	}
+}
+
+// send writes the request raw on conn, then times it (rec.Sent) and makes
+// room for its tokens. When the write fails it returns false and how the
+// attempt ended: a kept connection found closed goes again (deadConn),
+// else the request failed.
+func (q *Request) send(ctx context.Context, rec *result.Request, conn net.Conn, raw []byte, reused bool) (attempt, bool) {
+	if _, err := conn.Write(raw); err != nil {
+		if reused && ctx.Err() == nil && isClosed(err) {
+			return deadConn, false
+		}
+		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+		return finished, false
+	}
+	rec.Sent = clock.Now()
+	if n := q.expectedTokens(); cap(rec.Tokens) == 0 && n > 0 {
+		rec.Tokens = make([]result.Token, 0, n)
+	}
+	return finished, true
 }
 
 // readLimit sets the read deadline of an HTTP/1.1 connection before each

@@ -89,21 +89,7 @@ func (q *Request) AppendUpgrade(dst []byte, key string) []byte {
 	dst = append(dst, "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "...)
 	dst = append(dst, key...)
 	dst = append(dst, "\r\nSec-WebSocket-Version: 13\r\n"...)
-	if h := q.hints(""); !h.Empty() {
-		dst = append(dst, api.HintHeader+": "...)
-		dst = append(dst, h.HeaderValue()...)
-		dst = append(dst, "\r\n"...)
-	}
-	if name, value := q.authHeader(); name != "" {
-		dst = append(dst, name...)
-		dst = append(dst, ": "...)
-		dst = append(dst, value...)
-		dst = append(dst, "\r\n"...)
-	}
-	for _, x := range q.ExtraHeaders {
-		dst = append(dst, x...)
-		dst = append(dst, "\r\n"...)
-	}
+	dst = q.appendHeaders(dst, q.hints(""))
 	return append(dst, "\r\n"...)
 }
 
@@ -328,16 +314,8 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 		}
 	}()
 
-	if _, err := conn.Write(out); err != nil {
-		if reused && ctx.Err() == nil && isClosed(err) {
-			return deadConn
-		}
-		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
-		return finished
-	}
-	rec.Sent = clock.Now()
-	if n := q.expectedTokens(); cap(rec.Tokens) == 0 && n > 0 {
-		rec.Tokens = make([]result.Token, 0, n)
+	if a, ok := q.send(ctx, rec, conn, out, reused); !ok {
+		return a
 	}
 	lim := readLimit{conn: conn, ctx: ctx, deadline: deadline, set: deadline, idle: q.IdleTimeout}
 	ping, last := q.pingEvery(), time.Now()

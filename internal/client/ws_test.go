@@ -117,15 +117,7 @@ func TestWebSocketPhases(t *testing.T) {
 // longer than the ping interval: the client pings, the server answers,
 // the request is ok.
 func TestWebSocketPing(t *testing.T) {
-	srv, err := server.Listen("127.0.0.1:0", server.Config{Tokens: 3, ThinkMs: 150, DelayMs: 0.2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	o := wsOptions(srv.Addr().String(), 3)
+	o := wsOptions(serveOurs(t, server.Config{Tokens: 3, ThinkMs: 150, DelayMs: 0.2}), 3)
 	o.WSPing, o.WSPongTimeout = 20*time.Millisecond, 5*time.Second
 	rec := &result.Request{Batch: "gw"}
 	New(o).Do(context.Background(), rec)

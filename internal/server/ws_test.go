@@ -228,25 +228,27 @@ func wsDial(t *testing.T, srv *Server, path string, extra ...string) *wsTestConn
 	return c
 }
 
-// wsHandshake sends an upgrade request and returns the connection and the
-// response head.
+// wsHandshake sends an upgrade request, with the extra header lines (a
+// Sec-WebSocket-Version line replaces the request's own), and returns the
+// connection and the response head.
 func wsHandshake(t *testing.T, srv *Server, path string, extra ...string) (*wsTestConn, string) {
 	t.Helper()
-	c, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	req := "GET " + path + " HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+	c, br := dialRaw(t, srv)
+	version := "Sec-WebSocket-Version: 13\r\n"
+	var more string
 	for _, h := range extra {
-		req += h + "\r\n"
+		if strings.HasPrefix(h, "Sec-WebSocket-Version:") {
+			version = h + "\r\n"
+		} else {
+			more += h + "\r\n"
+		}
 	}
-	if _, err := io.WriteString(c, req+"\r\n"); err != nil {
+	req := "GET " + path + " HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" + version + more + "\r\n"
+	if _, err := io.WriteString(c, req); err != nil {
 		t.Fatal(err)
 	}
-	wc := &wsTestConn{t: t, c: c, br: bufio.NewReader(c)}
+	wc := &wsTestConn{t: t, c: c, br: br}
 	var head strings.Builder
 	for {
 		line, err := wc.br.ReadString('\n')
@@ -499,8 +501,9 @@ func TestWebSocketUpgradeRefused(t *testing.T) {
 		{"version 8", "/v1/responses", []string{"Sec-WebSocket-Version: 8"}, []string{"426 ", "Sec-WebSocket-Version: 13\r\n", `\"8\" is not 13`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			// The duplicated version field comes second: Header finds the first.
-			_, head := wsHandshakeRaw(t, srv, tt.path, tt.extra)
+			w, head := wsHandshake(t, srv, tt.path, tt.extra...)
+			body, _ := io.ReadAll(w.br) // the connection closes after the error
+			head += string(body)
 			for _, want := range tt.want {
 				if !strings.Contains(head, want) {
 					t.Errorf("upgrade answered\n%s\nwant %q in it", head, want)
@@ -522,30 +525,6 @@ func TestWebSocketUpgradeRefused(t *testing.T) {
 			}
 		})
 	}
-}
-
-// wsHandshakeRaw is wsHandshake with the version field replaced when extra
-// names one.
-func wsHandshakeRaw(t *testing.T, srv *Server, path string, extra []string) (*wsTestConn, string) {
-	t.Helper()
-	c, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	version := "Sec-WebSocket-Version: 13"
-	for _, h := range extra {
-		if strings.HasPrefix(h, "Sec-WebSocket-Version:") {
-			version = h
-		}
-	}
-	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n%s\r\n\r\n", path, version)
-	if _, err := io.WriteString(c, req); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(io.LimitReader(c, 4096))
-	return nil, string(b)
 }
 
 // wsHostileCases are TestHostile's WebSocket cases: an upgrade cut short,
