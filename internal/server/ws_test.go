@@ -416,8 +416,18 @@ func TestWebSocketOneInFlight(t *testing.T) {
 		t.Fatalf("second response.create in flight: events %v, last %s", types, last)
 	}
 	w.events("response.completed")
-	if srv.ActiveStreams() != 0 {
-		t.Errorf("%d answers in progress after response.completed", srv.ActiveStreams())
+	awaitNoStreams(t, srv, "after response.completed")
+}
+
+// awaitNoStreams waits, at most 10 s, until srv has no answer in progress
+// (a stream frees its place once its last write returned).
+func awaitNoStreams(t *testing.T, srv *Server, when string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); srv.ActiveStreams() != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d answers still in progress 10 s %s", srv.ActiveStreams(), when)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -481,13 +491,7 @@ func TestWebSocketClientGoneMidResponse(t *testing.T) {
 	w.sendRaw(wire.AppendWSClose(nil, wire.WSCloseGoingAway, "", &wsTestKey))
 	w.closeCode()
 	w.c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.ActiveStreams() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d answers still in progress 10 s after the client closed", srv.ActiveStreams())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	awaitNoStreams(t, srv, "after the client closed")
 }
 
 func TestWebSocketUpgradeRefused(t *testing.T) {
