@@ -2,9 +2,11 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -598,5 +600,87 @@ func TestWebSocketServerStops(t *testing.T) {
 	}
 	if n := srv.ActiveStreams(); n != 0 {
 		t.Errorf("%d answers in progress after Serve returned", n)
+	}
+}
+
+// TestWSConnControlAfterPartialFrame: a control frame that comes while a
+// stream's frame is partly written waits for the rest of it, and a
+// shard's non-blocking write while the lock is held counts as a full
+// socket. The server side of a loopback connection with a 4 KiB send
+// buffer and a peer that does not read yet makes the partial write: a
+// 1 MiB frame is several times what the peer's receive buffer takes
+// before it reads (its size is left alone: shrinking it on a connected
+// loopback socket stalls the connection for good).
+func TestWSConnControlAfterPartialFrame(t *testing.T) {
+	if !directWrites {
+		t.Skip("no direct writes on this system")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	sc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	sc.(*net.TCPConn).SetWriteBuffer(4 << 10)
+	srv := &Server{cfg: Config{WriteTimeout: 10 * time.Second}}
+	c := &wsConn{s: srv, hc: newH1conn(srv, sc)}
+
+	big := wire.AppendWSFrame(nil, wire.WSText, bytes.Repeat([]byte("a"), 1<<20), nil)
+	n, err := c.tryWrite(big)
+	if err != nil && !errors.Is(err, errAgain) || n == 0 || n == len(big) {
+		t.Fatalf("tryWrite of 1 MiB into a 4 KiB buffer: %d bytes, %v; want a partial write", n, err)
+	}
+	c.control(wire.AppendWSFrame(nil, wire.WSPong, []byte("p"), nil)) // queued: the frame is not whole yet
+	c.wmu.Lock()
+	if m, err := c.tryWrite(big); m != 0 || !errors.Is(err, errAgain) {
+		t.Errorf("tryWrite while the lock is held: %d, %v; want 0 and errAgain", m, err)
+	}
+	c.wmu.Unlock()
+
+	type result struct {
+		msgs []wire.WSMessage // each with the first bytes of its payload
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() { // the peer reads again
+		var r wire.WSReader
+		var res result
+		buf := make([]byte, 64<<10)
+		peer.SetReadDeadline(time.Now().Add(20 * time.Second))
+		for len(res.msgs) < 2 && res.err == nil {
+			k, err := peer.Read(buf)
+			if err != nil {
+				res.err = err
+				break
+			}
+			for in := buf[:k]; len(in) > 0; {
+				m, used, err := r.Next(in)
+				in = in[used:]
+				if err != nil {
+					res.err = err
+					break
+				}
+				if m.Op != 0 {
+					res.msgs = append(res.msgs, wire.WSMessage{Op: m.Op, Payload: append([]byte(nil), m.Payload[:min(len(m.Payload), 8)]...)})
+				}
+			}
+		}
+		got <- res
+	}()
+	if err := c.write(big[n:]); err != nil {
+		t.Fatalf("writing the rest: %v", err)
+	}
+	res := <-got
+	if res.err != nil || len(res.msgs) != 2 || res.msgs[0].Op != wire.WSText || res.msgs[1].Op != wire.WSPong || string(res.msgs[1].Payload) != "p" {
+		t.Errorf("the peer read %v (%v); want the whole text frame, then the pong", res.msgs, res.err)
 	}
 }
