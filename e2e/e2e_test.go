@@ -20,6 +20,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/cli"
 	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -91,20 +92,12 @@ func checkGoroutines(t *testing.T) {
 	evloop.Available()
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutine leak: %d goroutines 3 s after the test, %d before it:\n%s", n, before, buf)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		if testutil.Poll(func() bool { return runtime.NumGoroutine() <= before }, testutil.AwaitBound) {
+			return
 		}
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Errorf("goroutine leak: %d goroutines %v after the test, %d before it:\n%s", runtime.NumGoroutine(), testutil.AwaitBound, before, buf)
 	})
 }
 
@@ -122,7 +115,7 @@ func launch(t *testing.T, ctx context.Context, ex Example, bin string) *Launched
 	dir := t.TempDir()
 	example := exampleConfig(t, ex, dir)
 	start := time.Now()
-	l, err := Launch(ctx, ex.Gateway, bin, example, dir)
+	l, err := Launch(ctx, ex.Gateway, bin, example, dir, testutil.Listen(t))
 	if err != nil {
 		t.Fatalf("starting %s with %s: %v", ex.Gateway.Name, ex.File, err)
 	}
@@ -159,7 +152,7 @@ func measureTo(ctx context.Context, ex Example, gw *Launched, target string, arg
 	}
 	var stdout, stderr bytes.Buffer
 	start := time.Now()
-	m.code, m.sum = cli.Measure(ctx, m.args, &stdout, &stderr)
+	m.code, m.sum = cli.MeasureOn(ctx, gw.Backend, m.args, &stdout, &stderr)
 	m.elapsed = time.Since(start)
 	m.stdout, m.stderr = stdout.String(), stderr.String()
 	return m
@@ -281,8 +274,8 @@ func TestExamplesUseConventionalAddresses(t *testing.T) {
 	}
 }
 
-// allExamples are Examples and TransportExamples.
-func allExamples() []Example { return slices.Concat(Examples, TransportExamples) }
+// allExamples are Examples, TransportExamples and PhaseExamples.
+func allExamples() []Example { return slices.Concat(Examples, TransportExamples, PhaseExamples) }
 
 // TestExampleReadmes needs no gateway: each examples/ directory explains
 // how to run sse-latency behind its configurations, with the command the
@@ -378,6 +371,13 @@ func TestGateways(t *testing.T) {
 			want, judged := wantClass[ex.Name]
 			if !judged {
 				return // observed only
+			}
+			if m.warned() {
+				// The run measured the machine's overload as much as the
+				// gateway (a token late by tens of ms looks like a burst):
+				// its verdict says nothing about how the gateway streams.
+				t.Skipf("%s: sse-latency fell behind its own emission schedule — the machine was too busy for this run to judge how %s streams; run it again on a quieter machine (%s)",
+					ex.File, ex.Gateway.Name, m.figures())
 			}
 			v, s := m.sum.Verdict, m.sum
 			if v.Class != want {

@@ -149,6 +149,14 @@ var TransportExamples = []Example{
 	{Name: "nginx-websocket", Gateway: Nginx, File: "examples/nginx/nginx-websocket.conf"},
 }
 
+// PhaseExamples are the shipped configurations for the phases of an
+// answer: nginx with a 2 s read timeout, which cuts a silent think. Like
+// TransportExamples they need flags of their own (a think, heartbeats), so
+// phases_test.go measures them.
+var PhaseExamples = []Example{
+	{Name: "nginx-read-timeout", Gateway: Nginx, File: "examples/nginx/nginx-read-timeout.conf"},
+}
+
 // sbinDirs are searched after PATH: haproxy and nginx live in /usr/sbin,
 // which a non-root PATH often lacks.
 var sbinDirs = []string{"/usr/local/sbin", "/usr/sbin", "/sbin"}
@@ -364,19 +372,23 @@ func Version(ctx context.Context, g *Gateway, bin, dir string) (string, error) {
 // Launched is a gateway started by Launch.
 type Launched struct {
 	*Process
-	Addr        string // where the gateway listens
-	BackendAddr string // where it forwards: sse-latency's -L
-	ConfPath    string // the rendered configuration
+	Addr        string       // where the gateway listens
+	BackendAddr string       // where it forwards: sse-latency's -L
+	Backend     net.Listener // bound there, for sse-latency's server (cli.MeasureOn)
+	ConfPath    string       // the rendered configuration
 }
 
-// Launch renders example for two free ports into dir, starts the gateway
-// and waits until it accepts connections. When the gateway exits before
-// that (a port taken in the meantime, say) it tries once more with new
-// ports. The error includes the command and the gateway's log.
-func Launch(ctx context.Context, g *Gateway, bin string, example []byte, dir string) (*Launched, error) {
+// Launch renders example into dir for a free port and the address of
+// backend, a listener the caller has bound for sse-latency's server (so
+// that nothing can take that port before the run), starts the gateway and
+// waits until it accepts connections. The gateway binds its own port: when
+// it exits before it accepts (the port taken in the meantime, say), Launch
+// tries once more with a new one. The error includes the command and the
+// gateway's log.
+func Launch(ctx context.Context, g *Gateway, bin string, example []byte, dir string, backend net.Listener) (*Launched, error) {
 	var errs []error
 	for attempt := 1; attempt <= 2; attempt++ {
-		l, err := launchOnce(ctx, g, bin, example, dir, attempt)
+		l, err := launchOnce(ctx, g, bin, example, dir, backend, attempt)
 		if err == nil {
 			return l, nil
 		}
@@ -392,12 +404,13 @@ func Launch(ctx context.Context, g *Gateway, bin string, example []byte, dir str
 	return nil, errors.Join(errs...)
 }
 
-func launchOnce(ctx context.Context, g *Gateway, bin string, example []byte, dir string, attempt int) (*Launched, error) {
-	ports, err := FreePorts(2)
+func launchOnce(ctx context.Context, g *Gateway, bin string, example []byte, dir string, backend net.Listener, attempt int) (*Launched, error) {
+	ports, err := FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	conf, err := Render(example, ports[0], ports[1])
+	backendAddr := backend.Addr().String()
+	conf, err := Render(example, ports[0], backendAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -410,7 +423,7 @@ func launchOnce(ctx context.Context, g *Gateway, bin string, example []byte, dir
 	if err != nil {
 		return nil, err
 	}
-	l := &Launched{Process: p, Addr: ports[0], BackendAddr: ports[1], ConfPath: confPath}
+	l := &Launched{Process: p, Addr: ports[0], BackendAddr: backendAddr, Backend: backend, ConfPath: confPath}
 	wctx, cancel := context.WithTimeout(ctx, ListenTimeout)
 	defer cancel()
 	return l, p.WaitListening(wctx, l.Addr)

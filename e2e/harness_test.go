@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // These tests check the harness itself, with ordinary programs standing in
@@ -108,7 +110,7 @@ func TestLaunchRetriesAGatewayThatExits(t *testing.T) {
 	g, sh := fakeGateway(t, `echo "cannot bind: $(grep bind "$1")" >&2; exit 3`)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	l, err := Launch(ctx, g, sh, []byte("bind 127.0.0.1:8080\nserver 127.0.0.1:8090\n"), t.TempDir())
+	l, err := Launch(ctx, g, sh, []byte("bind 127.0.0.1:8080\nserver 127.0.0.1:8090\n"), t.TempDir(), testutil.Listen(t))
 	if err == nil {
 		l.Stop(StopGrace)
 		t.Fatal("Launch of a gateway that exits succeeded")
@@ -128,18 +130,29 @@ func TestLaunchRetriesAGatewayThatExits(t *testing.T) {
 func TestLaunchGivesUpOnAGatewayThatNeverListens(t *testing.T) {
 	checkGoroutines(t)
 	g, sh := fakeGateway(t, `echo starting >&2; exec sleep 30`)
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	start := time.Now()
-	l, err := Launch(ctx, g, sh, []byte("127.0.0.1:8080 127.0.0.1:8090"), t.TempDir())
+	dir := t.TempDir()
+	// The context ends once the gateway has said it started, so that its
+	// log has something to quote.
+	cancelled := make(chan time.Time, 1)
+	go func() {
+		testutil.Poll(func() bool {
+			b, _ := os.ReadFile(filepath.Join(dir, "gateway-1.log"))
+			return strings.Contains(string(b), "starting")
+		}, testutil.AwaitBound)
+		cancel()
+		cancelled <- time.Now()
+	}()
+	l, err := Launch(ctx, g, sh, []byte("127.0.0.1:8080 127.0.0.1:8090"), dir, testutil.Listen(t))
 	if err == nil {
 		l.Stop(StopGrace)
 		t.Fatal("Launch of a gateway that never listens succeeded")
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("Launch took %v with a 300 ms context", d)
+	if d := time.Since(<-cancelled); d > 5*time.Second {
+		t.Errorf("Launch returned %v after its context ended", d)
 	}
-	for _, want := range []string{"not accepting connections", "context deadline exceeded", "starting"} {
+	for _, want := range []string{"not accepting connections", "context canceled", "starting"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Launch error lacks %q:\n%v", want, err)
 		}
@@ -161,10 +174,7 @@ func TestStopKillsWhatIgnoresSIGTERM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(p.Log(), "ready") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Await(t, "the gateway to say it is ready", func() bool { return strings.Contains(p.Log(), "ready") })
 	start := time.Now()
 	err = p.Stop(200 * time.Millisecond)
 	if err == nil || !strings.Contains(err.Error(), "killed") {
@@ -178,17 +188,16 @@ func TestStopKillsWhatIgnoresSIGTERM(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "child.pid"))
 	pid := strings.TrimSpace(string(b))
-	for range 100 {
+	gone := testutil.Poll(func() bool {
 		if _, err := os.Stat("/proc/" + pid); err != nil {
-			return
+			return true
 		}
 		st, _ := os.ReadFile("/proc/" + pid + "/stat")
-		if strings.Contains(string(st), ") Z ") { // a zombie awaiting its reaper
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+		return strings.Contains(string(st), ") Z ") // a zombie awaiting its reaper
+	}, testutil.AwaitBound)
+	if !gone {
+		t.Errorf("the gateway's child %s survived Stop", pid)
 	}
-	t.Errorf("the gateway's child %s survived Stop", pid)
 }
 
 func TestMissingProgramSkipsOutsideCI(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // binary is the sse-latency executable built once by TestMain: these tests
@@ -51,17 +52,6 @@ func buildAndRun(m *testing.M) int {
 	return m.Run()
 }
 
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // proc is a running sse-latency whose stderr is read as it comes.
 type proc struct {
 	cmd    *exec.Cmd
@@ -69,16 +59,20 @@ type proc struct {
 
 	mu     sync.Mutex
 	stderr bytes.Buffer
-	seen   chan struct{} // closed when a stderr line contains the awaited text
 	done   chan struct{} // closed when stderr has reached EOF
+	listen chan string   // the dummy server's address, once it has said it
 }
 
-// start runs the binary with args; seen closes when a stderr line contains
-// await. Its stdout goes to p.stdout, or to the file stdout when not nil.
-// The process is killed when the test ends, if it is still running.
-func start(t *testing.T, ctx context.Context, stdout *os.File, await string, args ...string) *proc {
+// listeningRE finds the dummy server's address in its stderr line.
+var listeningRE = regexp.MustCompile(`listening on (\S+) `)
+
+// start runs the binary with args; listen receives the address the dummy
+// server says it listens on. Its stdout goes to p.stdout, or to the file
+// stdout when not nil. The process is killed when the test ends, if it is
+// still running.
+func start(t *testing.T, ctx context.Context, stdout *os.File, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.CommandContext(ctx, binary, args...), seen: make(chan struct{}), done: make(chan struct{})}
+	p := &proc{cmd: exec.CommandContext(ctx, binary, args...), done: make(chan struct{}), listen: make(chan string, 1)}
 	p.cmd.Stdout = &p.stdout
 	if stdout != nil {
 		p.cmd.Stdout = stdout
@@ -100,14 +94,16 @@ func start(t *testing.T, ctx context.Context, stdout *os.File, await string, arg
 	go func() {
 		defer close(p.done)
 		r := bufio.NewReader(errPipe)
-		once := sync.Once{}
 		for {
 			line, err := r.ReadString('\n')
 			p.mu.Lock()
 			p.stderr.WriteString(line)
 			p.mu.Unlock()
-			if strings.Contains(line, await) {
-				once.Do(func() { close(p.seen) })
+			if m := listeningRE.FindStringSubmatch(line); m != nil {
+				select {
+				case p.listen <- m[1]:
+				default:
+				}
 			}
 			if err != nil {
 				return
@@ -122,19 +118,6 @@ func (p *proc) stderrText() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stderr.String()
-}
-
-// await waits, at most d, for the awaited stderr line.
-func (p *proc) await(t *testing.T, d time.Duration) {
-	t.Helper()
-	select {
-	case <-p.seen:
-	case <-p.done:
-		p.cmd.Wait()
-		t.Fatalf("process ended before the awaited line; stdout:\n%s\nstderr:\n%s", p.stdout.String(), p.stderrText())
-	case <-time.After(d):
-		t.Fatalf("no awaited line on stderr within %v; stderr so far:\n%s", d, p.stderrText())
-	}
 }
 
 // wait waits, at most d, for the process to exit, and returns its exit
@@ -171,24 +154,55 @@ func (p *proc) signal(t *testing.T, sig os.Signal) {
 	}
 }
 
+// holdTokens is how many tokens of each stream the gateway of startLong
+// passes on before it holds the rest back.
+const holdTokens = 5
+
 // startLong starts a long run (longRun with extra arguments) and returns
-// once its gateway batch has been streaming for a moment: its "gw: sending"
-// line seen, then half a second for the streams to connect and deliver
-// tokens (one per millisecond each).
+// once each of its 4 streams has delivered holdTokens tokens to the
+// client: the gateway, a relay to the dummy server, holds the rest back,
+// and the kernel says when the client has read what it passed
+// (testutil.Hold). The dummy server binds 127.0.0.1:0 and says where; the
+// relay dials what it said.
 func startLong(t *testing.T, ctx context.Context, stdout *os.File, extra ...string) *proc {
 	t.Helper()
-	p := start(t, ctx, stdout, "gw: sending", longRun(t, extra...)...)
-	p.await(t, 20*time.Second)
-	time.Sleep(500 * time.Millisecond)
+	hold := &testutil.Hold{Marker: `"delta":{"content":"`, N: holdTokens}
+	addrs := make(chan *proc, 1)
+	gw := testutil.Relay(t, func() string {
+		p := <-addrs
+		addrs <- p
+		select {
+		case addr := <-p.listen:
+			p.listen <- addr
+			return addr
+		case <-time.After(testutil.AwaitBound):
+			return ""
+		}
+	}, hold.Pump)
+	p := start(t, ctx, stdout, longRun(gw, extra...)...)
+	addrs <- p
+	ended := func() bool {
+		select {
+		case <-p.done:
+			return true
+		default:
+			return false
+		}
+	}
+	testutil.Await(t, "4 streams through the gateway", func() bool { return len(hold.Held()) >= 4 || ended() })
+	if ended() {
+		p.cmd.Wait()
+		t.Fatalf("process ended before its 4 streams began; stdout:\n%s\nstderr:\n%s", p.stdout.String(), p.stderrText())
+	}
+	hold.AwaitRead(t, 4)
 	return p
 }
 
 // longRun is a run that would stream for 100 s: 4 requests of 100,000
-// tokens 1 ms apart, through the tool's own server (-t equals -L: no
-// calibration batch).
-func longRun(t *testing.T, extra ...string) []string {
-	addr := freeAddr(t)
-	return append([]string{"-L", addr, "-t", addr, "-r", "4", "-c", "4", "-n", "100000", "-d", "1", "-q"}, extra...)
+// tokens 1 ms apart, through gateway gw to the tool's own server, without
+// calibration (-l).
+func longRun(gw string, extra ...string) []string {
+	return append([]string{"-L", "127.0.0.1:0", "-t", gw, "-l", "-r", "4", "-c", "4", "-n", "100000", "-d", "1", "-q"}, extra...)
 }
 
 var interTokenRE = regexp.MustCompile(`(?m)^inter-token \(client\)\s+n=(\d+)\s`)
@@ -210,8 +224,8 @@ func TestInterruptReportsWhatWasMeasured(t *testing.T) {
 	}
 	if m := interTokenRE.FindStringSubmatch(out); m == nil {
 		t.Errorf("stdout has no inter-token line:\n%s", out)
-	} else if n, _ := strconv.Atoi(m[1]); n == 0 {
-		t.Errorf("inter-token n=0: the tokens received before the interruption are not reported:\n%s", out)
+	} else if n, _ := strconv.Atoi(m[1]); n < 4*(holdTokens-1) {
+		t.Errorf("inter-token n=%d, want at least 4 x %d: the tokens received before the interruption are not all reported:\n%s", n, holdTokens-1, out)
 	}
 	if !strings.Contains(errOut, "interrupted") {
 		t.Errorf("stderr does not say the run was interrupted:\n%s", errOut)
@@ -235,8 +249,9 @@ func TestInterruptReportsWhatWasMeasured(t *testing.T) {
 
 // TestSecondInterruptExitsAtOnce makes the orderly shutdown of the first
 // SIGINT hang — the JSON document goes to a stdout pipe that nobody reads,
-// and it is larger than the pipe's buffer — so that only the second SIGINT
-// can end the process.
+// shrunk to one page, which the document overflows — so that only the
+// second SIGINT can end the process. The second comes once the pipe is
+// full: the shutdown is blocked on it.
 func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -245,10 +260,17 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	p := startLong(t, ctx, w, "--json", "-") // streams for a while: a document of a few hundred KB
+	size, err := shrinkPipe(w)
+	if err != nil {
+		t.Skipf("cannot size the pipe: %v", err)
+	}
+	p := startLong(t, ctx, w, "--json", "-") // a document of several pages
 	w.Close()                                // the child holds its own copy
 	p.signal(t, os.Interrupt)
-	time.Sleep(200 * time.Millisecond) // the orderly shutdown starts, then blocks on stdout
+	testutil.Await(t, "the document to fill the stdout pipe", func() bool {
+		n, err := pipeBuffered(r)
+		return err == nil && n >= size
+	})
 	p.signal(t, os.Interrupt)
 	if code := p.wait(t, 10*time.Second); code != 130 {
 		t.Errorf("exit status %d after two SIGINTs, want 130\nstderr:\n%s", code, p.stderrText())

@@ -13,7 +13,8 @@ import (
 // pi_ts. They travel three ways, so that a gateway which rebuilds the
 // request JSON and drops unknown fields cannot silently change the
 // measurement: as JSON fields (pi_id, pi_tokens, pi_think_ms, pi_delay_ms,
-// pi_reasoning_tokens, pi_tool_call_tokens), as the HintHeader header, and
+// pi_reasoning_tokens, pi_tool_call_tokens, pi_heartbeat_ms), as the
+// HintHeader header, and
 // as a marker line in the prompt text ("[sse-latency id=… tokens=…]"). The
 // server takes each value from the JSON fields, else the header, else the
 // prompt.
@@ -24,6 +25,9 @@ type Hints struct {
 	DelayMs   *float64 // delay between tokens, ms
 	Reasoning *int64   // reasoning tokens to stream during the think time (key "reasoning")
 	ToolCall  *int64   // argument tokens of a tool call, before the text (key "tool_call")
+	// HeartbeatMs sends a heartbeat after every HeartbeatMs of silence on
+	// the stream, 0 none (key "heartbeat"; see AppendHeartbeat).
+	HeartbeatMs *float64
 }
 
 // HintHeader is the request header that carries the hints
@@ -38,7 +42,8 @@ const promptMarker = "[sse-latency "
 
 // Empty reports whether no hint is set.
 func (h Hints) Empty() bool {
-	return h.ID == "" && h.Tokens == nil && h.ThinkMs == nil && h.DelayMs == nil && h.Reasoning == nil && h.ToolCall == nil
+	return h.ID == "" && h.Tokens == nil && h.ThinkMs == nil && h.DelayMs == nil && h.Reasoning == nil && h.ToolCall == nil &&
+		h.HeartbeatMs == nil
 }
 
 // Merge fills the hints h lacks from o (h wins where both have one).
@@ -60,6 +65,9 @@ func (h Hints) Merge(o Hints) Hints {
 	}
 	if h.ToolCall == nil {
 		h.ToolCall = o.ToolCall
+	}
+	if h.HeartbeatMs == nil {
+		h.HeartbeatMs = o.HeartbeatMs
 	}
 	return h
 }
@@ -98,6 +106,10 @@ func (h Hints) appendPairs(dst []byte, sep string) []byte {
 	if h.ToolCall != nil {
 		add("tool_call")
 		dst = strconv.AppendInt(dst, *h.ToolCall, 10)
+	}
+	if h.HeartbeatMs != nil {
+		add("heartbeat")
+		dst = strconv.AppendFloat(dst, *h.HeartbeatMs, 'f', -1, 64)
 	}
 	return dst
 }
@@ -168,15 +180,18 @@ func (h *Hints) set(k, v string) {
 		default:
 			h.ToolCall = &n
 		}
-	case "think", "delay":
+	case "think", "delay", "heartbeat":
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
 			return
 		}
-		if k == "think" {
+		switch k {
+		case "think":
 			h.ThinkMs = &f
-		} else {
+		case "delay":
 			h.DelayMs = &f
+		default:
+			h.HeartbeatMs = &f
 		}
 	}
 }

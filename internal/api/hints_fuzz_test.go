@@ -19,9 +19,9 @@ func checkHints(t *testing.T, from string, h Hints) {
 			t.Fatalf("%s: token count %d out of range", from, *n)
 		}
 	}
-	for _, f := range []*float64{h.ThinkMs, h.DelayMs} {
+	for _, f := range []*float64{h.ThinkMs, h.DelayMs, h.HeartbeatMs} {
 		if f != nil && (math.IsNaN(*f) || math.IsInf(*f, 0) || *f < 0) {
-			t.Fatalf("%s: think/delay %v is not a finite non-negative number", from, *f)
+			t.Fatalf("%s: think/delay/heartbeat %v is not a finite non-negative number", from, *f)
 		}
 	}
 }
@@ -63,7 +63,8 @@ func checkRoundTrips(t *testing.T, h Hints, prefix []byte) {
 func FuzzParseHintHeader(f *testing.F) {
 	for _, s := range []string{
 		"id=gw-3-k2f9; tokens=200; think=0; delay=5",
-		"id=gw-3-k2f9; tokens=200; reasoning=50; tool_call=20",
+		"id=gw-3-k2f9; tokens=200; reasoning=50; tool_call=20; heartbeat=500",
+		"heartbeat=-1; heartbeat=NaN; heartbeat=1e400",
 		"reasoning=-1; tool_call=2147483648; reasoning=x",
 		"id=loop-0;tokens=200",
 		"  tokens = 50 ;; delay=0.25 ; unknown=1",
@@ -113,6 +114,7 @@ func FuzzFindPromptHints(f *testing.F) {
 		}
 		if !math.IsNaN(delay) && !math.IsInf(delay, 0) && delay >= 0 {
 			w.DelayMs = &delay
+			w.HeartbeatMs = &delay // any valid interval: the corpus keeps its signature
 		}
 		checkRoundTrips(t, w, body)
 	})

@@ -9,14 +9,24 @@ import (
 
 // Limits caps the hints a server accepts. A zero field sets no cap of its
 // own; the parsers' bounds still hold (a token count within 0..2³¹−1, finite
-// times).
+// times). A heartbeat interval is always bounded below (MinHeartbeatMs).
 type Limits struct {
 	MaxTokens int64         // most tokens one request may ask for, in each phase
-	MaxDelay  time.Duration // most think time, and most delay between tokens
+	MaxDelay  time.Duration // most think time, most delay between tokens, and longest heartbeat interval
 }
+
+// MinHeartbeatMs is the shortest heartbeat interval a request may ask for
+// (pi_heartbeat_ms; 0 asks for none): heartbeats keep a silent stream
+// alive across idle timeouts of seconds, and one every few microseconds
+// would only make the server write without pause.
+const MinHeartbeatMs = 10
 
 // ErrHintAboveLimit reports a hint above the server's Limits.
 var ErrHintAboveLimit = errors.New("api: pi_* hint above the server's limit")
+
+// ErrHintBelowMinimum reports a heartbeat interval hint below
+// MinHeartbeatMs.
+var ErrHintBelowMinimum = errors.New("api: pi_* hint below its minimum")
 
 // ErrTextOnly reports hints that ask the legacy Completions API for
 // reasoning or a tool call.
@@ -64,6 +74,8 @@ func (src HintSource) name(key string) string {
 			return "pi_reasoning_tokens"
 		case "tool_call":
 			return "pi_tool_call_tokens"
+		case "heartbeat":
+			return "pi_heartbeat_ms"
 		default:
 			return "pi_delay_ms"
 		}
@@ -87,8 +99,9 @@ func (src HintSource) where() string {
 // first channel that has it (as Merge does), and checks each value it takes
 // against l; values that an earlier channel overrides are not checked (a
 // conversation may quote an old marker). The error wraps ErrHintAboveLimit
-// and names the hint as its channel spells it, the channel, the value and
-// the limit.
+// (ErrHintBelowMinimum for a heartbeat interval above 0 and below
+// MinHeartbeatMs) and names the hint as its channel spells it, the
+// channel, the value and the limit.
 func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
 	var h Hints
 	maxMs := float64(l.MaxDelay) / float64(time.Millisecond)
@@ -123,17 +136,37 @@ func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
 			}
 			h.DelayMs = c.DelayMs
 		}
+		if h.HeartbeatMs == nil && c.HeartbeatMs != nil {
+			switch v := *c.HeartbeatMs; {
+			case v > 0 && v < MinHeartbeatMs:
+				return h, minErr(src, "heartbeat", ms(v), ms(MinHeartbeatMs)+" ms (0: no heartbeats)")
+			case l.MaxDelay > 0 && v > maxMs:
+				return h, hintErr(src, "heartbeat", ms(v), delayLimit)
+			}
+			h.HeartbeatMs = c.HeartbeatMs
+		}
 	}
 	return h, nil
 }
 
+// hintErr is the error of a hint above its limit.
 func hintErr(src HintSource, key, value, limit string) error {
+	return boundErr(ErrHintAboveLimit, src, key, value, "the limit is "+limit)
+}
+
+// minErr is the error of a hint below its minimum.
+func minErr(src HintSource, key, value, minimum string) error {
+	return boundErr(ErrHintBelowMinimum, src, key, value, "the minimum is "+minimum)
+}
+
+// boundErr wraps err with the hint called key as channel src spells it,
+// its value and channel, and the bound it crossed.
+func boundErr(err error, src HintSource, key, value, bound string) error {
 	sep := "="
 	if src == FromJSON {
 		sep = " "
 	}
-	return fmt.Errorf("%w: %s%s%s %s; the limit is %s", ErrHintAboveLimit,
-		src.name(key), sep, value, src.where(), limit)
+	return fmt.Errorf("%w: %s%s%s %s; %s", err, src.name(key), sep, value, src.where(), bound)
 }
 
 func ms(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -17,6 +17,7 @@ func TestLimitsResolve(t *testing.T) {
 		lim                  Limits
 		want                 Hints
 		wantErr              string // "" for no error
+		below                bool   // the error is ErrHintBelowMinimum, not ErrHintAboveLimit
 	}{
 		{name: "none", lim: lim},
 		{name: "at the caps", lim: lim,
@@ -59,6 +60,20 @@ func TestLimitsResolve(t *testing.T) {
 			wantErr: "reasoning=101 in the X-SSE-Latency header; the limit is 100"},
 		{name: "prompt tool call", lim: lim, prompt: Hints{ToolCall: i64(101)},
 			wantErr: "tool_call=101 in the prompt marker; the limit is 100"},
+		{name: "heartbeats at the bounds and off", lim: lim,
+			json:   Hints{HeartbeatMs: f64(MinHeartbeatMs)},
+			header: Hints{HeartbeatMs: f64(1)}, // overridden: not checked
+			want:   Hints{HeartbeatMs: f64(MinHeartbeatMs)}},
+		{name: "heartbeat at the cap", lim: lim, prompt: Hints{HeartbeatMs: f64(1000)}, want: Hints{HeartbeatMs: f64(1000)}},
+		{name: "heartbeat 0 is none", lim: lim, header: Hints{HeartbeatMs: f64(0)}, want: Hints{HeartbeatMs: f64(0)}},
+		{name: "json heartbeat too long", lim: lim, json: Hints{HeartbeatMs: f64(1001)},
+			wantErr: "pi_heartbeat_ms 1001 in the JSON body; the limit is 1000 ms (1s)"},
+		{name: "json heartbeat too short", lim: lim, json: Hints{HeartbeatMs: f64(0.5)}, below: true,
+			wantErr: "pi_heartbeat_ms 0.5 in the JSON body; the minimum is 10 ms (0: no heartbeats)"},
+		{name: "header heartbeat too short", lim: Limits{}, header: Hints{HeartbeatMs: f64(9.99)}, below: true,
+			wantErr: "heartbeat=9.99 in the X-SSE-Latency header; the minimum is 10 ms"},
+		{name: "prompt heartbeat too long", lim: lim, prompt: Hints{HeartbeatMs: f64(5000)},
+			wantErr: "heartbeat=5000 in the prompt marker; the limit is 1000 ms (1s)"},
 		{name: "no caps", lim: Limits{},
 			json: Hints{Tokens: i64(1 << 31), ThinkMs: f64(1e300), DelayMs: f64(1e300)},
 			want: Hints{Tokens: i64(1 << 31), ThinkMs: f64(1e300), DelayMs: f64(1e300)}},
@@ -66,8 +81,12 @@ func TestLimitsResolve(t *testing.T) {
 	for _, tt := range tests {
 		got, err := tt.lim.Resolve(tt.json, tt.header, tt.prompt)
 		if tt.wantErr != "" {
-			if err == nil || !errors.Is(err, ErrHintAboveLimit) || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("%s: %+v.Resolve error %v, want ErrHintAboveLimit containing %q", tt.name, tt.lim, err, tt.wantErr)
+			want := ErrHintAboveLimit
+			if tt.below {
+				want = ErrHintBelowMinimum
+			}
+			if err == nil || !errors.Is(err, want) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: %+v.Resolve error %v, want %v containing %q", tt.name, tt.lim, err, want, tt.wantErr)
 			}
 			continue
 		}
@@ -84,7 +103,7 @@ func TestLimitsResolve(t *testing.T) {
 // hintsEqual compares two Hints by value.
 func hintsEqual(a, b Hints) bool {
 	return a.ID == b.ID && eqPtr(a.Tokens, b.Tokens) && eqPtr(a.ThinkMs, b.ThinkMs) && eqPtr(a.DelayMs, b.DelayMs) &&
-		eqPtr(a.Reasoning, b.Reasoning) && eqPtr(a.ToolCall, b.ToolCall)
+		eqPtr(a.Reasoning, b.Reasoning) && eqPtr(a.ToolCall, b.ToolCall) && eqPtr(a.HeartbeatMs, b.HeartbeatMs)
 }
 
 func eqPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

@@ -1,13 +1,16 @@
 package api
 
-import "strconv"
+import (
+	"strconv"
+)
 
 // RequestBody describes the streaming request body the client sends, in any
 // dialect.
 type RequestBody struct {
 	Model string // "" means Model
 	// Hints travel as the JSON fields pi_id, pi_tokens, pi_think_ms,
-	// pi_delay_ms, pi_reasoning_tokens and pi_tool_call_tokens (those set)
+	// pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens and
+	// pi_heartbeat_ms (those set)
 	// and as the prompt marker (when any is set). A positive Reasoning or
 	// ToolCall also adds what the dialect's real API wants before it
 	// streams reasoning or calls a tool (appendPhaseFields), for gateways
@@ -17,7 +20,17 @@ type RequestBody struct {
 	// ("stream_options":{"include_usage":true}). The other dialects always
 	// send usage; for them it adds nothing to the body.
 	IncludeUsage bool
+	// PromptBytes, when larger than the prompt without it, pads the prompt
+	// text to that many bytes (--prompt-bytes; see AppendPaddedPrompt): a
+	// large conversation for the gateway to read, which the server reads
+	// and ignores. At most MaxPromptBytes.
+	PromptBytes int
 }
+
+// MaxPromptBytes is the largest prompt RequestBody.PromptBytes asks for:
+// 4 MiB, about the text of a one-million-token context. The server's body
+// limit (server.MaxBodyBytes) leaves room for it and the JSON around it.
+const MaxPromptBytes = 4 << 20
 
 // AnthropicMaxTokens is the max_tokens of an Anthropic request (the field is
 // required there).
@@ -34,6 +47,30 @@ func AppendPrompt(dst []byte, h Hints) []byte {
 	return dst
 }
 
+// AppendPaddedPrompt appends the prompt text padded to size bytes:
+// ChatPrompt, filler words (" anan huhu obob …", the text tokens' words,
+// cut to fit), then a space and the hints' PromptMarker when any hint is
+// set — the marker last, where a gateway that truncates long
+// prompts from the front keeps it. The text is ASCII that JSON does not
+// escape, so a body carrying it grows by exactly its length. A size no
+// larger than the unpadded prompt (AppendPrompt) adds no filler; a size
+// above MaxPromptBytes counts as MaxPromptBytes.
+func AppendPaddedPrompt(dst []byte, h Hints, size int) []byte {
+	marker := ""
+	if !h.Empty() {
+		marker = " " + h.PromptMarker()
+	}
+	dst = append(dst, ChatPrompt...)
+	if fill := min(size, MaxPromptBytes) - len(ChatPrompt) - len(marker); fill > 0 {
+		end := len(dst) + fill
+		for i := 0; len(dst) < end; i++ {
+			dst = AppendToken(append(dst, ' '), i)
+		}
+		dst = dst[:end]
+	}
+	return append(dst, marker...)
+}
+
 // AppendRequestBody appends the JSON body of a streaming request of dialect
 // d:
 //
@@ -42,11 +79,12 @@ func AppendPrompt(dst []byte, h Hints) []byte {
 //	responses    {"model":M,"stream":true,"input":P<pi>}
 //	anthropic    {"model":M,"stream":true,"max_tokens":4096,"messages":[{"role":"user","content":P}]<pi>}
 //
-// where P is the prompt (AppendPrompt) and <pi> the dialect's reasoning and
+// where P is the prompt (AppendPrompt, or AppendPaddedPrompt for a
+// PromptBytes above its length) and <pi> the dialect's reasoning and
 // tool fields when the hints ask for those phases (appendPhaseFields),
 // then the hint fields that are set, in the order pi_id, pi_tokens,
-// pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens.
-// Without hints or options a chat body is byte for byte the reference's
+// pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens,
+// pi_heartbeat_ms. Without hints or options a chat body is byte for byte the reference's
 // (SPEC §4).
 func AppendRequestBody(dst []byte, d Dialect, r RequestBody) []byte {
 	return appendBody(dst, d, r, false)
@@ -82,6 +120,9 @@ func appendBody(dst []byte, d Dialect, r RequestBody, create bool) []byte {
 	}
 	var prompt [128]byte
 	p := AppendPrompt(prompt[:0], r.Hints)
+	if r.PromptBytes > len(p) {
+		p = AppendPaddedPrompt(make([]byte, 0, min(r.PromptBytes, MaxPromptBytes)), r.Hints, r.PromptBytes)
+	}
 	switch d {
 	case Completions:
 		dst = append(dst, `,"prompt":`...)
@@ -123,6 +164,10 @@ func appendBody(dst []byte, d Dialect, r RequestBody, create bool) []byte {
 	if h.ToolCall != nil {
 		dst = append(dst, `,"pi_tool_call_tokens":`...)
 		dst = strconv.AppendInt(dst, *h.ToolCall, 10)
+	}
+	if h.HeartbeatMs != nil {
+		dst = append(dst, `,"pi_heartbeat_ms":`...)
+		dst = strconv.AppendFloat(dst, *h.HeartbeatMs, 'f', -1, 64)
 	}
 	return append(dst, '}')
 }

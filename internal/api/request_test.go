@@ -6,7 +6,7 @@ import (
 )
 
 func TestAppendRequestBody(t *testing.T) {
-	n, think, r, c, zero := int64(200), 1.5, int64(50), int64(20), int64(0)
+	n, think, r, c, zero, beat := int64(200), 1.5, int64(50), int64(20), int64(0), 500.0
 	id := Hints{ID: "k2f9ab-gw-3", Tokens: &n}
 	tests := []struct {
 		d    Dialect
@@ -22,6 +22,8 @@ func TestAppendRequestBody(t *testing.T) {
 			`{"model":"sse-latency-1","stream":true,"input":"Say 4-letter words [sse-latency id=k2f9ab-gw-3 tokens=200]","pi_id":"k2f9ab-gw-3","pi_tokens":200}`},
 		{Anthropic, RequestBody{Hints: Hints{Tokens: &n, ThinkMs: &think}},
 			`{"model":"sse-latency-1","stream":true,"max_tokens":4096,"messages":[{"role":"user","content":"Say 4-letter words [sse-latency tokens=200 think=1.5]"}],"pi_tokens":200,"pi_think_ms":1.5}`},
+		{Chat, RequestBody{Hints: Hints{HeartbeatMs: &beat}},
+			`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words [sse-latency heartbeat=500]"}],"pi_heartbeat_ms":500}`},
 		{Chat, RequestBody{Model: "a\"b"}, `{"model":"a\"b","stream":true,"messages":[{"role":"user","content":"Say 4-letter words"}]}`},
 		// The phases: the hints, and what each real API asks for them.
 		{Chat, RequestBody{Hints: Hints{Reasoning: &r, ToolCall: &c}},
@@ -51,7 +53,8 @@ func TestAppendRequestBody(t *testing.T) {
 // server does: the JSON fields and the prompt marker carry the same hints.
 func TestRequestBodyReachesTheServer(t *testing.T) {
 	n, r, c := int64(42), int64(3), int64(2)
-	h := Hints{ID: "run1-gw-0", Tokens: &n, Reasoning: &r, ToolCall: &c}
+	beat := 250.5
+	h := Hints{ID: "run1-gw-0", Tokens: &n, Reasoning: &r, ToolCall: &c, HeartbeatMs: &beat}
 	for _, d := range Dialects {
 		body := AppendRequestBody(nil, d, RequestBody{Model: "m", Hints: h, IncludeUsage: true})
 		req, err := ParseServerRequest(body)
@@ -80,5 +83,38 @@ func TestAppendResponseCreate(t *testing.T) {
 	req, err := ParseServerRequest(got)
 	if err != nil || req.Stream || req.Model != "gpt-x" || !hintsEqual(req.Hints, h) {
 		t.Errorf("the server reads %+v, %v from %s (no stream field: it is implicit over WebSocket)", req, err, got)
+	}
+}
+
+// TestPaddedPrompt: --prompt-bytes pads the prompt to exactly its size,
+// the body grows by exactly the padding, stays valid JSON, and the server
+// still finds the hints in every channel, the prompt marker included.
+func TestPaddedPrompt(t *testing.T) {
+	n := int64(7)
+	h := Hints{ID: "pad-gw-1", Tokens: &n}
+	unpadded := len(AppendPrompt(nil, h))
+	for _, size := range []int{0, 10, unpadded, unpadded + 1, unpadded + 2, 1000, 64 << 10, MaxPromptBytes, MaxPromptBytes + 5} {
+		p := AppendPaddedPrompt(nil, h, size)
+		want := min(max(size, unpadded), MaxPromptBytes)
+		if len(p) != want {
+			t.Errorf("AppendPaddedPrompt(size %d) has %d bytes, want %d", size, len(p), want)
+		}
+		if got := FindPromptHints(p); got.ID != h.ID || got.Tokens == nil || *got.Tokens != n {
+			t.Errorf("size %d: the marker's hints %+v, want %+v", size, got, h)
+		}
+		for _, d := range Dialects {
+			body := AppendRequestBody(nil, d, RequestBody{Hints: h, PromptBytes: size})
+			base := AppendRequestBody(nil, d, RequestBody{Hints: h})
+			if !json.Valid(body) || len(body)-len(base) != want-unpadded {
+				t.Errorf("%s, size %d: body of %d bytes (valid %v), want %d more than %d", d, size, len(body), json.Valid(body), want-unpadded, len(base))
+			}
+			req, err := ParseServerRequest(body)
+			if err != nil || req.Hints.ID != h.ID {
+				t.Errorf("%s, size %d: the server reads %+v, %v", d, size, req, err)
+			}
+		}
+	}
+	if got := string(AppendPaddedPrompt(nil, Hints{}, len(ChatPrompt)+12)); got != ChatPrompt+" anan huhu o" {
+		t.Errorf("padded prompt without hints = %q", got)
 	}
 }

@@ -9,19 +9,32 @@ import (
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
+// startServer runs the dummy server for the duration of the test and
+// returns its address.
 func startServer(t *testing.T, cfg server.Config) string {
 	t.Helper()
-	srv, err := server.Listen("127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return srv.Addr().String()
+	return runServer(t, cfg).Addr().String()
+}
+
+// runServer is startServer that returns the server.
+func runServer(t *testing.T, cfg server.Config) *server.Server {
+	t.Helper()
+	srv := server.New(testutil.Listen(t), cfg)
+	testutil.Serve(t, srv)
+	return srv
+}
+
+// cancelWhenStreaming calls cancel once srv streams n answers at once (or
+// gives up waiting after testutil.AwaitBound: the test then fails on what
+// it reports).
+func cancelWhenStreaming(srv *server.Server, n int64, cancel context.CancelFunc) {
+	go func() {
+		testutil.Poll(func() bool { return srv.ActiveStreams() >= n }, testutil.AwaitBound)
+		cancel()
+	}()
 }
 
 // TestRunKeepsConcurrencyAndReportsEveryRequest: every request reaches the
@@ -58,10 +71,11 @@ func TestRunKeepsConcurrencyAndReportsEveryRequest(t *testing.T) {
 }
 
 func TestRunCancelStopsStarting(t *testing.T) {
-	addr := startServer(t, server.Config{Tokens: 100000, DelayMs: 1})
-	req := client.NewChatRequest(addr, -1, time.Hour)
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	srv := runServer(t, server.Config{Tokens: 100000, DelayMs: 1})
+	req := client.NewChatRequest(srv.Addr().String(), -1, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	cancelWhenStreaming(srv, 2, cancel) // both slots busy
 	var n, interrupted int
 	done := make(chan struct{})
 	go func() {
@@ -83,17 +97,30 @@ func TestRunCancelStopsStarting(t *testing.T) {
 	}
 }
 
+// TestProgress: progress reports, about once a second, the total, the
+// requests done and in flight and the tokens so far. The streams last until
+// a report has counted tokens (then the run is cancelled), so that there is
+// one however slow the machine; a batch that ended before its first report
+// (a race between the ticker and the end) would report nothing.
 func TestProgress(t *testing.T) {
-	addr := startServer(t, server.Config{Tokens: 300, DelayMs: 5})
+	addr := startServer(t, server.Config{Tokens: 100000, DelayMs: 1})
 	req := client.NewChatRequest(addr, -1, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var last Progress
 	calls := 0
-	Run(context.Background(), Spec{Name: "gw", Requests: 2, Concurrency: 2, Request: req}, func(*result.Request) {},
-		func(p Progress) { calls++; last = p })
+	Run(ctx, Spec{Name: "gw", Requests: 2, Concurrency: 2, Request: req}, func(*result.Request) {},
+		func(p Progress) {
+			calls++
+			last = p
+			if p.Tokens > 0 {
+				cancel()
+			}
+		})
 	if calls == 0 {
-		t.Fatal("progress never called during a 1.5 s batch")
+		t.Fatal("progress never called during a batch of two 100 s streams")
 	}
-	if last.Total != 2 || last.Tokens <= 0 || last.Done+last.InFlight != 2 {
-		t.Errorf("progress %+v: want total 2, tokens counted, done+in flight = 2", last)
+	if last.Total != 2 || last.Tokens <= 0 || last.Done+last.InFlight != 2 || last.Elapsed < time.Second/2 {
+		t.Errorf("progress %+v: want total 2, tokens counted, done+in flight = 2, about a second elapsed", last)
 	}
 }

@@ -105,10 +105,7 @@ func TestOpenLoopDuration(t *testing.T) {
 	addr := startServer(t, server.Config{Tokens: 3, DelayMs: 1})
 	req := client.NewChatRequest(addr, -1, 10*time.Second)
 	const d = 1100 * time.Millisecond
-	var last Progress
-	calls := 0
-	recs := collect(t, context.Background(), Spec{Name: "gw", Rate: 10, Duration: d, Request: req},
-		func(p Progress) { calls++; last = p })
+	recs := collect(t, context.Background(), Spec{Name: "gw", Rate: 10, Duration: d, Request: req}, nil)
 	if len(recs) < 1 || len(recs) > 11 {
 		t.Errorf("%d requests in %v at 10/s, want 1 to 11", len(recs), d)
 	}
@@ -117,6 +114,15 @@ func TestOpenLoopDuration(t *testing.T) {
 			t.Errorf("request %d scheduled %v after the start, at or after the %v duration", k, time.Duration(off), d)
 		}
 	}
+
+	// Progress, about once a second: streams that last until the first
+	// report (then the run is cancelled) make sure there is one.
+	long := client.NewChatRequest(startServer(t, server.Config{Tokens: 100000, DelayMs: 1}), -1, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last Progress
+	calls := 0
+	collect(t, ctx, Spec{Name: "gw", Rate: 10, Duration: d, Request: long}, func(p Progress) { calls++; last = p; cancel() })
 	if calls == 0 || last.Total != 0 {
 		t.Errorf("progress called %d times, last %+v: want at least once, Total 0 (unknown)", calls, last)
 	}
@@ -167,23 +173,26 @@ func TestOpenLoopCapMakesLatenessVisible(t *testing.T) {
 // end interrupted and reach the sink, and Run returns — whether the
 // scheduler was waiting for a deadline or for a free slot.
 func TestOpenLoopCancel(t *testing.T) {
-	addr := startServer(t, server.Config{Tokens: 100000, DelayMs: 1})
-	req := client.NewChatRequest(addr, -1, time.Hour)
 	tests := []struct {
-		name string
-		spec Spec
-		want int // exact count, or 0 for "at least one"
+		name      string
+		spec      Spec
+		streaming int64 // cancelled once the server streams this many
+		want      int   // exact count, or 0 for "at least one"
 	}{
-		{"waiting for a deadline", Spec{Name: "gw", Requests: 1000, Rate: 20, Request: req}, 0},
-		{"waiting for a slot", Spec{Name: "gw", Requests: 1000, Rate: 1000, Concurrency: 2, Request: req}, 2},
+		// The next deadline is 50 ms after the first request's.
+		{"waiting for a deadline", Spec{Name: "gw", Requests: 1000, Rate: 20}, 1, 0},
+		{"waiting for a slot", Spec{Name: "gw", Requests: 1000, Rate: 1000, Concurrency: 2}, 2, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// A server of its own: it counts this run's streams only.
+			srv := runServer(t, server.Config{Tokens: 100000, DelayMs: 1})
+			tt.spec.Request = client.NewChatRequest(srv.Addr().String(), -1, time.Hour)
 			// Cancelled like Ctrl-C, not by a deadline the dialer would
 			// also see (it would end a connect as a timeout).
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			time.AfterFunc(300*time.Millisecond, cancel)
+			cancelWhenStreaming(srv, tt.streaming, cancel)
 			recs := collect(t, ctx, tt.spec, nil)
 			if len(recs) < 1 || len(recs) >= 1000 || (tt.want > 0 && len(recs) != tt.want) {
 				t.Errorf("%d requests reported, want %s", len(recs), map[bool]string{true: "2 (the cap)", false: "some, not all 1000"}[tt.want > 0])

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/slo"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -29,6 +32,7 @@ import (
 const (
 	ExitOK          = 0   // every gateway request succeeded (or server-only mode ended)
 	ExitFailure     = 1   // usage error, setup error, or at least one gateway request failed
+	ExitGate        = 3   // every request succeeded, but an --slo was not met, or compare --fail-if found a regression
 	ExitInterrupted = 130 // the run was interrupted; the report covers what finished
 )
 
@@ -47,6 +51,7 @@ type Summary struct {
 	Loop    *stats.Batch     // the calibration batch; nil when none ran
 	Gateway *stats.Batch     // the gateway batch; nil in server-only mode
 	Verdict *verdict.Verdict // nil when no gateway batch ran
+	Run     *summary.Run     // the run's summary, as the reports render it (timelines, findings)
 
 	// What the dummy server saw: connections accepted and requests served
 	// (fewer connections than requests means a gateway reused them).
@@ -56,9 +61,22 @@ type Summary struct {
 // Measure is Main that also returns the Summary of the run (nil when the
 // command line was wrong or only asked for help or the version).
 func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int, *Summary) {
+	return MeasureOn(ctx, nil, args, stdout, stderr)
+}
+
+// MeasureOn is Measure with the dummy server on ln, a listener the caller
+// has bound, in place of one bound at -L: tests hand over 127.0.0.1:0
+// rather than a port number that another socket may take before the run
+// binds it. -L must still be given (its host names the calibration
+// target). The server closes ln when the run ends; a run that ends before
+// starting its server leaves ln to the caller. A nil ln is Measure.
+func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stderr io.Writer) (int, *Summary) {
 	if len(args) > 0 {
 		if cmd, ok := subcommands[args[0]]; ok {
 			return cmd(args[1:], stdout, stderr), nil
+		}
+		if args[0] == "sweep" { // runs like a measurement, under ctx
+			return sweepMain(ctx, ln, args[1:], stdout, stderr), nil
 		}
 	}
 	cl, err := parseArgs(args)
@@ -81,7 +99,7 @@ func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 		text = stderr // stdout carries the JSON document
 	}
 	r := &run{commandLine: cl, cfg: cl.cfg, out: &console{stdout: text, stderr: stderr, tty: isTerminal(stderr)},
-		sum: &Summary{Config: cl.cfg}, docOut: stdout}
+		sum: &Summary{Config: cl.cfg}, docOut: stdout, ln: ln}
 	return r.main(ctx), r.sum
 }
 
@@ -120,6 +138,8 @@ type run struct {
 	gwAddr     string             // where the gateway batch goes (-t resolved)
 	selfAddr   string             // where the calibration goes (the bound -L, wildcard as loopback)
 	outs       *outputs           // the files the run writes, open from before its first request
+	goodput    *slo.Goodput       // counts the gateway requests that meet every per-request --slo; nil without one
+	ln         net.Listener       // the listener handed to MeasureOn; nil: bind -L
 }
 
 // main runs the measurement and returns the exit status.
@@ -136,6 +156,14 @@ func (r *run) main(ctx context.Context) int {
 	if err := r.resolve(ctx); err != nil {
 		return r.fail(err)
 	}
+	r.goodput = slo.NewGoodput(r.cfg.Objectives())
+	if r.cfg.Rounds > 0 {
+		loop, gw, rounds, err := r.interleave(ctx, r.cfg.Rounds, "")
+		if err != nil {
+			return r.fail(err)
+		}
+		return r.finish(ctx, loop, gw, rounds)
+	}
 	loop, err := r.calibrate(ctx)
 	if err != nil {
 		return r.fail(err)
@@ -144,7 +172,7 @@ func (r *run) main(ctx context.Context) int {
 	if err != nil {
 		return r.fail(err)
 	}
-	return r.finish(ctx, loop, gw)
+	return r.finish(ctx, loop, gw, nil)
 }
 
 // fail reports the error that ends the run and returns ExitFailure.
@@ -198,12 +226,12 @@ func (r *run) startServer() error {
 	r.emissions, r.runID = emission.New(), newRunID()
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
-		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(),
+		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(), HeartbeatMs: cfg.HeartbeatMs,
 		Engine: client.Engine(cfg.Engine)}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
-	srv, err := server.Listen(r.listen, srvCfg)
+	srv, err := r.newServer(srvCfg)
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", cfg.Listen, err)
 	}
@@ -253,23 +281,34 @@ func (r *run) resolve(ctx context.Context) error {
 	return nil
 }
 
+// calibrates reports whether the run has a loopback side: not with -l, nor
+// when -t is the server itself (which it notes).
+func (r *run) calibrates() bool {
+	switch {
+	case r.cfg.NoLoopback:
+		return false
+	case r.selfAddr == r.gwAddr:
+		r.out.errorf("note: -t equals -L, skipping loopback calibration\n")
+		return false
+	}
+	return true
+}
+
 // calibrate runs the loopback calibration batch straight to the server
 // (SPEC §5), unless -l, or -t is the server itself; nil when it did not
 // run.
 func (r *run) calibrate(ctx context.Context) (*summary.Collector, error) {
 	cfg := r.cfg
-	switch {
-	case cfg.NoLoopback:
-		return nil, nil
-	case r.selfAddr == r.gwAddr:
-		r.out.errorf("note: -t equals -L, skipping loopback calibration\n")
+	if !r.calibrates() {
 		return nil, nil
 	}
 	c := batch.CalibrationFor(cfg.Requests, cfg.Concurrency, cfg.Tokens)
 	r.out.errorf("loop: calibrating the noise floor with %d request(s) of %d tokens to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
 		c.Requests, c.Tokens, r.selfAddr, c.Concurrency, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-	return r.runBatch(ctx, batch.Spec{Name: "loop", Requests: c.Requests, Concurrency: c.Concurrency,
-		Request: r.calibrationRequest(c.Tokens)})
+	col := summary.NewCollector()
+	err := r.runBatch(ctx, batch.Spec{Name: "loop", Requests: c.Requests, Concurrency: c.Concurrency,
+		Request: r.calibrationRequest(c.Tokens)}, col, nil, 0)
+	return col, err
 }
 
 // measure runs the gateway batch; an empty one when the run was stopped
@@ -278,37 +317,63 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 	if ctx.Err() != nil {
 		return summary.NewCollector(), nil
 	}
+	r.announce("gw: ", r.gwAddr)
+	req := r.gatewayRequest()
+	r.engineNote(req)
+	col := summary.NewCollector()
+	err := r.runBatch(ctx, r.batchSpec("gw", req), col, nil, 0)
+	return col, err
+}
+
+// announce prints the line that starts a batch of the run's load to addr,
+// after prefix ("gw: ", "round 2/6: loop: "), and for a long closed-loop
+// batch the duration it is expected to take.
+func (r *run) announce(prefix, addr string) {
 	cfg := r.cfg
 	if cfg.Rate == 0 && cfg.Duration == 0 {
-		r.out.errorf("gw: sending %d request(s) to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
-			cfg.Requests, r.gwAddr, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		r.out.errorf("%ssending %d request(s) to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
+			prefix, cfg.Requests, addr, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
 		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, cfg.Requests, cfg.Concurrency); ok {
 			r.out.errorf("%s\n", line)
 		}
-	} else {
-		r.out.errorf("gw: sending %s to %s (%s, tokens=%d, think=%sms, delay=%sms) ...\n",
-			loadShape(cfg), r.gwAddr, capText(cfg), cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		return
 	}
-	req := r.gatewayRequest()
-	r.engineNote(req)
-	spec := batch.Spec{Name: "gw", Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req,
-		Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: 1, Duration: cfg.Duration}
-	return r.runBatch(ctx, spec.WithWarmup(cfg.Warmup))
+	r.out.errorf("%ssending %s to %s (%s, tokens=%d, think=%sms, delay=%sms) ...\n",
+		prefix, loadShape(cfg), addr, capText(cfg), cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
 }
 
-// finish summarises the run, prints its report and warnings, writes its
-// files and returns the exit status.
-func (r *run) finish(ctx context.Context, loop, gw *summary.Collector) int {
+// batchSpec is the batch of the run's load (-r, -c, --rate, --duration,
+// --warmup), named name ("gw" or "loop"), of req's requests.
+func (r *run) batchSpec(name string, req *client.Request) batch.Spec {
+	cfg := r.cfg
+	spec := batch.Spec{Name: name, Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req,
+		Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: 1, Duration: cfg.Duration}
+	return spec.WithWarmup(cfg.Warmup)
+}
+
+// finish summarises the run, checks its objectives, prints its report and
+// warnings, writes its files and returns the exit status.
+func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []summary.Round) int {
 	user, sys := cpuTimes()
+	// The batches are over: the records of their requests, most of the
+	// heap of a large run, are garbage the collector has not taken yet.
+	// Taking it now (a few milliseconds, after the CPU times above) lets
+	// the summary's allocations (MBs of histogram snapshots) reuse that
+	// memory instead of raising the peak resident size (docs/PERF.md,
+	// "Memory at -c 4000").
+	runtime.GC()
 	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr,
-		Lateness: r.srv.Lateness(), UserS: user, SystemS: sys})
+		Lateness: r.srv.Lateness(), UserS: user, SystemS: sys, Rounds: rounds})
+	if len(r.cfg.SLOs) > 0 {
+		sum.SLO = slo.Check(r.cfg.Objectives(), sum, r.goodput)
+	}
 	if loop != nil {
 		r.sum.Loop = loop.Stats
 	}
-	r.sum.Gateway, r.sum.Verdict = gw.Stats, sum.Verdict
+	r.sum.Gateway, r.sum.Verdict, r.sum.Run = gw.Stats, sum.Verdict, sum
 	r.sum.ServerConnections, r.sum.ServerRequests = r.srv.Connections(), r.srv.Requests()
 
-	code, reason := exitStatus(ctx.Err() != nil, gw.Stats.Failed)
+	code, reason := exitStatus(ctx.Err() != nil, gw.Stats.Failed, sum.SLO == nil || sum.SLO.Met)
 	if err := r.outs.closeCSV(); err != nil {
 		r.out.errorf("sse-latency: %v\n", err)
 		code = max(code, ExitFailure)
@@ -321,6 +386,12 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector) int {
 		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
 			late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
 	}
+	return r.conclude(doc, code)
+}
+
+// conclude prints doc's warnings, writes its files and returns code, or
+// ExitFailure when a file or the report could not be written.
+func (r *run) conclude(doc *rundoc.Document, code int) int {
 	r.out.warnings(doc)
 	if err := r.outs.writeDocument(doc); err != nil {
 		r.out.errorf("sse-latency: %v\n", err)
@@ -335,27 +406,40 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector) int {
 
 // exitStatus is the exit status of a run and the reason it ended: 130 and
 // "interrupted" when it was stopped; else "done", with 1 when a gateway
-// request failed (SPEC §6).
-func exitStatus(interrupted bool, gwFailed int) (int, string) {
+// request failed (SPEC §6), else 3 when an objective was not met (sloMet
+// false).
+func exitStatus(interrupted bool, gwFailed int, sloMet bool) (int, string) {
 	switch {
 	case interrupted:
 		return ExitInterrupted, rundoc.EndInterrupted
 	case gwFailed > 0:
 		return ExitFailure, rundoc.EndDone
+	case !sloMet:
+		return ExitGate, rundoc.EndDone
 	}
 	return ExitOK, rundoc.EndDone
 }
 
-// runBatch runs one batch, printing per-request lines and the progress line,
-// and returns what it collected.
-func (r *run) runBatch(ctx context.Context, spec batch.Spec) (*summary.Collector, error) {
-	c := summary.NewCollector()
+// runBatch runs one batch, printing per-request lines and the progress
+// line, and folds its records into c, and into round when not nil (a
+// round of an interleaved run), their indices offset by offset (the
+// requests of the earlier rounds of the batch). The gateway's records
+// also go to the goodput, when the run counts one.
+func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collector, round *stats.Batch, offset int) error {
 	var progress func(batch.Progress)
 	if r.out.tty {
 		progress = r.out.progress
 	}
+	gateway := spec.Name == "gw" && r.goodput != nil
 	err := batch.Run(ctx, spec, func(rec *result.Request) {
+		rec.Index += offset
 		c.Add(rec) // counts a warm-up request apart, outside the statistics
+		if round != nil {
+			round.Add(rec)
+		}
+		if gateway {
+			r.goodput.Add(rec)
+		}
 		if !rec.Warmup && r.outs.csv != nil {
 			r.outs.csv.Add(rec)
 		}
@@ -365,17 +449,30 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec) (*summary.Collector
 		if r.cfg.Verbose {
 			r.out.debugf("%s %d: %d tokens in %d reads, %d bytes", rec.Batch, rec.Index, len(rec.Tokens), rec.Reads, rec.Bytes)
 			r.out.debugf("%s", report.PhasesLine(rec))
+			r.out.debugf("%s", report.TimelineLine(rec))
 		}
 	}, progress)
 	r.out.clearProgress()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if r.cfg.Verbose {
 		b := c.Stats
+		if round != nil {
+			b = round
+		}
 		r.out.debugf("%s: inter-token p1=%.3fms p50=%.3fms p99=%.3fms; emit->recv p50=%.3fms p99=%.3fms p99.9=%.3fms",
 			spec.Name, ms(b.InterToken.Percentile(0.01)), ms(b.InterToken.Percentile(0.50)), ms(b.InterToken.Percentile(0.99)),
 			ms(b.EmitRecv.Percentile(0.50)), ms(b.EmitRecv.Percentile(0.99)), ms(b.EmitRecv.Percentile(0.999)))
 	}
-	return c, nil
+	return nil
+}
+
+// newServer returns the dummy server on the listener handed to MeasureOn,
+// else bound to -L.
+func (r *run) newServer(cfg server.Config) (*server.Server, error) {
+	if r.ln != nil {
+		return server.New(r.ln, cfg), nil
+	}
+	return server.Listen(r.listen, cfg)
 }

@@ -5,16 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/batch"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -22,13 +26,24 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // runMain calls Main in-process with a deadline and returns its outputs.
 func runMain(t *testing.T, ctx context.Context, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runOn(t, ctx, nil, args...)
+}
+
+// runOn is runMain with the dummy server on ln (MeasureOn), a listener the
+// test bound, whose address args give with -L; nil ln: Main.
+func runOn(t *testing.T, ctx context.Context, ln net.Listener, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	if ctx == nil {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 	}
 	var out, errb bytes.Buffer
-	code = Main(ctx, args, &out, &errb)
+	if ln == nil {
+		code = Main(ctx, args, &out, &errb)
+	} else {
+		code, _ = MeasureOn(ctx, ln, args, &out, &errb)
+	}
 	return code, out.String(), errb.String()
 }
 
@@ -50,7 +65,7 @@ func TestUsagePinned(t *testing.T) {
 // set: every long and short name must appear in it.
 func TestUsageNamesEveryFlag(t *testing.T) {
 	for _, name := range []string{"listen", "target", "requests", "concurrency", "tokens", "think", "delay",
-		"timeout", "no-loopback", "quiet", "verbose", "compat", "compressed", "api", "model", "path", "include-usage", "json", "html", "csv", "idle-timeout", "keepalive", "server-close", "max-streams", "header", "api-key", "host-header", "insecure", "cacert", "http2", "h2c", "tls-cert", "tls-key", "tls-self-signed", "rate", "arrival", "duration", "warmup", "help", "version"} {
+		"timeout", "no-loopback", "quiet", "verbose", "compat", "compressed", "api", "model", "path", "include-usage", "json", "html", "csv", "idle-timeout", "keepalive", "server-close", "max-streams", "header", "api-key", "host-header", "insecure", "cacert", "http2", "h2c", "tls-cert", "tls-key", "tls-self-signed", "rate", "arrival", "duration", "warmup", "rounds", "prompt-bytes", "slo", "help", "version"} {
 		if !strings.Contains(usage, "--"+name) {
 			t.Errorf("usage does not mention --%s", name)
 		}
@@ -166,23 +181,42 @@ func TestAddressForms(t *testing.T) {
 
 func TestServerOnlyStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
-	done := make(chan struct{})
+	defer cancel()
+	const waiting = "no -t given: running as server only. Ctrl-C to stop.\n"
+	stderr := &watchWriter{}
+	done := make(chan int, 1)
+	go func() { done <- Main(ctx, []string{"-L", "127.0.0.1:0"}, io.Discard, stderr) }()
+	// Cancelled once it says it waits for Ctrl-C.
+	testutil.Await(t, "the server-only line", func() bool { return strings.Contains(stderr.String(), waiting) })
+	cancel()
 	var code int
-	var errOut string
-	go func() {
-		code, _, errOut = runMain(t, ctx, "-L", "127.0.0.1:0")
-		close(done)
-	}()
 	select {
-	case <-done:
+	case code = <-done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("server-only mode did not stop after its context was cancelled")
 	}
-	if code != ExitOK || !strings.Contains(errOut, "no -t given: running as server only. Ctrl-C to stop.\n") ||
-		!regexp.MustCompile(`dummy OpenAI-like SSE server listening on 127\.0\.0\.1:\d+ \(POST /v1/chat/completions\)`).MatchString(errOut) {
+	errOut := stderr.String()
+	if code != ExitOK || !regexp.MustCompile(`dummy OpenAI-like SSE server listening on 127\.0\.0\.1:\d+ \(POST /v1/chat/completions\)`).MatchString(errOut) {
 		t.Errorf("server-only: code %d, stderr %q", code, errOut)
 	}
+}
+
+// watchWriter is a buffer safe to read while the run writes into it.
+type watchWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
 
 func TestListenFailure(t *testing.T) {
@@ -199,6 +233,40 @@ func TestOpenFilesRefused(t *testing.T) {
 	code, out, errOut := runMain(t, nil, "-L", "127.0.0.1:0", "-t", "127.0.0.1:1", "-r", "100000000", "-c", "100000000")
 	if code != ExitFailure || out != "" || !strings.Contains(errOut, "needs about 200000064 open files") || !strings.Contains(errOut, "ulimit -n") {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and the open-files message", code, out, errOut)
+	}
+}
+
+// TestHeartbeatFlag: --heartbeat parses, is bounded like the hint the
+// server checks (a usage error naming the flag), is echoed in the JSON
+// configuration, and reaches the server's default and the requests' hint.
+func TestHeartbeatFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--heartbeat", "5"}, "--heartbeat 5: want 0 (none) or 10 to 600000 ms of silence before each heartbeat"},
+		{[]string{"--heartbeat", "-1"}, "--heartbeat -1: want 0 (none)"},
+		{[]string{"--heartbeat", "600001"}, "--heartbeat 600001: want"},
+		{[]string{"--heartbeat", "NaN"}, "--heartbeat NaN: want"},
+		{[]string{"--heartbeat", "often"}, `invalid argument "often" for "--heartbeat" flag`},
+	} {
+		code, out, errOut := runMain(t, nil, tt.args...)
+		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage) {
+			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 1, an error containing %q, then the usage", tt.args, code, out, errOut, tt.want)
+		}
+	}
+	cl, err := parseArgs([]string{"--heartbeat", "500"})
+	if err != nil || cl.cfg.HeartbeatMs != 500 || DefaultConfig().HeartbeatMs != 0 {
+		t.Fatalf("parseArgs(--heartbeat 500) = %v, %v; default %v", cl.cfg.HeartbeatMs, err, DefaultConfig().HeartbeatMs)
+	}
+	var echo map[string]any
+	b, _ := json.Marshal(cl.cfg.Redacted())
+	if json.Unmarshal(b, &echo); echo["heartbeat_ms"] != 500.0 {
+		t.Errorf("the JSON configuration %s lacks heartbeat_ms 500", b)
+	}
+	r := &run{commandLine: cl, cfg: cl.cfg, gwAddr: "127.0.0.1:1", selfAddr: "127.0.0.1:1"}
+	if gw, loop := r.gatewayRequest(), r.calibrationRequest(10); gw.HeartbeatMs != 500 || loop.HeartbeatMs != 500 {
+		t.Errorf("the requests ask for heartbeats every %v ms (gateway), %v ms (calibration); want 500", gw.HeartbeatMs, loop.HeartbeatMs)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/slo"
+	"github.com/sse-latency/sse-latency/internal/sweep"
 
 	"github.com/spf13/pflag"
 )
@@ -131,6 +133,9 @@ func (c *Config) Validate() error {
 	if c.Dialect() == api.Completions && (c.Reasoning > 0 || c.ToolCall > 0) {
 		return errors.New("--reasoning and --tool-call need --api chat, responses or anthropic: the completions API streams text only")
 	}
+	if err := c.validateHeartbeat(); err != nil {
+		return err
+	}
 	if c.ThinkMs > float64(server.DefaultMaxDelay/time.Millisecond) || c.DelayMs > float64(server.DefaultMaxDelay/time.Millisecond) {
 		return fmt.Errorf("-T and -d must not exceed the server's limit of %v", server.DefaultMaxDelay)
 	}
@@ -146,6 +151,9 @@ func (c *Config) Validate() error {
 	if c.WebSocket && (c.HTTP2 || c.H2C) {
 		return errors.New("--websocket upgrades an HTTP/1.1 connection: not with --http2 or --h2c")
 	}
+	if err := c.validateGates(); err != nil {
+		return err
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
@@ -153,6 +161,55 @@ func (c *Config) Validate() error {
 		return errors.New("--tls-self-signed and --tls-cert exclude each other")
 	}
 	return nil
+}
+
+// MaxRounds bounds --rounds.
+const MaxRounds = 100
+
+// validateGates checks --rounds, --prompt-bytes and --slo, and writes each
+// objective as package slo does ("gateway emit->recv (tokens) p99 < 1ms").
+func (c *Config) validateGates() error {
+	switch {
+	case c.Rounds < 0 || c.Rounds > MaxRounds:
+		return fmt.Errorf("--rounds %d: want 0 (a single calibration) to %d pairs of rounds", c.Rounds, MaxRounds)
+	case c.Rounds > 0 && c.NoLoopback:
+		return errors.New("--rounds alternates loopback and gateway rounds: not with -l")
+	case c.PromptBytes < 0 || c.PromptBytes > api.MaxPromptBytes:
+		return fmt.Errorf("--prompt-bytes %d: want 0 to %d bytes", c.PromptBytes, api.MaxPromptBytes)
+	}
+	for i, s := range c.SLOs {
+		o, err := slo.Parse(s)
+		if err != nil {
+			return fmt.Errorf("--slo: %v (want %s)", err, slo.Syntax)
+		}
+		if o.Scope != slo.ScopeGateway && c.NoLoopback {
+			return fmt.Errorf("--slo %q: %s figures need the loopback calibration: not with -l", s, o.Scope)
+		}
+		c.SLOs[i] = o.String()
+	}
+	return nil
+}
+
+// validateHeartbeat checks --heartbeat against the bounds the server puts
+// on the pi_heartbeat_ms hint: 0 (none), or from api.MinHeartbeatMs to the
+// server's delay limit.
+func (c *Config) validateHeartbeat() error {
+	max := float64(server.DefaultMaxDelay / time.Millisecond)
+	if v := c.HeartbeatMs; math.IsNaN(v) || v < 0 || v > 0 && v < api.MinHeartbeatMs || v > max {
+		return fmt.Errorf("--heartbeat %v: want 0 (none) or %d to %.0f ms of silence before each heartbeat", v, api.MinHeartbeatMs, max)
+	}
+	return nil
+}
+
+// Objectives returns the --slo objectives (Validate has checked them).
+func (c *Config) Objectives() []slo.SLO {
+	out := make([]slo.SLO, 0, len(c.SLOs))
+	for _, s := range c.SLOs {
+		if o, err := slo.Parse(s); err == nil {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // Redacted is the configuration as reports show it: the API key and the
@@ -190,13 +247,20 @@ type commandLine struct {
 // command line. Its errors name the flag; errHelp and errVersion say what
 // was asked instead of a run.
 func parseArgs(args []string) (commandLine, error) {
-	cl, err := parseFlags(args)
+	cl, err := parseFlags(args, nil)
 	if err != nil {
 		return cl, err
 	}
+	return cl, cl.check()
+}
+
+// check parses the addresses of a command line, and validates its
+// configuration and outputs.
+func (cl *commandLine) check() error {
+	var err error
 	cfg := &cl.cfg
 	if cl.listen, cl.listenHost, err = listenAddr(cfg.Listen); err != nil {
-		return cl, fmt.Errorf("-L: %v", err)
+		return fmt.Errorf("-L: %v", err)
 	}
 	if cfg.Target != "" {
 		t, err := parseTarget(cfg.Target)
@@ -204,19 +268,29 @@ func parseArgs(args []string) (commandLine, error) {
 			_, _, err = splitAddr(t.hostPort)
 		}
 		if err != nil {
-			return cl, fmt.Errorf("-t: %v", err)
+			return fmt.Errorf("-t: %v", err)
 		}
 		cl.target = t
 	}
 	if err := cfg.Validate(); err != nil {
-		return cl, err
+		return err
 	}
-	return cl, checkOutputs(*cfg)
+	return checkOutputs(*cfg)
+}
+
+// listFlags receive, for the sweep subcommand, the flags whose values are
+// lists there (and one that only it has); nil for a run.
+type listFlags struct {
+	concurrency, rate, promptBytes string
+	kneeMs                         float64
+	changed                        func(name string) bool // whether a flag was given
 }
 
 // parseFlags reads the flags into a Config with the defaults of the
-// others.
-func parseFlags(args []string) (commandLine, error) {
+// others. With lists (the sweep subcommand), -c, --rate and --prompt-bytes
+// are read as text into it, for the sweep to parse, and --knee-threshold is
+// known.
+func parseFlags(args []string, lists *listFlags) (commandLine, error) {
 	cfg := DefaultConfig()
 	fs := pflag.NewFlagSet("sse-latency", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -226,7 +300,13 @@ func parseFlags(args []string) (commandLine, error) {
 	fs.StringVarP(&cfg.Listen, "listen", "L", cfg.Listen, "")
 	fs.StringVarP(&cfg.Target, "target", "t", cfg.Target, "")
 	fs.IntVarP(&cfg.Requests, "requests", "r", cfg.Requests, "")
-	fs.IntVarP(&cfg.Concurrency, "concurrency", "c", cfg.Concurrency, "")
+	var promptBytes string
+	var slos []string
+	if lists == nil {
+		fs.IntVarP(&cfg.Concurrency, "concurrency", "c", cfg.Concurrency, "")
+	} else {
+		fs.StringVarP(&lists.concurrency, "concurrency", "c", "", "")
+	}
 	fs.IntVarP(&cfg.Tokens, "tokens", "n", cfg.Tokens, "")
 	fs.Float64VarP(&cfg.ThinkMs, "think", "T", cfg.ThinkMs, "")
 	fs.Float64VarP(&cfg.DelayMs, "delay", "d", cfg.DelayMs, "")
@@ -244,6 +324,7 @@ func parseFlags(args []string) (commandLine, error) {
 	fs.IntVar(&cfg.Reasoning, "reasoning", 0, "")
 	fs.IntVar(&cfg.ToolCall, "tool-call", 0, "")
 	fs.StringVar(&cfg.ReasoningField, "reasoning-field", cfg.ReasoningField, "")
+	fs.Float64Var(&cfg.HeartbeatMs, "heartbeat", 0, "")
 	fs.IntVar(&cfg.IdleMs, "idle-timeout", 0, "")
 	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "")
 	fs.BoolVar(&cfg.ServerClose, "server-close", false, "")
@@ -259,10 +340,20 @@ func parseFlags(args []string) (commandLine, error) {
 	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "")
 	fs.StringVar(&cfg.APIKey, "api-key", "", "")
 	fs.StringVar(&cfg.HostHeader, "host-header", "", "")
-	fs.Float64Var(&cfg.Rate, "rate", 0, "")
+	if lists == nil {
+		fs.Float64Var(&cfg.Rate, "rate", 0, "")
+	} else {
+		fs.StringVar(&lists.rate, "rate", "", "")
+	}
 	fs.StringVar(&cfg.Arrival, "arrival", cfg.Arrival, "")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "")
 	fs.IntVar(&cfg.Warmup, "warmup", 0, "")
+	fs.IntVar(&cfg.Rounds, "rounds", 0, "")
+	fs.StringVar(&promptBytes, "prompt-bytes", "", "")
+	fs.StringArrayVar(&slos, "slo", nil, "")
+	if lists != nil {
+		fs.Float64Var(&lists.kneeMs, "knee-threshold", sweep.DefaultKneeThresholdMs, "")
+	}
 	fs.StringVar(&cfg.JSONPath, "json", "", "")
 	fs.StringVar(&cfg.HTMLPath, "html", "", "")
 	fs.StringVar(&cfg.CSVPath, "csv", "", "")
@@ -270,6 +361,17 @@ func parseFlags(args []string) (commandLine, error) {
 	fs.BoolVar(&version, "version", false, "")
 	if err := fs.Parse(args); err != nil {
 		return commandLine{cfg: cfg}, err
+	}
+	cfg.SLOs = slos
+	switch {
+	case lists != nil:
+		lists.promptBytes, lists.changed = promptBytes, fs.Changed
+	case promptBytes != "":
+		n, err := sweep.ParseSize(promptBytes)
+		if err != nil {
+			return commandLine{cfg: cfg}, fmt.Errorf("--prompt-bytes: %v", err)
+		}
+		cfg.PromptBytes = n
 	}
 	if cfg.Duration > 0 && !fs.Changed("requests") {
 		cfg.Requests = 0 // --duration instead of -r
@@ -310,7 +412,7 @@ Options:
   -v, --verbose              verbose
       --compat               output byte for byte as the reference tool (no verdict block)
       --compressed           send Accept-Encoding: gzip (gzip responses are always decoded)
-      --engine <name>        I/O engine: auto, epoll, goroutine (def auto: epoll on Linux for plain http, else goroutine)
+      --engine <name>        I/O engine: auto, epoll, uring, goroutine (def auto: epoll on Linux for plain http, else goroutine)
       --api <name>           API dialect: chat, completions, responses, anthropic (def chat)
       --model <name>         model the requests ask for (def sse-latency-1)
       --path <path>          request path through the gateway (def: the dialect's, e.g. /v1/messages)
@@ -319,6 +421,7 @@ Options:
       --tool-call <n>        then one tool call of n argument tokens, at -d, before the text (def 0)
       --reasoning-field <f>  reasoning_content (chat delta.reasoning_content, responses summary) or
                              reasoning (chat delta.reasoning, responses reasoning_text) (def reasoning_content)
+      --heartbeat <ms>       the server writes a heartbeat (": ping", anthropic: event: ping) after each <ms> of silence (def 0: none)
       --idle-timeout <ms>    end a request whose stream stays silent this long (def 0: off; -w still applies)
   -k, --keepalive            reuse one connection per concurrency slot (drained to its end after [DONE])
       --server-close         the server closes every connection after its response, as the reference
@@ -339,6 +442,11 @@ Options:
       --arrival <kind>       constant or poisson arrivals with --rate (def constant)
       --duration <d>         start requests for this long (e.g. 30s) instead of counting -r
       --warmup <n>           the first n requests are reported but left out of the statistics
+      --rounds <n>           alternate n loopback and n gateway rounds (L G G L ...); the overhead is
+                             the difference of the rounds' medians (def 0: one calibration, as the reference)
+      --prompt-bytes <size>  pad the prompt to this size: bytes, or k/m (64k, 1m; def: the short prompt)
+      --slo <objective>      check after the run, e.g. 'gateway emit->recv p99 < 1ms' or 'added TTFT p50 < 2ms'
+                             (repeatable); exit 3 when one is not met
       --json <file>          write the run as a JSON document ("-": stdout; the text report then goes to stderr)
       --html <file>          write a self-contained HTML report with plots
       --csv <file>           stream one row per token (batch, request, token, emitted, arrived, delay, read)
@@ -349,8 +457,12 @@ Addresses: port, :port, *:port, ip:port, host:port, [v6]:port; -t also takes
 a URL, http(s)://host[:port][/prefix] (the prefix goes before the API path).
 Example: sse-latency -L :8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 1000
 
+Sweep (each step a measurement with its own loopback; see sse-latency sweep -h):
+  sse-latency sweep -t GW --concurrency 1,10,50 [options]    or --rate 10,50,100 or --prompt-bytes 1k,64k,1m
+
 Subcommands on saved runs (--json files):
   sse-latency report RUN.json [--text] [--html OUT]          re-render a run and its warnings
   sse-latency merge [--force] A.json B.json ... > ALL.json   combine parallel runs through one gateway
-  sse-latency compare BEFORE.json AFTER.json                 the difference, metric by metric
+  sse-latency compare BEFORE.json AFTER.json [--fail-if C]   the difference, metric by metric; exit 3 when
+                                                             a --fail-if growth exceeds its threshold and the noise
 `

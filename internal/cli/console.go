@@ -89,6 +89,14 @@ func (c *console) report(doc *rundoc.Document, compat bool) {
 	c.keep(report.WriteText(c.stdout, &doc.Run, compat))
 }
 
+// sweep writes the report of a sweep's document on stdout.
+func (c *console) sweep(doc *rundoc.Document) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.erase()
+	c.keep(report.WriteSweep(c.stdout, doc))
+}
+
 // warnings writes the run's warnings (report.Warnings) on stderr.
 func (c *console) warnings(doc *rundoc.Document) {
 	c.mu.Lock()

@@ -15,17 +15,20 @@ func TestExitStatus(t *testing.T) {
 	tests := []struct {
 		interrupted bool
 		failed      int
+		sloMet      bool
 		code        int
 		reason      string
 	}{
-		{false, 0, ExitOK, rundoc.EndDone},
-		{false, 3, ExitFailure, rundoc.EndDone},
-		{true, 0, ExitInterrupted, rundoc.EndInterrupted},
-		{true, 3, ExitInterrupted, rundoc.EndInterrupted},
+		{false, 0, true, ExitOK, rundoc.EndDone},
+		{false, 3, true, ExitFailure, rundoc.EndDone},
+		{false, 0, false, ExitGate, rundoc.EndDone},
+		{false, 3, false, ExitFailure, rundoc.EndDone}, // failed requests first: they explain a missed objective
+		{true, 0, true, ExitInterrupted, rundoc.EndInterrupted},
+		{true, 3, false, ExitInterrupted, rundoc.EndInterrupted},
 	}
 	for _, tt := range tests {
-		if code, reason := exitStatus(tt.interrupted, tt.failed); code != tt.code || reason != tt.reason {
-			t.Errorf("exitStatus(%v, %d) = %d, %q; want %d, %q", tt.interrupted, tt.failed, code, reason, tt.code, tt.reason)
+		if code, reason := exitStatus(tt.interrupted, tt.failed, tt.sloMet); code != tt.code || reason != tt.reason {
+			t.Errorf("exitStatus(%v, %d, %v) = %d, %q; want %d, %q", tt.interrupted, tt.failed, tt.sloMet, code, reason, tt.code, tt.reason)
 		}
 	}
 }

@@ -9,16 +9,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // measureTo runs one short loopback measurement with extra args and fails
 // the test unless it succeeds.
 func measureTo(t *testing.T, extra ...string) (stdout, stderr string) {
 	t.Helper()
-	addr := freePort(t)
+	ln := testutil.Listen(t)
+	addr := ln.Addr().String()
 	args := append([]string{"-L", addr, "-t", addr, "-r", "3", "-c", "3", "-n", "30", "-d", "0.5", "-q"}, extra...)
 	var o, e bytes.Buffer
-	if code, _ := Measure(context.Background(), args, &o, &e); code != ExitOK {
+	if code, _ := MeasureOn(context.Background(), ln, args, &o, &e); code != ExitOK {
 		t.Fatalf("Measure(%q) = %d\nstdout:\n%s\nstderr:\n%s", args, code, o.String(), e.String())
 	}
 	return o.String(), e.String()
@@ -131,9 +134,10 @@ func TestSubcommandErrors(t *testing.T) {
 	other := filepath.Join(dir, "other.json")
 	measureTo(t, "--json", other)
 	differs := filepath.Join(dir, "differs.json")
-	addr := freePort(t)
+	ln := testutil.Listen(t)
+	addr := ln.Addr().String()
 	var o, e bytes.Buffer
-	if code, _ := Measure(context.Background(), []string{"-L", addr, "-t", addr, "-r", "2", "-n", "20", "-d", "0.5", "-q", "--json", differs}, &o, &e); code != ExitOK {
+	if code, _ := MeasureOn(context.Background(), ln, []string{"-L", addr, "-t", addr, "-r", "2", "-n", "20", "-d", "0.5", "-q", "--json", differs}, &o, &e); code != ExitOK {
 		t.Fatalf("second run: %s", e.String())
 	}
 	tests := []struct {

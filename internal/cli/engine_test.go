@@ -18,14 +18,19 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 )
 
 // cliEngines are the engines a measurement can run on here.
 func cliEngines() []client.Engine {
+	var es []client.Engine
 	if ok, _ := client.EngineEpoll.Loops(); ok {
-		return []client.Engine{client.EngineEpoll, client.EngineGoroutine}
+		es = append(es, client.EngineEpoll)
 	}
-	return []client.Engine{client.EngineGoroutine}
+	if evloop.UringAvailable() == nil {
+		es = append(es, client.EngineUring)
+	}
+	return append(es, client.EngineGoroutine)
 }
 
 // listenLine is the line naming the address the dummy server bound.

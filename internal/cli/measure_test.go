@@ -13,68 +13,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
-// freePort returns a loopback address that was free a moment ago, for a
-// server whose address a proxy must know before it starts.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// serveTCP accepts connections on a loopback port and hands each to handle,
-// until the test ends.
-func serveTCP(t *testing.T, handle func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() { defer wg.Done(); defer c.Close(); handle(c) }()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
-
-// relay is a TCP proxy to upstream whose response direction goes through
-// pump (which copies from up to down however it likes).
+// relay is a TCP gateway to upstream whose response direction goes
+// through pump (which copies from up to down however it likes).
 func relay(t *testing.T, upstream string, pump func(down io.Writer, up io.Reader)) string {
-	return serveTCP(t, func(c net.Conn) {
-		u, err := net.Dial("tcp", upstream)
-		if err != nil {
-			return
-		}
-		defer u.Close()
-		go io.Copy(u, c)
-		pump(c, u)
-	})
+	return testutil.Relay(t, func() string { return upstream }, func(down, up net.Conn) { pump(down, up) })
 }
 
 // bufferingPump releases what it received every period, like a gateway
@@ -130,6 +76,13 @@ var (
 	meanRE  = regexp.MustCompile(`(?m)^emit->recv \(tokens\)\s+n=(\d+)\s+mean=([0-9.]+)ms\s+min=[0-9.]+ms\s+p50=([0-9.]+)ms`)
 )
 
+var interTokenN = regexp.MustCompile(`(?m)^inter-token \(client\)\s+n=(\d+)\s`)
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
 type batchLine struct{ requests, ok, failed, tokens int }
 
 func parseTitles(t *testing.T, out string) map[string]batchLine {
@@ -158,19 +111,17 @@ func emitRecvMeans(t *testing.T, out string) []float64 {
 }
 
 func TestMeasureThroughReverseProxy(t *testing.T) {
-	backend := freePort(t)
+	backendLn := testutil.Listen(t)
+	backend := backendLn.Addr().String()
 	u, _ := url.Parse("http://" + backend)
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1 // flush every write: an SSE-friendly gateway
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: rp}
+	ln := testutil.Listen(t)
+	hs := &http.Server{Handler: testutil.FullDuplex(rp)}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 
-	code, out, errOut := runMain(t, nil, "-L", backend, "-t", ln.Addr().String(), "-r", "4", "-c", "2", "-n", "50", "-d", "1")
+	code, out, errOut := runOn(t, nil, backendLn, "-L", backend, "-t", ln.Addr().String(), "-r", "4", "-c", "2", "-n", "50", "-d", "1")
 	if code != ExitOK {
 		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -201,9 +152,10 @@ func TestMeasureThroughReverseProxy(t *testing.T) {
 }
 
 func TestMeasureThroughBufferingProxy(t *testing.T) {
-	backend := freePort(t)
+	ln := testutil.Listen(t)
+	backend := ln.Addr().String()
 	proxy := relay(t, backend, bufferingPump(100*time.Millisecond))
-	code, out, errOut := runMain(t, nil, "-L", backend, "-t", proxy, "-r", "2", "-c", "2", "-n", "100", "-d", "2", "-q")
+	code, out, errOut := runOn(t, nil, ln, "-L", backend, "-t", proxy, "-r", "2", "-c", "2", "-n", "100", "-d", "2", "-q")
 	if code != ExitOK {
 		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -231,44 +183,45 @@ func TestFailures(t *testing.T) {
 			})
 		}, nil, "gw   0: FAILED: connection closed before [DONE]\n"},
 		{"502", func(t *testing.T, _ string) string {
-			return serveTCP(t, func(c net.Conn) {
+			return testutil.ServeTCP(t, func(c net.Conn) {
 				c.Read(make([]byte, 4096))
 				io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 11\r\nConnection: close\r\n\r\nbad gateway")
 			})
 		}, nil, "gw   0: FAILED: status HTTP/1.1 502 Bad Gateway\n"},
 		{"never answers", func(t *testing.T, _ string) string {
-			return serveTCP(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+			return testutil.ServeTCP(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 		}, []string{"-w", "300"}, "gw   0: FAILED: timeout after 300ms\n"},
 		{"short response", func(t *testing.T, _ string) string {
-			return serveTCP(t, func(c net.Conn) {
+			return testutil.ServeTCP(t, func(c net.Conn) {
 				c.Read(make([]byte, 4096))
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/ev")
 			})
 		}, nil, "gw   0: FAILED: short response\n"},
 		{"no content", func(t *testing.T, _ string) string {
-			return serveTCP(t, func(c net.Conn) {
+			return testutil.ServeTCP(t, func(c net.Conn) {
 				c.Read(make([]byte, 4096))
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"+
 					"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: [DONE]\n\n")
 			})
 		}, nil, "gw   0: FAILED: no content tokens received\n"},
 		{"content cut short", func(t *testing.T, _ string) string {
-			return serveTCP(t, func(c net.Conn) {
+			return testutil.ServeTCP(t, func(c net.Conn) {
 				c.Read(make([]byte, 4096))
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"+
 					"data: {\"choices\":[{\"delta\":{\"content\":\"anan\"}}]}\n\ndata: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
 			})
 		}, nil, "gw   0: FAILED: integrity: 199 tokens missing (first: token 1)\n"},
 		{"refused", func(t *testing.T, _ string) string {
-			return freePort(t) // nothing listens there any more
+			return testutil.RefusedAddr(t)
 		}, nil, "gw   0: FAILED: connect(): Connection refused\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			backend := freePort(t)
+			ln := testutil.Listen(t)
+			backend := ln.Addr().String()
 			gw := tt.gateway(t, backend)
 			args := append([]string{"-L", backend, "-t", gw, "-n", "200", "-d", "1"}, tt.args...)
-			code, out, errOut := runMain(t, nil, args...)
+			code, out, errOut := runOn(t, nil, ln, args...)
 			if code != ExitFailure {
 				t.Errorf("exit %d, want 1 (a gateway request failed)\nstderr:\n%s", code, errOut)
 			}
@@ -283,8 +236,9 @@ func TestFailures(t *testing.T) {
 }
 
 func TestTargetEqualsListen(t *testing.T) {
-	addr := freePort(t)
-	code, out, errOut := runMain(t, nil, "-L", addr, "-t", addr, "-n", "20", "-d", "0.5", "-r", "2", "-c", "2")
+	ln := testutil.Listen(t)
+	addr := ln.Addr().String()
+	code, out, errOut := runOn(t, nil, ln, "-L", addr, "-t", addr, "-n", "20", "-d", "0.5", "-r", "2", "-c", "2")
 	if code != ExitOK || !strings.Contains(errOut, "note: -t equals -L, skipping loopback calibration\n") {
 		t.Errorf("exit %d, stderr %q; want 0 and the -t equals -L note", code, errOut)
 	}
@@ -297,9 +251,10 @@ func TestTargetEqualsListen(t *testing.T) {
 }
 
 func TestQuietAndNoLoopback(t *testing.T) {
-	addr := freePort(t)
-	other := relay(t, addr, func(down io.Writer, up io.Reader) { io.Copy(down, up) })
-	code, out, errOut := runMain(t, nil, "-L", addr, "-t", other, "-n", "10", "-d", "0.2", "-q", "-l")
+	ln := testutil.Listen(t)
+	addr := ln.Addr().String()
+	other := testutil.Relay(t, func() string { return addr }, testutil.Forward)
+	code, out, errOut := runOn(t, nil, ln, "-L", addr, "-t", other, "-n", "10", "-d", "0.2", "-q", "-l")
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -312,20 +267,37 @@ func TestQuietAndNoLoopback(t *testing.T) {
 }
 
 func TestInterruptKeepsResults(t *testing.T) {
-	addr := freePort(t)
+	ln := testutil.Listen(t)
+	addr := ln.Addr().String()
+	// A gateway that passes each stream's first 5 tokens, then holds the
+	// rest: the run is cancelled once the client has read those, with all
+	// three streams in flight.
+	hold := &testutil.Hold{Marker: `"delta":{"content":"`, N: 5}
+	gw := testutil.Relay(t, func() string { return addr }, hold.Pump)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// Two quick requests finish, two long ones are cut by the cancellation.
-	time.AfterFunc(1500*time.Millisecond, cancel)
-	code, out, errOut := runMain(t, ctx, "-L", addr, "-t", addr, "-r", "3", "-c", "3", "-n", "100000", "-d", "1")
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	ran := make(chan result, 1)
+	go func() {
+		var r result
+		r.code, r.out, r.errOut = runOn(t, ctx, ln, "-L", addr, "-t", gw, "-l", "-r", "3", "-c", "3", "-n", "100000", "-d", "1")
+		ran <- r
+	}()
+	hold.AwaitRead(t, 3)
+	cancel()
+	r := <-ran
+	code, out, errOut := r.code, r.out, r.errOut
 	if code != ExitInterrupted {
 		t.Errorf("exit %d, want %d after an interruption", code, ExitInterrupted)
 	}
 	if got := parseTitles(t, out)["gateway"]; got.requests != 3 || got.failed != 3 {
 		t.Errorf("gateway batch %+v, want the 3 interrupted requests reported\n%s", got, out)
 	}
-	if !strings.Contains(out, "FAILED: interrupted") || !regexp.MustCompile(`inter-token \(client\)\s+n=[1-9]`).MatchString(out) {
-		t.Errorf("report lacks the interrupted requests' samples:\n%s", out)
+	if m := interTokenN.FindStringSubmatch(out); !strings.Contains(out, "FAILED: interrupted") || m == nil || atoi(m[1]) < 3*4 {
+		t.Errorf("report lacks the interrupted requests' samples (at least 3 x 4 inter-token gaps):\n%s", out)
 	}
 	if !strings.Contains(errOut, "interrupted") {
 		t.Errorf("stderr does not say the run was interrupted:\n%s", errOut)
@@ -336,13 +308,14 @@ func TestInterruptKeepsResults(t *testing.T) {
 // keeps the output to what the reference prints.
 func TestCompatOmitsVerdict(t *testing.T) {
 	for _, compat := range []bool{false, true} {
-		addr := freePort(t)
+		ln := testutil.Listen(t)
+		addr := ln.Addr().String()
 		args := []string{"-L", addr, "-t", addr, "-n", "40", "-d", "1", "-q"}
 		if compat {
 			args = append(args, "--compat")
 		}
 		var stdout strings.Builder
-		code, sum := Measure(context.Background(), args, &stdout, io.Discard)
+		code, sum := MeasureOn(context.Background(), ln, args, &stdout, io.Discard)
 		if code != ExitOK || sum == nil || sum.Verdict == nil || sum.Gateway.OK != 1 {
 			t.Fatalf("compat=%v: exit %d, summary %+v", compat, code, sum)
 		}

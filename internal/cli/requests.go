@@ -33,15 +33,20 @@ func (r *run) gatewayRequest() *client.Request {
 }
 
 // calibrationRequest prepares the calibration's requests of tokens tokens
-// straight to the server: on the dialect's own path (--path is the
-// gateway's), with TLS when it listens with TLS (trusting its own
-// certificate), in the protocol closest to the gateway batch's (over
-// WebSocket with --websocket), with at most batch.CalibrationMaxTokens
-// tokens in each phase.
+// straight to the server (loopbackRequest), with at most
+// batch.CalibrationMaxTokens tokens in each phase.
 func (r *run) calibrationRequest(tokens int) *client.Request {
+	return r.loopbackRequest(tokens, batch.CalibrationMaxTokens)
+}
+
+// loopbackRequest prepares requests of tokens tokens straight to the
+// server, with at most phaseCap reasoning and tool-call tokens: on the
+// dialect's own path (--path is the gateway's), with TLS when it listens
+// with TLS (trusting its own certificate), in the protocol closest to the
+// gateway batch's (over WebSocket with --websocket).
+func (r *run) loopbackRequest(tokens, phaseCap int) *client.Request {
 	o := r.baseOptions(r.selfAddr, tokens, tokens)
-	// Its reasoning and tool-call tokens are capped like its text.
-	o.Reasoning, o.ToolCall = min(o.Reasoning, batch.CalibrationMaxTokens), min(o.ToolCall, batch.CalibrationMaxTokens)
+	o.Reasoning, o.ToolCall = min(o.Reasoning, phaseCap), min(o.ToolCall, phaseCap)
 	if r.selfTLS != nil {
 		o.Scheme = "https"
 		o.TLS = &tls.Config{InsecureSkipVerify: true} // our own certificate, generated or given
@@ -65,8 +70,10 @@ func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
 		Tokens:       tokens,
 		ExpectTokens: expect,
 		IncludeUsage: r.cfg.IncludeUsage,
+		PromptBytes:  r.cfg.PromptBytes,
 		Reasoning:    r.cfg.Reasoning,
 		ToolCall:     r.cfg.ToolCall,
+		HeartbeatMs:  r.cfg.HeartbeatMs,
 		ExtraHeaders: r.extraHeaders(),
 		APIKey:       r.cfg.APIKey,
 		KeepAlive:    r.cfg.KeepAlive,

@@ -6,12 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // The rewriting gateways of this file are in-process stand-ins for AI
@@ -103,10 +103,7 @@ func startRewritingGateway(t *testing.T, upstream, upstreamPath string, keepHint
 		}
 		rw.flush(emit)
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
@@ -275,11 +272,12 @@ func TestRewritingGateways(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			backend := freePort(t)
+			ln := testutil.Listen(t)
+			backend := ln.Addr().String()
 			gw := startRewritingGateway(t, backend, tt.path, tt.keepHintHeader, tt.rebuild, tt.rewriter)
 			args := []string{"-L", backend, "-t", gw, "-r", fmt.Sprint(requests), "-c", "3", "-n", fmt.Sprint(tokens), "-d", "2", "-q", "-v"}
 			var stdout, stderr bytes.Buffer
-			code, sum := Measure(context.Background(), args, &stdout, &stderr)
+			code, sum := MeasureOn(context.Background(), ln, args, &stdout, &stderr)
 			if code != ExitOK || sum == nil {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 			}

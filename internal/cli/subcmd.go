@@ -10,6 +10,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/report"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
+	"github.com/sse-latency/sse-latency/internal/slo"
 )
 
 // subcommands work on documents saved with --json.
@@ -21,9 +22,10 @@ var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
 
 const reportUsage = `usage: sse-latency report RUN.json [--text] [--html OUT]
 
-Re-renders a run saved with --json: the text report (the default, or with
---text) and/or the HTML report; then, on stderr, the warnings the run
-printed (its own overload, an interruption, a forced merge).
+Re-renders a run (or a sweep) saved with --json: the text report (the
+default, or with --text) and/or the HTML report; then, on stderr, the
+warnings the run printed (its own overload, an interruption, a forced
+merge, an objective not met).
 `
 
 const mergeUsage = `usage: sse-latency merge [--force] A.json B.json ... > ALL.json
@@ -36,9 +38,18 @@ or of another measurement (-n, -d, --api, ...) are refused with the field
 named; --force merges them anyway and the merged run says so.
 `
 
-const compareUsage = `usage: sse-latency compare BEFORE.json AFTER.json
+const compareUsage = `usage: sse-latency compare BEFORE.json AFTER.json [--fail-if CONDITION ...]
 
 Prints, metric by metric, how AFTER differs from BEFORE.
+
+--fail-if '[gateway|loopback|added] <metric> <stat> +<n>%' (or +<n>ms; repeatable),
+e.g. --fail-if 'emit->recv p99 +20%', exits 3 when the figure grew by more
+than the threshold AND beyond the noise of the runs' rounds: every round
+of AFTER worse than every round of BEFORE (runs made with --rounds). The
+figure of a run with rounds is the median of its rounds; a run without
+rounds has no measure of its noise, and only the threshold decides.
+Stats: mean, p50, p95, p99. A condition a document cannot answer (no such
+batch, no samples) exits 1.
 `
 
 // subUsage prints err (if any) and the usage, and returns the exit status.
@@ -101,7 +112,11 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 		return ExitFailure
 	}
 	if *text || *html == "" {
-		if err := report.WriteText(stdout, &d.Run, d.Compat()); err != nil {
+		write := func(w io.Writer) error { return report.WriteText(w, &d.Run, d.Compat()) }
+		if d.Sweep != nil {
+			write = func(w io.Writer) error { return report.WriteSweep(w, d) }
+		}
+		if err := write(stdout); err != nil {
 			fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 			return ExitFailure
 		}
@@ -154,15 +169,24 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 
 func compareCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newSubFlags("compare")
+	failIf := fs.StringArray("fail-if", nil, "")
 	if err := fs.Parse(args); err != nil {
 		return subUsage(stderr, compareUsage, err)
 	}
 	if fs.NArg() != 2 {
 		return subUsage(stderr, compareUsage, fmt.Errorf("compare takes BEFORE.json and AFTER.json, got %d arguments", fs.NArg()))
 	}
+	var conds []slo.FailIf
+	for _, c := range *failIf {
+		fc, err := slo.ParseFailIf(c)
+		if err != nil {
+			return subUsage(stderr, compareUsage, fmt.Errorf("--fail-if: %v (want %s)", err, slo.FailIfSyntax))
+		}
+		conds = append(conds, fc)
+	}
 	before, err := readDocument(fs.Arg(0))
+	var after *rundoc.Document
 	if err == nil {
-		var after *rundoc.Document
 		if after, err = readDocument(fs.Arg(1)); err == nil {
 			err = rundoc.Compare(stdout, before, after)
 		}
@@ -171,5 +195,32 @@ func compareCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 		return ExitFailure
 	}
-	return ExitOK
+	if len(conds) == 0 {
+		return ExitOK
+	}
+	verdicts := make([]slo.Verdict, len(conds))
+	for i, c := range conds {
+		verdicts[i] = c.Eval(&before.Run, &after.Run)
+	}
+	if err := report.WriteFailIf(stdout, verdicts); err != nil {
+		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
+		return ExitFailure
+	}
+	code := ExitOK
+	for _, v := range verdicts {
+		switch {
+		case v.Reason != "":
+			fmt.Fprintf(stderr, "sse-latency: --fail-if %s: cannot be evaluated: %s\n", v.Cond, v.Reason)
+			code = ExitFailure
+		case v.Fail && code == ExitOK:
+			code = ExitGate
+		}
+	}
+	for _, v := range verdicts {
+		if v.Fail {
+			fmt.Fprintf(stderr, "regression: %s: %+.3fms (%.3fms -> %.3fms), beyond the threshold (%.3fms) and the rounds' spread\n",
+				v.Cond, v.ChangeMs, v.Before.Ms, v.After.Ms, v.ThresholdMs)
+		}
+	}
+	return code
 }

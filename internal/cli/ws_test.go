@@ -4,51 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/wsrelay"
 )
-
-// laterRelay is an SSE->WebSocket relay (wsrelay, the seed report's
-// shape) in front of the tool's own server, started before it: like
-// laterGateway, it learns the address the server bound from the tool's
-// stderr.
-type laterRelay struct {
-	serverAddrWatcher
-	addr string
-}
-
-func newLaterRelay(t *testing.T, cfg wsrelay.Config) *laterRelay {
-	t.Helper()
-	g := &laterRelay{serverAddrWatcher: serverAddrWatcher{backend: make(chan string, 1)}}
-	var upstream string
-	var upOnce sync.Once
-	cfg.Upstream = func() string {
-		upOnce.Do(func() {
-			select {
-			case upstream = <-g.backend:
-			case <-time.After(20 * time.Second):
-				upstream = "127.0.0.1:1" // refused: the test fails on it
-			}
-		})
-		return upstream
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := wsrelay.Start(ln, cfg)
-	t.Cleanup(func() { r.Close() })
-	g.addr = r.Addr()
-	return g
-}
 
 // TestWebSocketThroughRelay measures through an SSE->WebSocket relay with
 // --websocket: the gateway batch speaks WebSocket to the relay, which
@@ -58,17 +23,21 @@ func newLaterRelay(t *testing.T, cfg wsrelay.Config) *laterRelay {
 // and the report says each batch went over WebSocket: the stream block,
 // the JSON document (config and batches), the HTML page.
 func TestWebSocketThroughRelay(t *testing.T) {
-	g := newLaterRelay(t, wsrelay.Config{})
+	ln := testutil.Listen(t) // the dummy server's, bound before the relay learns its address
+	rl := testutil.Listen(t)
+	relay := wsrelay.Start(rl, wsrelay.Config{Upstream: func() string { return ln.Addr().String() }})
+	t.Cleanup(func() { relay.Close() })
+	gw := relay.Addr()
 	dir := t.TempDir()
 	doc, page := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.html")
-	var out bytes.Buffer
+	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	code := Main(ctx, []string{"-L", "127.0.0.1:0", "-t", g.addr, "--api", "responses", "--websocket", "-k",
-		"-r", "6", "-c", "2", "-n", "40", "-d", "1", "--json", doc, "--html", page}, &out, g)
+	code, _ := MeasureOn(ctx, ln, []string{"-L", ln.Addr().String(), "-t", gw, "--api", "responses", "--websocket", "-k",
+		"-r", "6", "-c", "2", "-n", "40", "-d", "1", "--json", doc, "--html", page}, &out, &errb)
 	text := out.String()
 	if code != ExitOK {
-		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, text, g.stderrText())
+		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, text, errb.String())
 	}
 	titles := parseTitles(t, text)
 	if got, want := titles["gateway"], (batchLine{6, 6, 0, 240}); got != want {
@@ -104,7 +73,7 @@ func TestWebSocketThroughRelay(t *testing.T) {
 		t.Errorf("JSON document: %+v (%v); want config.websocket and both batches over websocket", d, err)
 	}
 	html, err := os.ReadFile(page)
-	if err != nil || !strings.Contains(string(html), g.addr+" over WebSocket:") {
+	if err != nil || !strings.Contains(string(html), gw+" over WebSocket:") {
 		t.Errorf("the HTML page does not say the gateway batch went over WebSocket (%v)", err)
 	}
 }

@@ -74,8 +74,8 @@ func BenchmarkPerTokenPhases(b *testing.B) {
 					b.Fatal(rec.Failure.Error())
 				}
 				feedForever(b, r, rec, reads)
-				if r.reasoning.diverged || r.args.words.diverged || r.args.state == argBad || rec.ByPiTs == 0 || rec.Failure.Kind != result.OK {
-					b.Fatalf("the stream did not match: %q %q", r.reasoning.problem(), r.args.problem())
+				if ph := r.phases; ph.reasoning.diverged || ph.args.words.diverged || ph.args.state == argBad || rec.ByPiTs == 0 || rec.Failure.Kind != result.OK {
+					b.Fatalf("the stream did not match: %q %q", ph.reasoning.problem(), ph.args.problem())
 				}
 			})
 		}

@@ -144,11 +144,18 @@ type Options struct {
 	// shows it. Completions has neither.
 	Reasoning int
 	ToolCall  int
+	// HeartbeatMs > 0 asks the server for a heartbeat after every
+	// HeartbeatMs of silence (the pi_heartbeat_ms hint); 0 leaves it to
+	// the server.
+	HeartbeatMs float64
 	// IncludeUsage asks Chat and Completions streams for their usage chunk
 	// (stream_options.include_usage), and fails a request as an integrity
 	// error when no usage arrives — in every dialect (Responses and
 	// Anthropic always send it).
 	IncludeUsage bool
+	// PromptBytes pads the prompt to that many bytes (--prompt-bytes,
+	// api.RequestBody.PromptBytes); 0 sends the reference's short prompt.
+	PromptBytes int
 	// ExtraHeaders are "Name: value" lines (-H) sent after the standard
 	// ones; HTTP/2 sends them as fields, a "Host" one as :authority.
 	ExtraHeaders []string
@@ -274,6 +281,10 @@ func (q *Request) hints(id string) api.Hints {
 		n := int64(q.ToolCall)
 		h.ToolCall = &n
 	}
+	if q.HeartbeatMs > 0 {
+		ms := q.HeartbeatMs
+		h.HeartbeatMs = &ms
+	}
 	return h
 }
 
@@ -288,7 +299,8 @@ func (q *Request) expectedTokens() int {
 
 // body returns the request body for hints h.
 func (q *Request) body(h api.Hints) []byte {
-	return api.AppendRequestBody(make([]byte, 0, 256), q.Dialect, api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage})
+	return api.AppendRequestBody(make([]byte, 0, 256+min(max(q.PromptBytes, 0), api.MaxPromptBytes)), q.Dialect,
+		api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage, PromptBytes: q.PromptBytes})
 }
 
 // target returns the request path and the Host header.
@@ -389,7 +401,8 @@ func (q *Request) Do(ctx context.Context, rec *result.Request) {
 }
 
 // fillEmitted gives the tokens that have no emission time yet the one the
-// server recorded for their index, and counts them as measured by content.
+// server recorded for their index, and counts them as measured by content;
+// it records the heartbeats the server wrote and when it began the stream.
 func (q *Request) fillEmitted(rec *result.Request) {
 	if rec.ID == "" {
 		return
@@ -398,6 +411,8 @@ func (q *Request) fillEmitted(rec *result.Request) {
 	if times == nil {
 		return
 	}
+	rec.ServerHeartbeats, rec.ServerRecord = times.Heartbeats(), true
+	rec.ServerStart, rec.ServerThinkEnd = times.StreamStart(), times.ThinkEnd()
 	for i := range rec.Tokens {
 		t := &rec.Tokens[i]
 		if t.Emitted != 0 {

@@ -4,52 +4,104 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
-// scripted serves one canned response per connection, written in the given
-// pieces with a pause between them so that each lands in its own Read.
+// scripted is a gateway that serves one canned response per connection,
+// after the request's first bytes: the pieces in turn, each once the
+// client has read the one before (piecemeal), so that they usually reach
+// it in Reads of their own. Tests that count Reads use scriptedReads.
 func scripted(t testing.TB, pieces ...string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		c.Read(make([]byte, 4096))
+		piecemeal(t, c, pieces...)
+	})
+}
+
+// piecemeal writes pieces to c, each after the client has read the one
+// before. The client's read is seen in the kernel's socket tables
+// (testutil.Unread): it has returned every byte of the piece, though on a
+// machine too busy to finish the read call before the next piece arrives
+// both may come in one Read (and without the tables, on other systems, the
+// pieces go out at once). Tests that count Reads use scriptedReads.
+func piecemeal(t testing.TB, c net.Conn, ps ...string) {
+	if err := testutil.Play(c, readInTurn(c, pieces(ps...))...); errors.Is(err, testutil.ErrNotReached) {
+		t.Errorf("scripted gateway: %v", err)
 	}
-	var wg sync.WaitGroup
-	wg.Add(1) // the accept loop's: its Adds never start from 0 while Wait runs
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				c.Read(make([]byte, 4096))
-				for _, p := range pieces {
-					if _, err := io.WriteString(c, p); err != nil {
-						return
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-			}()
+}
+
+// pieces are steps that write ps, waiting for nothing.
+func pieces(ps ...string) []testutil.Step {
+	steps := make([]testutil.Step, len(ps))
+	for i, p := range ps {
+		steps[i] = testutil.Step{Write: p}
+	}
+	return steps
+}
+
+// readInTurn makes each step but the last that has no Until of its own
+// wait until the client has read it (readBy), and returns steps.
+func readInTurn(c net.Conn, steps []testutil.Step) []testutil.Step {
+	for i := range steps {
+		if steps[i].Until == nil && i < len(steps)-1 {
+			steps[i].Until = readBy(c)
 		}
-	}()
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	return ln.Addr().String()
+	}
+	return steps
+}
+
+// readBy reports whether the client has read every byte written on c (or
+// is gone, or cannot be watched).
+func readBy(c net.Conn) func() bool {
+	return func() bool {
+		n, err := testutil.Unread(c)
+		return err != nil || n == 0
+	}
+}
+
+// read is what scriptedReads writes for one Read of the client, and the
+// number of content tokens the client has counted, all told, once it has
+// read it (Options.Received); 0 for the last read.
+type read struct {
+	bytes  string
+	tokens int64
+}
+
+// scriptedReads is scripted with one Read per read, exactly: each read is
+// written once received, the client's Options.Received, has reached the
+// count of the read before (which the client updates after the Read that
+// completed those tokens returned).
+func scriptedReads(t testing.TB, received *atomic.Int64, reads ...read) string {
+	t.Helper()
+	steps := make([]testutil.Step, len(reads))
+	for i, r := range reads {
+		steps[i] = testutil.Step{Write: r.bytes}
+		if i < len(reads)-1 {
+			if r.tokens <= 0 {
+				t.Fatalf("read %d of %d counts no tokens: the next cannot wait for the client to read it", i, len(reads))
+			}
+			steps[i].Until = func() bool { return received.Load() >= r.tokens }
+		}
+	}
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		c.Read(make([]byte, 4096))
+		if err := testutil.Play(c, steps...); errors.Is(err, testutil.ErrNotReached) {
+			t.Errorf("scripted gateway: %v", err)
+		}
+	})
 }
 
 // do sends the reference's chat request to addr.
@@ -217,19 +269,42 @@ func text(from, to int) string {
 	return string(b)
 }
 
-// TestSplitEverywhere feeds the same chunked stream cut at every byte
-// boundary: every token must be found whatever the cut.
+// TestSplitEverywhere feeds the response parser the same chunked stream
+// cut at every byte: every token must be found whatever the cut, and count
+// in the Read that completed its event's data line.
 func TestSplitEverywhere(t *testing.T) {
 	body := chunk(chatRole+event(100, "anan")) + chunk(event(200, "huhu")+event(300, "obob")) + chunk(chatFinish+done) + "0\r\n\r\n"
 	full := sseHead + "Transfer-Encoding: chunked\r\n\r\n" + body
-	for cut := 1; cut < len(full); cut += 7 {
-		addr := scripted(t, full[:cut], full[cut:])
-		rec := do(t, addr)
+	var lineEnds []int // where the data line of each token ends
+	for _, w := range []string{"anan", "huhu", "obob"} {
+		i := strings.Index(full, `"content":"`+w)
+		lineEnds = append(lineEnds, i+strings.IndexByte(full[i:], '\n'))
+	}
+	for cut := 1; cut < len(full); cut++ {
+		rec := &result.Request{Batch: "gw"}
+		r := newReader(rec, &Options{Dialect: api.Chat, Tokens: -1})
+		ended := r.feed([]byte(full[:cut]), 1)
+		if !ended {
+			ended = r.feed([]byte(full[cut:]), 2)
+		}
+		if !ended {
+			rec.Failure = r.endOfStream(io.EOF)
+		}
+		r.close()
 		if !rec.OK() || len(rec.Tokens) != 3 {
 			t.Fatalf("cut at %d: %q with %d tokens, want ok with 3", cut, rec.Failure.Error(), len(rec.Tokens))
 		}
 		if rec.Tokens[1].Emitted != 200 || rec.Tokens[2].Emitted != 300 || rec.ByPiTs != 3 {
 			t.Errorf("cut at %d: pi_ts %d, %d, %d by pi_ts; want 200, 300, 3", cut, rec.Tokens[1].Emitted, rec.Tokens[2].Emitted, rec.ByPiTs)
+		}
+		for i, tok := range rec.Tokens {
+			want := int32(0)
+			if lineEnds[i] >= cut {
+				want = 1
+			}
+			if rec.TokenRead(i) != want || tok.Arrived != int64(want+1) {
+				t.Errorf("cut at %d: token %d in read %d (arrived %d), want read %d: its line ends at byte %d", cut, i, rec.TokenRead(i), tok.Arrived, want, lineEnds[i])
+			}
 		}
 	}
 }
@@ -237,8 +312,10 @@ func TestSplitEverywhere(t *testing.T) {
 // TestTokensOfOneReadShareArrival: the arrival time is the Read's, so two
 // tokens delivered by one Read share it and a later Read's token does not.
 func TestTokensOfOneReadShareArrival(t *testing.T) {
-	addr := scripted(t, sseHead+"\r\n"+event(1, "anan")+event(2, "huhu"), event(3, "obob"), chatFinish+done)
-	rec := do(t, addr)
+	var received atomic.Int64
+	addr := scriptedReads(t, &received,
+		read{sseHead + "\r\n" + event(1, "anan") + event(2, "huhu"), 2}, read{event(3, "obob"), 3}, read{chatFinish + done, 0})
+	rec := doWith(t, Options{Dialect: api.Chat, Addr: addr, Tokens: -1, Timeout: 10 * time.Second, Received: &received})
 	if !rec.OK() || len(rec.Tokens) != 3 {
 		t.Fatalf("%q with %d tokens, want ok with 3 (a raw, unchunked body)", rec.Failure.Error(), len(rec.Tokens))
 	}
@@ -287,27 +364,14 @@ func TestFailureTexts(t *testing.T) {
 }
 
 func TestTimeoutAndInterrupt(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(io.Discard, c); c.Close() }() // reads, never answers
-		}
-	}()
-	q := NewChatRequest(ln.Addr().String(), -1, 200*time.Millisecond)
+	addr := testutil.ServeTCP(t, func(c net.Conn) { io.Copy(io.Discard, c) }) // reads, never answers
+	q := NewChatRequest(addr, -1, 200*time.Millisecond)
 	rec := &result.Request{}
 	q.Do(context.Background(), rec)
 	if got := rec.Failure.Error(); got != "timeout after 200ms" {
 		t.Errorf("silent gateway: %q, want timeout after 200ms", got)
 	}
-	q = NewChatRequest(ln.Addr().String(), -1, time.Hour)
+	q = NewChatRequest(addr, -1, time.Hour)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	rec = &result.Request{}
@@ -318,13 +382,7 @@ func TestTimeoutAndInterrupt(t *testing.T) {
 }
 
 func TestConnectFailure(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	rec := do(t, addr)
+	rec := do(t, testutil.RefusedAddr(t))
 	if got := rec.Failure.Error(); got != "connect(): Connection refused" {
 		t.Errorf("closed port: %q, want connect(): Connection refused", got)
 	}
@@ -351,15 +409,17 @@ func gzipStream(t *testing.T, events ...string) []string {
 func TestGzipBody(t *testing.T) {
 	z := gzipStream(t, event(1, "anan"), event(2, "huhu")+event(3, "obob"), chatFinish+done)
 	head := sseHead + "Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
-	pieces := []string{head + chunk(z[0]), chunk(z[1]), chunk(z[2]) + "0\r\n\r\n"}
-	rec := do(t, scripted(t, pieces...))
+	var received atomic.Int64
+	addr := scriptedReads(t, &received, read{head + chunk(z[0]), 1}, read{chunk(z[1]), 3}, read{chunk(z[2]) + "0\r\n\r\n", 0})
+	rec := doWith(t, Options{Dialect: api.Chat, Addr: addr, Tokens: -1, Timeout: 10 * time.Second, Received: &received})
 	if !rec.OK() || len(rec.Tokens) != 3 {
 		t.Fatalf("%q with %d tokens, want ok with 3 from a gzip-encoded stream", rec.Failure.Error(), len(rec.Tokens))
 	}
 	// Each piece was its own Read: the tokens decoded from the second one
 	// share its arrival, later than the first's.
-	if rec.Tokens[1].Arrived != rec.Tokens[2].Arrived || rec.Tokens[1].Arrived <= rec.Tokens[0].Arrived {
-		t.Errorf("arrivals %d, %d, %d: want the 2nd and 3rd equal and after the 1st", rec.Tokens[0].Arrived, rec.Tokens[1].Arrived, rec.Tokens[2].Arrived)
+	if rec.Tokens[1].Arrived != rec.Tokens[2].Arrived || rec.Tokens[1].Arrived <= rec.Tokens[0].Arrived || rec.Reads != 3 {
+		t.Errorf("arrivals %d, %d, %d in %d reads: want 3 reads, the 2nd and 3rd tokens' arrivals equal and after the 1st",
+			rec.Tokens[0].Arrived, rec.Tokens[1].Arrived, rec.Tokens[2].Arrived, rec.Reads)
 	}
 }
 
@@ -472,12 +532,14 @@ func newRegistry(id string, n int) *emission.Registry {
 }
 
 // correlate sends one chat request with id "t-gw-0" and a registry holding
-// its emission times, and returns its record.
-func correlate(t *testing.T, expect int, pieces ...string) *result.Request {
+// its emission times to a gateway that writes reads, and returns its
+// record.
+func correlate(t *testing.T, expect int, reads ...read) *result.Request {
 	t.Helper()
 	reg := newRegistry("t-gw-0", expect)
-	rec := doWith(t, Options{Addr: scripted(t, pieces...), Tokens: expect, ExpectTokens: expect,
-		Timeout: 10 * time.Second, Registry: reg, IDPrefix: "t"})
+	var received atomic.Int64
+	rec := doWith(t, Options{Addr: scriptedReads(t, &received, reads...), Tokens: expect, ExpectTokens: expect,
+		Timeout: 10 * time.Second, Registry: reg, IDPrefix: "t", Received: &received})
 	if rec.ID != "t-gw-0" {
 		t.Errorf("request id %q, want t-gw-0", rec.ID)
 	}
@@ -509,36 +571,39 @@ func TestContentCorrelation(t *testing.T) {
 	t.Run("merged deltas arrive together", func(t *testing.T) {
 		// Tokens 0-4 in one event, 5-6 in another (with a pi_ts that is not
 		// theirs alone), then one token per event without pi_ts.
-		rec := correlate(t, 9, head, chatTok(0, text(0, 5)), chatTok(777, text(5, 7)), chatTok(0, text(7, 8))+chatTok(0, text(8, 9)), chatFinish+done)
-		checkTokens(t, rec, []int32{1, 1, 1, 1, 1, 2, 2, 3, 3}, []int64{1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008})
+		rec := correlate(t, 9, read{head + chatTok(0, text(0, 5)), 5}, read{chatTok(777, text(5, 7)), 7},
+			read{chatTok(0, text(7, 8)) + chatTok(0, text(8, 9)), 9}, read{chatFinish + done, 0})
+		checkTokens(t, rec, []int32{0, 0, 0, 0, 0, 1, 1, 2, 2}, []int64{1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008})
 		if rec.ByContent != 9 || rec.ByPiTs != 0 || rec.MaxTokensPerRead != 5 {
 			t.Errorf("%d by content, %d by pi_ts, up to %d per read; want 9, 0, 5", rec.ByContent, rec.ByPiTs, rec.MaxTokensPerRead)
 		}
 	})
 	t.Run("split deltas count when their last byte arrives", func(t *testing.T) {
-		// Token 1 arrives as "hu" in read 1 and "hu" in read 2; token 2 as
-		// "o", "bo", "b" with a pi_ts on each piece (not usable).
-		rec := correlate(t, 3, head+chatTok(0, "ananhu"), chatTok(0, "hu")+chatTok(50, "o"), chatTok(51, "bo"), chatTok(52, "b")+chatFinish+done)
-		checkTokens(t, rec, []int32{0, 1, 3}, []int64{1000, 1001, 1002})
-		if rec.ByContent != 3 || rec.Events != 8 {
-			t.Errorf("%d by content, %d events; want 3, 8", rec.ByContent, rec.Events)
+		// Token 1 arrives as "hu" in read 0 and "hu" in read 1; token 2 as
+		// "o" in read 1 and "bob" in read 2, with a pi_ts on each piece
+		// (not usable).
+		rec := correlate(t, 3, read{head + chatTok(0, "ananhu"), 1}, read{chatTok(0, "hu") + chatTok(50, "o"), 2},
+			read{chatTok(51, "bob") + chatFinish + done, 0})
+		checkTokens(t, rec, []int32{0, 1, 2}, []int64{1000, 1001, 1002})
+		if rec.ByContent != 3 || rec.Events != 7 {
+			t.Errorf("%d by content, %d events; want 3, 7", rec.ByContent, rec.Events)
 		}
 	})
 	t.Run("pi_ts when each event carries one token", func(t *testing.T) {
-		rec := correlate(t, 3, head, chatTok(100, "anan"), chatTok(200, "huhu")+chatTok(0, "obob"), chatFinish+done)
-		checkTokens(t, rec, []int32{1, 2, 2}, []int64{100, 200, 1002})
+		rec := correlate(t, 3, read{head + chatTok(100, "anan"), 1}, read{chatTok(200, "huhu") + chatTok(0, "obob"), 3}, read{chatFinish + done, 0})
+		checkTokens(t, rec, []int32{0, 1, 1}, []int64{100, 200, 1002})
 		if rec.ByPiTs != 2 || rec.ByContent != 1 {
 			t.Errorf("%d by pi_ts, %d by content; want 2, 1", rec.ByPiTs, rec.ByContent)
 		}
 	})
 	t.Run("escaped content", func(t *testing.T) {
-		rec := correlate(t, 2, head, chatTok(0, `\u0061nan`), chatTok(300, `h\u0075h\u0075`), chatFinish+done)
-		checkTokens(t, rec, []int32{1, 2}, []int64{1000, 300})
+		rec := correlate(t, 2, read{head + chatTok(0, `\u0061nan`), 1}, read{chatTok(300, `h\u0075h\u0075`), 2}, read{chatFinish + done, 0})
+		checkTokens(t, rec, []int32{0, 1}, []int64{1000, 300})
 	})
 	t.Run("no registry entry leaves tokens unmeasured", func(t *testing.T) {
-		rec := doWith(t, Options{Addr: scripted(t, head, chatTok(0, "ananhuhu")+chatFinish+done), ExpectTokens: 2,
+		rec := doWith(t, Options{Addr: scripted(t, head+chatTok(0, "ananhuhu")+chatFinish+done), ExpectTokens: 2,
 			Timeout: 10 * time.Second, Registry: emission.New(), IDPrefix: "t"})
-		checkTokens(t, rec, []int32{1, 1}, []int64{0, 0})
+		checkTokens(t, rec, []int32{0, 0}, []int64{0, 0})
 		if rec.ByContent != 0 || rec.ByPiTs != 0 {
 			t.Errorf("%d by content, %d by pi_ts; want 0, 0", rec.ByContent, rec.ByPiTs)
 		}
@@ -720,5 +785,36 @@ func TestReserialised(t *testing.T) {
 		if !rec.OK() || len(rec.Tokens) != 2 || rec.TokenIndex(1) != 1 {
 			t.Errorf("%s: %q with %d tokens, want ok with tokens 0 and 1", tt.d, rec.Failure.Error(), len(rec.Tokens))
 		}
+	}
+}
+
+// TestRequestLargerThanTheSocket: a request too large for one write (a
+// 16 MB model name: more than loopback's socket buffers take at once) goes
+// out whole, in several writes, and the response is read after it.
+func TestRequestLargerThanTheSocket(t *testing.T) {
+	chat := dialectStreams[0]
+	okStream := chat.events(false, chat.tokens(3, true)...)
+	model := strings.Repeat("m", 16<<20)
+	want := request(Options{Addr: "127.0.0.1:1", Tokens: -1, Model: model})
+	_, wantBody, _ := strings.Cut(want, "\r\n\r\n")
+	got := make(chan string, 1)
+	addr := testutil.ServeTCP(t, func(c net.Conn) {
+		req, _, ok := readRequest(c, nil)
+		got <- req
+		if ok {
+			send(t, sseHead+"\r\n"+okStream)(c)
+		}
+	})
+	o := hostileOptions(addr)
+	o.Model = model
+	rec := &result.Request{Batch: "gw"}
+	New(o).Do(context.Background(), rec)
+	if rec.Failure.Kind != result.OK || len(rec.Tokens) != 3 {
+		t.Errorf("failure %q, %d tokens; want ok with 3", rec.Failure.Error(), len(rec.Tokens))
+	}
+	req := <-got
+	_, body, _ := strings.Cut(req, "\r\n\r\n")
+	if body != wantBody {
+		t.Errorf("the gateway received a body of %d bytes, want the request's %d", len(body), len(wantBody))
 	}
 }

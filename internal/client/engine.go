@@ -16,17 +16,22 @@ import (
 // loops (package evloop), one per CPU, each owning many raw non-blocking
 // sockets: one
 // read(2) per readiness, one read buffer per loop, no goroutine per request
-// and none woken per token. Both feed the same response parser, so that
-// they record the same tokens, failures and integrity results; TLS and
-// HTTP/2 always use the goroutine engine.
+// and none woken per token. The uring engine is the same loops on
+// io_uring: a multishot receive per socket into the loop's provided
+// buffers, the arrival time taken when the loop takes the completion. All
+// feed the same response parser, so that they record the same tokens,
+// failures and integrity results; TLS and HTTP/2 always use the goroutine
+// engine.
 type Engine = evloop.Engine
 
 // The engines; the zero value means EngineAuto.
 const (
-	// EngineAuto is EngineEpoll where it applies (Linux, a plain http
-	// target, HTTP/1.1), else EngineGoroutine.
+	// EngineAuto is the fastest engine that applies (Linux, a plain http
+	// target, HTTP/1.1: EngineEpoll, see evloop.Auto), else
+	// EngineGoroutine.
 	EngineAuto      = evloop.Auto
 	EngineEpoll     = evloop.Epoll
+	EngineUring     = evloop.Uring
 	EngineGoroutine = evloop.Goroutine
 )
 
@@ -58,36 +63,42 @@ func (o *Options) ResolveEngine() (Engine, string) {
 	}
 	switch {
 	case o.TLS != nil || o.Scheme == "https":
-		if want == EngineEpoll {
-			return EngineGoroutine, "the epoll engine serves plain-TCP HTTP/1.1; TLS uses the goroutine engine"
+		if want != EngineAuto {
+			return EngineGoroutine, "the " + string(want) + " engine serves plain-TCP HTTP/1.1; TLS uses the goroutine engine"
 		}
 		return EngineGoroutine, ""
 	case o.H2C:
-		if want == EngineEpoll {
-			return EngineGoroutine, "the epoll engine serves plain-TCP HTTP/1.1; HTTP/2 (h2c) uses the goroutine engine"
+		if want != EngineAuto {
+			return EngineGoroutine, "the " + string(want) + " engine serves plain-TCP HTTP/1.1; HTTP/2 (h2c) uses the goroutine engine"
 		}
 		return EngineGoroutine, ""
 	}
-	if ok, note := want.Loops(); !ok {
-		return EngineGoroutine, note
+	return want.Resolve()
+}
+
+// loopEngine returns the engine of q's requests when they run on the
+// event loops, "" when they do not.
+func (q *Request) loopEngine() Engine {
+	var e Engine
+	if q.shared == nil {
+		e, _ = q.ResolveEngine()
+	} else {
+		st := q.shared
+		st.engineOnce.Do(func() { st.engine, _ = q.ResolveEngine() })
+		e = st.engine
 	}
-	return EngineEpoll, ""
+	if e.OnLoops() {
+		return e
+	}
+	return ""
 }
 
 // onLoop reports whether q's requests run on the event loops.
-func (q *Request) onLoop() bool {
-	if q.shared == nil {
-		e, _ := q.ResolveEngine()
-		return e == EngineEpoll
-	}
-	st := q.shared
-	st.engineOnce.Do(func() { st.engine, _ = q.ResolveEngine() })
-	return st.engine == EngineEpoll
-}
+func (q *Request) onLoop() bool { return q.loopEngine() != "" }
 
 // Start begins one request on the session, like Do, and returns at once;
 // done(rec) is called once the request has ended, with rec filled as Do
-// fills it. On the epoll engine the request runs on an event loop and done
+// fills it. On the event loops (epoll, uring) the request runs on a loop and done
 // is called from the loop's goroutine: it must not block (hand rec over to
 // a channel, a buffered one). On the goroutine engine Start runs Do on a
 // goroutine of its own. The session belongs to the request until done is

@@ -23,3 +23,5 @@ func (s *Session) startLoop(context.Context, *result.Request, func(*result.Reque
 func (s *Session) doLoop(ctx context.Context, rec *result.Request) { s.startLoop(ctx, rec, nil) }
 
 func (s *Session) closeLoop() {}
+
+func (s *Session) loopKeptState() (connState, bool, bool) { return idle, false, false }

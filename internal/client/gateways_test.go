@@ -18,6 +18,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // In-process gateways that rewrite the stream event by event, the way AI
@@ -45,9 +46,7 @@ func eventGateway(t *testing.T, backend string, rewrite func(sseEv) []sseEv) str
 		r.Body = &eventRewriter{rc: r.Body, rewrite: rewrite}
 		return nil
 	}
-	gw := httptest.NewServer(p)
-	t.Cleanup(gw.Close)
-	return gw.Listener.Addr().String()
+	return proxyServer(t, p)
 }
 
 // eventRewriter is the body of an eventGateway's responses.
@@ -219,22 +218,24 @@ func mergingArguments(t *testing.T, d api.Dialect) func(sseEv) []sseEv {
 // reasoning has shape field.
 func phaseServer(t *testing.T, field api.ReasoningField) (addr string, reg *emission.Registry) {
 	t.Helper()
-	reg = emission.New()
-	return serveOurs(t, server.Config{Tokens: 1, DelayMs: 0.2, ReasoningField: field, Emissions: reg}), reg
+	return serveWith(t, server.Config{Tokens: 1, DelayMs: 0.2, ReasoningField: field})
 }
 
-// serveOurs runs the dummy server with cfg on 127.0.0.1:0 until the test
-// ends, and returns its address.
+// serveWith starts the dummy server with cfg and an emission registry
+// until the test ends.
+func serveWith(t *testing.T, cfg server.Config) (addr string, reg *emission.Registry) {
+	t.Helper()
+	reg = emission.New()
+	cfg.Emissions = reg
+	return serveOurs(t, cfg), reg
+}
+
+// serveOurs runs the dummy server with cfg on a bound loopback listener
+// until the test ends, and returns its address.
 func serveOurs(t *testing.T, cfg server.Config) string {
 	t.Helper()
-	srv, err := server.Listen("127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { srv.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	srv := server.New(testutil.Listen(t), cfg)
+	testutil.Serve(t, srv)
 	return srv.Addr().String()
 }
 
@@ -298,6 +299,9 @@ func TestPhasesThroughGateways(t *testing.T) {
 				wantPings := 0
 				if d == api.Anthropic {
 					wantPings = 1
+				}
+				if !rec.ServerRecord || rec.ServerHeartbeats != wantPings {
+					t.Errorf("%s: server record %v of %d heartbeats, want its %d", what, rec.ServerRecord, rec.ServerHeartbeats, wantPings)
 				}
 				if rec.Pings != wantPings || rec.Comments != 0 || rec.MaxSilence <= 0 || rec.LastReadAt < rec.FirstTextAt || rec.FirstEventAt < rec.HeadAt {
 					t.Errorf("%s: %d pings, %d comments, longest silence %d, head %d, first event %d, first text %d, last read %d",

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -29,8 +30,9 @@ var errLoopGone = errors.New("event loop: cannot watch the socket")
 // What a session posts to its loop.
 const (
 	msgStart  uint8 = iota + 1 // run the request (Session.Start)
-	msgCancel                  // its context is done: end it as interrupted (arg: the request's seq)
+	msgCancel                  // a watched context is done: its requests end as interrupted
 	msgClose                   // close the kept connection (Session.Close)
+	msgState                   // look at the kept connection (Session.keptState)
 )
 
 // loopShared is what the loops need of a Request, resolved once.
@@ -57,8 +59,8 @@ type loopSession struct {
 	ctx      context.Context
 	rec      *result.Request
 	done     func(*result.Request)
-	stop     func() bool // the cancellation's context.AfterFunc
-	seq      uint64      // counts requests; a cancellation names its own
+	watch    *ctxWatch // the watch of ctx on the loop; nil: none
+	watchAt  int       // the request's place in watch.sessions
 	active   bool
 	deadline int64
 	r        *reader
@@ -68,7 +70,9 @@ type loopSession struct {
 
 	wait   chan struct{} // Do waits here
 	signal func(*result.Request)
-	ack    chan struct{} // msgClose: closed once done
+	ack    chan struct{} // msgClose, msgState: closed once done
+	state  connState     // msgState's answer
+	found  bool          // msgState: there is a kept connection, or one was lost
 }
 
 // connPhase is where a connection is in its exchange.
@@ -97,17 +101,6 @@ type econn struct {
 	port    int    // the local port, claimed on the loop (0: none)
 	wsOut   []byte // WebSocket frames a write could not take yet
 	pingAt  int64  // WebSocket: when to ping, or when the pong is due (0: none)
-}
-
-// sockPort is the port of a TCP socket address, 0 for another kind.
-func sockPort(sa unix.Sockaddr) int {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return a.Port
-	case *unix.SockaddrInet6:
-		return a.Port
-	}
-	return 0
 }
 
 // expiry is c's next deadline, 0 for none.
@@ -179,15 +172,84 @@ func zoneID(zone string) uint32 {
 func (s *Session) startLoop(ctx context.Context, rec *result.Request, done func(*result.Request)) {
 	ls := &s.ev
 	if ls.l == nil {
-		ls.s, ls.l = s, evloop.Pick()
+		ls.s, ls.l = s, evloop.PickOf(s.q.loopEngine())
 	}
 	ls.ctx, ls.rec, ls.done = ctx, rec, done
-	ls.seq++
-	if ctx.Done() != nil {
-		seq := ls.seq
-		ls.stop = context.AfterFunc(ctx, func() { ls.l.Post(ls, msgCancel, seq) })
-	}
 	ls.l.Post(ls, msgStart, 0)
+}
+
+// ctxWatch watches one context for the requests under it on one loop —
+// a batch's requests share theirs —: one context.AfterFunc for all of
+// them, where one each would take a few hundred bytes per request in
+// flight (thousands at a time).
+type ctxWatch struct {
+	key      watchKey
+	stop     func() bool
+	sessions []*loopSession // the requests in flight under the context
+}
+
+type watchKey struct {
+	l   *evloop.Loop
+	ctx context.Context
+}
+
+// watches holds the watches of every loop; a loop's goroutine adds and
+// removes its own.
+var watches struct {
+	mu sync.Mutex
+	m  map[watchKey]*ctxWatch
+}
+
+// watchCtx puts the request in flight among those its context's watch
+// ends as interrupted when the context is done. The loop's goroutine.
+func (ls *loopSession) watchCtx() {
+	k := watchKey{ls.l, ls.ctx}
+	watches.mu.Lock()
+	w := watches.m[k]
+	made := w == nil
+	if made {
+		if watches.m == nil {
+			watches.m = make(map[watchKey]*ctxWatch)
+		}
+		w = &ctxWatch{key: k}
+		watches.m[k] = w
+	}
+	watches.mu.Unlock()
+	if made {
+		l := ls.l
+		w.stop = context.AfterFunc(ls.ctx, func() { l.Post(w, msgCancel, 0) })
+	}
+	ls.watch, ls.watchAt = w, len(w.sessions)
+	w.sessions = append(w.sessions, ls)
+}
+
+// unwatchCtx takes the request out of its context's watch, which goes
+// when no request is left in it. The loop's goroutine.
+func (ls *loopSession) unwatchCtx() {
+	w := ls.watch
+	if w == nil {
+		return
+	}
+	last := len(w.sessions) - 1
+	moved := w.sessions[last]
+	w.sessions[ls.watchAt], moved.watchAt = moved, ls.watchAt
+	w.sessions[last] = nil
+	w.sessions = w.sessions[:last]
+	ls.watch = nil
+	if last == 0 {
+		w.stop()
+		watches.mu.Lock()
+		delete(watches.m, w.key)
+		watches.mu.Unlock()
+	}
+}
+
+// Receive: the watched context is done; every request under it ends as
+// interrupted.
+func (w *ctxWatch) Receive(*evloop.Loop, uint8, uint64) {
+	for _, ls := range slices.Clone(w.sessions) {
+		ls.cancel()
+	}
 }
 
 // doLoop is Do on the epoll engine: Start, and wait.
@@ -214,19 +276,54 @@ func (s *Session) closeLoop() {
 }
 
 // Receive takes what the session posted to its loop.
-func (ls *loopSession) Receive(_ *evloop.Loop, kind uint8, arg uint64) {
+func (ls *loopSession) Receive(_ *evloop.Loop, kind uint8, _ uint64) {
 	switch kind {
 	case msgStart:
 		ls.start()
-	case msgCancel:
-		ls.cancel(arg)
 	case msgClose:
 		if !ls.active {
 			ls.closeConn()
 			ls.lost = idle
 		}
 		close(ls.ack)
+	case msgState:
+		ls.state, ls.found = ls.lost, ls.lost != idle
+		if !ls.found && !ls.active && ls.c != nil {
+			if ls.l.Buffered(&ls.c.reg) { // io_uring received it already
+				ls.c.readIdle()
+				ls.state, ls.found = ls.lost, true
+			} else {
+				ls.state, ls.found = peekFD(ls.c.reg.FD()), true
+			}
+		}
+		close(ls.ack)
 	}
+}
+
+// loopKeptState is keptState on the epoll engine, asked of the loop;
+// onLoop is false when the session has not used the engine.
+func (s *Session) loopKeptState() (state connState, found, onLoop bool) {
+	ls := &s.ev
+	if ls.l == nil {
+		return idle, false, false
+	}
+	ls.ack = make(chan struct{})
+	ls.l.Post(ls, msgState, 0)
+	<-ls.ack
+	return ls.state, ls.found, true
+}
+
+// peekFD is peek on a raw socket: it looks without consuming.
+func peekFD(fd int) connState {
+	var b [1]byte
+	n, _, err := unix.Recvfrom(fd, b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	switch {
+	case n > 0:
+		return pending
+	case err == nil, err != unix.EAGAIN && err != unix.EINTR:
+		return peerClosed
+	}
+	return idle
 }
 
 // closeConn closes the session's connection.
@@ -252,6 +349,9 @@ func (ls *loopSession) start() {
 		ls.failConn(result.Failure{Kind: result.Interrupted})
 		return
 	}
+	if ls.ctx.Done() != nil {
+		ls.watchCtx()
+	}
 	if ls.c != nil && !ls.usable() {
 		ls.closeConn()
 	}
@@ -265,28 +365,25 @@ func (ls *loopSession) start() {
 	ls.attempt()
 }
 
-// usable is Session.usable on the loop: a peek at the kept connection.
+// usable is Session.usable on the loop: a peek at the kept connection,
+// after what the loop received ahead of the socket (uring) if anything.
 func (ls *loopSession) usable() bool {
-	var b [1]byte
-	n, _, err := unix.Recvfrom(ls.c.reg.FD(), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	switch {
-	case n > 0 && ls.s.ws != nil:
+	if ls.l.Buffered(&ls.c.reg) {
+		ls.c.readIdle() // closes the connection, unless what waited is a WebSocket frame it answered
+		return ls.s.ws != nil && ls.c != nil
+	}
+	if ls.lost = peekFD(ls.c.reg.FD()); ls.lost == pending && ls.s.ws != nil {
+		ls.lost = idle
 		ls.c.readIdle() // answered, or closed: what waited is a WebSocket frame
 		return ls.c != nil
-	case n > 0:
-		ls.lost = pending
-	case err == nil, err != unix.EAGAIN && err != unix.EINTR:
-		ls.lost = peerClosed
-	default:
-		return true
 	}
-	return false
+	return ls.lost == idle
 }
 
 // attempt sends the request on the kept connection, or on a new one.
 func (ls *loopSession) attempt() {
 	s, rec := ls.s, ls.rec
-	ls.out = ls.request(rec.ID)
+	ls.out = nil // made by the first write
 	if c := ls.c; c != nil {
 		ls.reused = true
 		ls.kept.Store(false)
@@ -344,8 +441,7 @@ func (ls *loopSession) connect() {
 	ls.c = c
 	// The server, when it is this process's, writes the stream of this
 	// connection from this loop (evloop.Affine).
-	if local, err := unix.Getsockname(fd); err == nil {
-		c.port = sockPort(local)
+	if c.port = evloop.LocalPort(fd); c.port > 0 {
 		ls.l.Claim(c.port)
 	}
 	if want == evloop.Read {
@@ -370,13 +466,36 @@ func (c *econn) connected() {
 	c.write()
 }
 
-// write writes what remains of the request.
+// requestBuffers holds the buffers the first write of a request is put
+// together in: a request that goes out whole in that write, as nearly all
+// do, needs no buffer of its own while its connection is being opened —
+// thousands of them at the start of a batch.
+var requestBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// write writes what remains of the request: at the first write the whole
+// request, put together in a pooled buffer and kept (ls.out) only when
+// the socket does not take all of it.
 func (c *econn) write() {
 	ls := c.ls
-	n, err := evloop.RawWrite(c.reg.FD(), ls.out[c.written:])
+	out := ls.out
+	var pooled *[]byte
+	if out == nil {
+		pooled = requestBuffers.Get().(*[]byte)
+		out = ls.appendRequest((*pooled)[:0], ls.rec.ID)
+	}
+	n, err := evloop.RawWrite(c.reg.FD(), out[c.written:])
 	c.written += n
+	if pooled != nil {
+		if c.written < len(out) {
+			ls.out = slices.Clone(out)
+		}
+		if cap(out) <= 64<<10 {
+			*pooled = out[:0]
+			requestBuffers.Put(pooled)
+		}
+	}
 	switch {
-	case c.written == len(ls.out):
+	case c.written == len(out):
 		c.sent()
 	case err == nil || err == unix.EAGAIN || err == unix.EINTR:
 		if ls.l.Watch(&c.reg, evloop.Write) != nil {
@@ -665,8 +784,8 @@ func (c *econn) timeout(now int64) {
 }
 
 // cancel: the request's context is done.
-func (ls *loopSession) cancel(seq uint64) {
-	if !ls.active || ls.seq != seq {
+func (ls *loopSession) cancel() {
+	if !ls.active {
 		return
 	}
 	if c := ls.c; c != nil && c.phase == phDraining {
@@ -712,14 +831,12 @@ func (ls *loopSession) fail(f result.Failure) {
 // finish hands the ended request back to its caller.
 func (ls *loopSession) finish() {
 	rec, done := ls.rec, ls.done
-	if ls.stop != nil {
-		ls.stop()
-	}
+	ls.unwatchCtx()
 	if rec.End == 0 {
 		rec.End = clock.Now()
 	}
 	ls.s.q.fillEmitted(rec)
 	ls.active = false
-	ls.ctx, ls.rec, ls.done, ls.stop, ls.r, ls.ws = nil, nil, nil, nil, nil, nil
+	ls.ctx, ls.rec, ls.done, ls.r, ls.ws = nil, nil, nil, nil, nil
 	done(rec)
 }

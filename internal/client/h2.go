@@ -90,7 +90,7 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 	}
 	r := newReader(rec, &q.Options)
 	defer r.close()
-	if r.h2Head(resp.StatusCode, resp.Proto+" "+resp.Status, resp.Header.Get, now) {
+	if r.h2Head(resp.StatusCode, resp.Proto+" "+resp.Status, resp.Header.Values, now) {
 		rec.End = now
 		keep = q.KeepAlive // closing the body resets the stream only
 		return finished

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // gateway is a scripted raw TCP "gateway": for every connection it reads
@@ -25,67 +26,32 @@ import (
 // returns its address.
 func gateway(t *testing.T, serve func(c net.Conn)) string {
 	t.Helper()
-	return listen(t, func(c net.Conn) {
+	return testutil.ServeTCP(t, func(c net.Conn) {
 		if _, _, ok := readRequest(c, nil); ok {
 			serve(c)
 		}
 	})
 }
 
-// listen runs serve on every connection to a new listener, then closes
-// the connection; the test's end closes them all and waits for serve.
-func listen(t *testing.T, serve func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var open sync.Map
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			open.Store(c, true)
-			wg.Go(func() {
-				defer c.Close()
-				serve(c)
-			})
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		open.Range(func(c, _ any) bool { c.(net.Conn).Close(); return true })
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
-
-// send writes pieces with a pause between them, so that each lands in its
-// own Read, then returns (the connection closes).
-func send(pieces ...string) func(c net.Conn) {
-	return func(c net.Conn) {
-		for _, p := range pieces {
-			if _, err := io.WriteString(c, p); err != nil {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
+// send writes pieces, each once the client has read the one before
+// (piecemeal), then returns (the connection closes). No case's outcome may
+// depend on where the client's Reads cut the pieces.
+func send(t *testing.T, pieces ...string) func(c net.Conn) {
+	return func(c net.Conn) { piecemeal(t, c, pieces...) }
 }
 
 // stall writes pieces like send, then keeps the connection open, silent,
 // until the client closes it.
-func stall(pieces ...string) func(c net.Conn) {
+func stall(t *testing.T, pieces ...string) func(c net.Conn) {
 	return func(c net.Conn) {
-		send(pieces...)(c)
+		send(t, pieces...)(c)
 		io.Copy(io.Discard, c)
 	}
 }
 
-// forever writes head, then p again and again until the client goes away.
+// forever writes head, then p again and again until the client goes away
+// (pausing a millisecond between writes, only so as not to spin: the case
+// tests the client's own bound).
 func forever(head, p string) func(c net.Conn) {
 	return func(c net.Conn) {
 		if _, err := io.WriteString(c, head); err != nil {
@@ -102,9 +68,9 @@ func forever(head, p string) func(c net.Conn) {
 
 // reset writes pieces like send, then resets the connection (RST, not
 // FIN).
-func reset(pieces ...string) func(c net.Conn) {
+func reset(t *testing.T, pieces ...string) func(c net.Conn) {
 	return func(c net.Conn) {
-		send(pieces...)(c)
+		send(t, pieces...)(c)
 		c.(*net.TCPConn).SetLinger(0)
 	}
 }
@@ -143,6 +109,12 @@ func hostileOptions(addr string) Options {
 
 // shortIdle sets a short idle timeout, for the cases that stall.
 func shortIdle(o *Options) { o.IdleTimeout = 100 * time.Millisecond }
+
+// longDrain waits for the body of a non-2xx response up to the request's
+// -w, for the cases whose body comes in pieces: the wait ends when the body
+// does, and a busy machine's pause between the pieces must not end it
+// first.
+func longDrain(o *Options) { o.DrainTimeout = o.Timeout }
 
 // runHostile runs one case: the request must end with its failure text,
 // before its -w, which every case but those that test -w sets far above
@@ -200,108 +172,108 @@ func TestHostileGateways(t *testing.T) {
 
 	tests := []hostileCase{
 		// The status line and the head.
-		{name: "invalid status line", serve: send("FOO/1.0 200 OK\r\n\r\n"), want: "status FOO/1.0 200 OK"},
-		{name: "invalid status line, then silence", serve: stall("garbage\r\n"), want: "status garbage"},
-		{name: "not HTTP at all (a TLS alert), then silence", serve: stall("\x15\x03\x01\x00\x02\x02\x28"), want: `status \x15\x03\x01\x00\x02\x02(`},
-		{name: "an SSH server", serve: stall("SSH-2.0-OpenSSH_9.2\r\n"), want: "status SSH-2.0-OpenSSH_9.2"},
-		{name: "status code of four digits", serve: send("HTTP/1.1 2000 OK\r\n\r\n"), want: "status HTTP/1.1 2000 OK"},
-		{name: "status line with control bytes", serve: send("HTTP/1.1 200 \x1b[2J\r\n\r\n"), want: `status HTTP/1.1 200 \x1b[2J`},
-		{name: "200 with a garbage head", serve: send(sseHead + "\x00\x01 garbage\r\n\r\n" + okStream),
+		{name: "invalid status line", serve: send(t, "FOO/1.0 200 OK\r\n\r\n"), want: "status FOO/1.0 200 OK"},
+		{name: "invalid status line, then silence", serve: stall(t, "garbage\r\n"), want: "status garbage"},
+		{name: "not HTTP at all (a TLS alert), then silence", serve: stall(t, "\x15\x03\x01\x00\x02\x02\x28"), want: `status \x15\x03\x01\x00\x02\x02(`},
+		{name: "an SSH server", serve: stall(t, "SSH-2.0-OpenSSH_9.2\r\n"), want: "status SSH-2.0-OpenSSH_9.2"},
+		{name: "status code of four digits", serve: send(t, "HTTP/1.1 2000 OK\r\n\r\n"), want: "status HTTP/1.1 2000 OK"},
+		{name: "status line with control bytes", serve: send(t, "HTTP/1.1 200 \x1b[2J\r\n\r\n"), want: `status HTTP/1.1 200 \x1b[2J`},
+		{name: "200 with a garbage head", serve: send(t, sseHead+"\x00\x01 garbage\r\n\r\n"+okStream),
 			want: `malformed response: wire: malformed header field: "\x00\x01 garbage"`},
-		{name: "200 with a bad Content-Length", serve: send(sseHead + "Content-Length: -5\r\n\r\n" + okStream),
+		{name: "200 with a bad Content-Length", serve: send(t, sseHead+"Content-Length: -5\r\n\r\n"+okStream),
 			want: `malformed response: wire: bad Content-Length: "-5"`},
-		{name: "503 with a garbage head", serve: send("HTTP/1.1 503 Service Unavailable\r\nno colon here\r\n\r\n"), want: "status HTTP/1.1 503 Service Unavailable"},
-		{name: "early close in the head", serve: send("HTTP/1.1 200 OK\r\nContent-Ty"), want: "short response"},
-		{name: "silence in the head", serve: stall("HTTP/1.1 200 OK\r\nContent-Ty"), opts: shortIdle, want: "idle timeout after 100ms"},
-		{name: "silence before the head", serve: stall(), opts: shortIdle, want: "idle timeout after 100ms"},
+		{name: "503 with a garbage head", serve: send(t, "HTTP/1.1 503 Service Unavailable\r\nno colon here\r\n\r\n"), want: "status HTTP/1.1 503 Service Unavailable"},
+		{name: "early close in the head", serve: send(t, "HTTP/1.1 200 OK\r\nContent-Ty"), want: "short response"},
+		{name: "silence in the head", serve: stall(t, "HTTP/1.1 200 OK\r\nContent-Ty"), opts: shortIdle, want: "idle timeout after 100ms"},
+		{name: "silence before the head", serve: stall(t), opts: shortIdle, want: "idle timeout after 100ms"},
 
 		// Non-2xx responses with a body: the reference's text, then the
 		// start of the body, escaped and bounded.
-		{name: "429 with a JSON body", serve: send("HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n" + length(jsonErr)),
+		{name: "429 with a JSON body", serve: send(t, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"+length(jsonErr)),
 			want: "status HTTP/1.1 429 Too Many Requests: " + jsonErr},
-		{name: "529 with a chunked, pretty-printed JSON body in pieces", serve: send("HTTP/1.1 529 Overloaded\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
-			chunk(prettyErr[:20]), chunk(prettyErr[20:])+"0\r\n\r\n"),
+		{name: "529 with a chunked, pretty-printed JSON body in pieces", serve: send(t, "HTTP/1.1 529 Overloaded\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+			chunk(prettyErr[:20]), chunk(prettyErr[20:])+"0\r\n\r\n"), opts: longDrain,
 			want: `status HTTP/1.1 529 Overloaded: { "error": { "message": "model overloaded", "code": 529 } }`},
-		{name: "502 with nginx's HTML page", serve: send("HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\n" + length(nginx502)),
+		{name: "502 with nginx's HTML page", serve: send(t, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\n"+length(nginx502)),
 			want: "status HTTP/1.1 502 Bad Gateway: 502 Bad Gateway 502 Bad Gateway nginx/1.22.1"},
-		{name: "500 with a long body", serve: send("HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\n" + longBody),
+		{name: "500 with a long body", serve: send(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\n"+longBody),
 			want: "status HTTP/1.1 500 Internal Server Err: " + longBody[:statusExcerptBytes] + "..."},
-		{name: "500 with terminal escapes and invalid UTF-8 in the body", serve: send("HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\n" + length("\x1b[31mred\x1b[0m \xff\xfe\u202eok")),
+		{name: "500 with terminal escapes and invalid UTF-8 in the body", serve: send(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\n"+length("\x1b[31mred\x1b[0m \xff\xfe\u202eok")),
 			want: `status HTTP/1.1 500 Internal Server Err: \x1b[31mred\x1b[0m \xff\xfe\u202eok`},
-		{name: "500 whose body never ends", serve: stall("HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\nupstream exploded\n"),
+		{name: "500 whose body never ends", serve: stall(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\nupstream exploded\n"),
 			opts: func(o *Options) { o.DrainTimeout = 50 * time.Millisecond }, want: "status HTTP/1.1 500 Internal Server Err: upstream exploded"},
-		{name: "500 whose body never ends, idle", serve: stall("HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\nupstream exploded\n"),
+		{name: "500 whose body never ends, idle", serve: stall(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\nupstream exploded\n"),
 			opts: func(o *Options) { o.DrainTimeout = time.Hour; shortIdle(o) }, want: "status HTTP/1.1 500 Internal Server Err: upstream exploded"},
-		{name: "500 with a gzip body (not quoted)", serve: send("HTTP/1.1 500 Internal Server Error\r\nContent-Encoding: gzip\r\n\r\n" + gz("oops")),
+		{name: "500 with a gzip body (not quoted)", serve: send(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Encoding: gzip\r\n\r\n"+gz("oops")),
 			want: "status HTTP/1.1 500 Internal Server Err"},
-		{name: "500 with a binary body (not quoted)", serve: send("HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/octet-stream\r\n\r\n\x00\x01\x02"),
+		{name: "500 with a binary body (not quoted)", serve: send(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/octet-stream\r\n\r\n\x00\x01\x02"),
 			want: "status HTTP/1.1 500 Internal Server Err"},
-		{name: "502 with a body of no declared type (not quoted)", serve: send("HTTP/1.1 502 Bad Gateway\r\n" + length("bad gateway")),
+		{name: "502 with a body of no declared type (not quoted)", serve: send(t, "HTTP/1.1 502 Bad Gateway\r\n"+length("bad gateway")),
 			want: "status HTTP/1.1 502 Bad Gateway"},
-		{name: "503 with an empty body", serve: send("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"), want: "status HTTP/1.1 503 Service Unavailable"},
-		{name: "500 with a broken chunked body", serve: send("HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n"),
+		{name: "503 with an empty body", serve: send(t, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"), want: "status HTTP/1.1 503 Service Unavailable"},
+		{name: "500 with a broken chunked body", serve: send(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n"),
 			want: "status HTTP/1.1 500 Internal Server Err: hello"},
 
 		// Interim responses.
-		{name: "100 Continue, then the stream", serve: send("HTTP/1.1 100 Continue\r\n\r\n", sseHead+"\r\n"+okStream), want: "ok"},
-		{name: "103 Early Hints, then the stream", serve: send("HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" + sseHead + "\r\n" + okStream), want: "ok"},
-		{name: "100, 103 and the stream in pieces", serve: send("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Ea", "rly Hints\r\nLink: </a>\r\n\r\n", sseHead+"\r\n", okStream), want: "ok"},
-		{name: "101 Switching Protocols", serve: stall("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"),
+		{name: "100 Continue, then the stream", serve: send(t, "HTTP/1.1 100 Continue\r\n\r\n", sseHead+"\r\n"+okStream), want: "ok"},
+		{name: "103 Early Hints, then the stream", serve: send(t, "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"+sseHead+"\r\n"+okStream), want: "ok"},
+		{name: "100, 103 and the stream in pieces", serve: send(t, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Ea", "rly Hints\r\nLink: </a>\r\n\r\n", sseHead+"\r\n", okStream), want: "ok"},
+		{name: "101 Switching Protocols", serve: stall(t, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"),
 			want: "status HTTP/1.1 101 Switching Protocols"},
 		{name: "interim responses without end", serve: forever("", strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 200)), want: "response headers too large"},
 
 		// Redirects: reported, not followed.
-		{name: "301", serve: send("HTTP/1.1 301 Moved Permanently\r\nLocation: https://gw.example/v1/chat/completions\r\nContent-Length: 0\r\n\r\n"),
+		{name: "301", serve: send(t, "HTTP/1.1 301 Moved Permanently\r\nLocation: https://gw.example/v1/chat/completions\r\nContent-Length: 0\r\n\r\n"),
 			want: "redirect 301 to https://gw.example/v1/chat/completions"},
-		{name: "302 to a relative path, with a body", serve: send("HTTP/1.1 302 Found\r\nLocation: /login?next=%2Fv1\r\nContent-Type: text/html\r\n\r\n<a href=\"/login\">Found</a>"),
+		{name: "302 to a relative path, with a body", serve: send(t, "HTTP/1.1 302 Found\r\nLocation: /login?next=%2Fv1\r\nContent-Type: text/html\r\n\r\n<a href=\"/login\">Found</a>"),
 			want: "redirect 302 to /login?next=%2Fv1"},
-		{name: "307", serve: stall("HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:1/\r\n\r\n"), want: "redirect 307 to http://127.0.0.1:1/"},
-		{name: "308 with invalid UTF-8 in the Location", serve: send("HTTP/1.1 308 Permanent Redirect\r\nLocation: /\xff\xfe\r\nContent-Length: 0\r\n\r\n"),
+		{name: "307", serve: stall(t, "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:1/\r\n\r\n"), want: "redirect 307 to http://127.0.0.1:1/"},
+		{name: "308 with invalid UTF-8 in the Location", serve: send(t, "HTTP/1.1 308 Permanent Redirect\r\nLocation: /\xff\xfe\r\nContent-Length: 0\r\n\r\n"),
 			want: `redirect 308 to /\xff\xfe`},
-		{name: "304 (no Location)", serve: send("HTTP/1.1 304 Not Modified\r\n\r\n"), want: "status HTTP/1.1 304 Not Modified"},
+		{name: "304 (no Location)", serve: send(t, "HTTP/1.1 304 Not Modified\r\n\r\n"), want: "status HTTP/1.1 304 Not Modified"},
 
 		// The chunked coding.
-		{name: "malformed chunk size", serve: send(chunkedHead + "zz\r\n"), want: `malformed response: wire: malformed chunked encoding: invalid byte 'z' at start of chunk size`},
-		{name: "negative chunk size", serve: send(chunkedHead + chunk(chatRole) + "-1\r\n"), want: `malformed response: wire: malformed chunked encoding: invalid byte '-' at start of chunk size`},
-		{name: "chunk size beyond the bound", serve: send(chunkedHead + "ffffffffffffffffff\r\n"), want: "malformed response: wire: chunk too large", prefix: true},
-		{name: "chunk larger than its data, then close", serve: send(chunkedHead + "1000\r\n" + chatRole), want: "connection closed before [DONE]"},
-		{name: "chunk larger than its data, then silence", serve: stall(chunkedHead + "1000\r\n" + chatRole), opts: shortIdle, want: "idle timeout after 100ms"},
-		{name: "chunk data without its CRLF", serve: send(chunkedHead + "4\r\nabcdXX"), want: "malformed response: wire: malformed chunked encoding: missing CRLF after chunk data"},
-		{name: "trailers after the last chunk", serve: send(chunkedHead + chunk(okStream) + "0\r\nX-Trailer: a\r\nX-Other: b\r\n\r\n"), want: "ok"},
-		{name: "last chunk before the terminal event, connection open", serve: stall(chunkedHead + chunk(chatRole+chat.tok(1, "anan")) + "0\r\n\r\n"),
+		{name: "malformed chunk size", serve: send(t, chunkedHead+"zz\r\n"), want: `malformed response: wire: malformed chunked encoding: invalid byte 'z' at start of chunk size`},
+		{name: "negative chunk size", serve: send(t, chunkedHead+chunk(chatRole)+"-1\r\n"), want: `malformed response: wire: malformed chunked encoding: invalid byte '-' at start of chunk size`},
+		{name: "chunk size beyond the bound", serve: send(t, chunkedHead+"ffffffffffffffffff\r\n"), want: "malformed response: wire: chunk too large", prefix: true},
+		{name: "chunk larger than its data, then close", serve: send(t, chunkedHead+"1000\r\n"+chatRole), want: "connection closed before [DONE]"},
+		{name: "chunk larger than its data, then silence", serve: stall(t, chunkedHead+"1000\r\n"+chatRole), opts: shortIdle, want: "idle timeout after 100ms"},
+		{name: "chunk data without its CRLF", serve: send(t, chunkedHead+"4\r\nabcdXX"), want: "malformed response: wire: malformed chunked encoding: missing CRLF after chunk data"},
+		{name: "trailers after the last chunk", serve: send(t, chunkedHead+chunk(okStream)+"0\r\nX-Trailer: a\r\nX-Other: b\r\n\r\n"), want: "ok"},
+		{name: "last chunk before the terminal event, connection open", serve: stall(t, chunkedHead+chunk(chatRole+chat.tok(1, "anan"))+"0\r\n\r\n"),
 			want: "connection closed before [DONE]"},
 
 		// The body and its events.
-		{name: "a 5 MB line without a newline", serve: send(sseHead + "\r\n" + bigLine), want: "malformed response: wire: SSE line too long",
+		{name: "a 5 MB line without a newline", serve: send(t, sseHead+"\r\n"+bigLine), want: "malformed response: wire: SSE line too long",
 			check: maxBytes(2 << 20)},
-		{name: "a gzip bomb: 8 MB without a newline", serve: send(sseHead + "Content-Encoding: gzip\r\n\r\n" + gz(strings.Repeat("a", 8<<20))),
+		{name: "a gzip bomb: 8 MB without a newline", serve: send(t, sseHead+"Content-Encoding: gzip\r\n\r\n"+gz(strings.Repeat("a", 8<<20))),
 			want: "malformed response: wire: SSE line too long", check: maxBytes(64 << 10)},
-		{name: "a gzip bomb: 2 MB of comments, then close", serve: send(sseHead + "Content-Encoding: gzip\r\n\r\n" + gz(chatRole+strings.Repeat(":\n", 1<<20))),
+		{name: "a gzip bomb: 2 MB of comments, then close", serve: send(t, sseHead+"Content-Encoding: gzip\r\n\r\n"+gz(chatRole+strings.Repeat(":\n", 1<<20))),
 			want: "connection closed before [DONE]"},
-		{name: "gzip stream ending before the terminal event, connection open", serve: stall(sseHead + "Content-Encoding: gzip\r\n\r\n" + gz(chatRole+chat.tok(1, "anan"))),
+		{name: "gzip stream ending before the terminal event, connection open", serve: stall(t, sseHead+"Content-Encoding: gzip\r\n\r\n"+gz(chatRole+chat.tok(1, "anan"))),
 			want: "connection closed before [DONE]"},
-		{name: "invalid UTF-8 inside the content", serve: send(sseHead + "\r\n" + chat.events(false, chat.tok(1, "anan"), chat.tok(2, "h\xffh\xfe"), chat.tok(3, "obob"))),
+		{name: "invalid UTF-8 inside the content", serve: send(t, sseHead+"\r\n"+chat.events(false, chat.tok(1, "anan"), chat.tok(2, "h\xffh\xfe"), chat.tok(3, "obob"))),
 			want: `integrity: corrupted content at token 1 ("h\xffh\xfe")`},
-		{name: "a lone surrogate escaped inside the content", serve: send(sseHead + "\r\n" + chat.events(false, chat.tok(1, `\ud800nan`), chat.tok(2, "huhu"), chat.tok(3, "obob"))),
+		{name: "a lone surrogate escaped inside the content", serve: send(t, sseHead+"\r\n"+chat.events(false, chat.tok(1, `\ud800nan`), chat.tok(2, "huhu"), chat.tok(3, "obob"))),
 			want: `integrity: corrupted content at token 0 (`, prefix: true},
-		{name: "garbage between events", serve: send(sseHead + "\r\n" + chatRole + "garbage\n\n" + chat.tok(1, "anan") + ": comment\nid: 7\nretry: soon\n{not sse}\n\n" +
-			chat.tok(2, "huhu") + "data: not json at all\n\n\x00\x01\xff\n\n" + chat.tok(3, "obob") + "event: \xff\xfe\n\n" + chatFinish + done), want: "ok"},
-		{name: "error event with terminal escapes", serve: send(sseHead + "\r\n" + chatRole + `data: {"error":{"message":"\u001b[2Jboom\nline 2","type":"server_error"}}` + "\n\n"),
+		{name: "garbage between events", serve: send(t, sseHead+"\r\n"+chatRole+"garbage\n\n"+chat.tok(1, "anan")+": comment\nid: 7\nretry: soon\n{not sse}\n\n"+
+			chat.tok(2, "huhu")+"data: not json at all\n\n\x00\x01\xff\n\n"+chat.tok(3, "obob")+"event: \xff\xfe\n\n"+chatFinish+done), want: "ok"},
+		{name: "error event with terminal escapes", serve: send(t, sseHead+"\r\n"+chatRole+`data: {"error":{"message":"\u001b[2Jboom\nline 2","type":"server_error"}}`+"\n\n"),
 			want: `stream error: error: server_error: \x1b[2Jboom line 2`},
-		{name: "early close inside an event", serve: send(sseHead + "\r\n" + chatRole + `data: {"id":"chatcmpl-sse-latency-1","obj`), want: "connection closed before [DONE]"},
-		{name: "connection reset inside the stream", serve: reset(sseHead + "\r\n" + chatRole + chat.tok(1, "anan")), want: "recv error: Connection reset by peer"},
-		{name: "silence inside the stream", serve: stall(sseHead + "\r\n" + chatRole + chat.tok(1, "anan")), opts: shortIdle, want: "idle timeout after 100ms",
+		{name: "early close inside an event", serve: send(t, sseHead+"\r\n"+chatRole+`data: {"id":"chatcmpl-sse-latency-1","obj`), want: "connection closed before [DONE]"},
+		{name: "connection reset inside the stream", serve: reset(t, sseHead+"\r\n"+chatRole+chat.tok(1, "anan")), want: "recv error: Connection reset by peer"},
+		{name: "silence inside the stream", serve: stall(t, sseHead+"\r\n"+chatRole+chat.tok(1, "anan")), opts: shortIdle, want: "idle timeout after 100ms",
 			check: func(t *testing.T, rec *result.Request) {
 				if len(rec.Tokens) != 1 {
 					t.Errorf("%d tokens, want the 1 before the silence", len(rec.Tokens))
 				}
 			}},
-		{name: "silence inside the stream, -w first", serve: stall(sseHead + "\r\n" + chatRole), opts: func(o *Options) { o.Timeout = 150 * time.Millisecond; o.IdleTimeout = time.Hour },
+		{name: "silence inside the stream, -w first", serve: stall(t, sseHead+"\r\n"+chatRole), opts: func(o *Options) { o.Timeout = 150 * time.Millisecond; o.IdleTimeout = time.Hour },
 			want: "timeout after 150ms"},
-		{name: "Content-Length shorter than the stream", serve: send(sseHead + "Content-Length: 40\r\n\r\n" + okStream), want: "connection closed before [DONE]"},
-		{name: "Content-Length longer than the stream, then close", serve: send(sseHead + "Content-Length: 100000\r\n\r\n" + chatRole), want: "connection closed before [DONE]"},
-		{name: "empty comments without end", serve: forever(sseHead+"\r\n"+chatRole, ":\n"), opts: func(o *Options) { o.Timeout = 400 * time.Millisecond; shortIdle(o) },
-			want: "timeout after 400ms"},
+		{name: "Content-Length shorter than the stream", serve: send(t, sseHead+"Content-Length: 40\r\n\r\n"+okStream), want: "connection closed before [DONE]"},
+		{name: "Content-Length longer than the stream, then close", serve: send(t, sseHead+"Content-Length: 100000\r\n\r\n"+chatRole), want: "connection closed before [DONE]"},
+		{name: "empty comments without end", serve: forever(sseHead+"\r\n"+chatRole, ":\n"), opts: func(o *Options) { o.Timeout = 2 * time.Second; o.IdleTimeout = time.Second },
+			want: "timeout after 2000ms"}, // a comment every ms keeps the idle timeout away, a busy machine's pauses too
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -314,19 +286,19 @@ func TestHostileGateways(t *testing.T) {
 // that stalls in its drain costs the connection, not the request.
 func TestHostileKeepAlive(t *testing.T) {
 	body := chatRole + event(100, "anan") + event(200, "huhu") + chatFinish + done
-	ks := newKeepServer(t, false, func(n int) []string {
-		return []string{keepHead + chunk(body), "0\r\nX-Trailer: a\r\n", "\r\n"}
+	ks := newKeepServer(t, false, func(n int) []testutil.Step {
+		return pieces(keepHead+chunk(body), "0\r\nX-Trailer: a\r\n", "\r\n")
 	})
-	for i, r := range runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2, IdleTimeout: time.Second}, 3, 0) {
+	for i, r := range runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2, IdleTimeout: time.Second}, 3, nil) {
 		if got := connOf(r); got != (conn{ok: true, reused: i > 0, id: 1}) {
 			t.Errorf("request %d with trailers: %+v (%q), want ok on connection 1", i, got, r.Failure.Error())
 		}
 	}
 	// The last chunk never comes: the idle timeout ends the drain.
-	ks = newKeepServer(t, false, func(n int) []string {
-		return []string{keepHead + chunk(body), "" /* then silence */}
+	ks = newKeepServer(t, false, func(n int) []testutil.Step {
+		return pieces(keepHead+chunk(body), "" /* then silence */)
 	})
-	recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2, DrainTimeout: time.Hour, IdleTimeout: 200 * time.Millisecond, Timeout: 5 * time.Second}, 2, 0)
+	recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2, DrainTimeout: time.Hour, IdleTimeout: 200 * time.Millisecond, Timeout: 5 * time.Second}, 2, nil)
 	for i, r := range recs {
 		if got := connOf(r); got != (conn{ok: true, poisoned: true, id: int64(i + 1)}) {
 			t.Errorf("request %d without its last chunk: %+v (%q), want ok, poisoned, on connection %d", i, got, r.Failure.Error(), i+1)
@@ -340,12 +312,12 @@ func TestHostileKeepAlive(t *testing.T) {
 // framer whose writes are safe to mix with the acknowledgements.
 func h2Gateway(t *testing.T, serve func(f *h2Writer)) string {
 	t.Helper()
-	return listen(t, func(c net.Conn) {
+	return testutil.ServeTCP(t, func(c net.Conn) {
 		preface := make([]byte, len(http2.ClientPreface))
 		if _, err := io.ReadFull(c, preface); err != nil {
 			return
 		}
-		f := &h2Writer{fr: http2.NewFramer(c, c)}
+		f := &h2Writer{c: c, fr: http2.NewFramer(c, c)}
 		f.do(func(fr *http2.Framer) error { return fr.WriteSettings() })
 		got := make(chan struct{})
 		closed := make(chan struct{}) // the client has gone
@@ -374,8 +346,9 @@ func h2Gateway(t *testing.T, serve func(f *h2Writer)) string {
 	})
 }
 
-// h2Writer serialises the writes of an HTTP/2 framer.
+// h2Writer serialises the writes of an HTTP/2 framer on c.
 type h2Writer struct {
+	c  net.Conn
 	mu sync.Mutex
 	fr *http2.Framer
 }
@@ -398,9 +371,11 @@ func (f *h2Writer) headers(endStream bool, kv ...string) {
 	})
 }
 
+// data writes a DATA frame on stream 1, then waits until the client's
+// transport has read it (no case's outcome may depend on it).
 func (f *h2Writer) data(endStream bool, s string) {
 	f.do(func(fr *http2.Framer) error { return fr.WriteData(1, endStream, []byte(s)) })
-	time.Sleep(5 * time.Millisecond)
+	testutil.Poll(readBy(f.c), testutil.AwaitBound)
 }
 
 // TestHostileH2C runs a few hostile cases over h2c: a reset stream, a
@@ -432,7 +407,7 @@ func TestHostileH2C(t *testing.T) {
 			f.headers(false, ":status", "429", "content-type", "application/json")
 			f.data(false, `{"error":`)
 			f.data(true, `{"message":"slow down"}}`)
-		}, nil, `status HTTP/2.0 429 Too Many Requests: {"error":{"message":"slow down"}}`},
+		}, longDrain, `status HTTP/2.0 429 Too Many Requests: {"error":{"message":"slow down"}}`},
 		{"500 whose body never ends", func(f *h2Writer) {
 			f.headers(false, ":status", "500", "content-type", "text/plain")
 			f.data(false, "upstream exploded")

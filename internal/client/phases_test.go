@@ -210,6 +210,9 @@ func TestReaderPhaseIntegrity(t *testing.T) {
 			if got := phaseCounts(t, what, rec); got != tt.phase {
 				t.Errorf("%s: tokens per phase %v, want %v", what, got, tt.phase)
 			}
+			if converted := tt.name == "reasoning turned into text"; rec.ReasoningAsText != converted {
+				t.Errorf("%s: ReasoningAsText %v, want %v", what, rec.ReasoningAsText, converted)
+			}
 			if tt.name == "reasoning dropped entirely" && (rec.FirstReasoningAt != 0 || rec.FirstToolCallAt == 0 || rec.Reasoning != r) {
 				t.Errorf("%s: first reasoning at %d, tool call at %d, %d reasoning tokens asked: the record must show what was dropped",
 					what, rec.FirstReasoningAt, rec.FirstToolCallAt, rec.Reasoning)
@@ -274,9 +277,20 @@ func TestReaderHeartbeats(t *testing.T) {
 	}{{1050, sseHead + "\r\n"}, {1060, chatRole}, {1460, ": ping\n\n"}, {1465, chatTok(1, "anan") + chatFinish + done}} {
 		rd.feed([]byte(step.data), step.at)
 	}
-	if !rec.OK() || rec.MaxSilence != 400 || rec.LastReadAt != 1465 || rec.FirstEventAt != 1060 || rec.FirstTextAt != 1465 || rec.Comments != 1 {
-		t.Errorf("%q: longest silence %d, last read %d, first event %d, first text %d, %d comments; want ok, 400, 1465, 1060, 1465, 1",
-			rec.Failure.Error(), rec.MaxSilence, rec.LastReadAt, rec.FirstEventAt, rec.FirstTextAt, rec.Comments)
+	if !rec.OK() || rec.MaxSilence != 400 || rec.LastReadAt != 1465 || rec.PrevReadAt != 1460 || rec.FirstEventAt != 1060 ||
+		rec.FirstTextAt != 1465 || rec.Comments != 1 {
+		t.Errorf("%q: longest silence %d, last reads %d and %d, first event %d, first text %d, %d comments; want ok, 400, 1465 and 1460, 1060, 1465, 1",
+			rec.Failure.Error(), rec.MaxSilence, rec.LastReadAt, rec.PrevReadAt, rec.FirstEventAt, rec.FirstTextAt, rec.Comments)
+	}
+
+	// A gateway that holds the stream's events but sends pings: the
+	// first event is the first that is not a ping.
+	w = encoded(api.Anthropic, a, true)
+	w = append([]string{api.AnthropicHeartbeat}, w...)
+	rec = readEvents(t, Options{Dialect: api.Anthropic, ExpectTokens: 2}, w)
+	if !rec.OK() || rec.Pings != 2 || rec.FirstEventAt != 200 {
+		t.Errorf("%q: %d pings, first event at %d; want ok, 2 pings, the first event (message_start) at 200, after the gateway's ping",
+			rec.Failure.Error(), rec.Pings, rec.FirstEventAt)
 	}
 }
 

@@ -56,8 +56,7 @@ type reader struct {
 	// rec.ToolCall lay them out); extra counts the bytes of a phase that
 	// was not asked for (rec.Reasoning or rec.ToolCall 0).
 	match     matcher
-	reasoning matcher
-	args      argMatcher
+	phases    *phaseMatchers // nil when neither a reasoning nor a tool call was asked for
 	base      [api.NumPhases]int32
 	extra     [api.NumPhases]int64
 	finished  bool // a finish event arrived
@@ -74,19 +73,32 @@ type reader struct {
 	statusHTML bool
 }
 
+// phaseMatchers follow the phases before the text: the reasoning and the
+// tool call's arguments. A reader has them only when they were asked for:
+// a quarter of its size, for thousands of readers at once.
+type phaseMatchers struct {
+	reasoning matcher
+	args      argMatcher
+}
+
 func newReader(rec *result.Request, o *Options) *reader {
 	rec.Reasoning, rec.ToolCall = max(o.Reasoning, 0), max(o.ToolCall, 0)
-	return &reader{
+	r := &reader{
 		rec:       rec,
 		received:  o.Received,
 		dialect:   o.Dialect,
 		match:     newMatcher(o.ExpectTokens),
-		reasoning: newPhaseMatcher(api.PhaseReasoning, rec.Reasoning),
-		args:      newArgMatcher(rec.ToolCall),
 		base:      [...]int32{0, int32(rec.Reasoning), int32(rec.Reasoning + rec.ToolCall)},
 		wantUsage: o.IncludeUsage,
 		remain:    -1,
 	}
+	if rec.Reasoning > 0 || rec.ToolCall > 0 {
+		r.phases = &phaseMatchers{
+			reasoning: newPhaseMatcher(api.PhaseReasoning, rec.Reasoning),
+			args:      newArgMatcher(rec.ToolCall),
+		}
+	}
+	return r
 }
 
 // feed processes one Read's bytes, all arrived at now. It returns true when
@@ -130,20 +142,30 @@ func (r *reader) endRead(tokensBefore int) {
 // body bytes of p that follow it; ended is true when the request has
 // failed.
 func (r *reader) readHead(p []byte) (body []byte, ended bool) {
-	r.head = append(r.head, p...)
+	// A head that arrives whole in one Read, as nearly all do, is parsed
+	// where it is (the parser copies what it keeps); one that arrives in
+	// pieces is gathered in r.head.
+	buf := p
+	if len(r.head) > 0 {
+		r.head = append(r.head, p...)
+		buf = r.head
+	}
 	for {
-		h, n, err := wire.ParseResponseHead(r.head)
+		h, n, err := wire.ParseResponseHead(buf)
 		if err != nil {
-			r.rec.Failure = headFailure(r.head, err)
+			r.rec.Failure = headFailure(buf, err)
 			return nil, true
 		}
 		if n == 0 {
 			if !r.lineOK {
-				if !checkStatusLine(r.head) {
-					r.rec.Failure = badStatus(r.head)
+				if !checkStatusLine(buf) {
+					r.rec.Failure = badStatus(buf)
 					return nil, true
 				}
-				r.lineOK = bytes.IndexByte(r.head, '\n') >= 0
+				r.lineOK = bytes.IndexByte(buf, '\n') >= 0
+			}
+			if len(r.head) == 0 {
+				r.head = append(r.head, buf...)
 			}
 			return nil, false
 		}
@@ -154,10 +176,14 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 				r.rec.Failure = result.Failure{Kind: result.HeadTooLarge}
 				return nil, true
 			}
-			r.head, r.lineOK = r.head[n:], false
+			buf, r.lineOK = buf[n:], false
+			if len(r.head) > 0 {
+				r.head = buf
+			}
 			continue
 		}
 		r.rec.HeadAt = r.now
+		r.rec.Timing = timingHeaders(h.Values)
 		if h.Proto != "" {
 			r.rec.Proto = ownProto(h.Proto)
 		}
@@ -168,15 +194,15 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 			r.remain = h.ContentLength
 		}
 		if r.upgrade != nil && (h.StatusCode == 101 || h.StatusCode/100 == 2) {
-			return r.head[n:], r.upgrade(h)
+			return buf[n:], r.upgrade(h)
 		}
 		if h.StatusCode < 200 || h.StatusCode > 299 {
-			return r.head[n:], r.nonSuccess(h.StatusCode, badStatus(r.head), h.Header)
+			return buf[n:], r.nonSuccess(h.StatusCode, badStatus(buf), h.Header)
 		}
 		if r.encoding(h.Header("Content-Encoding")) {
 			return nil, true
 		}
-		return r.head[n:], false
+		return buf[n:], false
 	}
 }
 
@@ -245,11 +271,14 @@ func (r *reader) encoding(enc string) bool {
 
 // h2Head takes the head of an HTTP/2 response (the transport parsed it)
 // that arrived at now: its status code, status line ("HTTP/2.0 200 OK")
-// and fields. It returns true when the request has failed.
-func (r *reader) h2Head(code int, statusLine string, header func(string) string, now int64) bool {
+// and fields (every value of a field, by name). It returns true when the
+// request has failed.
+func (r *reader) h2Head(code int, statusLine string, values func(string) []string, now int64) bool {
 	r.now = now
 	r.rec.HeadAt = now
+	r.rec.Timing = timingHeaders(values)
 	r.gotHead = true
+	header := func(name string) string { return firstValue(values, name) }
 	if code < 200 || code > 299 {
 		return r.nonSuccess(code, badStatus([]byte(statusLine)), header)
 	}
@@ -447,7 +476,8 @@ func (r *reader) sse(data []byte, now int64) bool {
 // dataEvent counts and handles one event's data: an SSE data payload, or
 // a WebSocket text message. It returns true when the stream has ended.
 func (r *reader) dataEvent(payload []byte, now int64) bool {
-	if r.rec.Events++; r.rec.Events == 1 {
+	r.rec.Events++
+	if r.rec.FirstEventAt == 0 && string(r.event[:r.eventLen]) != "ping" {
 		r.rec.FirstEventAt = now
 	}
 	return r.handle(payload, now)
@@ -477,7 +507,7 @@ func (r *reader) silence(now int64) {
 	if last > 0 && now-last > r.rec.MaxSilence {
 		r.rec.MaxSilence = now - last
 	}
-	r.rec.LastReadAt = now
+	r.rec.PrevReadAt, r.rec.LastReadAt = r.rec.LastReadAt, now
 }
 
 // maxQuotedEvent bounds what a failure quotes of an event.
@@ -548,9 +578,9 @@ func (r *reader) content(p api.Phase, text []byte, piTs int64, now int64) {
 	var whole bool
 	switch {
 	case p == api.PhaseReasoning && r.rec.Reasoning > 0:
-		first, n, whole = r.reasoning.feed(text)
+		first, n, whole = r.phases.reasoning.feed(text)
 	case p == api.PhaseToolCall && r.rec.ToolCall > 0:
-		first, n, whole = r.args.feed(text)
+		first, n, whole = r.phases.args.feed(text)
 	case p == api.PhaseText:
 		first, n, whole = r.match.feed(text)
 	default: // a phase that was not asked for
@@ -567,13 +597,14 @@ func (r *reader) content(p api.Phase, text []byte, piTs int64, now int64) {
 // verdict is the outcome of a stream that ended with its terminal event:
 // ok, or what it lacked.
 func (r *reader) verdict() result.Failure {
-	if r.match.received == 0 && r.reasoning.received == 0 && r.args.received == 0 && r.extra == [api.NumPhases]int64{} {
+	if r.match.received == 0 && (r.phases == nil || r.phases.reasoning.received == 0 && r.phases.args.received == 0) && r.extra == [api.NumPhases]int64{} {
 		return result.Failure{Kind: result.NoTokens}
 	}
 	if p := r.phaseProblem(); p != "" {
 		return result.Failure{Kind: result.Integrity, Detail: p}
 	}
 	if p := r.match.problem(); p != "" {
+		r.rec.ReasoningAsText = r.reasoningInText()
 		return result.Failure{Kind: result.Integrity, Detail: p}
 	}
 	if len(r.rec.Tokens) == 0 {
@@ -598,8 +629,8 @@ func (r *reader) phaseProblem() string {
 	if n := r.extra[api.PhaseReasoning]; n > 0 {
 		return "reasoning: " + unasked(n)
 	}
-	if r.reasoning.received > 0 {
-		if p := r.reasoning.problem(); p != "" {
+	if r.rec.Reasoning > 0 && r.phases.reasoning.received > 0 {
+		if p := r.phases.reasoning.problem(); p != "" {
 			return "reasoning: " + p
 		}
 	}
@@ -607,11 +638,22 @@ func (r *reader) phaseProblem() string {
 		return "tool call: " + unasked(n)
 	}
 	if r.rec.ToolCall > 0 {
-		if p := r.args.problem(); p != "" {
+		if p := r.phases.args.problem(); p != "" {
 			return "tool call: " + p
 		}
 	}
 	return ""
+}
+
+// reasoningInText reports whether reasoning was asked for, none came as
+// reasoning, and the visible text, which differs from the expected one,
+// carries the reasoning's first word (a gateway turned it into content,
+// with or without <think> tags; the text's words are lower case).
+func (r *reader) reasoningInText() bool {
+	if r.rec.Reasoning == 0 || r.phases.reasoning.received > 0 || !r.match.diverged {
+		return false
+	}
+	return bytes.Contains(r.match.rest, phaseWords[api.PhaseReasoning][:api.TokenLen])
 }
 
 func unasked(n int64) string { return strconv.FormatInt(n, 10) + " bytes received, none asked for" }

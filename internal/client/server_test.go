@@ -15,6 +15,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // ourServer starts the dummy server with an emission registry.
@@ -28,6 +29,15 @@ func ourServer(t *testing.T) (addr string, reg *emission.Registry) {
 func strippingProxy(t *testing.T, backend string) string {
 	t.Helper()
 	return eventGateway(t, backend, stripPiTs)
+}
+
+// proxyServer serves an in-process gateway, in full duplex as a proxy
+// needs (testutil.FullDuplex), and returns its address.
+func proxyServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	gw := httptest.NewServer(testutil.FullDuplex(h))
+	t.Cleanup(gw.Close)
+	return gw.Listener.Addr().String()
 }
 
 var piTsField = regexp.MustCompile(`,"pi_ts":[0-9]+|"pi_ts":[0-9]+,`)
@@ -95,11 +105,10 @@ func TestPromptMarkerSurvives(t *testing.T) {
 		r.Body = &eventRewriter{rc: r.Body, rewrite: stripPiTs}
 		return nil
 	}
-	gw := httptest.NewServer(p)
-	defer gw.Close()
+	gw := proxyServer(t, p)
 	const n = 7
 	rec := &result.Request{Batch: "gw"}
-	New(Options{Addr: gw.Listener.Addr().String(), Tokens: n, ExpectTokens: n, Timeout: 10 * time.Second,
+	New(Options{Addr: gw, Tokens: n, ExpectTokens: n, Timeout: 10 * time.Second,
 		Registry: reg, IDPrefix: "mk"}).Do(context.Background(), rec)
 	if !rec.OK() || len(rec.Tokens) != n || rec.ByContent != n {
 		t.Errorf("%q, %d tokens, %d by content; want ok with %d tokens, all by content", rec.Failure.Error(), len(rec.Tokens), rec.ByContent, n)
@@ -115,8 +124,10 @@ func TestKeepAliveAgainstOurServer(t *testing.T) {
 	gw := strippingProxy(t, addr)
 	for _, d := range api.Dialects {
 		for _, via := range []struct{ name, addr string }{{"direct", addr}, {"gateway", gw}} {
+			// The drain may last up to -w: a busy machine's pause before
+			// the last chunk must not cost the connection.
 			q := New(Options{Dialect: d, Addr: via.addr, Tokens: n, ExpectTokens: n, IncludeUsage: true,
-				Timeout: 10 * time.Second, Registry: reg, IDPrefix: "ka", KeepAlive: true})
+				Timeout: 10 * time.Second, DrainTimeout: 10 * time.Second, Registry: reg, IDPrefix: "ka", KeepAlive: true})
 			s := q.NewSession()
 			for i := range 3 {
 				rec := &result.Request{Batch: "gw", Index: i}

@@ -61,6 +61,19 @@ func (s *Session) Close() error {
 	return err
 }
 
+// keptState is what the next request would find on the session's kept
+// connection (peek, on either engine); false when there is none and none
+// was lost. Only between requests (the tests await it).
+func (s *Session) keptState() (connState, bool) {
+	if st, ok, onLoop := s.loopKeptState(); onLoop {
+		return st, ok
+	}
+	if s.raw == nil {
+		return idle, false
+	}
+	return peek(s.raw), true
+}
+
 // attempt is how one try of a request ended.
 type attempt int
 

@@ -2,23 +2,28 @@ package client
 
 import (
 	"context"
-	"io"
+	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
 // keepServer is a scripted HTTP/1.1 server that answers every request of a
-// connection, in turn, with the pieces of respond (written with a pause
-// between them so that each lands in its own Read), then closes the
-// connection when closeAfter is set. It records every request as received.
+// connection, in turn, with the steps of respond — a step without Until,
+// but the last, waits until the client has read it (readInTurn), so that
+// the next usually reaches it in a Read of its own — then closes the
+// connection when closeAfter is set. It records every request as
+// received.
 type keepServer struct {
 	addr string
 
@@ -28,57 +33,36 @@ type keepServer struct {
 	perC  []int    // requests per connection, in accept order
 }
 
-func newKeepServer(t *testing.T, closeAfter bool, respond func(n int) []string) *keepServer {
+func newKeepServer(t *testing.T, closeAfter bool, respond func(n int) []testutil.Step) *keepServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks := &keepServer{addr: ln.Addr().String()}
-	var wg sync.WaitGroup
-	var open sync.Map
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	ks := &keepServer{}
+	ks.addr = testutil.ServeTCP(t, func(c net.Conn) {
+		ks.mu.Lock()
+		ci := ks.conns
+		ks.conns++
+		ks.perC = append(ks.perC, 0)
+		ks.mu.Unlock()
+		var buf []byte
+		for n := 0; ; n++ {
+			req, rest, ok := readRequest(c, buf)
+			if !ok {
 				return
 			}
-			open.Store(c, true)
+			buf = rest
 			ks.mu.Lock()
-			ci := ks.conns
-			ks.conns++
-			ks.perC = append(ks.perC, 0)
+			ks.reqs = append(ks.reqs, req)
+			ks.perC[ci]++
 			ks.mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				var buf []byte
-				for n := 0; ; n++ {
-					req, rest, ok := readRequest(c, buf)
-					if !ok {
-						return
-					}
-					buf = rest
-					ks.mu.Lock()
-					ks.reqs = append(ks.reqs, req)
-					ks.perC[ci]++
-					ks.mu.Unlock()
-					for _, p := range respond(n) {
-						if _, err := io.WriteString(c, p); err != nil {
-							return
-						}
-						time.Sleep(5 * time.Millisecond)
-					}
-					if closeAfter {
-						return
-					}
+			if err := testutil.Play(c, readInTurn(c, respond(n))...); err != nil {
+				if errors.Is(err, testutil.ErrNotReached) {
+					t.Errorf("keepServer: %v", err)
 				}
-			})
+				return
+			}
+			if closeAfter {
+				return
+			}
 		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		open.Range(func(c, _ any) bool { c.(net.Conn).Close(); return true })
-		wg.Wait()
 	})
 	return ks
 }
@@ -118,11 +102,19 @@ const keepHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer
 // last chunk.
 var keepStream = chunk(chatRole + event(100, "anan") + event(200, "huhu") + chatFinish + done)
 
-// runSession sends n requests through one keep-alive session to addr.
-func runSession(t *testing.T, o Options, n int, pause time.Duration) []*result.Request {
+// runSession sends n requests through one keep-alive session to addr;
+// between, when set, runs before each request but the first (to await the
+// state of the kept connection). Without a DrainTimeout the drain may last
+// up to the request's -w: it ends at the framing end, and a busy machine's
+// pause before the last piece must not end it first (cases that test the
+// bound set their own).
+func runSession(t *testing.T, o Options, n int, between func(s *Session)) []*result.Request {
 	t.Helper()
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second
+	}
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = o.Timeout
 	}
 	if o.Tokens == 0 {
 		o.Tokens = -1
@@ -132,8 +124,8 @@ func runSession(t *testing.T, o Options, n int, pause time.Duration) []*result.R
 	defer s.Close()
 	var recs []*result.Request
 	for i := range n {
-		if i > 0 {
-			time.Sleep(pause)
+		if i > 0 && between != nil {
+			between(s)
 		}
 		rec := &result.Request{Batch: "gw", Index: i}
 		s.Do(context.Background(), rec)
@@ -143,6 +135,17 @@ func runSession(t *testing.T, o Options, n int, pause time.Duration) []*result.R
 		recs = append(recs, rec)
 	}
 	return recs
+}
+
+// awaitConn returns a between for runSession that waits until peek finds
+// want on the session's kept connection.
+func awaitConn(t *testing.T, want connState) func(s *Session) {
+	return func(s *Session) {
+		testutil.Await(t, fmt.Sprintf("peek to find the kept connection in state %d", want), func() bool {
+			st, ok := s.keptState()
+			return ok && st == want
+		})
+	}
 }
 
 // conn is a request's connection facts, for the test messages.
@@ -175,8 +178,8 @@ func TestKeepAliveReuse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ks := newKeepServer(t, false, func(int) []string { return tt.pieces })
-			recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2}, 3, 0)
+			ks := newKeepServer(t, false, func(int) []testutil.Step { return pieces(tt.pieces...) })
+			recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2}, 3, nil)
 			for i, r := range recs {
 				want := conn{ok: true, reused: i > 0, id: 1}
 				if got := connOf(r); got != want {
@@ -204,18 +207,23 @@ func TestKeepAliveReuse(t *testing.T) {
 
 // TestKeepAliveServerCloses: a gateway that closes the kept connection
 // after every response (without saying so) makes each next request a reuse
-// failure, sent again on a new connection, and ok.
+// failure, sent again on a new connection, and ok — whether the close is
+// found by the idle check before the request (awaited here), or on its
+// write or read (or by the idle check, if the close came in time).
 func TestKeepAliveServerCloses(t *testing.T) {
-	ks := newKeepServer(t, true, func(int) []string { return []string{keepHead + keepStream, wire.LastChunk} })
-	for _, pause := range []time.Duration{0, 30 * time.Millisecond} { // found on the write/read, or by the idle check
-		recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2}, 3, pause)
+	ks := newKeepServer(t, true, func(int) []testutil.Step { return pieces(keepHead+keepStream, wire.LastChunk) })
+	for _, between := range []struct {
+		name  string
+		await func(s *Session)
+	}{{"at once", nil}, {"found closed", awaitConn(t, peerClosed)}} {
+		recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2}, 3, between.await)
 		for i, r := range recs {
 			want := conn{ok: true, reuseFailed: i > 0, id: recs[0].ConnID + int64(i)}
 			if got := connOf(r); got != want {
-				t.Errorf("pause %v, request %d: %+v (%q), want %+v", pause, i, got, r.Failure.Error(), want)
+				t.Errorf("%s, request %d: %+v (%q), want %+v", between.name, i, got, r.Failure.Error(), want)
 			}
 			if r.Connected == 0 || r.Connected < r.Start || r.Sent < r.Connected {
-				t.Errorf("pause %v, request %d: start %d connected %d sent %d: want a new connection, start <= connected <= sent", pause, i, r.Start, r.Connected, r.Sent)
+				t.Errorf("%s, request %d: start %d connected %d sent %d: want a new connection, start <= connected <= sent", between.name, i, r.Start, r.Connected, r.Sent)
 			}
 		}
 	}
@@ -232,19 +240,37 @@ func TestKeepAliveNotKept(t *testing.T) {
 	tests := []struct {
 		name     string
 		pieces   []string
+		later    bool    // the second piece comes once the client has its 2 tokens, and before the next request
 		poisoned [2]bool // on the first request, on the second
 		drain    time.Duration
 	}{
-		{"Connection: close", []string{sseHead + "Transfer-Encoding: chunked\r\n\r\n" + keepStream + wire.LastChunk}, [2]bool{}, 0},
-		{"bytes after the last chunk", []string{keepHead + keepStream + wire.LastChunk + "HTTP/1.1 200 OK\r\n"}, [2]bool{true, true}, 0},
-		{"bytes after the last chunk, later", []string{keepHead + keepStream + wire.LastChunk, "\r\n"}, [2]bool{false, true}, 0},
-		{"no framing", []string{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + chatRole + event(1, "anan") + event(2, "huhu") + chatFinish + done}, [2]bool{true, true}, 0},
-		{"no last chunk", []string{keepHead + keepStream}, [2]bool{true, true}, 50 * time.Millisecond},
+		{"Connection: close", []string{sseHead + "Transfer-Encoding: chunked\r\n\r\n" + keepStream + wire.LastChunk}, false, [2]bool{}, 0},
+		{"bytes after the last chunk", []string{keepHead + keepStream + wire.LastChunk + "HTTP/1.1 200 OK\r\n"}, false, [2]bool{true, true}, 0},
+		{"bytes after the last chunk, later", []string{keepHead + keepStream + wire.LastChunk, "\r\n"}, true, [2]bool{false, true}, 0},
+		{"no framing", []string{"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n" + chatRole + event(1, "anan") + event(2, "huhu") + chatFinish + done}, false, [2]bool{true, true}, 0},
+		{"no last chunk", []string{keepHead + keepStream}, false, [2]bool{true, true}, 50 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ks := newKeepServer(t, false, func(int) []string { return tt.pieces })
-			recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2, DrainTimeout: tt.drain}, 2, 50*time.Millisecond)
+			var received atomic.Int64
+			var between func(s *Session)
+			ks := newKeepServer(t, false, func(n int) []testutil.Step {
+				steps := pieces(tt.pieces...)
+				if tt.later {
+					// After the Read that brought this request's 2 tokens
+					// (the client counted those before it: it sends a
+					// request once the one before has ended): the response
+					// is complete in that Read, so the rest comes while the
+					// connection is idle.
+					want := received.Load() + 2
+					steps[0].Until = func() bool { return received.Load() >= want }
+				}
+				return steps
+			})
+			if tt.later {
+				between = awaitConn(t, pending)
+			}
+			recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2, DrainTimeout: tt.drain, Received: &received}, 2, between)
 			for i, r := range recs {
 				want := conn{ok: true, poisoned: tt.poisoned[i], id: recs[0].ConnID + int64(i)}
 				if got := connOf(r); got != want {
@@ -262,13 +288,13 @@ func TestKeepAliveNotKept(t *testing.T) {
 // framed body ends the request (the connection does not close to say so),
 // and the connection is still reused.
 func TestKeepAliveEndsWithoutTerminal(t *testing.T) {
-	ks := newKeepServer(t, false, func(n int) []string {
+	ks := newKeepServer(t, false, func(n int) []testutil.Step {
 		if n == 0 {
-			return []string{keepHead + chunk(chatRole+event(1, "anan")), wire.LastChunk}
+			return pieces(keepHead+chunk(chatRole+event(1, "anan")), wire.LastChunk)
 		}
-		return []string{keepHead + keepStream + wire.LastChunk}
+		return pieces(keepHead + keepStream + wire.LastChunk)
 	})
-	recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2, Timeout: time.Hour}, 2, 0)
+	recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2, Timeout: time.Hour}, 2, nil)
 	if got := recs[0].Failure.Error(); got != "connection closed before [DONE]" {
 		t.Errorf("a body that ended before [DONE]: %q, want connection closed before [DONE]", got)
 	}
@@ -280,8 +306,8 @@ func TestKeepAliveEndsWithoutTerminal(t *testing.T) {
 // TestNoKeepAlive: without KeepAlive every request of a session has a
 // connection of its own, and sends the reference's bytes.
 func TestNoKeepAlive(t *testing.T) {
-	ks := newKeepServer(t, false, func(int) []string { return []string{keepHead + keepStream + wire.LastChunk} })
-	recs := runSession(t, Options{Addr: ks.addr, ExpectTokens: 2}, 2, 0)
+	ks := newKeepServer(t, false, func(int) []testutil.Step { return pieces(keepHead + keepStream + wire.LastChunk) })
+	recs := runSession(t, Options{Addr: ks.addr, ExpectTokens: 2}, 2, nil)
 	for i, r := range recs {
 		if got, want := connOf(r), (conn{ok: true, id: int64(i + 1)}); got != want {
 			t.Errorf("request %d: %+v, want %+v", i, got, want)
@@ -304,8 +330,8 @@ func TestAPIKeyHeaders(t *testing.T) {
 		d    api.Dialect
 		want string
 	}{{api.Chat, "\r\nAuthorization: Bearer " + key + "\r\n"}, {api.Anthropic, "\r\nx-api-key: " + key + "\r\n"}} {
-		ks := newKeepServer(t, false, func(int) []string { return []string{"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n"} })
-		recs := runSession(t, Options{Dialect: tt.d, Addr: ks.addr, APIKey: key}, 1, 0)
+		ks := newKeepServer(t, false, func(int) []testutil.Step { return pieces("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n") })
+		recs := runSession(t, Options{Dialect: tt.d, Addr: ks.addr, APIKey: key}, 1, nil)
 		_, _, reqs := ks.stats()
 		if len(reqs) != 1 || !strings.Contains(reqs[0], tt.want) {
 			t.Errorf("%s: the server got %q, want a request with %q", tt.d, reqs, tt.want)
@@ -324,10 +350,10 @@ func TestAPIKeyHeaders(t *testing.T) {
 func TestKeepAliveGzip(t *testing.T) {
 	z := gzipStream(t, chatRole+event(1, "anan"), event(2, "huhu"), chatFinish+done)
 	head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
-	ks := newKeepServer(t, false, func(int) []string {
-		return []string{head + chunk(z[0]), chunk(z[1]), chunk(z[2]), wire.LastChunk}
+	ks := newKeepServer(t, false, func(int) []testutil.Step {
+		return pieces(head+chunk(z[0]), chunk(z[1]), chunk(z[2]), wire.LastChunk)
 	})
-	recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2}, 2, 0)
+	recs := runSession(t, Options{Addr: ks.addr, KeepAlive: true, ExpectTokens: 2}, 2, nil)
 	for i, r := range recs {
 		if got, want := connOf(r), (conn{ok: true, reused: i > 0, id: 1}); got != want {
 			t.Errorf("request %d: %+v (%q), want %+v", i, got, r.Failure.Error(), want)

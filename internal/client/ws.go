@@ -200,6 +200,9 @@ func (w *wsExchange) frames(p []byte, now int64) {
 			w.fail(result.Failure{Kind: result.BadFraming, Detail: "websocket: binary message (the Responses API sends text)"}, wire.WSCloseUnsupported)
 			return
 		case wire.WSPing:
+			if !w.ended {
+				r.rec.Pings++ // a heartbeat: the server's are ping frames over WebSocket
+			}
 			w.out = wire.AppendWSFrame(w.out, wire.WSPong, m.Payload, wsMask())
 		case wire.WSPong:
 			w.pingAt = 0

@@ -6,11 +6,13 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
@@ -20,17 +22,18 @@ import (
 // wsPeerConn is one connection of a scripted peer, after the upgrade
 // request.
 type wsPeerConn struct {
-	c    net.Conn
-	key  string // the client's Sec-WebSocket-Key
-	fr   wire.WSReader
-	rest []byte // bytes read after the request
+	c      net.Conn
+	key    string // the client's Sec-WebSocket-Key
+	fr     wire.WSReader
+	rest   []byte // bytes read after the request
+	onPong func() // called for each pong awaitCreate reads, when set
 }
 
 // wsPeer runs serve on every connection after reading its upgrade
 // request; it returns the peer's address.
 func wsPeer(t *testing.T, serve func(p *wsPeerConn)) string {
 	t.Helper()
-	return listen(t, func(c net.Conn) {
+	return testutil.ServeTCP(t, func(c net.Conn) {
 		req, rest, ok := readRequest(c, nil)
 		if !ok {
 			return
@@ -81,6 +84,9 @@ func (p *wsPeerConn) awaitCreate() bool {
 		}
 		if m.Op == wire.WSText && bytes.Contains(m.Payload, []byte(`"response.create"`)) {
 			return true
+		}
+		if m.Op == wire.WSPong && p.onPong != nil {
+			p.onPong()
 		}
 	}
 }
@@ -284,7 +290,9 @@ func TestWebSocketKeptConnectionClosed(t *testing.T) {
 			// failure).
 			first, sent := make(chan struct{}), make(chan struct{})
 			var once sync.Once
+			var pongs atomic.Int32
 			addr := wsPeer(t, func(p *wsPeerConn) {
+				p.onPong = func() { pongs.Add(1) }
 				p.accept()
 				for p.awaitCreate() {
 					p.c.Write(whole)
@@ -303,10 +311,14 @@ func TestWebSocketKeptConnectionClosed(t *testing.T) {
 			s.Do(context.Background(), rec)
 			close(first)
 			<-sent
-			// The peer's frame is on its way: wait until it has arrived.
-			for deadline := time.Now().Add(5 * time.Second); s.raw != nil && peek(s.raw) == idle && time.Now().Before(deadline); {
-				time.Sleep(time.Millisecond)
-			}
+			// The peer's frame is on its way: wait until the client has it
+			// — waiting on the kept connection (goroutine engine), or
+			// handled as it came (the loops: the close found, the ping
+			// answered).
+			testutil.Await(t, "the peer's frame at the idle client", func() bool {
+				st, ok := s.keptState()
+				return ok && st != idle || pongs.Load() > 0
+			})
 			rec2 := &result.Request{Batch: "gw", Index: 1}
 			s.Do(context.Background(), rec2)
 			if !rec.OK() || !rec2.OK() || rec2.Reused != tt.reused || rec2.ReuseFailed != tt.reuseFailed || rec2.Poisoned {

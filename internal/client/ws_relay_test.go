@@ -2,23 +2,19 @@ package client
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/wsrelay"
 )
 
 // startRelay runs a wsrelay in front of upstream for the test.
 func startRelay(t *testing.T, upstream string, cfg wsrelay.Config) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Upstream = func() string { return upstream }
-	r := wsrelay.Start(ln, cfg)
+	r := wsrelay.Start(testutil.Listen(t), cfg)
 	t.Cleanup(func() { r.Close() })
 	return r.Addr()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/wire"
+	"github.com/sse-latency/sse-latency/internal/wsrelay"
 )
 
 func TestAppendUpgrade(t *testing.T) {
@@ -140,5 +141,35 @@ func TestWebSocketUpgradeRefusedByOurServer(t *testing.T) {
 	if rec.Failure.Kind != result.BadStatus || !strings.Contains(rec.Failure.Error(), "404 Not Found") ||
 		!strings.Contains(rec.Failure.Error(), "only the Responses path") {
 		t.Errorf("upgrade on /v1/chat/completions: %q, want the 404 and its message", rec.Failure.Error())
+	}
+}
+
+// TestWebSocketHeartbeats: over WebSocket the server's heartbeats are
+// ping frames. Directly, on a new connection and on a kept one, the
+// client counts every one the server wrote (and answers it: the request
+// is ok); through the SSE->WebSocket relay, which drops the upstream's
+// comments, it sees none of them.
+func TestWebSocketHeartbeats(t *testing.T) {
+	addr, reg := serveWith(t, server.Config{Tokens: 1, ThinkMs: 100, DelayMs: 0.2})
+	relay := startRelay(t, addr, wsrelay.Config{})
+	for _, via := range []struct{ name, addr string }{{"direct", addr}, {"relay", relay}} {
+		o := wsOptions(via.addr, 2)
+		o.HeartbeatMs, o.Registry, o.KeepAlive = 20, reg, true
+		s := New(o).NewSession()
+		for i := range 2 {
+			rec := &result.Request{Batch: "gw", Index: i}
+			s.Do(context.Background(), rec)
+			switch {
+			case !rec.OK() || !rec.ServerRecord:
+				t.Fatalf("%s, request %d: %q, server record %v; want ok, with the server's record", via.name, i, rec.Failure.Error(), rec.ServerRecord)
+			case rec.ServerHeartbeats < 1:
+				t.Errorf("%s, request %d: the server wrote %d heartbeats in 100 ms of silence at 20 ms, want 1 or more", via.name, i, rec.ServerHeartbeats)
+			case via.addr == addr && rec.Pings != rec.ServerHeartbeats:
+				t.Errorf("direct, request %d: %d ping frames seen, the server wrote %d heartbeats", i, rec.Pings, rec.ServerHeartbeats)
+			case via.addr == relay && rec.Pings+rec.Comments != 0:
+				t.Errorf("relay, request %d: %d heartbeats seen through a relay that drops comments", i, rec.Pings+rec.Comments)
+			}
+		}
+		s.Close()
 	}
 }

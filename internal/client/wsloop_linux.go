@@ -21,20 +21,20 @@ import (
 // timer (pingAt). A kept WebSocket is watched while idle: a ping is
 // answered, a close or anything else ends it.
 
-// request returns what attempt writes: the HTTP request, or over
-// WebSocket the upgrade on a new connection (with a fresh key) and the
-// response.create on a kept one.
-func (ls *loopSession) request(id string) []byte {
+// appendRequest appends what the first write of an attempt sends: the
+// HTTP request, or over WebSocket the upgrade on a new connection (with a
+// fresh key) and the response.create on a kept one.
+func (ls *loopSession) appendRequest(dst []byte, id string) []byte {
 	s := ls.s
 	q := s.q
 	switch {
 	case !q.WebSocket:
-		return q.AppendHTTP(make([]byte, 0, 512), id)
-	case ls.c != nil && s.ws != nil:
-		return q.AppendCreate(make([]byte, 0, 512), id)
+		return q.AppendHTTP(dst, id)
+	case ls.reused && s.ws != nil:
+		return q.AppendCreate(dst, id)
 	}
 	s.ws = &wsState{key: newWSKey()}
-	return q.AppendUpgrade(make([]byte, 0, 512), s.ws.key)
+	return q.AppendUpgrade(dst, s.ws.key)
 }
 
 // feedWS feeds one read to the request's wsExchange and writes what it

@@ -23,6 +23,9 @@ func TestWakerWakes(t *testing.T) {
 				t.Errorf("Wait returned %d ns before the deadline", deadline-now)
 			}
 			// Armed far away, then re-armed to now from another goroutine.
+			// The pause lets the waiter block first, most likely; the
+			// other order (a deadline already past when Wait begins) must
+			// wake it too, so no outcome depends on it.
 			w.Arm(Now() + int64(time.Hour))
 			go func() { time.Sleep(10 * time.Millisecond); w.Arm(Now()) }()
 			done := make(chan error)
@@ -44,7 +47,7 @@ func TestWakerWakes(t *testing.T) {
 					t.Error("Wait returned nil after Close")
 				}
 			}()
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // most likely inside Wait; a Wait after Close must fail too
 			w.Close()
 			wg.Wait()
 		})

@@ -1,5 +1,6 @@
 // Package emission is the in-process record of when the dummy server wrote
-// each token of each request, keyed by the request id the client sent as a
+// each token of each request, when it began the stream and how many
+// heartbeats it wrote on it, keyed by the request id the client sent as a
 // hint. It is what lets the client measure the one-way delay of tokens whose
 // pi_ts a gateway removed: the client knows from the content which token
 // arrived, and asks the registry when that token left.
@@ -30,16 +31,69 @@ const (
 // Made with StartAt, it knows each token's deadline and keeps 4 bytes per
 // token: how late (or early) the token was written against its deadline,
 // in nanoseconds, when that fits in an int32 (within ±2.1 s), else the
-// exact time in a map on the side. Made with Start, it keeps the times
-// themselves, 8 bytes per token.
+// exact time on the side (8 bytes a token more, for a stream that has
+// such a token). Made with Start, it keeps the times themselves, 8 bytes
+// per token.
 type Times struct {
 	ns       []atomic.Int64 // Start: process-clock ns; 0 = not emitted (yet)
 	late     []atomic.Int32 // StartAt: see lateOf; 0 = not emitted (yet)
 	deadline func(k int) int64
 	farMu    sync.Mutex
-	far      map[int]int64 // StartAt: the times whose lateness does not fit in late
-	finished atomic.Int64  // wall time (Unix ns) the stream ended; 0 while streaming
+	far      []int64      // StartAt: by token, the times whose lateness does not fit in late (made with the first)
+	finished atomic.Int64 // wall time (Unix ns) the stream ended; 0 while streaming
 	created  int64
+	// heartbeats counts the heartbeats (SSE comments, Anthropic pings)
+	// the server wrote on the stream (AddHeartbeats).
+	heartbeats atomic.Int64
+	// streamStart and thinkEnd are what Begin recorded.
+	streamStart, thinkEnd atomic.Int64
+}
+
+// Begin records when the server began the stream — the instant (process
+// clock) it wrote its head and start events — and when its think phase
+// was planned to end: the deadline of its first token after the think (0
+// when it has none). From them a client tells how long a gateway held the
+// stream's start from how long the server took to take the request and
+// how long it meant to think.
+func (t *Times) Begin(start, thinkEnd int64) {
+	if t != nil {
+		t.streamStart.Store(start)
+		t.thinkEnd.Store(thinkEnd)
+	}
+}
+
+// StreamStart and ThinkEnd return what Begin recorded, 0 if nothing (or for
+// nil).
+func (t *Times) StreamStart() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.streamStart.Load()
+}
+
+// ThinkEnd: see StreamStart.
+func (t *Times) ThinkEnd() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.thinkEnd.Load()
+}
+
+// AddHeartbeats records that the server wrote n more heartbeats on the
+// stream: what the client's count is compared with, to tell the server's
+// heartbeats from those a gateway injected or swallowed.
+func (t *Times) AddHeartbeats(n int) {
+	if t != nil {
+		t.heartbeats.Add(int64(n))
+	}
+}
+
+// Heartbeats returns the heartbeats recorded so far (0 for nil).
+func (t *Times) Heartbeats() int {
+	if t == nil {
+		return 0
+	}
+	return int(t.heartbeats.Load())
 }
 
 // farLate marks a token of late whose time is in far.
@@ -61,9 +115,13 @@ func (t *Times) Set(k int, ts int64) {
 	case d < 0 && d > farLate:
 		t.late[k].Store(int32(d))
 	default:
+		// A slice of the stream's length rather than a map: 8 bytes a
+		// token at most, where a map took ~50 per entry — all the tokens
+		// of an overloaded run (seconds late) are far, 31 MB of map at
+		// -c 4000 (docs/PERF.md).
 		t.farMu.Lock()
 		if t.far == nil {
-			t.far = make(map[int]int64)
+			t.far = make([]int64, len(t.late))
 		}
 		t.far[k] = ts
 		t.farMu.Unlock()

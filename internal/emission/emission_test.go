@@ -79,3 +79,21 @@ func TestStartAt(t *testing.T) {
 		t.Error("an empty id or a nil registry got an entry")
 	}
 }
+
+func TestHeartbeatsAndStart(t *testing.T) {
+	r := New()
+	tm := r.StartAt("a", 2, func(k int) int64 { return int64(k) })
+	tm.AddHeartbeats(1)
+	tm.AddHeartbeats(2)
+	tm.Begin(42, 50)
+	if got := r.Take("a"); got.Heartbeats() != 3 || got.StreamStart() != 42 || got.ThinkEnd() != 50 {
+		t.Errorf("Heartbeats() = %d after adding 1 and 2, StreamStart(), ThinkEnd() = %d, %d after Begin(42, 50); want 3, 42, 50",
+			got.Heartbeats(), got.StreamStart(), got.ThinkEnd())
+	}
+	var none *Times
+	none.AddHeartbeats(5) // a stream without an id records nothing
+	none.Begin(1, 2)
+	if none.Heartbeats() != 0 || none.StreamStart() != 0 || none.ThinkEnd() != 0 {
+		t.Error("a nil Times recorded something")
+	}
+}

@@ -20,22 +20,32 @@ const wakeKey = -1
 // A backend is the readiness (or completion) source of a loop: the seam
 // between the loop — its sockets' handlers, timers, tickers — and the
 // kernel interface. epollBackend reports readiness, and the loop then
-// reads once with read. A completion backend (io_uring, multishot receive
-// into provided buffers) would return the bytes received with each event
-// instead, and Loop.Read would hand them over; the handlers, from the
-// arrival time on, stay the same.
+// reads once with read(2); uringBackend (io_uring) receives with
+// multishot receives into provided buffers, and reports a socket ready
+// while a completion of it is queued, which read then hands over. The
+// handlers, from the arrival time on, are the same.
 type backend interface {
 	// watch starts watching fd under key for want or, with added,
-	// changes what it is watched for.
-	watch(fd int, key int32, want Interest, added bool) error
+	// changes what it is watched for; sock says whether fd is a stream
+	// socket (else a timerfd).
+	watch(fd int, key int32, want Interest, added, sock bool) error
+	// unwatch forgets key before its descriptor is closed.
+	unwatch(key int32)
 	// wait blocks until at least one watched descriptor is ready, the
 	// loop is woken, or the process clock reaches until (0: no limit;
 	// < 0: do not block), and stores the keys of the ready descriptors
-	// in keys, returning how many.
-	wait(until int64, keys []int32) (int, error)
-	// read reads once from fd into p: n > 0 bytes; 0 and nil at the end
-	// of the stream; or an error (unix.EAGAIN: nothing after all).
-	read(fd int, p []byte) (int, error)
+	// in keys, returning how many. With tickers false the timers' keys
+	// are left for a later wait.
+	wait(until int64, keys []int32, tickers bool) (int, error)
+	// read reads once from fd, watched under key, into p (or hands over
+	// a buffer of its own): n > 0 bytes; none and nil at the end of the
+	// stream; or an error (unix.EAGAIN: nothing after all). The bytes
+	// stay valid until the next read.
+	read(fd int, key int32, p []byte) ([]byte, error)
+	// buffered reports whether bytes (or the end of the stream) of key
+	// were received and not read yet, beyond what the socket itself
+	// holds.
+	buffered(key int32) bool
 	// wake makes the wait in progress, or the next one, return. Any
 	// goroutine.
 	wake()
@@ -57,9 +67,7 @@ type epollBackend struct {
 	pending atomic.Bool
 	events  [maxEvents]unix.EpollEvent
 
-	f        *os.File // epfd, registered in the netpoller
-	rc       syscall.RawConn
-	deadline int64 // the read deadline set on f (0: none)
+	parker // on epfd
 
 	// The result of the callback of rc.Read, which is built once.
 	pollKeys []int32
@@ -84,15 +92,13 @@ func newEpollBackend() (*epollBackend, error) {
 		unix.Close(wfd)
 		return nil, err
 	}
-	if err := b.watch(wfd, wakeKey, Read, false); err != nil {
+	if err := b.watch(wfd, wakeKey, Read, false, false); err != nil {
 		return fail(err)
 	}
 	if err := unix.SetNonblock(epfd, true); err != nil {
 		return fail(os.NewSyscallError("fcntl", err))
 	}
-	b.f = os.NewFile(uintptr(epfd), "epoll")
-	if b.rc, err = b.f.SyscallConn(); err != nil {
-		b.f.Close()
+	if b.parker, err = newParker(epfd, "epoll"); err != nil {
 		unix.Close(wfd)
 		return nil, err
 	}
@@ -100,7 +106,7 @@ func newEpollBackend() (*epollBackend, error) {
 	return b, nil
 }
 
-func (b *epollBackend) watch(fd int, key int32, want Interest, added bool) error {
+func (b *epollBackend) watch(fd int, key int32, want Interest, added, _ bool) error {
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: key}
 	if want == Write {
 		ev.Events = unix.EPOLLOUT
@@ -115,7 +121,13 @@ func (b *epollBackend) watch(fd int, key int32, want Interest, added bool) error
 	return nil
 }
 
-func (b *epollBackend) wait(until int64, keys []int32) (int, error) {
+// unwatch: closing the descriptor takes it out of the epoll set.
+func (b *epollBackend) unwatch(int32) {}
+
+// buffered: the socket holds what was received.
+func (b *epollBackend) buffered(int32) bool { return false }
+
+func (b *epollBackend) wait(until int64, keys []int32, _ bool) (int, error) {
 	if until < 0 {
 		n, err := epollPoll(b.epfd, b.events[:min(len(keys), maxEvents)])
 		if err != nil && err != unix.EINTR {
@@ -123,27 +135,63 @@ func (b *epollBackend) wait(until int64, keys []int32) (int, error) {
 		}
 		return b.ready(max(n, 0), keys), nil
 	}
-	if until != b.deadline {
-		var t time.Time
-		if until != 0 {
-			t = clock.ToTime(until)
-		}
-		b.f.SetReadDeadline(t)
-		b.deadline = until
-	}
 	b.pollKeys, b.pollN, b.pollErr = keys, 0, nil
-	err := b.rc.Read(b.pollFn)
+	ready, err := b.park(until, b.pollFn)
 	n := b.pollN
 	b.pollKeys = nil
 	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return 0, nil // a timer is due
 	case err != nil:
 		return 0, err
+	case !ready:
+		return 0, nil // a timer is due
 	case b.pollErr != nil:
 		return 0, os.NewSyscallError("epoll_wait", b.pollErr)
 	}
 	return n, nil
+}
+
+// parker parks a loop's goroutine in Go's netpoller, on a non-blocking
+// descriptor that becomes readable when the loop has work (the epoll set,
+// or the eventfd of a ring), rather than in a blocking system call.
+type parker struct {
+	f        *os.File // the descriptor, registered in the netpoller
+	rc       syscall.RawConn
+	deadline int64 // the read deadline set on f (0: none)
+}
+
+// newParker registers fd, non-blocking, in the netpoller; the parker owns
+// it from then on (closing f closes it), failed or not.
+func newParker(fd int, name string) (parker, error) {
+	f := os.NewFile(uintptr(fd), name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return parker{}, err
+	}
+	return parker{f: f, rc: rc}, nil
+}
+
+// park calls poll, then again each time the descriptor becomes readable,
+// until poll reports true (park then reports true too) or the process
+// clock reaches until, 0 for no limit (park then reports false). poll
+// must look before it lets park wait: rc.Read forgets a readiness the
+// netpoller noted before the call.
+func (p *parker) park(until int64, poll func(fd uintptr) bool) (bool, error) {
+	if until != p.deadline {
+		var t time.Time
+		if until != 0 {
+			t = clock.ToTime(until)
+		}
+		p.f.SetReadDeadline(t)
+		p.deadline = until
+	}
+	switch err := p.rc.Read(poll); {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
 }
 
 // poll is the callback of rc.Read: true when epoll_wait returned events
@@ -171,8 +219,9 @@ func (b *epollBackend) ready(n int, keys []int32) int {
 	return n
 }
 
-func (b *epollBackend) read(fd int, p []byte) (int, error) {
-	return RawRead(fd, p)
+func (b *epollBackend) read(fd int, _ int32, p []byte) ([]byte, error) {
+	n, err := RawRead(fd, p)
+	return p[:n], err
 }
 
 func (b *epollBackend) wake() {

@@ -9,3 +9,11 @@ import (
 
 // Available reports why the event loops cannot run here: they need epoll.
 func Available() error { return errors.New("no epoll on " + runtime.GOOS) }
+
+// UringAvailable reports why the io_uring backend cannot run here: it
+// needs Linux.
+func UringAvailable() error { return errors.New("no io_uring on " + runtime.GOOS) }
+
+// UringExpected reports whether this machine should allow the io_uring
+// backend: not here.
+func UringExpected() bool { return false }

@@ -63,49 +63,81 @@ type Timer struct {
 	h   Expirer
 }
 
-// The loops of the process: one per CPU (GOMAXPROCS when first used),
-// started with the first use and never stopped (an idle loop is a parked
-// goroutine, costing nothing).
-var loops struct {
+// The loops of the process, per backend: one per CPU (GOMAXPROCS when
+// first used), started with the first use and never stopped (an idle loop
+// is a parked goroutine, costing nothing).
+type loopSet struct {
 	once sync.Once
 	all  []*Loop
 	err  error
 	next atomic.Uint32
 }
 
-// Loops returns the loops of the process, starting them at the first call.
-func Loops() ([]*Loop, error) {
-	loops.once.Do(func() {
+var (
+	epollLoops loopSet
+	uringLoops loopSet
+)
+
+// LoopsOf returns the loops of engine e (Epoll or Uring), starting them
+// at the first call.
+func LoopsOf(e Engine) ([]*Loop, error) {
+	set := &epollLoops
+	if e == Uring {
+		set = &uringLoops
+	}
+	set.once.Do(func() {
 		n := runtime.GOMAXPROCS(0)
 		for i := range n {
-			l, err := newLoop(i)
+			l, err := newLoop(i, e)
 			if err != nil {
-				loops.err = err
+				set.err = err
 				return
 			}
-			loops.all = append(loops.all, l)
+			set.all = append(set.all, l)
 		}
-		for _, l := range loops.all {
-			go l.run()
+		if e != Uring { // those run already, on their threads
+			for _, l := range set.all {
+				go l.run()
+			}
 		}
 	})
-	return loops.all, loops.err
+	return set.all, set.err
 }
 
-// Available reports why the event loops cannot run here, nil when they
+// Loops returns the epoll loops of the process, starting them at the
+// first call.
+func Loops() ([]*Loop, error) { return LoopsOf(Epoll) }
+
+// Available reports why the epoll loops cannot run here, nil when they
 // can.
 func Available() error {
 	_, err := Loops()
 	return err
 }
 
-// Pick returns the loops in turn.
-func Pick() *Loop {
-	all, err := Loops()
+// UringAvailable reports why the io_uring loops cannot run here — the
+// kernel refuses io_uring (io_uring_setup fails with ENOSYS or EPERM when
+// it is disabled, by the kernel.io_uring_disabled sysctl or a seccomp
+// filter) or lacks a feature of Linux 6.1 —, nil when they can.
+func UringAvailable() error {
+	_, err := LoopsOf(Uring)
+	return err
+}
+
+// Pick returns the epoll loops in turn.
+func Pick() *Loop { return PickOf(Epoll) }
+
+// PickOf returns the loops of engine e in turn.
+func PickOf(e Engine) *Loop {
+	all, err := LoopsOf(e)
 	if err != nil {
-		panic("evloop: Pick without Available: " + err.Error())
+		panic("evloop: PickOf without the engine available: " + err.Error())
 	}
-	return all[int(loops.next.Add(1))%len(all)]
+	set := &epollLoops
+	if e == Uring {
+		set = &uringLoops
+	}
+	return all[int(set.next.Add(1))%len(all)]
 }
 
 // Loop is one event loop. Its methods other than Post, Index and the
@@ -143,12 +175,31 @@ type message struct {
 	arg  uint64
 }
 
-func newLoop(index int) (*Loop, error) {
+func newLoop(index int, e Engine) (*Loop, error) {
+	l := &Loop{index: index}
+	if e == Uring {
+		// The ring belongs to the thread of the loop's goroutine: it is
+		// made there, and the goroutine runs the loop at once.
+		made := make(chan error)
+		go func() {
+			be, err := newUringBackend()
+			if err != nil {
+				runtime.UnlockOSThread()
+				made <- err
+				return
+			}
+			l.be = be
+			made <- nil
+			l.run()
+		}()
+		return l, <-made
+	}
 	be, err := newEpollBackend()
 	if err != nil {
 		return nil, err
 	}
-	return &Loop{index: index, be: be, buf: make([]byte, ReadBufferSize)}, nil
+	l.be, l.buf = be, make([]byte, ReadBufferSize)
+	return l, nil
 }
 
 // Index is the loop's place among Loops().
@@ -180,7 +231,7 @@ func (l *Loop) add(r *Reg, fd int, e entry, want Interest) error {
 		k = int32(len(l.regs))
 		l.regs = append(l.regs, entry{})
 	}
-	if err := l.be.watch(fd, k, want, false); err != nil {
+	if err := l.be.watch(fd, k, want, false, !e.ticker); err != nil {
 		l.free = append(l.free, k)
 		return err
 	}
@@ -195,7 +246,7 @@ func (l *Loop) Watch(r *Reg, want Interest) error {
 		return nil
 	}
 	r.want = want
-	return l.be.watch(r.fd, r.key-1, want, true)
+	return l.be.watch(r.fd, r.key-1, want, true, true)
 }
 
 // Drop forgets r at once — events still to come for it are ignored — and
@@ -207,6 +258,7 @@ func (l *Loop) Drop(r *Reg) {
 		return
 	}
 	k := r.key - 1
+	l.be.unwatch(k)
 	l.regs[k] = entry{}
 	l.freed = append(l.freed, k)
 	l.closing = append(l.closing, r.fd)
@@ -218,8 +270,14 @@ func (l *Loop) Drop(r *Reg) {
 // error is the end of the stream; unix.EAGAIN means nothing was there
 // after all.
 func (l *Loop) Read(r *Reg) ([]byte, error) {
-	n, err := l.be.read(r.fd, l.buf)
-	return l.buf[:n], err
+	return l.be.read(r.fd, r.key-1, l.buf)
+}
+
+// Buffered reports whether bytes, or the end of the stream, of r's socket
+// were received and not read yet beyond what the socket itself holds (a
+// completion backend receives ahead): a peek at the socket misses them.
+func (l *Loop) Buffered(r *Reg) bool {
+	return r.key != 0 && l.be.buffered(r.key-1)
 }
 
 // Schedule makes t due no later than at: an earlier deadline t already
@@ -289,7 +347,7 @@ func (l *Loop) run() {
 		} else if len(l.timers) > 0 {
 			until = l.timers[0].at
 		}
-		n, err := l.be.wait(until, l.keys[:])
+		n, err := l.be.wait(until, l.keys[:], true)
 		l.sleeping.Store(false)
 		if err != nil {
 			// The epoll descriptor broke: nothing this loop can recover.
@@ -442,7 +500,7 @@ func (t *Ticker) Ready(*Loop) {
 // so that the loop's other sockets are not kept waiting.
 func (t *Ticker) Poll() {
 	l := t.l
-	n, err := l.be.wait(-1, l.nested[:])
+	n, err := l.be.wait(-1, l.nested[:], false)
 	if err != nil || n == 0 {
 		return
 	}

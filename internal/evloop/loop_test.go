@@ -5,6 +5,7 @@ package evloop
 import (
 	"errors"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -37,6 +38,27 @@ func onLoop(t *testing.T, l *Loop, f func()) {
 	within(t, done, "a posted function")
 }
 
+// loopEngines are the backends the loop tests run on: epoll, and
+// io_uring where the kernel allows it (see UringExpected).
+func loopEngines(t *testing.T) []Engine {
+	t.Helper()
+	if err := UringAvailable(); err != nil {
+		if UringExpected() && os.Getenv("CI") == "true" {
+			t.Fatalf("io_uring refused on a kernel that should allow it: %v", err)
+		}
+		t.Logf("the io_uring backend is not tested here: %v", err)
+		return []Engine{Epoll}
+	}
+	return []Engine{Epoll, Uring}
+}
+
+// forBackends runs f as a subtest per backend, on one of its loops.
+func forBackends(t *testing.T, f func(t *testing.T, l *Loop)) {
+	for _, e := range loopEngines(t) {
+		t.Run(string(e), func(t *testing.T) { f(t, PickOf(e)) })
+	}
+}
+
 type funcReceiver func()
 
 func (f funcReceiver) Receive(*Loop, uint8, uint64) { f() }
@@ -55,8 +77,9 @@ func (o *order) Receive(_ *Loop, _ uint8, arg uint64) {
 
 // TestPostDeliversEverything: messages posted from several goroutines all
 // arrive, each poster's in the order it posted them.
-func TestPostDeliversEverything(t *testing.T) {
-	l := Pick()
+func TestPostDeliversEverything(t *testing.T) { forBackends(t, testPostDeliversEverything) }
+
+func testPostDeliversEverything(t *testing.T, l *Loop) {
 	const posters, each = 8, 500
 	o := &order{}
 	var wg sync.WaitGroup
@@ -119,8 +142,9 @@ func socketpair(t *testing.T) (loopSide, peer int) {
 // TestReadEachReadiness: bytes written to a registered socket reach its
 // handler, in order, and the peer's close reaches it as the end of the
 // stream, after which it is dropped.
-func TestReadEachReadiness(t *testing.T) {
-	l := Pick()
+func TestReadEachReadiness(t *testing.T) { forBackends(t, testReadEachReadiness) }
+
+func testReadEachReadiness(t *testing.T, l *Loop) {
 	fd, peer := socketpair(t)
 	defer unix.Close(peer)
 	s := &sock{data: make(chan string, 16), ended: make(chan struct{})}
@@ -153,8 +177,9 @@ func (e *expirer) Expire(*Loop, int64) { *e.log = append(*e.log, e.name) }
 // TestTimers: due timers fire in deadline order, once; a timer scheduled
 // earlier moves up, one scheduled later keeps its earlier deadline, a
 // stopped one does not fire, and one not yet due waits.
-func TestTimers(t *testing.T) {
-	l := Pick()
+func TestTimers(t *testing.T) { forBackends(t, testTimers) }
+
+func testTimers(t *testing.T, l *Loop) {
 	var log []string
 	mk := func(name string) *expirer { return &expirer{name: name, log: &log} }
 	a, b, c, d, e, far := mk("a"), mk("b"), mk("c"), mk("d"), mk("e"), mk("far")
@@ -234,8 +259,9 @@ func TestHeapOrder(t *testing.T) {
 // TestTicker: an armed ticker fires on its loop; Poll, called from fire,
 // handles a ready socket of the loop before fire returns; a closed ticker
 // refuses to be armed.
-func TestTicker(t *testing.T) {
-	l := Pick()
+func TestTicker(t *testing.T) { forBackends(t, testTicker) }
+
+func testTicker(t *testing.T, l *Loop) {
 	fd, peer := socketpair(t)
 	defer unix.Close(peer)
 	s := &sock{data: make(chan string, 16), ended: make(chan struct{})}
@@ -285,7 +311,7 @@ func TestParseEngine(t *testing.T) {
 		ok   bool
 	}{
 		{"", Auto, true}, {"auto", Auto, true}, {"EPOLL", Epoll, true}, {"goroutine", Goroutine, true},
-		{"uring", "", false}, {"x", "", false},
+		{"uring", Uring, true}, {"io_uring", "", false}, {"x", "", false},
 	} {
 		got, err := ParseEngine(tt.in)
 		if got != tt.want || (err == nil) != tt.ok {

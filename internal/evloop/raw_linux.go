@@ -55,3 +55,21 @@ func timerfdSettime(fd int, spec *unix.ItimerSpec) error {
 	_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(fd), unix.TFD_TIMER_ABSTIME, uintptr(unsafe.Pointer(spec)), 0, 0, 0)
 	return errnoErr(e)
 }
+
+// LocalPort returns the local port of the TCP socket fd, 0 when it has
+// none (or is no TCP socket): getsockname(2) into an address on the
+// stack, where unix.Getsockname allocates one.
+func LocalPort(fd int) int {
+	var rsa unix.RawSockaddrAny
+	n := uint32(unix.SizeofSockaddrAny)
+	_, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
+	if e != 0 {
+		return 0
+	}
+	switch rsa.Addr.Family {
+	case unix.AF_INET, unix.AF_INET6:
+		// sin_port and sin6_port follow the family, in network order.
+		return int(uint8(rsa.Addr.Data[0]))<<8 | int(uint8(rsa.Addr.Data[1]))
+	}
+	return 0
+}

@@ -20,20 +20,31 @@ import (
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-//go:embed templates/report.html.tmpl
+//go:embed templates/report.html.tmpl templates/sweep.html.tmpl templates/style.html.tmpl
 var htmlTemplateFS embed.FS
 
-// htmlTemplate is the page; the view below holds every string it prints.
-var htmlTemplate = template.Must(template.New("report.html.tmpl").ParseFS(htmlTemplateFS, "templates/report.html.tmpl"))
+// htmlTemplate is the run's page, sweepTemplate the sweep's; the views
+// hold every string they print. Both share the style.
+var (
+	htmlTemplate  = template.Must(template.New("report.html.tmpl").ParseFS(htmlTemplateFS, "templates/report.html.tmpl", "templates/style.html.tmpl"))
+	sweepTemplate = template.Must(template.New("sweep.html.tmpl").ParseFS(htmlTemplateFS, "templates/sweep.html.tmpl", "templates/style.html.tmpl"))
+)
 
 // WriteHTML writes the report of d as one self-contained, offline HTML page
 // (--html): the verdict, the summary table of each batch with the overhead
-// and the failures, four inline SVG charts (the CDF of emit->recv, the
+// (and the rounds, the declared timings and the objectives when the run
+// has them) and the failures, four inline SVG charts (the CDF of emit->recv, the
 // per-token delays of the representative requests, the histogram of
 // inter-token gaps, the TTFT of each request), the stream figures, the
-// tool's own lateness and CPU, and the configuration. The page has inline
-// CSS, no script and no external reference; its bytes depend on d only.
+// answers' phases (a phase timeline and the timeline's figures, when the
+// text report has a timeline block), the tool's own lateness and CPU, and
+// the configuration. The page has inline CSS, no script and no external
+// reference; its bytes depend on d only. A sweep's document gets the
+// sweep's page (see writeSweepHTML).
 func WriteHTML(w io.Writer, d *rundoc.Document) error {
+	if d.Sweep != nil {
+		return writeSweepHTML(w, d)
+	}
 	var b bytes.Buffer
 	if err := htmlTemplate.Execute(&b, newHTMLView(d)); err != nil {
 		return fmt.Errorf("html report: %w", err)
@@ -50,8 +61,12 @@ type htmlView struct {
 	Verdict  *htmlVerdict
 	Batches  []htmlBatch
 	Overhead []htmlOverheadRow // nil without calibration
+	Rounds   *htmlRounds       // nil without rounds
+	Declared []htmlDeclaredRow // nil when no head declared timings
+	SLO      *htmlSLO          // nil without objectives
 	Failures []htmlFailureRow
 	Stream   []htmlStreamRow
+	Phases   *htmlPhases // nil when no batch's timeline is notable (html_timeline.go)
 	Self     htmlSelf
 	Charts   []htmlChart
 	Config   string
@@ -111,6 +126,7 @@ func newHTMLView(d *rundoc.Document) htmlView {
 		Verdict:  newHTMLVerdict(d.Verdict),
 		Self:     newHTMLSelf(&d.Self),
 		Charts:   htmlCharts(d.Batches),
+		Phases:   newHTMLPhases(d.Batches),
 		Config:   htmlConfig(&d.Config),
 	}
 	for i := range d.Batches {
@@ -151,6 +167,9 @@ func newHTMLView(d *rundoc.Document) htmlView {
 			v.Overhead = append(v.Overhead, newHTMLOverheadRow(l.Name, l.Delta))
 		}
 	}
+	v.Rounds = newHTMLRounds(d.Rounds)
+	v.Declared = newHTMLDeclared(&d.Run)
+	v.SLO = newHTMLSLO(d.SLO)
 	return v
 }
 

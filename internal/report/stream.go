@@ -161,11 +161,8 @@ func PhasesLine(r *result.Request) string {
 	}
 	phase("written", r.Sent > 0, r.Sent-max(r.TLSDone, r.Connected, r.Start))
 	phase("head", r.Sent > 0 && r.HeadAt > 0, r.HeadAt-r.Sent)
-	var first int64
-	if len(r.Tokens) > 0 {
-		first = r.Tokens[0].Arrived - r.HeadAt
-	}
-	phase("first-token", r.HeadAt > 0 && len(r.Tokens) > 0, first)
+	tok, visible := r.FirstVisible()
+	phase("first-token", r.HeadAt > 0 && visible, tok.Arrived-r.HeadAt)
 	b.WriteString(" ms")
 	if r.Poisoned {
 		b.WriteString("; connection poisoned, not kept")

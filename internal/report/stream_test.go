@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,20 +47,7 @@ func TestStreamGolden(t *testing.T) {
 		if err := WriteStream(&b, streamRun(c)); err != nil {
 			t.Fatalf("WriteStream(%s): %v", name, err)
 		}
-		path := filepath.Join("testdata", "stream_"+name+".golden")
-		if *update {
-			if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%s: %v (run go test -update to create it)", name, err)
-		}
-		if !bytes.Equal(b.Bytes(), want) {
-			t.Errorf("WriteStream(%s) differs from %s:\n--- got\n%s--- want\n%s", name, path, b.Bytes(), want)
-		}
+		checkGolden(t, "WriteStream("+name+")", "stream_"+name+".golden", b.Bytes())
 	}
 }
 

@@ -44,8 +44,11 @@ func ms(ns int64) float64 { return float64(ns) / nsPerMs }
 
 // WriteRequestLine writes the per-request line of r (SPEC §6, stdout, per
 // request unless -q). The tag is r.Batch ("loop" or "gw"), the index r.Index.
-// A first token without an emission stamp (never produced by the reference,
-// which ignores chunks without pi_ts) prints "n/a" in the emit-delay field.
+// Its figures are those of the visible text tokens, the reference's
+// content tokens (result.Request.Visible): ttft and emit-delay are the
+// first one's. A first token without an emission stamp (never produced by
+// the reference, which ignores chunks without pi_ts) prints "n/a" in the
+// emit-delay field.
 func WriteRequestLine(w io.Writer, r *result.Request) error {
 	var err error
 	if !r.OK() {
@@ -55,22 +58,22 @@ func WriteRequestLine(w io.Writer, r *result.Request) error {
 	}
 	var ttft, emit int64
 	stamped := true
-	if len(r.Tokens) > 0 {
-		first := r.Tokens[0]
+	if first, ok := r.FirstVisible(); ok {
 		ttft = first.Arrived - r.Sent
 		emit = first.Arrived - first.Emitted
 		stamped = first.Emitted != 0
 	}
+	tokens := r.VisibleCount()
 	wall := float64(r.End-r.Start) / nsPerS
 	if !stamped {
 		// Go tool, no SPEC line: the columns of the line below, "n/a" for the delay.
 		_, err = fmt.Fprintf(w, "%s %3d: ok  ttft=%9.2fms  emit-delay(first)=%9s    tokens=%d  wall=%.3fs\n",
-			r.Batch, r.Index, ms(ttft), "n/a", len(r.Tokens), wall)
+			r.Batch, r.Index, ms(ttft), "n/a", tokens, wall)
 		return err
 	}
 	// SPEC §6: "gw   0: ok  ttft=     0.18ms  emit-delay(first)=     0.03ms  tokens=1000  wall=5.004s"
 	_, err = fmt.Fprintf(w, "%s %3d: ok  ttft=%9.2fms  emit-delay(first)=%9.2fms  tokens=%d  wall=%.3fs\n",
-		r.Batch, r.Index, ms(ttft), ms(emit), len(r.Tokens), wall)
+		r.Batch, r.Index, ms(ttft), ms(emit), tokens, wall)
 	return err
 }
 
@@ -165,9 +168,11 @@ func WriteReport(w io.Writer, s *summary.Run) error {
 
 // WriteText writes everything a run prints on stdout after its per-request
 // lines, and `sse-latency report` prints again from a saved run: WriteReport,
-// then, unless compat (the reference's output only), WriteVerdict when the
-// run has a verdict, and WriteStream. A run without a gateway batch writes
-// nothing.
+// then, unless compat (the reference's output only), WriteRounds for an
+// interleaved run, WriteVerdict when the run has a verdict, WriteStream,
+// WriteTimeline, WriteDeclared when the gateway declared timings, and
+// WriteSLO when the run checked objectives. A run without a gateway batch
+// writes nothing.
 func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 	if s.Gateway() == nil {
 		return nil
@@ -178,12 +183,29 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 	if compat {
 		return nil
 	}
+	if s.Rounds != nil {
+		if err := WriteRounds(w, s.Rounds); err != nil {
+			return err
+		}
+	}
 	if s.Verdict != nil {
 		if err := WriteVerdict(w, *s.Verdict); err != nil {
 			return err
 		}
 	}
-	return WriteStream(w, s)
+	if err := WriteStream(w, s); err != nil {
+		return err
+	}
+	if err := WriteTimeline(w, s); err != nil {
+		return err
+	}
+	if err := WriteDeclared(w, s); err != nil {
+		return err
+	}
+	if s.SLO != nil {
+		return WriteSLO(w, s.SLO)
+	}
+	return nil
 }
 
 // ExpectLine returns the line announcing a long batch's duration (SPEC §6,

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -187,20 +185,7 @@ func TestGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		path := filepath.Join("testdata", name+".golden")
-		if *update {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%s: %v (run go test -update to create it)", name, err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s: output differs from %s:\n--- got\n%s--- want\n%s", name, path, got, want)
-		}
+		checkGolden(t, "the report of "+name, name+".golden", got)
 	}
 }
 

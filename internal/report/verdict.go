@@ -29,9 +29,9 @@ type verdictLine struct {
 // then), and the added-delay line; a flushing one the added-delay line; an
 // unknown one only its reason ("no reason given" for a verdict without
 // one, which the classifier never gives). The first-token line appears
-// when a hold was flagged, the note when the calibration was noisy
-// (Noisy, which the classifier and a merge both set from the loopback
-// share).
+// when a hold was flagged, then a line per finding (findingLines), the
+// note when the calibration was noisy (Noisy, which the classifier and a
+// merge both set from the loopback share).
 func verdictWords(v verdict.Verdict) verdictText {
 	t := verdictText{Class: v.Class, Causes: v.Causes}
 	loop := ""
@@ -61,6 +61,7 @@ func verdictWords(v verdict.Verdict) verdictText {
 		t.Lines = append(t.Lines, verdictLine{"first token held", fmt.Sprintf("%+.2fms beyond the following tokens' %.2fms (p50 over %d requests)",
 			v.FirstTokenHoldMs, v.FollowingMs, v.HoldRequests)})
 	}
+	t.Lines = append(t.Lines, findingLines(v)...)
 	if v.Noisy {
 		t.Note = fmt.Sprintf("note: the calibration itself had %.1f%% of its tokens in bursts: the tool was overloaded; "+
 			"lower -c or raise -d for a sharper verdict", 100*v.LoopCoalesced)
@@ -85,13 +86,14 @@ func addedLine(v verdict.Verdict) verdictLine {
 //	bursts                   typical 17 tokens, max 21, one every ~85.20 ms; tokens emitted every 5.00 ms
 //	added emit->recv         mean +42.118ms  p50 +41.900ms  p99 +85.310ms  (gateway minus loopback)
 //	first token held         +35.20ms beyond the following tokens' 0.02ms (p50 over 20 requests)
+//	idle cut                 5 of 5 streams ended after 2001.30 ms of silence (p50; ...): ...
 //	likely causes, most likely first:
 //	  - haproxy: option http-no-delay (...)
 //	note: the calibration itself had 60.0% of its tokens in bursts: ...
 //
 // A flushing gateway gets "gateway flushes every event: ..., emitted every
 // 5.00 ms" and no bursts line; an unknown verdict "verdict: unknown —
-// <reason>" and no figures. The first-token, causes and note lines appear
+// <reason>" and no figures. The first-token, findings, causes and note lines appear
 // only when they have something to say (see verdictWords, which the HTML
 // report words its verdict with too). Without a calibration batch the
 // loopback share is left out and the delay line, named "emit->recv

@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,20 +16,7 @@ func TestVerdictGolden(t *testing.T) {
 		if err := WriteVerdict(&b, v); err != nil {
 			t.Fatalf("WriteVerdict(%s): %v", name, err)
 		}
-		path := filepath.Join("testdata", "verdict_"+name+".golden")
-		if *update {
-			if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%s: %v (run go test -update to create it)", name, err)
-		}
-		if !bytes.Equal(b.Bytes(), want) {
-			t.Errorf("WriteVerdict(%s) differs from %s:\n--- got\n%s--- want\n%s", name, path, b.Bytes(), want)
-		}
+		checkGolden(t, "WriteVerdict("+name+")", "verdict_"+name+".golden", b.Bytes())
 	}
 }
 
@@ -107,5 +92,34 @@ func TestVerdictWriteErrors(t *testing.T) {
 		if n != lines {
 			t.Errorf("WriteVerdict(%s) failed for the first %d failing writes, want all %d (one per line)", name, n, lines)
 		}
+	}
+}
+
+// TestFindingLines: the findings are verdict lines, after the verdict's
+// own, in the text and the HTML alike; held arguments say when the
+// gateway buffers everything; a finding of an unknown name still shows.
+func TestFindingLines(t *testing.T) {
+	v := summarytest.Verdicts["buffers"]
+	v.Findings = []verdict.Finding{{Name: verdict.FindingArgumentsHeld, Requests: 2, Of: 3, ArrivalSpreadMs: 1, EmissionSpreadMs: 40},
+		{Name: "later_finding", Requests: 1, Of: 3}}
+	var b bytes.Buffer
+	if err := WriteVerdict(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"arguments held           the tool-call argument deltas came 1.00 ms apart (first to last, p50), emitted over 40.00 ms: " +
+			"the gateway held them until the call was complete (2 of 3 requests); it buffers the text too",
+		"later_finding            1 of 3 requests",
+	} {
+		if !containsLine(b.String(), want) {
+			t.Errorf("WriteVerdict wrote\n%s\nwant the line\n%s", b.String(), want)
+		}
+	}
+	if i, j := strings.Index(b.String(), "added emit->recv"), strings.Index(b.String(), "arguments held"); j < i {
+		t.Errorf("the findings come before the verdict's figures:\n%s", b.String())
+	}
+	hv := newHTMLVerdict(&v)
+	if n := len(hv.Lines); n < 2 || !strings.HasPrefix(hv.Lines[n-2], "arguments held: the tool-call argument deltas came 1.00 ms apart") {
+		t.Errorf("HTML verdict lines %q, want the findings last", hv.Lines)
 	}
 }

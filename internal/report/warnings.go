@@ -14,8 +14,9 @@ const InterruptedLine = "interrupted: the report covers the requests that finish
 // say that its figures need care, in this order: a merge forced over what
 // merge refuses (one line per difference, rundoc.Document.Forced), the
 // tool's own overload ("warning: sse-latency fell behind its own emission
-// schedule …", one line per run for a merged document), and the
-// interruption when the run was stopped. The run prints them from its
+// schedule …", one line per run for a merged document), each objective
+// not met ("SLO not met: …"), and the interruption when the run was
+// stopped. The run prints them from its
 // document, `sse-latency report` from the saved one, and the HTML report
 // shows them: the same lines wherever the run is looked at.
 func Warnings(d *rundoc.Document) []string {
@@ -28,6 +29,7 @@ func Warnings(d *rundoc.Document) []string {
 			out = append(out, "warning: "+w)
 		}
 	}
+	out = append(out, sloWarnings(d.SLO)...)
 	if d.EndReason == rundoc.EndInterrupted {
 		out = append(out, InterruptedLine)
 	}

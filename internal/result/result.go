@@ -4,7 +4,10 @@
 // computes one.
 package result
 
-import "strconv"
+import (
+	"iter"
+	"strconv"
+)
 
 // Kind classifies how a request ended. The zero value is OK.
 type Kind int
@@ -200,6 +203,60 @@ func (r *Request) TokenRead(i int) int32 {
 	return run.Read + run.Step*(int32(i)-run.From)
 }
 
+// TextBase is the index of the first text token of the stream: the
+// reasoning and tool-call tokens come before it (see Request.Reasoning).
+func (r *Request) TextBase() int32 { return int32(max(r.Reasoning, 0) + max(r.ToolCall, 0)) }
+
+// Visible iterates over the visible text tokens of the record — those whose
+// index is TextBase or more: the reference's content tokens, the ones its
+// metrics describe — in arrival order, with their positions in Tokens.
+// It walks the runs, without searching them.
+func (r *Request) Visible() iter.Seq2[int, Token] {
+	return func(yield func(int, Token) bool) {
+		base := r.TextBase()
+		runs := r.TokenRuns
+		if len(runs) == 0 { // token i is token i of the stream
+			runs = []TokenRun{{}}
+		}
+		for k, run := range runs {
+			end := len(r.Tokens)
+			if k+1 < len(runs) {
+				end = int(runs[k+1].From)
+			}
+			from := int(run.From)
+			if run.Index < base {
+				from += int(base - run.Index)
+			}
+			for i := from; i < end; i++ {
+				if !yield(i, r.Tokens[i]) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// FirstVisible returns the first visible text token to arrive, and false
+// when none did.
+func (r *Request) FirstVisible() (Token, bool) {
+	for _, t := range r.Visible() {
+		return t, true
+	}
+	return Token{}, false
+}
+
+// VisibleCount is the number of visible text tokens received.
+func (r *Request) VisibleCount() int {
+	if r.TextBase() == 0 {
+		return len(r.Tokens)
+	}
+	n := 0
+	for range r.Visible() {
+		n++
+	}
+	return n
+}
+
 // Request is the record of one streamed request.
 type Request struct {
 	Batch string // "loop" for the calibration batch, "gw" for the gateway batch
@@ -250,25 +307,50 @@ type Request struct {
 	Reasoning int
 	ToolCall  int
 
-	// When the Read that delivered the first SSE event, and the first
-	// event carrying each phase's text, returned; 0 if none arrived.
-	// FirstTextAt is the time to first visible output (TTFO).
+	// When the Read that delivered the first SSE event (a ping event
+	// aside: gateways send those while they hold the stream), and the
+	// first event carrying each phase's text, returned; 0 if none
+	// arrived. FirstTextAt is the time to first visible output (TTFO).
 	FirstEventAt     int64
 	FirstReasoningAt int64
 	FirstToolCallAt  int64
 	FirstTextAt      int64
 
 	// Heartbeats seen: SSE comment lines (": ping") and Anthropic
-	// "event: ping" events, whoever sent them.
+	// "event: ping" events, whoever sent them; over WebSocket, the ping
+	// frames received during the request (Pings).
 	Comments int
 	Pings    int
+	// ServerHeartbeats is how many heartbeats the in-process server wrote
+	// on this request's stream (its emission record, the pings among
+	// Anthropic's start events included), known when ServerRecord: the
+	// difference with Comments+Pings is what a gateway injected or
+	// swallowed.
+	ServerHeartbeats int
+	ServerRecord     bool
+	// ServerStart is when the in-process server began the stream (wrote
+	// its head), and ServerThinkEnd when it planned its first token after
+	// the think (0: none), on the process clock, known when ServerRecord:
+	// a held start is judged against the think the server meant, from
+	// when it began — not against a server slow to take the request or
+	// late with its tokens.
+	ServerStart    int64
+	ServerThinkEnd int64
 
-	// LastReadAt is when the last Read that returned data returned;
-	// MaxSilence the longest time without a byte, in nanoseconds, from
-	// Sent to the first Read and between Reads (to End, the silence after
-	// LastReadAt is End-LastReadAt).
+	// LastReadAt is when the last Read that returned data returned, and
+	// PrevReadAt the one before it (0 if none); MaxSilence the longest
+	// time without a byte, in nanoseconds, from Sent to the first Read and
+	// between Reads (to End, the silence after LastReadAt is
+	// End-LastReadAt).
 	LastReadAt int64
+	PrevReadAt int64
 	MaxSilence int64
+
+	// ReasoningAsText: reasoning was asked for and none came as
+	// reasoning, but the visible text carried the reasoning's words (a
+	// gateway that turned the reasoning into content; the text then
+	// fails its integrity check).
+	ReasoningAsText bool
 
 	// How the emission time of each token was found: from the pi_ts of the
 	// event that carried it alone, or by content through the emission
@@ -278,8 +360,26 @@ type Request struct {
 	// MaxTokensPerRead is the largest number of tokens one Read delivered.
 	MaxTokensPerRead int
 
+	// Timing holds the timing headers the response head declared (a
+	// gateway's own account of its overhead), raw; the summary parses
+	// them.
+	Timing TimingHeaders
+
 	Failure Failure // Kind OK when the request succeeded
 }
+
+// TimingHeaders are the values of the timing headers gateways publish in
+// a response head, as received ("" when absent): what a gateway declares
+// it spent, to set beside what the tool observed.
+type TimingHeaders struct {
+	LiteLLMOverhead string // x-litellm-overhead-duration-ms: LiteLLM's overhead, ms
+	KongProxy       string // X-Kong-Proxy-Latency: Kong's processing before the upstream, ms
+	KongUpstream    string // X-Kong-Upstream-Latency: the upstream's time to its response head, ms
+	ServerTiming    string // Server-Timing (W3C): every field of the head, joined with ", "
+}
+
+// Empty reports whether no timing header was received.
+func (t TimingHeaders) Empty() bool { return t == TimingHeaders{} }
 
 // OK reports whether the request ended with its stream's terminal event
 // ([DONE] and the like) after at least one token, its content intact.

@@ -1,6 +1,7 @@
 package result
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -135,5 +136,75 @@ func FuzzTokenRuns(f *testing.F) {
 		if len(r.TokenRuns) > len(r.Tokens) {
 			t.Fatalf("%d runs for %d tokens", len(r.TokenRuns), len(r.Tokens))
 		}
+		for base := range 4 {
+			r.Reasoning, r.ToolCall = base/2, base%2
+			checkVisible(t, r)
+		}
 	})
+}
+
+// checkVisible checks Visible, FirstVisible and VisibleCount against a
+// search of every token's index.
+func checkVisible(t *testing.T, r *Request) {
+	t.Helper()
+	var want []int
+	for i := range r.Tokens {
+		if r.TokenIndex(i) >= r.TextBase() {
+			want = append(want, i)
+		}
+	}
+	var got []int
+	for i, tok := range r.Visible() {
+		if tok != r.Tokens[i] {
+			t.Fatalf("Visible gives token %d as %+v, it is %+v", i, tok, r.Tokens[i])
+		}
+		got = append(got, i)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Visible (base %d, runs %v) gives tokens %v, want %v", r.TextBase(), r.TokenRuns, got, want)
+	}
+	first, ok := r.FirstVisible()
+	if ok != (len(want) > 0) || ok && first != r.Tokens[want[0]] || r.VisibleCount() != len(want) {
+		t.Fatalf("FirstVisible %+v %v, VisibleCount %d; want token %v of %d", first, ok, r.VisibleCount(), want, len(want))
+	}
+}
+
+// TestVisible picks the text tokens out of records of every shape: no
+// phases before the text, phases whose tokens all came, reasoning dropped,
+// tokens out of order, a record without runs (built by hand).
+func TestVisible(t *testing.T) {
+	type add struct {
+		n           int
+		index, read int32
+	}
+	for _, tt := range []struct {
+		name      string
+		r, c      int
+		adds      []add
+		wantIndex []int32
+	}{
+		{"text only", 0, 0, []add{{3, 0, 1}}, []int32{0, 1, 2}},
+		{"all phases", 2, 1, []add{{1, 0, 1}, {1, 1, 2}, {1, 2, 3}, {2, 3, 4}}, []int32{3, 4}},
+		{"reasoning dropped", 2, 1, []add{{1, 2, 3}, {2, 3, 4}}, []int32{3, 4}},
+		{"a run across the boundary", 1, 0, []add{{3, 0, 1}}, []int32{1, 2}},
+		{"out of order", 2, 0, []add{{1, 2, 1}, {1, 0, 2}, {1, 3, 3}, {1, 1, 3}}, []int32{2, 3}},
+		{"no text", 2, 2, []add{{4, 0, 1}}, nil},
+	} {
+		r := &Request{Reasoning: tt.r, ToolCall: tt.c}
+		for _, a := range tt.adds {
+			r.AppendTokens(a.n, a.index, a.read, 0)
+		}
+		var got []int32
+		for i := range r.Visible() {
+			got = append(got, r.TokenIndex(i))
+		}
+		if !slices.Equal(got, tt.wantIndex) {
+			t.Errorf("%s: visible tokens of indexes %v, want %v", tt.name, got, tt.wantIndex)
+		}
+		checkVisible(t, r)
+	}
+	hand := &Request{Reasoning: 1, Tokens: []Token{{Arrived: 1}, {Arrived: 2}, {Arrived: 3}}}
+	if first, _ := hand.FirstVisible(); first.Arrived != 2 || hand.VisibleCount() != 2 {
+		t.Errorf("a record without runs: first visible %+v, %d visible; want the second token, 2", first, hand.VisibleCount())
+	}
 }

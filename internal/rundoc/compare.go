@@ -38,6 +38,14 @@ func Compare(w io.Writer, before, after *Document) error {
 	if err := after.Validate(); err != nil {
 		return fmt.Errorf("after: %w", err)
 	}
+	for _, d := range []struct {
+		name string
+		doc  *Document
+	}{{"before", before}, {"after", after}} {
+		if d.doc.Sweep != nil {
+			return fmt.Errorf("%s: a sweep; compare takes the documents of runs (sse-latency report renders a sweep)", d.name)
+		}
+	}
 	var b strings.Builder // written at once: one write, one error
 	p := &b
 	fmt.Fprintf(p, "=== compare: after minus before ===\n")

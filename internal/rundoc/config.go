@@ -41,6 +41,8 @@ type Config struct {
 	Reasoning      int    `json:"reasoning" merge:"same"`       // --reasoning: reasoning tokens per response, spread over -T (>= 0)
 	ToolCall       int    `json:"tool_call" merge:"same"`       // --tool-call: argument tokens of a tool call before the text (>= 0)
 	ReasoningField string `json:"reasoning_field" merge:"same"` // --reasoning-field: reasoning_content or reasoning (the Chat field; Responses summary or reasoning text)
+	// Heartbeats (every dialect).
+	HeartbeatMs float64 `json:"heartbeat_ms" merge:"same"` // --heartbeat: the server writes a heartbeat after this many ms of silence (0 = none)
 
 	// Transports and headers.
 	KeepAlive     bool     `json:"keepalive" merge:"same"`       // -k: reuse a connection per concurrency slot
@@ -64,6 +66,11 @@ type Config struct {
 	Arrival  string        `json:"arrival" merge:"same"`     // --arrival: constant or poisson
 	Duration time.Duration `json:"duration_ns" merge:"same"` // --duration: start requests for this long instead of -r
 	Warmup   int           `json:"warmup" merge:"sum"`       // --warmup: first N requests excluded from the statistics
+
+	// Interleaving, request size and gates.
+	Rounds      int      `json:"rounds" merge:"same"`       // --rounds: loopback/gateway pairs of rounds, alternated (0 = the reference's single calibration)
+	PromptBytes int      `json:"prompt_bytes" merge:"same"` // --prompt-bytes: the prompt padded to this many bytes (0 = the reference's short prompt)
+	SLOs        []string `json:"slos" merge:"console"`      // --slo: service-level objectives checked after the run, as package slo writes them
 }
 
 // MissingSettings are the values a document that lacks a setting is read
@@ -99,8 +106,9 @@ const (
 	// beside non-zero is a different kind of run (no request limit, no
 	// concurrency cap, closed loop, no warm-up) and refused like RuleSame.
 	RuleSum Rule = "sum"
-	// RuleConsole: the field only changed what the run printed (-q, -v,
-	// --compat); it is ignored, the first run's kept.
+	// RuleConsole: the field only changed what the run printed or
+	// checked (-q, -v, --compat, --slo), not what it measured; it is
+	// ignored, the first run's kept.
 	RuleConsole Rule = "console"
 )
 

@@ -21,14 +21,14 @@ func TestConfigRules(t *testing.T) {
 		RuleGateway:  {"target", "host_header"},
 		RuleInstance: {"listen", "path", "cacert", "tls_cert", "tls_key", "engine"},
 		RuleSum:      {"requests", "concurrency", "rate", "warmup"},
-		RuleConsole:  {"quiet", "verbose", "compat"},
+		RuleConsole:  {"quiet", "verbose", "compat", "slos"},
 	}
 	for r, names := range want {
 		if !slices.Equal(byRule[r], names) {
 			t.Errorf("fields of rule %s = %q, want %q", r, byRule[r], names)
 		}
 	}
-	if n := len(configFields()); n != reflect.TypeFor[Config]().NumField() || len(byRule[RuleSame]) != n-15 {
+	if n := len(configFields()); n != reflect.TypeFor[Config]().NumField() || len(byRule[RuleSame]) != n-16 {
 		t.Errorf("%d fields with rules, %d of them same", n, len(byRule[RuleSame]))
 	}
 	// The JSON keys are the fields' names in the messages.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/sweep"
 )
 
 // SchemaVersion is the version of the JSON document (Document). It changes
@@ -46,6 +47,11 @@ type Document struct {
 	// (MergeOptions.Force) although merge refuses it: configurations,
 	// batches. Absent unless a merge was forced; the reports warn of it.
 	Forced []string `json:"forced,omitempty"`
+
+	// Sweep is the record of `sse-latency sweep`: its steps, each a run's
+	// summary at one value of its axis. A sweep document has no batches
+	// of its own (its self is the whole sweep's); absent from a run.
+	Sweep *sweep.Sweep `json:"sweep,omitempty"`
 }
 
 // Compat reports whether the run was made with --compat (the reference's

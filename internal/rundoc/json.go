@@ -19,6 +19,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/sweep"
 )
 
 // ToolName is Document.Tool.Name.
@@ -72,6 +73,7 @@ func NewDocument(ri RunInfo, s *summary.Run) *Document {
 	}
 	d.Run = *s
 	d.Config.Headers = slices.Clone(ri.Config.Headers)
+	d.Config.SLOs = slices.Clone(ri.Config.SLOs)
 	if d.Batches == nil {
 		d.Batches = []summary.Batch{}
 	}
@@ -80,9 +82,10 @@ func NewDocument(ri RunInfo, s *summary.Run) *Document {
 
 // Validate checks what ReadJSON cannot check by types alone: the schema
 // version, the enumerations, the batches (names, order, counts that add
-// up, failure texts of their kind, histograms that
-// stats.MetricFromSnapshot would accept), the overhead's presence. Its
-// errors name the field.
+// up, failure texts of their kind, declared timings, histograms that
+// stats.MetricFromSnapshot would accept), the overhead's presence, the
+// rounds, and a sweep's steps (each validated as a run). Its errors name
+// the field.
 func (d *Document) Validate() error {
 	if d == nil {
 		return errors.New("no document")
@@ -90,12 +93,34 @@ func (d *Document) Validate() error {
 	if err := d.validateFields(); err != nil {
 		return err
 	}
-	for i := range d.Batches {
-		b := &d.Batches[i]
+	if d.Sweep != nil && len(d.Batches) > 0 {
+		return errors.New("sweep: a sweep document keeps its batches in its steps, not at the top")
+	}
+	if err := validateRun(&d.Run); err != nil {
+		return err
+	}
+	if d.Sweep != nil {
+		if err := validateSweep(d.Sweep); err != nil {
+			return fmt.Errorf("sweep: %w", err)
+		}
+	}
+	return nil
+}
+
+// validateRun checks a run's summary: its batches (names, order, counts
+// that add up, failure texts of their kind, histograms that
+// stats.MetricFromSnapshot would accept), the overhead's presence, the
+// rounds and the lateness.
+func validateRun(r *summary.Run) error {
+	if len(r.Batches) > 2 {
+		return fmt.Errorf("%d batches, want at most 2", len(r.Batches))
+	}
+	for i := range r.Batches {
+		b := &r.Batches[i]
 		switch {
 		case b.Name != summary.LoopbackBatch && b.Name != summary.GatewayBatch:
 			return fmt.Errorf("batches[%d]: name %q: want %q or %q", i, b.Name, summary.LoopbackBatch, summary.GatewayBatch)
-		case d.Batch(b.Name) != b:
+		case r.Batch(b.Name) != b:
 			return fmt.Errorf("batches[%d]: a second %q batch", i, b.Name)
 		case b.Name == summary.LoopbackBatch && i > 0:
 			return fmt.Errorf("batches[%d]: the %q batch must come first", i, summary.LoopbackBatch)
@@ -104,14 +129,80 @@ func (d *Document) Validate() error {
 			return fmt.Errorf("batches[%d] (%s): %w", i, b.Name, err)
 		}
 	}
-	switch both := d.Loop() != nil && d.Gateway() != nil; {
-	case both && d.Overhead == nil:
+	switch both := r.Loop() != nil && r.Gateway() != nil; {
+	case both && r.Overhead == nil:
 		return errors.New("overhead: absent, but the document has a loopback and a gateway batch")
-	case !both && d.Overhead != nil:
+	case !both && r.Overhead != nil:
 		return errors.New("overhead: present without both a loopback and a gateway batch")
 	}
-	if err := validateMetric(&d.Self.Lateness); err != nil {
+	if rs := r.Rounds; rs != nil {
+		if err := validateRounds(rs); err != nil {
+			return fmt.Errorf("rounds: %w", err)
+		}
+	}
+	if err := validateMetric(&r.Self.Lateness); err != nil {
 		return fmt.Errorf("self.emission_lateness: %w", err)
+	}
+	if v := r.Verdict; v != nil {
+		for i, f := range v.Findings {
+			switch {
+			case f.Name == "":
+				return fmt.Errorf("verdict.findings[%d]: no name", i)
+			case f.Requests < 0 || f.Of < 0:
+				return fmt.Errorf("verdict.findings[%d] (%s): requests %d of %d", i, f.Name, f.Requests, f.Of)
+			}
+		}
+	}
+	return nil
+}
+
+// validateRounds checks that the rounds match their order and hold valid
+// counts and metrics.
+func validateRounds(rs *summary.Rounds) error {
+	if len(rs.Order) != len(rs.Rounds) {
+		return fmt.Errorf("order %q has %d letters for %d rounds", rs.Order, len(rs.Order), len(rs.Rounds))
+	}
+	for i := range rs.Rounds {
+		r := &rs.Rounds[i]
+		want := map[byte]string{'L': summary.LoopbackBatch, 'G': summary.GatewayBatch}[rs.Order[i]]
+		if r.Batch != want || r.Pair < 0 {
+			return fmt.Errorf("rounds[%d]: batch %q, pair %d: want batch %q (order %q) and a pair >= 0", i, r.Batch, r.Pair, want, rs.Order)
+		}
+		if r.Requests < 0 || r.OK < 0 || r.Failed < 0 || r.Tokens < 0 || r.Requests != r.OK+r.Failed {
+			return fmt.Errorf("rounds[%d]: requests=%d, ok=%d, failed=%d, tokens=%d: want counts >= 0 and requests = ok + failed",
+				i, r.Requests, r.OK, r.Failed, r.Tokens)
+		}
+		for _, m := range r.Metrics.Named() {
+			if err := validateMetric(m.Metric); err != nil {
+				return fmt.Errorf("rounds[%d]: %s: %w", i, m.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// validateSweep checks a sweep: a known axis, at most as many steps as
+// values, each step the value asked for, and a valid run.
+func validateSweep(s *sweep.Sweep) error {
+	switch s.Axis {
+	case sweep.AxisConcurrency, sweep.AxisRate, sweep.AxisPromptBytes:
+	default:
+		return fmt.Errorf("axis %q: want %q, %q or %q", s.Axis, sweep.AxisConcurrency, sweep.AxisRate, sweep.AxisPromptBytes)
+	}
+	if len(s.Steps) > len(s.Values) {
+		return fmt.Errorf("%d steps for %d values", len(s.Steps), len(s.Values))
+	}
+	for i := range s.Steps {
+		st := &s.Steps[i]
+		if st.Value != s.Values[i] {
+			return fmt.Errorf("steps[%d]: value %v, but values[%d] is %v", i, st.Value, i, s.Values[i])
+		}
+		if err := validateRun(&st.Run); err != nil {
+			return fmt.Errorf("steps[%d]: %w", i, err)
+		}
+	}
+	if k := s.Knee; k != nil && (k.Step < 0 || k.Step >= len(s.Steps) || s.Steps[k.Step].Value != k.Value) {
+		return fmt.Errorf("knee: step %d (value %v) is not a step of the sweep", k.Step, k.Value)
 	}
 	return nil
 }
@@ -134,9 +225,6 @@ func (d *Document) validateFields() error {
 	}
 	if d.End.Before(d.Start) {
 		return fmt.Errorf("end %s is before start %s", d.End.Format(time.RFC3339Nano), d.Start.Format(time.RFC3339Nano))
-	}
-	if len(d.Batches) > 2 {
-		return fmt.Errorf("%d batches, want at most 2", len(d.Batches))
 	}
 	return nil
 }
@@ -187,6 +275,11 @@ func validateBatch(b *summary.Batch) error {
 			}
 		}
 	}
+	if dt := b.Declared; dt != nil {
+		if err := validateDeclared(dt); err != nil {
+			return fmt.Errorf("declared: %w", err)
+		}
+	}
 	var metrics []summary.NamedMetric
 	if p := b.Phases; p != nil {
 		metrics = append(metrics,
@@ -205,6 +298,35 @@ func validateBatch(b *summary.Batch) error {
 	for _, m := range metrics {
 		if err := validateMetric(m.Metric); err != nil {
 			return fmt.Errorf("%s: %w", m.Name, err)
+		}
+	}
+	if b.Timeline != nil {
+		return b.Timeline.Validate()
+	}
+	return nil
+}
+
+// validateDeclared checks a batch's declared timings: counts that add up
+// to the heads, one figure per source, each metric's n its requests.
+func validateDeclared(dt *summary.DeclaredTimings) error {
+	if dt.Heads < 0 || dt.Dropped < 0 {
+		return fmt.Errorf("heads=%d, dropped=%d", dt.Heads, dt.Dropped)
+	}
+	seen := map[string]bool{}
+	for i := range dt.Figures {
+		f := &dt.Figures[i]
+		switch {
+		case f.Source == "" || seen[f.Source]:
+			return fmt.Errorf("figures[%d]: source %q empty or repeated", i, f.Source)
+		case f.Requests < 0 || f.Invalid < 0 || f.Missing < 0 || f.Requests+f.Invalid+f.Missing != dt.Heads:
+			return fmt.Errorf("figures[%d] (%s): requests=%d, invalid=%d, missing=%d: want counts >= 0 adding up to the %d heads",
+				i, f.Source, f.Requests, f.Invalid, f.Missing, dt.Heads)
+		case f.Metric.N != int64(f.Requests):
+			return fmt.Errorf("figures[%d] (%s): metric.n is %d for %d requests", i, f.Source, f.Metric.N, f.Requests)
+		}
+		seen[f.Source] = true
+		if err := validateMetric(&f.Metric); err != nil {
+			return fmt.Errorf("figures[%d] (%s): metric: %w", i, f.Source, err)
 		}
 	}
 	return nil

@@ -142,20 +142,7 @@ func marshal(t *testing.T, d *Document) []byte {
 // golden compares got with testdata/name, or rewrites it under -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%s: %v (run go test -update to create it)", name, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
-	}
+	summarytest.Golden(t, name, got, *update)
 }
 
 func TestJSONGolden(t *testing.T) {
@@ -369,6 +356,13 @@ var badDocuments = []struct {
 	}, "batches[1] (gateway): metrics.ttft: histogram: invalid metric snapshot", true},
 	{"n differs", func(m map[string]any) { at(m, "batches", 0, "metrics", "emit_recv")["n"] = 1 },
 		"batches[0] (loopback): metrics.emit_recv: n is 1 but histogram.n is", false},
+	{"timeline n differs", func(m map[string]any) { at(m, "batches", 1, "timeline", "emit_recv", "text")["n"] = 1 },
+		"batches[1] (gateway): timeline.emit_recv.text: n is 1 but histogram.n is", false},
+	{"timeline count negative", func(m map[string]any) { at(m, "batches", 1, "timeline")["cut"] = -1 },
+		"batches[1] (gateway): timeline: a negative count (-1)", true},
+	{"finding without a name", func(m map[string]any) {
+		at(m, "verdict")["findings"] = []any{map[string]any{"name": "", "requests": 1, "of": 1}}
+	}, "verdict.findings[0]: no name", true},
 	{"failure text", func(m map[string]any) {
 		at(m, "batches", 1, "failures", 1, "texts", 0)["text"] = "no content tokens received"
 	},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sse-latency/sse-latency/internal/slo"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -71,7 +72,10 @@ type MergeOptions struct {
 //     (verdict.Verdict.SetAddedDelay), the largest burst, and the median of
 //     the runs' values for the burst size, burst period, emission gap,
 //     loopback share and first-token figures; a first-token hold only if
-//     every run flagged one. Notes say so, or why the verdict was dropped.
+//     every run flagged one. Notes say so, or why the verdict was dropped;
+//   - timelines are merged exactly (histograms and counts), a batch's only
+//     when every run's has one, and a kept verdict's findings are those of
+//     the merged gateway timeline (summary.Findings).
 func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	name := func(i int) string {
 		if i < len(opt.Names) && opt.Names[i] != "" {
@@ -85,6 +89,9 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	for i, d := range docs {
 		if err := d.Validate(); err != nil {
 			return nil, fmt.Errorf("cannot merge %s: %w", name(i), err)
+		}
+		if d.Sweep != nil {
+			return nil, fmt.Errorf("cannot merge %s: it is a sweep (merge combines runs)", name(i))
 		}
 	}
 	forced, err := mergeable(docs, name, opt.Force)
@@ -103,6 +110,7 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 		Forced:        forced,
 	}
 	out.Config.Headers = slices.Clone(first.Config.Headers)
+	out.Config.SLOs = slices.Clone(first.Config.SLOs)
 	if err := out.mergeRuns(docs, name); err != nil {
 		return nil, err
 	}
@@ -111,10 +119,52 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 		return nil, err
 	}
 	out.Overhead = summary.NewOverhead(loop, gw)
+	if slices.ContainsFunc(docs, func(d *Document) bool { return d.Rounds != nil }) {
+		out.Notes = append(out.Notes, "rounds: the runs' rounds are not merged; the overhead is that of all their samples pooled")
+	}
+	out.Notes = append(out.Notes, out.mergeSLOs(docs)...)
 	var notes []string
 	out.Verdict, notes = mergeVerdicts(docs, name, loop, gw)
 	out.Notes = append(out.Notes, notes...)
+	if b := out.Gateway(); out.Verdict != nil && b != nil {
+		out.Verdict.Findings = summary.Findings(b.Timeline)
+	}
 	return out, nil
+}
+
+// timelineMerge merges the timelines of one batch of several runs: all
+// of them, or none when a run has none (a document written before
+// timelines).
+type timelineMerge struct {
+	ts      *summary.TimelineStats
+	missing bool
+}
+
+// add merges t in (nil: that run has none).
+func (m *timelineMerge) add(t *summary.Timeline) error {
+	if t == nil {
+		m.missing = true
+		return nil
+	}
+	ts, err := t.Stats()
+	if err != nil {
+		return err
+	}
+	if m.ts == nil {
+		m.ts = ts
+	} else {
+		m.ts.Merge(ts)
+	}
+	return nil
+}
+
+// summary returns the merged timeline, nil when a run had none.
+func (m *timelineMerge) summary() *summary.Timeline {
+	if m.ts == nil || m.missing {
+		return nil
+	}
+	t := m.ts.Summary()
+	return &t
 }
 
 // mergeable checks the configurations and batches of docs against the
@@ -145,6 +195,42 @@ func mergeable(docs []*Document, name func(int) string, force bool) ([]string, e
 		forced = append(forced, fmt.Sprintf("%s and %s: %s", name(0), name(i+1), strings.Join(why, "; ")))
 	}
 	return forced, nil
+}
+
+// mergeSLOs checks the merged run against the first run's objectives
+// again (slo.Check) when any run had some, and returns the notes to add:
+// the goodput is the runs' summed when every run counted it for the same
+// objectives, else dropped.
+func (out *Document) mergeSLOs(docs []*Document) []string {
+	if len(out.Config.SLOs) == 0 {
+		return nil
+	}
+	objectives := make([]slo.SLO, 0, len(out.Config.SLOs))
+	for _, s := range out.Config.SLOs {
+		o, err := slo.Parse(s)
+		if err != nil {
+			return []string{fmt.Sprintf("slo: not checked again: the first run's objective %q does not read: %v", s, err)}
+		}
+		objectives = append(objectives, o)
+	}
+	out.SLO = slo.Check(objectives, &out.Run, nil)
+	notes := []string{"slo: the first run's objectives checked again on the merged figures"}
+	var good summary.Goodput
+	for _, d := range docs {
+		if d.SLO == nil || d.SLO.Goodput == nil || !slices.Equal(d.Config.SLOs, out.Config.SLOs) {
+			if slo.NewGoodput(objectives) != nil {
+				notes = append(notes, "slo: goodput dropped: not every run counted it for the same objectives")
+			}
+			return notes
+		}
+		good.Requests += d.SLO.Goodput.Requests
+		good.Good += d.SLO.Goodput.Good
+	}
+	if good.Requests > 0 {
+		good.Share = float64(good.Good) / float64(good.Requests)
+	}
+	out.SLO.Goodput = &good
+	return notes
 }
 
 // mergeRuns sets what out says of the runs themselves from docs (see
@@ -211,6 +297,8 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 		var sb *stats.Batch
 		var targets []string
 		var samples []summary.Samples
+		var declared []*summary.DeclaredTimings
+		tl := &timelineMerge{}
 		offset := 0
 		for i, d := range docs {
 			db := d.Batch(bn)
@@ -225,13 +313,23 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 				sb = stats.NewBatch()
 			}
 			sb.Merge(s)
+			if err := tl.add(db.Timeline); err != nil {
+				return nil, nil, fmt.Errorf("cannot merge %s: %s batch: %w", name(i), bn, err)
+			}
 			targets = appendDistinct(targets, db.Target)
 			samples = append(samples, offsetSamples(db.Samples, offset))
+			declared = append(declared, db.Declared)
 			offset += db.Requests
 		}
 		if sb != nil {
 			merged[bn] = sb
-			out.Batches = append(out.Batches, summary.NewBatch(bn, strings.Join(targets, ", "), sb, mergeSamples(samples)))
+			nb := summary.NewBatch(bn, strings.Join(targets, ", "), sb, mergeSamples(samples))
+			nb.Timeline = tl.summary()
+			var ok bool
+			if nb.Declared, ok = summary.MergeDeclared(declared); !ok {
+				out.Notes = append(out.Notes, fmt.Sprintf("declared timings of the %s batch dropped: not every run has them", bn))
+			}
+			out.Batches = append(out.Batches, nb)
 		}
 	}
 	return merged[summary.LoopbackBatch], merged[summary.GatewayBatch], nil

@@ -527,3 +527,89 @@ func TestMergeSamples(t *testing.T) {
 		t.Errorf("mergeSamples(3 requests) = %+v, want the 3, not sampled, empty series", small)
 	}
 }
+
+// phasedDoc is the document of a run of summarytest.Phased records: a
+// calibration of 2 flushed answers and a gateway batch of n answers as
+// gw(i) says, its request indexes from first.
+func phasedDoc(t *testing.T, first, n int, gw func(p *summarytest.Phased)) *Document {
+	t.Helper()
+	const ms = 1_000_000
+	base := summarytest.Phased{Reasoning: 20, ToolCall: 10, Text: 30, Think: 500 * ms, Delay: 5 * ms, Lat: ms / 10, Seen: 1, Sent: 1}
+	loop, g := summary.NewCollector(), summary.NewCollector()
+	for i := range 2 {
+		p := base
+		p.Batch, p.Index = "loop", i
+		loop.Add(p.Request())
+	}
+	for i := range n {
+		p := base
+		p.Batch, p.Index = "gw", first+i
+		gw(&p)
+		g.Add(p.Request())
+	}
+	run := summary.New(summary.Inputs{Loop: loop, Gateway: g, LoopTarget: "127.0.0.1:8090", GatewayTarget: "127.0.0.1:8080"})
+	ri := RunInfo{Config: Config{Target: "127.0.0.1:8080", Requests: n, Concurrency: 1, Tokens: 30, API: "chat"},
+		Start: runStart, End: runStart.Add(time.Second), EndReason: EndDone, Version: "v1.2.3-test"}
+	return readBack(t, fixEnv(NewDocument(ri, run)))
+}
+
+// TestMergeTimelines merges runs whose gateway held the stream's start in
+// one and dropped the reasoning in both: the merged timeline is the one of
+// every record, and the findings are those of the merged timeline — the
+// held start, in 3 requests of 8, is no finding of the merged run; a run
+// written before timelines leaves the merged batch without one.
+func TestMergeTimelines(t *testing.T) {
+	holdAndDrop := func(p *summarytest.Phased) { p.HoldStart, p.DropReasoning = true, true }
+	drop := func(p *summarytest.Phased) { p.DropReasoning = true }
+	a, b := phasedDoc(t, 0, 3, holdAndDrop), phasedDoc(t, 3, 5, drop)
+	if got := findingNames(a.Verdict.Findings); !slices.Equal(got, []string{verdict.FindingHeldStart, verdict.FindingReasoningDropped}) {
+		t.Fatalf("run a's findings %v, want held start and reasoning dropped", got)
+	}
+	merged, err := Merge([]*Document{a, b}, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged = readBack(t, merged)
+	all := summary.NewTimelineStats()
+	for i := range 8 {
+		p := summarytest.Phased{Batch: "gw", Index: i, Reasoning: 20, ToolCall: 10, Text: 30, Think: 500 * 1_000_000, Delay: 5_000_000,
+			Lat: 100_000, Seen: 1, Sent: 1}
+		if i < 3 {
+			holdAndDrop(&p)
+		} else {
+			drop(&p)
+		}
+		all.Add(p.Request())
+	}
+	want := all.Summary()
+	if got := merged.Gateway().Timeline; got == nil || !reflect.DeepEqual(*got, want) {
+		t.Errorf("merged gateway timeline\n%+v\nwant the one of every record\n%+v", got, want)
+	}
+	if got := findingNames(merged.Verdict.Findings); !slices.Equal(got, []string{verdict.FindingReasoningDropped}) {
+		t.Errorf("merged findings %v, want reasoning dropped only (3 held starts of 8 is under the share)", got)
+	}
+	if f := merged.Verdict.Findings[0]; f.Requests != 8 || f.Of != 8 {
+		t.Errorf("merged reasoning finding %+v, want 8 of 8", f)
+	}
+
+	old := phasedDoc(t, 8, 2, drop)
+	for i := range old.Batches {
+		old.Batches[i].Timeline = nil
+	}
+	merged, err = Merge([]*Document{a, readBack(t, old)}, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if merged.Gateway().Timeline != nil || merged.Loop().Timeline != nil || merged.Verdict == nil || merged.Verdict.Findings != nil {
+		t.Errorf("merging a run without timelines: timelines %v/%v, verdict %+v; want none, a verdict without findings",
+			merged.Loop().Timeline, merged.Gateway().Timeline, merged.Verdict)
+	}
+}
+
+func findingNames(fs []verdict.Finding) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Name)
+	}
+	return out
+}

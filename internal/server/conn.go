@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,8 +20,16 @@ import (
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
-// MaxBodyBytes is the largest request body the server reads.
-const MaxBodyBytes = 1 << 20
+// MaxBodyBytes is the largest request body the server reads: the largest
+// prompt the client pads its requests to (api.MaxPromptBytes, --prompt-bytes)
+// and BodyEnvelopeBytes for the JSON around it.
+const MaxBodyBytes = api.MaxPromptBytes + BodyEnvelopeBytes
+
+// BodyEnvelopeBytes is what MaxBodyBytes allows beyond the largest padded
+// prompt: the rest of the request's JSON (model, hints, the phases' fields:
+// under 1 KiB) and what a gateway adds to it (metadata, rewritten
+// messages), with room to spare.
+const BodyEnvelopeBytes = 64 << 10
 
 // streamHead is the response head of a stream that ends its connection,
 // exactly the reference's fields in the reference's order (SPEC §3).
@@ -313,14 +322,37 @@ func (hc *h1conn) consume(n int) {
 // doubles as a request needs.
 const firstReadBytes = 1 << 10
 
+// readBuffers holds the first read buffers that streams gave back
+// (startStream): thousands of connections arriving at once each read a
+// request into one and give it back when their stream starts, so that
+// the next connections take them again rather than leaving 1 KiB each
+// for the garbage collector (4 MB at -c 4000, the peak of the run).
+var readBuffers = sync.Pool{New: func() any { b := make([]byte, 0, firstReadBytes); return &b }}
+
+// getReadBuffer returns an empty first read buffer.
+func getReadBuffer() []byte { return (*readBuffers.Get().(*[]byte))[:0] }
+
+// putReadBuffer gives back a buffer getReadBuffer returned, unless it
+// grew (a large request) or is none.
+func putReadBuffer(b []byte) {
+	if cap(b) == firstReadBytes {
+		b = b[:0]
+		readBuffers.Put(&b)
+	}
+}
+
 // readMore reads once more into hc.buf, growing it up to just past the head
 // limit so the parser can tell "too large" from "need more".
 func (hc *h1conn) readMore() error {
 	buf := hc.buf
 	if cap(buf) == 0 {
 		// Most requests (head and body) fit in 1 KiB; thousands of
-		// connections arriving at once should not take 4 KiB each.
-		buf = make([]byte, 0, firstReadBytes)
+		// connections arriving at once should not take 4 KiB each, nor
+		// any while they wait for their request.
+		if err := hc.awaitReadable(); err != nil {
+			return err
+		}
+		buf = getReadBuffer()
 	} else if len(buf) == cap(buf) {
 		if cap(buf) > wire.MaxHeadBytes {
 			return errHeadTooLarge()
@@ -333,6 +365,17 @@ func (hc *h1conn) readMore() error {
 		return nil
 	}
 	return err
+}
+
+// awaitReadable waits, without a buffer, until the connection has bytes
+// to read, is closed, or its read deadline passes (the error then is the
+// one a Read would return). Without a file descriptor (TLS) it returns at
+// once.
+func (hc *h1conn) awaitReadable() error {
+	if hc.raw == nil {
+		return nil
+	}
+	return hc.raw.Read(readableFd)
 }
 
 // readChunkedBody reads a chunked request body (some gateways send one)
@@ -424,7 +467,11 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	// that filters headers drops the header, and the prompt survives both.
 	h, err := s.limits.Resolve(sr.Hints, api.ParseHintHeader(req.head.Header(api.HintHeader)), api.FindPromptHints(req.body))
 	if err != nil {
-		s.writeError(t, &httpError{status: 400, code: "hint_above_limit", message: err.Error()})
+		code := "hint_above_limit"
+		if errors.Is(err, api.ErrHintBelowMinimum) {
+			code = "hint_below_minimum"
+		}
+		s.writeError(t, &httpError{status: 400, code: code, message: err.Error()})
 		return nil
 	}
 	if err := api.CheckPhases(d, h); err != nil {
@@ -463,6 +510,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		return nil
 	}
 	st.times = s.cfg.Emissions.StartAt(h.ID, p.Tokens, p.Deadline)
+	st.begin(d, s.heartbeatNs(h), start)
 	s.logf("server: %s: %s stream %d (id %q): %d tokens (%d reasoning, %d tool call), think %dns, delay %dns",
 		t, d, no, h.ID, p.Tokens, a.Reasoning, a.ToolCall, p.Think, p.Delay)
 	st.shard = s.shardFor(t, no)
@@ -631,7 +679,8 @@ func (hc *h1conn) startStream(dst []byte) []byte {
 	if len(hc.buf) == 0 {
 		// Nothing pipelined: give the read buffer back for the length of
 		// the stream (thousands of streams would hold 4 KiB each);
-		// readMore allocates one again for the next request.
+		// readMore takes one again for the next request.
+		putReadBuffer(hc.buf)
 		hc.buf = nil
 	}
 	if hc.keep {

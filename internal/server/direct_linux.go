@@ -24,3 +24,11 @@ func writeFd(fd uintptr, b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// readableFd reports whether the socket fd has bytes to read, or has
+// ended or failed: a non-blocking peek at one byte.
+func readableFd(fd uintptr) bool {
+	var b [1]byte
+	_, _, err := unix.Recvfrom(int(fd), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return err != unix.EAGAIN && err != unix.EINTR
+}

@@ -13,3 +13,6 @@ var errAgain = errors.New("resource temporarily unavailable")
 
 // writeFd is never called here (directWrites is false).
 func writeFd(uintptr, []byte) (int, error) { return 0, errors.ErrUnsupported }
+
+// readableFd is never called here (no connection has a raw descriptor).
+func readableFd(uintptr) bool { return true }

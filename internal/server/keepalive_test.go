@@ -13,6 +13,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // kaRequest is a raw POST of body to path without "Connection: close", with
@@ -191,7 +192,7 @@ func TestConnectionEnds(t *testing.T) {
 		{"JSON, ServerClose", Config{ServerClose: true}, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n", "", "HTTP/1.1 200 OK\r\n", "Connection: close", true},
 		{"404 keeps", Config{}, "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n", "", "HTTP/1.1 404 Not Found\r\n", "", false},
 		{"malformed head closes", Config{}, "BROKEN\r\n\r\n", "", "HTTP/1.1 400 Bad Request\r\n", "Connection: close", true},
-		{"body too large closes", Config{}, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n",
+		{"body too large closes", Config{}, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + fmt.Sprint(MaxBodyBytes+1) + "\r\n\r\n",
 			"", "HTTP/1.1 413 Content Too Large\r\n", "Connection: close", true},
 	}
 	for _, tt := range tests {
@@ -273,7 +274,9 @@ func TestPipelinedDuringWait(t *testing.T) {
 	first := kaStep{req: kaRequest("/v1/chat/completions", `{"pi_tokens":5,"pi_delay_ms":20}`), status: "200 OK"}
 	second := streamStep(api.Chat, 2, "w2")
 	send(t, c, first.req)
-	time.Sleep(30 * time.Millisecond) // likely inside the 100 ms wait; any order must work
+	// Once the server has read the first request, it waits 100 ms: the
+	// second most likely comes inside the wait (any order must work).
+	testutil.Await(t, "the server to read the first request", func() bool { return srv.Requests() == 1 })
 	send(t, c, second.req)
 	checkStep(t, r, "non-streaming answer", first, true)
 	checkStep(t, r, "pipelined stream", second, true)

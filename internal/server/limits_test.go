@@ -15,6 +15,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // apiError is the OpenAI-style error body of every error answer.
@@ -85,19 +86,20 @@ func TestRequestLimits(t *testing.T) {
 		return postRequest("/v1/chat/completions", body, header...)
 	}
 	bigChunked := "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
-		strings.Repeat(fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat(" ", 64<<10)), 17) + "0\r\n\r\n"
+		strings.Repeat(fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat(" ", 64<<10)), MaxBodyBytes/(64<<10)+1) + "0\r\n\r\n"
+	limit := fmt.Sprintf("limit of %d", MaxBodyBytes)
 	tests := []struct {
 		name, req, status, code string
 		msgs                    []string
 	}{
 		{"head over 64 KiB", "GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 70_000) + "\r\n\r\n",
 			"431 Request Header Fields Too Large", "request_header_fields_too_large", []string{"request head larger than 65536 bytes"}},
-		{"body over 1 MiB, declared", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1048577\r\n\r\n",
-			"413 Content Too Large", "request_too_large", []string{"1048577 bytes", "limit of 1048576"}},
-		{"body over 1 MiB, sent", chat(`{"x":"` + strings.Repeat("a", 1<<20) + `"}`),
-			"413 Content Too Large", "request_too_large", []string{"limit of 1048576"}},
-		{"body over 1 MiB, chunked", bigChunked,
-			"413 Content Too Large", "request_too_large", []string{"limit of 1048576 bytes"}},
+		{"body over the limit, declared", fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", MaxBodyBytes+1),
+			"413 Content Too Large", "request_too_large", []string{fmt.Sprintf("%d bytes", MaxBodyBytes+1), limit}},
+		{"body over the limit, sent", chat(`{"x":"` + strings.Repeat("a", MaxBodyBytes) + `"}`),
+			"413 Content Too Large", "request_too_large", []string{limit}},
+		{"body over the limit, chunked", bigChunked,
+			"413 Content Too Large", "request_too_large", []string{limit + " bytes"}},
 		{"malformed head", "POST /v1/chat/completions HTTP/1.1\r\nHost x\r\n\r\n",
 			"400 Bad Request", "bad_request", []string{"malformed request head", "Host x"}},
 		{"malformed chunked body", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
@@ -183,7 +185,7 @@ func TestMaxStreams(t *testing.T) {
 	for _, c := range conns {
 		c.Close()
 	}
-	waitFor(t, "the dropped streams to give their places back", func() bool { return srv.ActiveStreams() == 0 })
+	testutil.Await(t, "the dropped streams to give their places back", func() bool { return srv.ActiveStreams() == 0 })
 	streamEvents(t, srv, postRequest("/v1/chat/completions", `{"stream":true,"pi_tokens":2}`))
 	if got := srv.Panics(); got != 0 {
 		t.Errorf("Panics() = %d", got)
@@ -209,20 +211,9 @@ func TestMaxStreamsH2(t *testing.T) {
 	}
 	checkErrorBody(t, "HTTP/2 429", body, "rate_limit_exceeded", "too many concurrent streams (limit 1)")
 	resp.Body.Close() // resets the stream: its place comes back
-	waitFor(t, "the reset stream to give its place back", func() bool { return h.srv.ActiveStreams() == 0 })
+	testutil.Await(t, "the reset stream to give its place back", func() bool { return h.srv.ActiveStreams() == 0 })
 	if ok, _ := h.post(t, "/v1/chat/completions", `{"stream":true,"pi_tokens":1}`); ok.StatusCode != 200 {
 		t.Errorf("after the first stream ended: %s, want 200", ok.Status)
-	}
-}
-
-// waitFor polls cond for at most 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting 10 s for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -273,7 +264,7 @@ func TestReadHeaderTimeout(t *testing.T) {
 	if h, _ := recv(t, r, "first request"); !strings.HasPrefix(h, "HTTP/1.1 200") {
 		t.Fatalf("first request: %q", h)
 	}
-	time.Sleep(2 * rht) // idle, not late
+	time.Sleep(2 * rht) // idle, not late: the idleness under test, not an ordering
 	send(t, c, "GET /v1/models HTTP/1.1\r\n")
 	resp, err = readResponse(r)
 	if err != nil {
@@ -318,7 +309,8 @@ func testStuckReader(t *testing.T, e evloop.Engine) {
 				cfg.TLS, roots, _ = selfSigned(t)
 			}
 			srv := startServer(t, cfg)
-			dial := func(rcvbuf int) net.Conn {
+			// dial returns the connection and the TCP one underneath.
+			dial := func(rcvbuf int) (net.Conn, net.Conn) {
 				c, err := net.Dial("tcp", srv.Addr().String())
 				if err != nil {
 					t.Fatal(err)
@@ -329,35 +321,47 @@ func testStuckReader(t *testing.T, e evloop.Engine) {
 				}
 				c.SetDeadline(time.Now().Add(20 * time.Second))
 				if roots == nil {
-					return c
+					return c, c
 				}
 				tc := tls.Client(c, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", NextProtos: []string{"http/1.1"}})
 				if err := tc.Handshake(); err != nil {
 					t.Fatalf("TLS handshake: %v", err)
 				}
-				return tc
+				return tc, c
 			}
 
-			stuck := dial(4096)
+			stuck, stuckTCP := dial(4096)
 			// 1,000,000 tokens at no delay: ~200 MB, far more than any buffer.
 			send(t, stuck, postRequest("/v1/chat/completions", `{"stream":true,"pi_tokens":1000000,"pi_delay_ms":0}`))
-			waitFor(t, "the stuck stream to start", func() bool { return srv.ActiveStreams() == 1 })
+			testutil.Await(t, "the stuck stream to start", func() bool { return srv.ActiveStreams() == 1 })
+			// The server's end of the stuck connection exists as long as
+			// the stuck stream is not dropped (it resets the connection):
+			// the kernel tells, where testutil.Unread can ask it.
+			_, canTell := testutil.Unread(stuckTCP)
 
-			normal := dial(0)
+			normal, _ := dial(0)
 			const n = 50
 			send(t, normal, postRequest("/v1/chat/completions", fmt.Sprintf(`{"stream":true,"pi_tokens":%d,"pi_delay_ms":1}`, n)))
 			resp, err := readResponse(bufio.NewReader(normal))
 			if err != nil {
 				t.Fatalf("normal stream beside a stuck one: %v", err)
 			}
+			// The normal stream has ended: the stuck one must still be there
+			// (dropped only after WriteTimeout, far longer than the normal
+			// stream takes), or the normal one waited for its drop.
+			if _, err := testutil.Unread(stuckTCP); canTell == nil && err != nil {
+				t.Errorf("the stuck connection was gone when the normal stream ended (%v): it waited for the stuck one", err)
+			}
 			_, b := splitResponse(t, resp)
 			checkEvents(t, "normal stream", parseEvents(t, dechunk(t, b)), wantEvents(api.Chat, n, false, `"sse-latency-1"`))
-			// The client can read the last bytes before the server has
-			// counted the stream out: await it (the stuck one stays for
-			// its WriteTimeout).
-			waitFor(t, "the normal stream to leave the stuck one alone", func() bool { return srv.ActiveStreams() == 1 })
+			// Its place comes back once it has ended (after its last bytes
+			// reached the client).
+			testutil.Await(t, "the normal stream to give its place back", func() bool { return srv.ActiveStreams() <= 1 })
 
-			waitFor(t, "the stuck stream to be dropped", func() bool { return srv.ActiveStreams() == 0 })
+			testutil.Await(t, "the stuck stream to be dropped", func() bool { return srv.ActiveStreams() == 0 })
+			if canTell == nil {
+				testutil.Await(t, "the server's end of the stuck connection to go", func() bool { _, err := testutil.Unread(stuckTCP); return err != nil })
+			}
 			got, err := io.Copy(io.Discard, stuck)
 			if isTimeout(err) {
 				t.Errorf("stuck connection still open after its stream was dropped (read %d bytes)", got)

@@ -12,10 +12,11 @@ import (
 // so: the loop's Ticker is its alarm, and the loop runs its ticks. It
 // reports false when the shard is to have its own goroutine.
 func (s *Server) onLoop(sh *shard, i int) bool {
-	if ok, _ := s.cfg.Engine.Loops(); !ok {
+	e, _ := s.cfg.Engine.Resolve()
+	if !e.OnLoops() {
 		return false
 	}
-	all, err := evloop.Loops()
+	all, err := evloop.LoopsOf(e)
 	if err != nil {
 		return false
 	}

@@ -247,10 +247,13 @@ const sdkReasoning, sdkToolCall = 5, 4
 
 // phaseServer starts a server whose answers have sdkReasoning reasoning
 // tokens in shape field, a tool call of sdkToolCall tokens and sdkTokens of
-// text.
+// text. The reasoning is spread over a think of 60 ms, 12 ms a token, and
+// a heartbeat comes after 10 ms of silence: the SDKs must skip the
+// heartbeats between the reasoning deltas.
 func phaseServer(t *testing.T, field api.ReasoningField) (addr string, ctx context.Context) {
 	t.Helper()
-	srv := startServer(t, Config{Tokens: sdkTokens, Reasoning: sdkReasoning, ToolCall: sdkToolCall, ReasoningField: field, DelayMs: 0.1})
+	srv := startServer(t, Config{Tokens: sdkTokens, Reasoning: sdkReasoning, ToolCall: sdkToolCall, ReasoningField: field, DelayMs: 0.1,
+		ThinkMs: 60, HeartbeatMs: 10})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return srv.Addr().String(), ctx

@@ -56,10 +56,10 @@ import (
 )
 
 // Config is the server's behaviour. Requests may override Tokens, ThinkMs,
-// DelayMs, Reasoning and ToolCall individually with hints (api.Hints: the
-// pi_tokens, pi_think_ms, pi_delay_ms, pi_reasoning_tokens and
-// pi_tool_call_tokens JSON fields, else the api.HintHeader header, else the
-// prompt marker).
+// DelayMs, Reasoning, ToolCall and HeartbeatMs individually with hints
+// (api.Hints: the pi_tokens, pi_think_ms, pi_delay_ms,
+// pi_reasoning_tokens, pi_tool_call_tokens and pi_heartbeat_ms JSON
+// fields, else the api.HintHeader header, else the prompt marker).
 type Config struct {
 	Tokens  int     // text tokens per response
 	ThinkMs float64 // think time: before the first token after the reasoning (see schedule.Plan), ms
@@ -74,9 +74,17 @@ type Config struct {
 	ToolCall       int
 	ReasoningField api.ReasoningField
 
+	// HeartbeatMs, when > 0, makes every stream write a heartbeat (an SSE
+	// comment ": ping", or Anthropic's ping event) after each HeartbeatMs
+	// of silence, as real providers do while a model thinks; a request
+	// may ask for its own interval with the pi_heartbeat_ms hint (0: none;
+	// at least api.MinHeartbeatMs, at most MaxDelay). HeartbeatMs itself
+	// is not checked.
+	HeartbeatMs float64
+
 	// Emissions, when set, receives the emission time (the pi_ts) of every
 	// token of every stream whose request carries an id hint, keyed by that
-	// id. nil records nothing.
+	// id, and the number of heartbeats written on it. nil records nothing.
 	Emissions *emission.Registry
 
 	// Logf, when set, receives debug lines (the -v flag).

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,48 +14,32 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
-// runServer starts a server on 127.0.0.1:0 and returns it with stop, which
-// cancels Serve and fails the test unless Serve returns nil within 10 s;
-// while names the situation for the message.
+// runServer starts a server on a listener bound to 127.0.0.1:0 and returns
+// it with stop, which cancels Serve and fails the test unless Serve returns
+// nil within testutil.StopBound; while names the situation for the
+// message.
 func runServer(t *testing.T, cfg Config) (srv *Server, stop func(while string)) {
 	t.Helper()
-	srv, err := Listen("127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx) }()
-	stopped := false
-	stop = func(while string) {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve = %v, want nil after cancel", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("Serve did not return within 10 s of cancellation %s", while)
-		}
-	}
-	t.Cleanup(func() { stop("at the end of the test") })
-	return srv, stop
+	srv = New(testutil.Listen(t), cfg)
+	return srv, testutil.Serve(t, srv)
 }
 
 // engines are the ways the emission shards run: on the event loops,
-// where there are any, and on goroutines of their own.
+// where there are any (epoll; io_uring where the kernel allows it), and on
+// goroutines of their own.
 func engines() []evloop.Engine {
+	var es []evloop.Engine
 	if ok, _ := evloop.Epoll.Loops(); ok {
-		return []evloop.Engine{evloop.Epoll, evloop.Goroutine}
+		es = append(es, evloop.Epoll)
 	}
-	return []evloop.Engine{evloop.Goroutine}
+	if evloop.UringAvailable() == nil {
+		es = append(es, evloop.Uring)
+	}
+	return append(es, evloop.Goroutine)
 }
 
 // forEngines runs f as a subtest per engine.
@@ -73,9 +56,10 @@ func startServer(t *testing.T, cfg Config) *Server {
 	return srv
 }
 
-// exchange sends raw request parts (written separately, with a pause in
-// between) and returns the whole response, delimited by its framing (the
-// connection may stay open after it).
+// exchange sends raw request parts, each once the server has read the one
+// before (so that it comes in a later read), and returns the whole
+// response, delimited by its framing (the connection may stay open after
+// it).
 func exchange(t *testing.T, srv *Server, parts ...string) string {
 	t.Helper()
 	c, err := net.Dial("tcp", srv.Addr().String())
@@ -86,7 +70,7 @@ func exchange(t *testing.T, srv *Server, parts ...string) string {
 	c.SetDeadline(time.Now().Add(20 * time.Second))
 	for i, p := range parts {
 		if i > 0 {
-			time.Sleep(50 * time.Millisecond)
+			awaitRead(t, c)
 		}
 		if _, err := io.WriteString(c, p); err != nil {
 			t.Fatal(err)
@@ -97,6 +81,31 @@ func exchange(t *testing.T, srv *Server, parts ...string) string {
 		t.Fatalf("reading response: %v (got %q)", err, resp)
 	}
 	return resp
+}
+
+// awaitRead waits until the server has read every byte written on c, its
+// client connection (where testutil.Unread can tell).
+func awaitRead(t *testing.T, c net.Conn) {
+	t.Helper()
+	testutil.Await(t, "the server to read what was sent", func() bool {
+		n, err := testutil.Unread(c)
+		return err != nil || n == 0
+	})
+}
+
+// TestListen: Listen binds the address it is given.
+func TestListen(t *testing.T) {
+	srv, err := Listen("127.0.0.1:0", Config{Tokens: 2, DelayMs: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.Serve(t, srv)
+	if a, ok := srv.Addr().(*net.TCPAddr); !ok || !a.IP.Equal(net.IPv4(127, 0, 0, 1)) || a.Port == 0 {
+		t.Fatalf("Addr() = %v, want 127.0.0.1 and the port bound", srv.Addr())
+	}
+	if h, _ := splitResponse(t, exchange(t, srv, "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")); !strings.HasPrefix(h, "HTTP/1.1 200") {
+		t.Errorf("GET /v1/models: %q, want 200", h)
+	}
 }
 
 // readResponse reads one whole HTTP/1.1 response, as raw bytes: the head,
@@ -345,7 +354,7 @@ func TestRouting(t *testing.T) {
 		{"DELETE /v1/models HTTP/1.1\r\nHost: x\r\n\r\n", "405 Method Not Allowed", `use GET`},
 		{"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n{nope", "400 Bad Request", `invalid JSON body`},
 		{"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 22\r\n\r\n{\"pi_tokens\":\"many\"}  ", "400 Bad Request", `pi_tokens must be a number`},
-		{"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n", "413 Content Too Large", `larger than the limit`},
+		{"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(MaxBodyBytes+1) + "\r\n\r\n", "413 Content Too Large", `larger than the limit`},
 		{"BROKEN\r\n\r\n", "400 Bad Request", `malformed request head`},
 	}
 	for _, tt := range tests {

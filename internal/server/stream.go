@@ -16,7 +16,7 @@ type event uint8
 
 const (
 	evFlush  event = iota + 1 // the socket was full: write st.pending, then reschedule
-	evWrite                   // token st.k is due and the writer cannot write without blocking: write it
+	evWrite                   // token st.k (or a heartbeat) is due and the writer cannot write without blocking: write it
 	evFinish                  // every token is out: write the end events (finish chunk, [DONE], …)
 	evFailed                  // the stream cannot go on (client gone, server closing)
 )
@@ -71,6 +71,8 @@ type stream struct {
 	wroteAt           int64
 
 	pending []byte // bytes a non-blocking write could not take
+
+	hb heartbeat // the heartbeats written after a silence (heartbeat.go)
 
 	shard *shard
 	// Exactly one of onEvent and events is set: notify runs onEvent on a
@@ -157,11 +159,17 @@ const (
 // no lateness to record), so that the token is stamped and written by the
 // goroutine that does the blocking write; that goroutine calls emitToken
 // with mayBlock set.
+//
+// A stream with heartbeats may be woken before token st.k is due, for its
+// heartbeat: emitToken then writes that instead (see heartbeat.go).
 func (st *stream) emitToken(sc *scratch, mayBlock bool) event {
 	direct := st.w.direct()
 	if !direct && !mayBlock {
 		st.wroteN = 0
 		return evWrite
+	}
+	if st.hb.every > 0 && st.heartbeatDue() {
+		return st.emitHeartbeat(sc, direct)
 	}
 	ts := clock.Now()
 	st.wroteFrom, st.wroteN, st.wroteAt = st.k, 0, ts
@@ -179,7 +187,18 @@ func (st *stream) emitToken(sc *scratch, mayBlock bool) event {
 			break
 		}
 	}
-	out := sc.out
+	if st.hb.every > 0 {
+		st.wroteSomething(ts)
+	}
+	return st.send(sc.out, direct)
+}
+
+// send writes out — with one non-blocking write on a direct writer, else
+// blocking — and returns what the stream's owner must do next: 0 to
+// schedule the stream again, evFinish after its last token, evFlush to
+// write what the socket did not take (st.pending), evFailed when it cannot
+// go on.
+func (st *stream) send(out []byte, direct bool) event {
 	var n int
 	var err error
 	if direct {

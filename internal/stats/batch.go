@@ -18,10 +18,10 @@ type Batch struct {
 	Requests int   // requests added
 	OK       int   // of which ok
 	Failed   int   // of which failed
-	Tokens   int64 // tokens of the ok requests only (SPEC §4)
+	Tokens   int64 // visible text tokens of the ok requests only (SPEC §4)
 
-	// Unstamped counts tokens without an emission stamp (Emitted == 0),
-	// left out of FirstEmitRecv and EmitRecv only.
+	// Unstamped counts visible text tokens without an emission stamp
+	// (Emitted == 0), left out of FirstEmitRecv and EmitRecv only.
 	Unstamped int64
 
 	// How the emission times of the tokens received (by ok and failed
@@ -42,7 +42,11 @@ type Batch struct {
 	// too.
 	IntegrityErrors int
 
-	// The samples, of ok and failed requests alike (SPEC §4), in ns.
+	// The samples, of ok and failed requests alike (SPEC §4), in ns, of
+	// the visible text tokens only (result.Request.Visible): the content
+	// tokens the reference sees, so that the reference and --compat agree
+	// on the same stream; reasoning and tool-call tokens have their own
+	// figures (summary.Timeline).
 	TTFT          *Metric // first token's arrival − request sent, one per request with a token and Sent > 0
 	FirstEmitRecv *Metric // first token's arrival − its emission, one per request with a stamped first token
 	InterToken    *Metric // arrival gap between consecutive tokens, n−1 per request
@@ -69,7 +73,7 @@ type Batch struct {
 	TLS        *Metric // TLSDone − Connected: TLS handshake
 	Written    *Metric // Sent − max(TLSDone, Connected, Start): request written
 	Head       *Metric // HeadAt − Sent: response head received
-	FirstToken *Metric // first token's arrival − HeadAt
+	FirstToken *Metric // first visible token's arrival − HeadAt
 
 	// StartLateness is Start − Scheduled of the open-loop requests
 	// (Scheduled > 0), ns: how late each started against its deadline.
@@ -155,7 +159,7 @@ func (b *Batch) Add(r *result.Request) {
 	b.Requests++
 	if r.OK() {
 		b.OK++
-		b.Tokens += int64(len(r.Tokens))
+		b.Tokens += int64(r.VisibleCount())
 	} else {
 		b.Failed++
 		if r.Failure.Kind == result.Integrity {
@@ -172,28 +176,23 @@ func (b *Batch) Add(r *result.Request) {
 	b.MaxTokensPerRead = max(b.MaxTokensPerRead, r.MaxTokensPerRead)
 	b.addConnection(r)
 	b.addPhases(r)
-	toks := r.Tokens
-	if len(toks) == 0 {
-		return
-	}
-	first := toks[0]
-	if r.Sent > 0 {
-		b.TTFT.Record(first.Arrived - r.Sent)
-	}
-	if first.Emitted != 0 {
-		b.FirstEmitRecv.Record(first.Arrived - first.Emitted)
-	} else {
-		b.Unstamped++
-	}
-	prev := first.Arrived
-	for _, t := range toks[1:] {
-		b.InterToken.Record(t.Arrived - prev)
-		prev = t.Arrived
-		if t.Emitted != 0 {
-			b.EmitRecv.Record(t.Arrived - t.Emitted)
-		} else {
-			b.Unstamped++
+	first, prev := true, int64(0)
+	for _, t := range r.Visible() {
+		switch {
+		case first && r.Sent > 0:
+			b.TTFT.Record(t.Arrived - r.Sent)
+		case !first:
+			b.InterToken.Record(t.Arrived - prev)
 		}
+		switch {
+		case t.Emitted == 0:
+			b.Unstamped++
+		case first:
+			b.FirstEmitRecv.Record(t.Arrived - t.Emitted)
+		default:
+			b.EmitRecv.Record(t.Arrived - t.Emitted)
+		}
+		first, prev = false, t.Arrived
 	}
 }
 
@@ -236,8 +235,8 @@ func (b *Batch) addPhases(r *result.Request) {
 	if r.Sent > 0 && r.HeadAt > 0 {
 		b.Head.Record(r.HeadAt - r.Sent)
 	}
-	if r.HeadAt > 0 && len(r.Tokens) > 0 {
-		b.FirstToken.Record(r.Tokens[0].Arrived - r.HeadAt)
+	if first, ok := r.FirstVisible(); ok && r.HeadAt > 0 {
+		b.FirstToken.Record(first.Arrived - r.HeadAt)
 	}
 	if r.Scheduled > 0 && r.Start > 0 {
 		b.StartLateness.Record(r.Start - r.Scheduled)

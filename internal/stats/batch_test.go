@@ -69,6 +69,41 @@ func TestBatchAdd(t *testing.T) {
 	}
 }
 
+// TestBatchVisibleTokens: the reference's metrics describe the visible
+// text tokens only — a request's reasoning and tool-call tokens before
+// them count in the stream figures, not in TTFT, the gaps, the delays, the
+// tokens of the title or the first-token phase.
+func TestBatchVisibleTokens(t *testing.T) {
+	b := NewBatch()
+	r := &result.Request{Sent: 1000, HeadAt: 1010, Reasoning: 2, ToolCall: 1, ByPiTs: 5}
+	r.AppendTokens(2, 0, 1, 1100) // reasoning 0, 1
+	r.AppendTokens(1, 2, 2, 1300) // the call's argument
+	r.AppendTokens(1, 3, 3, 1500) // text 0: TTFT 500
+	r.AppendTokens(1, 4, 4, 1600) // text 1: gap 100
+	for i := range r.Tokens {
+		r.Tokens[i].Emitted = r.Tokens[i].Arrived - 10*int64(i+1)
+	}
+	b.Add(r)
+	if b.Tokens != 2 || b.ByPiTs != 5 || b.Unstamped != 0 {
+		t.Errorf("Tokens, ByPiTs, Unstamped = %d, %d, %d; want 2 visible, 5 received, 0", b.Tokens, b.ByPiTs, b.Unstamped)
+	}
+	for _, tt := range []struct {
+		name string
+		m    *Metric
+		want []int64
+	}{
+		{"TTFT", b.TTFT, []int64{500}},
+		{"FirstEmitRecv", b.FirstEmitRecv, []int64{40}},
+		{"InterToken", b.InterToken, []int64{100}},
+		{"EmitRecv", b.EmitRecv, []int64{50}},
+		{"FirstToken", b.FirstToken, []int64{490}},
+	} {
+		if got := values(tt.m); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s samples = %v, want %v (the text tokens')", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestBatchStreamCounts(t *testing.T) {
 	b := NewBatch()
 	// ok: 3 tokens, 2 by pi_ts, 1 by content.

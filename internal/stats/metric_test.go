@@ -302,6 +302,48 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSnapshotBuckets pins the buckets of Snapshot, read from the
+// histogram's counts by index (bucketAt), against the library's own
+// naming of its buckets (Distribution), over the whole range.
+func TestSnapshotBuckets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	m := NewMetric()
+	for _, v := range []int64{0, 1, 1023, 1024, 1025, 2047, 2048, 2049, 4095, 4096, HistogramHighestNs - 1, HistogramHighestNs} {
+		m.Record(v)
+	}
+	for range 20_000 {
+		m.Record(rng.Int64N(1 << rng.IntN(42)))
+	}
+	var want []Bucket
+	for _, b := range m.h.Distribution() {
+		if b.Count != 0 {
+			want = append(want, Bucket{FromNs: b.From, ToNs: b.To, Count: b.Count})
+		}
+	}
+	got := m.Snapshot().Histogram.Buckets
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Snapshot() has %d buckets, Distribution() %d non-empty bars; first differences:\n%v\n%v",
+			len(got), len(want), got[:min(len(got), 5)], want[:min(len(want), 5)])
+	}
+}
+
+// TestBucketAt records bucketAt(i) for every index i of the histogram's
+// counts: each index must then count exactly one sample.
+func TestBucketAt(t *testing.T) {
+	h := hdrhistogram.New(HistogramLowestNs, HistogramHighestNs, HistogramSignificantFigures)
+	n := len(h.Export().Counts)
+	for i := range n {
+		if err := h.RecordValue(bucketAt(i)); err != nil {
+			t.Fatalf("bucketAt(%d) = %d: RecordValue: %v", i, bucketAt(i), err)
+		}
+	}
+	for i, c := range h.Export().Counts {
+		if c != 1 {
+			t.Fatalf("index %d of the counts holds %d of the values bucketAt(0..%d), want 1 (bucketAt(%d) = %d)", i, c, n-1, i, bucketAt(i))
+		}
+	}
+}
+
 func TestSnapshotJSON(t *testing.T) {
 	js, err := json.Marshal(metricOf(3, 3, 2049).Snapshot())
 	if err != nil {

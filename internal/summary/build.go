@@ -22,17 +22,21 @@ func ms(ns int64) float64 { return float64(ns) / nsPerMs }
 
 // Collector gathers, as a batch's requests finish, what its summary needs:
 // the statistics (stats.Batch), the bursts the verdict is judged from
-// (verdict.Accumulator) and the bounded samples the HTML report plots.
-// Add is called once per finished request, one call at a time.
+// (verdict.Accumulator), the bounded samples the HTML report plots and the
+// timeline of the answers' phases (TimelineStats). Add is called once per
+// finished request, one call at a time.
 type Collector struct {
-	Stats   *stats.Batch
-	Bursts  *verdict.Accumulator
-	Samples *SampleCollector
+	Stats    *stats.Batch
+	Bursts   *verdict.Accumulator
+	Samples  *SampleCollector
+	Declared *DeclaredCollector
+	Timeline *TimelineStats
 }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
-	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector()}
+	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
@@ -44,6 +48,8 @@ func (c *Collector) Add(r *result.Request) {
 	}
 	c.Bursts.Add(r)
 	c.Samples.Add(r)
+	c.Declared.Add(r)
+	c.Timeline.Add(r)
 }
 
 // Inputs is what New summarises.
@@ -52,12 +58,19 @@ type Inputs struct {
 	LoopTarget, GatewayTarget string     // the addresses the batches' requests went to
 	Lateness                  *stats.Metric
 	UserS, SystemS            float64 // CPU time of the process, seconds
+	// Rounds are the rounds of an interleaved run, in the order they ran
+	// (their records are in Loop and Gateway too); nil for the
+	// reference's single calibration.
+	Rounds []Round
 }
 
 // New computes the summary of a run: one Batch per batch that ran
-// (loopback first), the overhead when both ran, the verdict when the
-// gateway batch ran (verdict.Classify, the calibration as its noise floor),
-// and the tool's own behaviour with the warning LatenessWarning gives.
+// (loopback first) with its timeline, the overhead when both ran, the
+// verdict when the gateway batch ran (verdict.Classify, the calibration as
+// its noise floor) with the findings of the gateway batch's timeline
+// (Findings), and the tool's own behaviour with the warning
+// LatenessWarning gives. With rounds, the batches hold every round's
+// requests and the overhead is the rounds' (Rounds.Overhead).
 func New(in Inputs) *Run {
 	r := &Run{Batches: []Batch{}, Self: Self{
 		Lateness: NewMetric(in.Lateness),
@@ -69,15 +82,36 @@ func New(in Inputs) *Run {
 	var loopBursts *verdict.Accumulator
 	if l := in.Loop; l != nil {
 		loopStats, loopBursts = l.Stats, l.Bursts
-		r.Batches = append(r.Batches, NewBatch(LoopbackBatch, in.LoopTarget, l.Stats, l.Samples.Samples()))
+		r.Batches = append(r.Batches, l.batch(LoopbackBatch, in.LoopTarget))
 	}
 	if g := in.Gateway; g != nil {
-		r.Batches = append(r.Batches, NewBatch(GatewayBatch, in.GatewayTarget, g.Stats, g.Samples.Samples()))
+		gw := g.batch(GatewayBatch, in.GatewayTarget)
+		r.Batches = append(r.Batches, gw)
 		r.Overhead = NewOverhead(loopStats, g.Stats)
+		if in.Rounds != nil {
+			r.Rounds = NewRounds(in.Rounds)
+			if loopStats != nil {
+				r.Overhead = r.Rounds.Overhead()
+			}
+		}
 		v := verdict.Classify(loopBursts, g.Bursts, loopStats, g.Stats)
+		v.Findings = Findings(gw.Timeline)
 		r.Verdict = NormVerdict(&v)
 	}
 	return r
+}
+
+// batch summarises what c collected as the batch named name.
+func (c *Collector) batch(name, target string) Batch {
+	b := NewBatch(name, target, c.Stats, c.Samples.Samples())
+	if c.Timeline != nil {
+		tl := c.Timeline.Summary()
+		b.Timeline = &tl
+	}
+	if c.Declared != nil {
+		b.Declared = c.Declared.Timings()
+	}
+	return b
 }
 
 // NormVerdict returns v with its causes an empty list rather than nil, as
@@ -91,6 +125,7 @@ func NormVerdict(v *verdict.Verdict) *verdict.Verdict {
 	if c.Causes == nil {
 		c.Causes = []string{}
 	}
+	c.Findings = slices.Clone(v.Findings)
 	return &c
 }
 

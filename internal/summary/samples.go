@@ -31,9 +31,9 @@ const (
 type RequestSample struct {
 	Index  int     `json:"index"`
 	OK     bool    `json:"ok"`
-	TTFTMs float64 `json:"ttft_ms"` // -1 when no token arrived
+	TTFTMs float64 `json:"ttft_ms"` // to the first visible text token; -1 when none arrived
 	WallMs float64 `json:"wall_ms"`
-	Tokens int     `json:"tokens"`
+	Tokens int     `json:"tokens"` // visible text tokens
 }
 
 // Series is the emit->recv delay of each token of one request against the
@@ -96,9 +96,9 @@ func NewSampleCollector() *SampleCollector {
 
 // Add folds one finished request in.
 func (c *SampleCollector) Add(r *result.Request) {
-	s := RequestSample{Index: r.Index, OK: r.OK(), TTFTMs: -1, WallMs: float64(r.End-r.Start) / 1e6, Tokens: len(r.Tokens)}
-	if len(r.Tokens) > 0 && r.Sent > 0 {
-		s.TTFTMs = float64(r.Tokens[0].Arrived-r.Sent) / 1e6
+	s := RequestSample{Index: r.Index, OK: r.OK(), TTFTMs: -1, WallMs: float64(r.End-r.Start) / 1e6, Tokens: r.VisibleCount()}
+	if first, ok := r.FirstVisible(); ok && r.Sent > 0 {
+		s.TTFTMs = float64(first.Arrived-r.Sent) / 1e6
 	}
 	c.seen++
 	if len(c.requests) < MaxRequestSamples {

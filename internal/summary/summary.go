@@ -36,6 +36,13 @@ type Run struct {
 	Overhead *Overhead        `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
 	Verdict  *verdict.Verdict `json:"verdict,omitempty"`  // absent when no gateway batch ran
 	Self     Self             `json:"self"`               // the tool's own behaviour: emission lateness, CPU
+
+	// Rounds are the rounds of an interleaved run (--rounds); absent for
+	// the reference's single calibration. The overhead is then theirs.
+	Rounds *Rounds `json:"rounds,omitempty"`
+	// SLO is the check of the run's service-level objectives (--slo);
+	// absent without any.
+	SLO *SLOs `json:"slo,omitempty"`
 }
 
 // Batch returns the batch named name, nil when absent.
@@ -73,6 +80,10 @@ type Batch struct {
 	Connections   *Connections `json:"connections,omitempty"`    // the connections that carried the requests
 	Phases        *Phases      `json:"phases,omitempty"`         // the phases of the time to first token
 	StartLateness *Metric      `json:"start_lateness,omitempty"` // open loop: request start − its schedule
+	Timeline      *Timeline    `json:"timeline,omitempty"`       // the answers' phases, heartbeats and silences (documents before it have none)
+	// Declared are the timings the gateway declared in its response
+	// heads, present when any head did.
+	Declared *DeclaredTimings `json:"declared,omitempty"`
 
 	Samples Samples `json:"samples"`
 }

@@ -108,7 +108,8 @@ type accumulator struct {
 	hold      *stats.Metric // per request: first token's emit->recv − median of the others'
 	following *stats.Metric // per request: median emit->recv of the tokens after the first
 
-	scratch []int64 // the others' emit->recv of one request, reused
+	scratch []int64        // the others' emit->recv of one request, reused
+	text    []result.Token // the visible tokens of a request with other phases, reused
 }
 
 func newAccumulator() accumulator {
@@ -153,7 +154,7 @@ func (a *accumulator) close(b *burst) {
 // one sort of a scratch copy of its delays for the first-token hold. It
 // allocates only to grow the scratch slice to a longer request than before.
 func (a *accumulator) add(r *result.Request) {
-	toks := r.Tokens
+	toks := a.visible(r)
 	var b burst
 	chain := 0 // consecutive stamped tokens up to the current one
 	for i, t := range toks {
@@ -181,6 +182,20 @@ func (a *accumulator) add(r *result.Request) {
 	}
 	a.close(&b)
 	a.addHold(toks)
+}
+
+// visible returns the visible text tokens of r (result.Request.Visible):
+// its tokens when it has no other phase, else a copy in a.text.
+func (a *accumulator) visible(r *result.Request) []result.Token {
+	if r.TextBase() == 0 {
+		return r.Tokens
+	}
+	v := a.text[:0]
+	for _, t := range r.Visible() {
+		v = append(v, t)
+	}
+	a.text = v
+	return v
 }
 
 // addHold records the first-token hold of one request: the first token's

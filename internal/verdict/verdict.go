@@ -4,6 +4,15 @@
 // much delay that added, and which settings usually cause it. It also flags
 // a first-token hold: the first event delayed much more than the rest.
 //
+// # Tokens judged
+//
+// The verdict is judged on the visible text tokens of each request
+// (result.Request.Visible), those the reference's metrics describe: its
+// emission gap is the text's cadence, its added delay the text's
+// emit->recv. Reasoning spread over a think time and a tool call's
+// arguments have cadences of their own; how a gateway treats them is what
+// the findings say (Finding).
+//
 // # Bursts
 //
 // Within one request, two consecutive tokens that both carry an emission
@@ -114,6 +123,10 @@ type Verdict struct {
 	HoldRequests     int64   `json:"hold_requests"`       // requests that gave a first-token hold sample
 
 	Causes []string `json:"causes"` // likely causes and the knobs to try, most likely first
+
+	// Findings about the phases, heartbeats and silences, each with its
+	// evidence (findings.go); absent when there are none.
+	Findings []Finding `json:"findings,omitempty"`
 }
 
 // Accumulator gathers, in bounded memory, what Classify needs from the

@@ -484,3 +484,31 @@ func BenchmarkAdd(b *testing.B) {
 		a.Add(r)
 	}
 }
+
+// TestClassifyVisibleTokens: the verdict judges the visible text tokens.
+// Requests whose reasoning is emitted every 60 ms and released all at once
+// at the end of the think, then whose text flushes every 5 ms, flush, with
+// the text's cadence and token count.
+func TestClassifyVisibleTokens(t *testing.T) {
+	const reasoning, text = 50, 40
+	gw := NewAccumulator()
+	for i := range 3 {
+		r := &result.Request{Batch: "gw", Index: i, Sent: base, Reasoning: reasoning}
+		thinkEnd := base + reasoning*60*ms
+		r.AppendTokens(reasoning, 0, 0, thinkEnd) // every reasoning token in one Read at the end
+		for k := range reasoning {
+			r.Tokens[k].Emitted = base + int64(k)*60*ms
+		}
+		for k := range text {
+			e := thinkEnd + int64(k)*5*ms
+			r.AppendTokens(1, int32(reasoning+k), int32(1+k), e+50*us)
+			r.Tokens[len(r.Tokens)-1].Emitted = e
+		}
+		gw.Add(r)
+	}
+	v := Classify(nil, gw, nil, nil)
+	if v.Class != Flushes || v.EmitGapMs != 5 || v.Tokens != 3*text || v.CoalescedFraction != 0 {
+		t.Errorf("verdict %s, emitted every %.2f ms, %d tokens, %.2f in bursts; want flushes, 5.00, %d, 0 (the text's)",
+			v.Class, v.EmitGapMs, v.Tokens, v.CoalescedFraction, 3*text)
+	}
+}

@@ -30,6 +30,18 @@ type ResponseHead struct {
 // case-insensitively), or "" if there is none.
 func (h ResponseHead) Header(name string) string { return lookup(h.Fields, name) }
 
+// Values returns the values of every field named name (compared
+// case-insensitively), in order of arrival; nil if there is none.
+func (h ResponseHead) Values(name string) []string {
+	var out []string
+	for i := range h.Fields {
+		if asciiEqualFold(h.Fields[i].Name, name) {
+			out = append(out, h.Fields[i].Value)
+		}
+	}
+	return out
+}
+
 // IsInformational reports whether h is an interim 1xx response (such as
 // 100 Continue or 103 Early Hints) that precedes the final response on the
 // same connection; the caller should skip it and parse the next head.

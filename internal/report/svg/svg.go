@@ -250,26 +250,13 @@ func (c *Chart) writeAxes(b *strings.Builder, xs, ys axisScale) {
 	top, bottom := float64(marginTop), float64(Height-marginBottom)
 
 	b.WriteString(`<g class="grid" stroke="` + gridColor + `" stroke-width="1">`)
-	for _, t := range xs.ticks {
-		x := f1(xs.Map(t))
-		b.WriteString(`<line x1="` + x + `" y1="` + f1(top) + `" x2="` + x + `" y2="` + f1(bottom) + `"/>`)
-	}
+	xGridLines(b, xs, top, bottom)
 	for _, t := range ys.ticks {
 		y := f1(ys.Map(t))
 		b.WriteString(`<line x1="` + f1(left) + `" y1="` + y + `" x2="` + f1(right) + `" y2="` + y + `"/>`)
 	}
 	b.WriteString("</g>\n")
-
-	b.WriteString(`<g class="axis x" stroke="` + axisColor + `">`)
-	b.WriteString(`<line x1="` + f1(left) + `" y1="` + f1(bottom) + `" x2="` + f1(right) + `" y2="` + f1(bottom) + `"/>`)
-	for _, t := range xs.ticks {
-		x := f1(xs.Map(t))
-		b.WriteString(`<line x1="` + x + `" y1="` + f1(bottom) + `" x2="` + x + `" y2="` + f1(bottom+5) + `"/>`)
-		b.WriteString(`<text x="` + x + `" y="` + f1(bottom+17) + `" text-anchor="middle" stroke="none">` + FormatTick(t) + `</text>`)
-	}
-	b.WriteString(`<text class="label" x="` + f1((left+right)/2) + `" y="` + f1(bottom+38) +
-		`" text-anchor="middle" font-size="12" stroke="none">` + esc(c.X.Label) + `</text>`)
-	b.WriteString("</g>\n")
+	writeXAxis(b, xs, bottom, c.X.Label)
 
 	b.WriteString(`<g class="axis y" stroke="` + axisColor + `">`)
 	b.WriteString(`<line x1="` + f1(left) + `" y1="` + f1(top) + `" x2="` + f1(left) + `" y2="` + f1(bottom) + `"/>`)
@@ -281,6 +268,30 @@ func (c *Chart) writeAxes(b *strings.Builder, xs, ys axisScale) {
 	mid := f1((top + bottom) / 2)
 	b.WriteString(`<text class="label" x="16" y="` + mid + `" transform="rotate(-90 16 ` + mid +
 		`)" text-anchor="middle" font-size="12" stroke="none">` + esc(c.Y.Label) + `</text>`)
+	b.WriteString("</g>\n")
+}
+
+// xGridLines writes a vertical grid line at each x tick, from top to
+// bottom.
+func xGridLines(b *strings.Builder, xs axisScale, top, bottom float64) {
+	for _, t := range xs.ticks {
+		x := f1(xs.Map(t))
+		b.WriteString(`<line x1="` + x + `" y1="` + f1(top) + `" x2="` + x + `" y2="` + f1(bottom) + `"/>`)
+	}
+}
+
+// writeXAxis writes the x axis along bottom, its ticks and its label.
+func writeXAxis(b *strings.Builder, xs axisScale, bottom float64, label string) {
+	left, right := float64(marginLeft), float64(Width-marginRight)
+	b.WriteString(`<g class="axis x" stroke="` + axisColor + `">`)
+	b.WriteString(`<line x1="` + f1(left) + `" y1="` + f1(bottom) + `" x2="` + f1(right) + `" y2="` + f1(bottom) + `"/>`)
+	for _, t := range xs.ticks {
+		x := f1(xs.Map(t))
+		b.WriteString(`<line x1="` + x + `" y1="` + f1(bottom) + `" x2="` + x + `" y2="` + f1(bottom+5) + `"/>`)
+		b.WriteString(`<text x="` + x + `" y="` + f1(bottom+17) + `" text-anchor="middle" stroke="none">` + FormatTick(t) + `</text>`)
+	}
+	b.WriteString(`<text class="label" x="` + f1((left+right)/2) + `" y="` + f1(bottom+38) +
+		`" text-anchor="middle" font-size="12" stroke="none">` + esc(label) + `</text>`)
 	b.WriteString("</g>\n")
 }
 

@@ -268,3 +268,44 @@ func TestChartDownsamplesAndClamps(t *testing.T) {
 		}
 	}
 }
+
+func TestTimeline(t *testing.T) {
+	c := Timeline{
+		Title: "phases <p50>",
+		X:     Axis{Label: "since the request (ms)"},
+		Rows: []Row{
+			{Label: "loopback", Spans: []Span{{Name: "waiting", Color: "#aaa", From: 0, To: 0.1}, {Name: "text", Color: "#3b3", From: 0.1, To: 200}},
+				Marks: []Mark{{Name: "head", Color: "#000", At: 0.1}}},
+			{Label: "gateway <gw>", Spans: []Span{{Name: "waiting", Color: "#aaa", From: 0, To: 1050}, {Name: "text", Color: "#3b3", From: 1050, To: 1250},
+				{Name: "backwards", Color: "#f00", From: 5, To: 4}, {Name: "nan", Color: "#f00", From: math.NaN(), To: 4}},
+				Marks: []Mark{{Name: "head", Color: "#000", At: 1050}, {Name: "inf", At: math.Inf(1)}}},
+		},
+	}
+	s := c.String()
+	counts := checkXML(t, s)
+	// 4 spans and 2 legend boxes; 2 marks and 1 legend line.
+	if counts["svg"] != 1 || counts["rect"] != 1+4+2 || counts["line"] < 2+1 || counts["g"] < 2 {
+		t.Errorf("timeline elements = %v; want 1 svg, 7 rects (background, 4 spans, 2 legend boxes), the marks' lines", counts)
+	}
+	for _, want := range []string{`<title>phases &lt;p50&gt;</title>`, `class="chart timeline"`, `class="axis x"`, `>gateway &lt;gw&gt;</text>`,
+		`>waiting</text>`, `>head</text>`, `>1250</text>`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("timeline lacks %s:\n%s", want, s)
+		}
+	}
+	for _, bad := range []string{"backwards", ">nan<", ">inf<", `class="axis y"`} {
+		if strings.Contains(s, bad) {
+			t.Errorf("timeline holds %q:\n%s", bad, s)
+		}
+	}
+	if strings.Count(s, ">waiting</text>") != 1 {
+		t.Errorf("the legend names a kind of span more than once:\n%s", s)
+	}
+	if c.String() != s {
+		t.Error("two renderings of one timeline differ")
+	}
+	empty := (&Timeline{Title: "none", Rows: []Row{{Label: "gw", Spans: []Span{{From: 2, To: 1}}}}, Note: "no phases"}).String()
+	if checkXML(t, empty)["rect"] != 1 || !strings.Contains(empty, ">no phases</text>") || !strings.Contains(empty, `class="chart empty"`) {
+		t.Errorf("a timeline without spans = %s; want the note only", empty)
+	}
+}

@@ -91,6 +91,108 @@ func (s Stream) Request() *result.Request {
 	return r
 }
 
+// Phased describes a synthetic request whose answer has phases, as a path
+// delivered it: the server gets the request when it is written, sends the
+// head and its first event at once, spreads the reasoning tokens over the
+// think, then sends the tool call's argument tokens and the text every
+// Delay; every byte arrives Lat later — unless the gateway held it, as the
+// flags say. Every token is stamped with its emission.
+type Phased struct {
+	Batch                     string
+	Index                     int
+	Reasoning, ToolCall, Text int
+	Think                     int64 // ns from the write to the first token after the reasoning
+	Delay                     int64 // ns between the tokens after the think
+	Lat                       int64 // ns from a byte's emission to its arrival
+
+	HoldStart       bool // the head and every event are held until the first visible token
+	DropReasoning   bool // the reasoning never arrives
+	ReasoningAsText bool // the reasoning arrives as visible text: the request fails its integrity check
+	HoldArgs        bool // the argument tokens arrive together, with the last
+	// Heartbeats seen by the client, and sent by the server (-1: the
+	// client found no record of it).
+	Seen, Sent int
+	// CutAfter > 0 ends the request, failed (connection closed), this
+	// long after the head and first event, before any token: set it with
+	// Reasoning 0 and a Think longer than it.
+	CutAfter int64
+}
+
+// Request builds the record, sent 0.1 ms after its start at Base + Index s.
+func (p Phased) Request() *result.Request {
+	r := &result.Request{Batch: p.Batch, Index: p.Index, Reasoning: p.Reasoning, ToolCall: p.ToolCall,
+		Comments: p.Seen, ServerHeartbeats: max(p.Sent, 0), ServerRecord: p.Sent >= 0, ReasoningAsText: p.ReasoningAsText}
+	r.Start = Base + int64(p.Index)*1e9
+	r.Sent = r.Start + 100_000
+	t0 := r.Sent
+	if r.ServerRecord {
+		r.ServerStart = t0
+	}
+	defer func() {
+		if r.ServerRecord && p.Text+p.ToolCall > 0 {
+			r.ServerThinkEnd = t0 + p.Think
+		}
+	}()
+	emit := func(k int) int64 { // token k of the stream, all phases
+		if k < p.Reasoning {
+			return t0 + int64(k)*p.Think/int64(p.Reasoning)
+		}
+		return t0 + p.Think + int64(k-p.Reasoning)*p.Delay
+	}
+	textBase := p.Reasoning + p.ToolCall
+	firstText, lastArg := emit(textBase), emit(max(textBase-1, p.Reasoning))
+	arrive := func(e int64) int64 {
+		if p.HoldStart {
+			e = max(e, firstText)
+		}
+		return e + p.Lat
+	}
+	r.HeadAt, r.FirstEventAt = arrive(t0), arrive(t0)
+	reads := []int64{r.HeadAt}
+	if p.CutAfter > 0 {
+		r.End = r.HeadAt + p.CutAfter
+		r.Failure = result.Failure{Kind: result.ClosedBeforeDone}
+		r.LastReadAt, r.MaxSilence, r.Events = r.HeadAt, r.HeadAt-r.Sent, 1
+		return r
+	}
+	for k := range textBase + p.Text {
+		a := arrive(emit(k))
+		switch {
+		case k < p.Reasoning && (p.DropReasoning || p.ReasoningAsText):
+			continue
+		case k >= p.Reasoning && k < textBase && p.HoldArgs:
+			a = arrive(lastArg)
+		}
+		if a != reads[len(reads)-1] {
+			reads = append(reads, a)
+		}
+		r.AppendTokens(1, int32(k), int32(len(reads)-1), a)
+		r.Tokens[len(r.Tokens)-1].Emitted = emit(k)
+		first := &r.FirstTextAt
+		switch {
+		case k < p.Reasoning:
+			first = &r.FirstReasoningAt
+		case k < textBase:
+			first = &r.FirstToolCallAt
+		}
+		if *first == 0 {
+			*first = a
+		}
+		r.Events++
+	}
+	prev := r.Sent
+	for _, a := range reads {
+		r.MaxSilence = max(r.MaxSilence, a-prev)
+		r.PrevReadAt, r.LastReadAt, prev = r.LastReadAt, a, a
+	}
+	r.Reads, r.ByPiTs = len(reads), len(r.Tokens)
+	r.End = r.LastReadAt + 100_000
+	if p.ReasoningAsText {
+		r.Failure = result.Failure{Kind: result.Integrity, Detail: `corrupted content at token 0 ("ANAN")`}
+	}
+	return r
+}
+
 // Requests builds the records of ss.
 func Requests(ss ...Stream) []*result.Request {
 	var rs []*result.Request
@@ -225,6 +327,48 @@ var Verdicts = map[string]verdict.Verdict{
 	"unknown": {
 		Class: verdict.Unknown, Reason: "too few tokens to judge (19 analysable, need 20)", Tokens: 19, LoopCoalesced: 0,
 	},
+	// Every finding, beside a verdict that cannot be judged: the streams
+	// were cut before their text (an nginx proxy_read_timeout of 2 s
+	// during a 3 s silent think), and the rest of the findings of issue 12.
+	"findings": {
+		Class: verdict.Unknown, Reason: "too few tokens to judge (0 analysable, need 20)", LoopCoalesced: 0,
+		Findings: []verdict.Finding{
+			{Name: verdict.FindingHeldStart, Requests: 5, Of: 5, Held: "head", ReleasedMs: 3001.234, ThinkMs: 3000.1, WithText: true},
+			{Name: verdict.FindingReasoningDropped, Requests: 4, Of: 5},
+			{Name: verdict.FindingReasoningConverted, Requests: 1, Of: 5},
+			{Name: verdict.FindingArgumentsHeld, Requests: 5, Of: 5, ArrivalSpreadMs: 0.012, EmissionSpreadMs: 45.01},
+			{Name: verdict.FindingIdleCut, Requests: 5, Of: 5, SilenceMs: 2001.3, SilenceMinMs: 2000.9, SilenceMaxMs: 2003,
+				Heads: 5, Events: 5, Failure: "connection closed before [DONE]"},
+			{Name: verdict.FindingHeartbeatsInjected, Requests: 5, Of: 5, Sent: 0, Seen: 12, Heartbeats: 12},
+			{Name: verdict.FindingHeartbeatsSwallowed, Requests: 1, Of: 5, Sent: 30, Seen: 29, Heartbeats: 1},
+		},
+	},
+}
+
+// PhasedRun is the summary of a run whose answers have reasoning, a tool
+// call and heartbeats: a loopback batch of 3 flushed answers, and a
+// gateway batch of 5 whose gateway held the stream's start until the
+// first visible token, dropped the reasoning and injected heartbeats; one
+// of them, during a longer silent think, was cut after 1.5 s of silence.
+func PhasedRun() *summary.Run {
+	const ms = 1_000_000
+	base := Phased{Reasoning: 20, ToolCall: 10, Text: 30, Think: 1000 * ms, Delay: 5 * ms, Lat: ms / 10, Seen: 1, Sent: 1}
+	loop, gw := summary.NewCollector(), summary.NewCollector()
+	for i := range 3 {
+		p := base
+		p.Batch, p.Index = "loop", i
+		loop.Add(p.Request())
+	}
+	for i := range 5 {
+		p := base
+		p.Batch, p.Index, p.Lat = "gw", i, ms/5
+		p.HoldStart, p.DropReasoning, p.Seen = true, true, 3
+		if i == 4 {
+			p.Reasoning, p.Think, p.CutAfter, p.HoldStart = 0, 3000*ms, 1500*ms, false
+		}
+		gw.Add(p.Request())
+	}
+	return summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: "127.0.0.1:8090", GatewayTarget: "127.0.0.1:8080"})
 }
 
 // TransportRecords are the records of a keep-alive batch: 2 warm-up
