@@ -100,9 +100,19 @@ func TestIdleCut(t *testing.T) {
 // think), a tool call and text in each dialect that has them through
 // haproxy with http-no-delay and nginx's defaults: every delta of every
 // phase travels in its own event (each token measured by the pi_ts of the
-// event that carried it alone), each phase's tokens arrive within a
-// flush's delay of their emission, and there is no finding.
+// event that carried it alone), each phase's tokens arrive well before a
+// buffering gateway would let them go (phasesMaxP50Ms), and there is no
+// finding.
 func TestPhasesThroughGateways(t *testing.T) {
+	// A gateway that buffers holds these answers' tokens until a buffer
+	// fills or the answer ends: each answer is under 8 KB and lasts 100 ms
+	// of think plus 20 tokens 2 ms apart, so buffered tokens wait tens of
+	// milliseconds at the median. Flushing gateways pass them on in well
+	// under a millisecond, but a gateway process that a busy machine
+	// leaves unscheduled for a few milliseconds merges events that are 2
+	// ms apart (nginx's p50 of 4.4 ms under load 3): the bound sits
+	// between the two behaviours, not at the quiet machine's figure.
+	const phasesMaxP50Ms = 10.0
 	const requests, r, c, n = 2, 10, 10, 10
 	for _, name := range []string{"haproxy-no-delay", "nginx"} {
 		for _, d := range []api.Dialect{api.Chat, api.Responses, api.Anthropic} {
@@ -127,8 +137,8 @@ func TestPhasesThroughGateways(t *testing.T) {
 					m    *summary.Metric
 					n    int64
 				}{{"reasoning", &tl.EmitRecv.Reasoning, requests * r}, {"tool call", &tl.EmitRecv.ToolCall, requests * c}, {"text", &tl.EmitRecv.Text, requests * n}} {
-					if ph.m.N != ph.n || ph.m.P50Ms >= flushesMaxAddedP50Ms {
-						t.Errorf("%s: n=%d, emit->recv p50 %.3f ms; want %d tokens, p50 under %.0f ms\n%s", ph.name, ph.m.N, ph.m.P50Ms, ph.n, flushesMaxAddedP50Ms, m)
+					if ph.m.N != ph.n || ph.m.P50Ms >= phasesMaxP50Ms {
+						t.Errorf("%s: n=%d, emit->recv p50 %.3f ms; want %d tokens, p50 under %.0f ms\n%s", ph.name, ph.m.N, ph.m.P50Ms, ph.n, phasesMaxP50Ms, m)
 					}
 				}
 				if names := findingNames(m.sum.Verdict); len(names) != 0 {

@@ -82,6 +82,9 @@ func TestGatewayReport(t *testing.T) {
 		})
 	}
 	doc := renderReport(rows, time.Now())
+	if old, err := os.ReadFile(out); err == nil {
+		doc = append(doc, keptPart(old)...)
+	}
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -145,6 +148,21 @@ func renderReport(rows []*reportRow, now time.Time) []byte {
 	}
 	p("Regenerate with `make e2e-report` on an otherwise idle machine with haproxy,\nnginx and caddy installed.\n")
 	return b.Bytes()
+}
+
+// keptMarker starts the part of the report written by hand (the outputs
+// of sse-latency check through each example): TestGatewayReport keeps it,
+// from the marker to the end, after the document it generates.
+const keptMarker = "<!-- kept by make e2e-report: the document's part from this line on is written by hand -->"
+
+// keptPart returns the hand-written part of an earlier report, from its
+// keptMarker line to its end, after a blank line; nothing when it has none.
+func keptPart(old []byte) []byte {
+	i := bytes.Index(old, []byte("\n"+keptMarker))
+	if i < 0 {
+		return nil
+	}
+	return append([]byte("\n"), old[i+1:]...)
 }
 
 func verdictCell(v *verdict.Verdict) string {
@@ -225,6 +243,16 @@ func TestRenderReport(t *testing.T) {
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("report lacks %q:\n%s", want, doc)
+		}
+	}
+	for _, tt := range []struct{ old, want string }{
+		{"", ""},
+		{"# old report\n\nno hand-written part\n", ""},
+		{"# old report\n" + keptMarker + "\n## check\n\nkept\n", "\n" + keptMarker + "\n## check\n\nkept\n"},
+		{"x " + keptMarker + " mentioned inside a line\n", ""},
+	} {
+		if got := string(keptPart([]byte(tt.old))); got != tt.want {
+			t.Errorf("keptPart(%q) = %q, want %q", tt.old, got, tt.want)
 		}
 	}
 	if n := strings.Count(doc, "\n| "); n != 1+len(rows) {

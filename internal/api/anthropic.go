@@ -113,6 +113,8 @@ func (e *anthropicEncoder) appendDelta(dst []byte, p Phase, j, _, _ int, ts int6
 	dst = append(dst, e.deltaHead[p]...)
 	if p == PhaseToolCall {
 		dst = appendArgumentDeltaJSON(dst, j, e.a.ToolCall)
+	} else if p == PhaseText {
+		dst = e.a.appendText(dst, j)
 	} else {
 		dst = AppendPhaseToken(dst, p, j)
 	}
@@ -176,7 +178,7 @@ func (e *anthropicEncoder) appendBody(dst []byte) []byte {
 			dst = append(dst, '}')
 		default:
 			dst = append(dst, `{"type":"text","text":"`...)
-			dst = appendAllTokens(dst, e.a.Tokens)
+			dst = e.a.appendAllText(dst)
 			dst = append(dst, `"}`...)
 		}
 	}

@@ -150,7 +150,7 @@ func appendChatCompletion(dst []byte, a Answer, model []byte) []byte {
 	dst = append(dst, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	if a.has(PhaseText) {
 		dst = append(dst, '"')
-		dst = appendAllTokens(dst, a.Tokens)
+		dst = a.appendAllText(dst)
 		dst = append(dst, '"')
 	} else {
 		dst = append(dst, "null"...)
@@ -260,7 +260,7 @@ func (e *chatEncoder) appendDelta(dst []byte, p Phase, j, _, _ int, ts int64) []
 		dst = append(dst, `"}}]}`...)
 	default:
 		dst = append(dst, `{"content":"`...)
-		dst = AppendToken(dst, j)
+		dst = e.a.appendText(dst, j)
 		dst = append(dst, `"}`...)
 	}
 	return append(dst, `,"finish_reason":null}]}`+sseEnd...)

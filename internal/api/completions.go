@@ -47,7 +47,7 @@ func (e *completionsEncoder) AppendToken(dst []byte, k int, ts int64) []byte {
 	}
 	dst = e.prefix(dst, ts)
 	dst = append(dst, `,"choices":[{"text":"`...)
-	dst = AppendToken(dst, k)
+	dst = e.a.appendText(dst, k)
 	return append(dst, `","index":0,"logprobs":null,"finish_reason":null}]}`+sseEnd...)
 }
 
@@ -82,7 +82,7 @@ func (e *completionsEncoder) AppendBody(dst []byte) []byte {
 	dst = append(dst, `,"model":`...)
 	dst = append(dst, e.model...)
 	dst = append(dst, `,"choices":[{"text":"`...)
-	dst = appendAllTokens(dst, e.a.Tokens)
+	dst = e.a.appendAllText(dst)
 	dst = append(dst, `","index":0,"logprobs":null,"finish_reason":"stop"}],"usage":`...)
 	dst = appendOpenAIUsage(dst, e.a.Tokens, 0)
 	return append(dst, '}')

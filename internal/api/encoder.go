@@ -21,6 +21,20 @@ type Answer struct {
 	ToolCall  int
 	// ReasoningField says how Chat and Responses carry the reasoning.
 	ReasoningField ReasoningField
+	// Text is the words of the text tokens (AppendText): ASCII, the
+	// reference's, unless TextUTF8.
+	Text TextWords
+}
+
+// appendText appends the text of text token j in a's words.
+func (a *Answer) appendText(dst []byte, j int) []byte { return AppendText(dst, a.Text, j) }
+
+// appendAllText appends the text of a's text tokens, all of them.
+func (a *Answer) appendAllText(dst []byte) []byte {
+	for j := 0; j < a.Tokens; j++ {
+		dst = a.appendText(dst, j)
+	}
+	return dst
 }
 
 // An Encoder produces the bytes of one answer in one dialect: the SSE events
@@ -101,11 +115,6 @@ func modelLiteral(model string) []byte {
 		return []byte(`"` + Model + `"`)
 	}
 	return b
-}
-
-// appendAllTokens appends the text of text tokens 0..n-1.
-func appendAllTokens(dst []byte, n int) []byte {
-	return appendPhaseTokens(dst, PhaseText, n)
 }
 
 // appendOpenAIUsage appends the usage object of Chat and Completions:

@@ -17,7 +17,8 @@ import (
 // HintHeader header, and
 // as a marker line in the prompt text ("[sse-latency id=… tokens=…]"). The
 // server takes each value from the JSON fields, else the header, else the
-// prompt.
+// prompt. Faults ask the server for an upstream fault (see Faults); they
+// travel the same three ways.
 type Hints struct {
 	ID        string   // request id: letters, digits, '-', '_', '.'; at most MaxIDLen
 	Tokens    *int64   // text tokens to stream
@@ -28,6 +29,7 @@ type Hints struct {
 	// HeartbeatMs sends a heartbeat after every HeartbeatMs of silence on
 	// the stream, 0 none (key "heartbeat"; see AppendHeartbeat).
 	HeartbeatMs *float64
+	Faults      Faults // upstream faults to inject (keys "cut_after", "status", …)
 }
 
 // HintHeader is the request header that carries the hints
@@ -40,10 +42,14 @@ const MaxIDLen = 64
 // promptMarker opens the hint marker in the prompt text.
 const promptMarker = "[sse-latency "
 
+// maxMarkerBytes bounds the pairs of a prompt marker, between promptMarker
+// and its closing ']'.
+const maxMarkerBytes = 512
+
 // Empty reports whether no hint is set.
 func (h Hints) Empty() bool {
 	return h.ID == "" && h.Tokens == nil && h.ThinkMs == nil && h.DelayMs == nil && h.Reasoning == nil && h.ToolCall == nil &&
-		h.HeartbeatMs == nil
+		h.HeartbeatMs == nil && h.Faults.Empty()
 }
 
 // Merge fills the hints h lacks from o (h wins where both have one).
@@ -69,6 +75,7 @@ func (h Hints) Merge(o Hints) Hints {
 	if h.HeartbeatMs == nil {
 		h.HeartbeatMs = o.HeartbeatMs
 	}
+	h.Faults = h.Faults.Merge(o.Faults)
 	return h
 }
 
@@ -111,7 +118,7 @@ func (h Hints) appendPairs(dst []byte, sep string) []byte {
 		add("heartbeat")
 		dst = strconv.AppendFloat(dst, *h.HeartbeatMs, 'f', -1, 64)
 	}
-	return dst
+	return h.Faults.appendPairs(dst, sep, first)
 }
 
 // HeaderValue is the value of the HintHeader header.
@@ -148,7 +155,7 @@ func FindPromptHints(body []byte) Hints {
 	}
 	rest := body[i+len(promptMarker):]
 	end := bytes.IndexByte(rest, ']')
-	if end < 0 || end > 256 {
+	if end < 0 || end > maxMarkerBytes {
 		return Hints{}
 	}
 	var h Hints
@@ -193,6 +200,8 @@ func (h *Hints) set(k, v string) {
 		default:
 			h.HeartbeatMs = &f
 		}
+	default:
+		h.Faults.set(k, v)
 	}
 }
 

@@ -24,14 +24,42 @@ func checkHints(t *testing.T, from string, h Hints) {
 			t.Fatalf("%s: think/delay/heartbeat %v is not a finite non-negative number", from, *f)
 		}
 	}
+	checkFaults(t, from, h.Faults)
+}
+
+// checkFaults fails when f holds a fault that parse would not have
+// accepted.
+func checkFaults(t *testing.T, from string, f Faults) {
+	t.Helper()
+	for _, n := range []*int64{f.CutAfter, f.Status, f.StallAfter, f.EventBytes} {
+		if n != nil && (*n < 0 || *n > math.MaxInt32) {
+			t.Fatalf("%s: fault count %d out of range", from, *n)
+		}
+	}
+	for _, x := range []*float64{f.StallMs, f.SplitGapMs} {
+		if x != nil && (math.IsNaN(*x) || math.IsInf(*x, 0) || *x < 0) {
+			t.Fatalf("%s: fault time %v is not a finite non-negative number", from, *x)
+		}
+	}
+	if len(f.Split) > MaxSplitOffsets {
+		t.Fatalf("%s: %d split offsets", from, len(f.Split))
+	}
+	for _, o := range f.Split {
+		if o != SplitInChar && (o < 1 || o > MaxEventBytes) {
+			t.Fatalf("%s: split offset %d", from, o)
+		}
+	}
+	if f.LineEnd > LineEndCR || f.Text > TextUTF8 {
+		t.Fatalf("%s: line ending %d, words %d", from, f.LineEnd, f.Text)
+	}
 }
 
 func fmtHints(h Hints) string { return "{" + h.HeaderValue() + "}" }
 
-// markerFits reports whether the pairs of h's prompt marker fit in the 256
-// bytes FindPromptHints looks at before the closing ']'.
+// markerFits reports whether the pairs of h's prompt marker fit in the
+// maxMarkerBytes FindPromptHints looks at before the closing ']'.
 func markerFits(h Hints) bool {
-	return len(h.PromptMarker())-len(promptMarker)-1 <= 256
+	return len(h.PromptMarker())-len(promptMarker)-1 <= maxMarkerBytes
 }
 
 // checkRoundTrips checks that valid hints survive both textual channels:
@@ -72,6 +100,9 @@ func FuzzParseHintHeader(f *testing.F) {
 		"tokens=2147483648; think=1e308; delay=-0",
 		"id=" + strings.Repeat("x", MaxIDLen+1),
 		"=;=;==;id==",
+		"cut_after=5; status=429; stall_after=3; stall_ms=250.5; trickle=1; event_bytes=65536",
+		"split=utf8,7; split_gap_ms=0; line_end=crlf; comments=0; text=utf8; no_terminal=true",
+		"split=none; line_end=CR; text=ascii; status=-1; cut_after=x; split=0; split=utf8,utf8,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15",
 	} {
 		f.Add(s)
 	}

@@ -60,6 +60,7 @@ const (
 	FromJSON   HintSource = iota // the pi_* fields of the JSON body
 	FromHeader                   // the HintHeader header
 	FromPrompt                   // the prompt marker
+	FromServer                   // the server's own faults (the --fault flag), not a hint
 )
 
 // name is how the hint called key is spelled in channel src.
@@ -76,8 +77,10 @@ func (src HintSource) name(key string) string {
 			return "pi_tool_call_tokens"
 		case "heartbeat":
 			return "pi_heartbeat_ms"
-		default:
+		case "delay":
 			return "pi_delay_ms"
+		default: // the faults
+			return "pi_" + key
 		}
 	}
 	return key
@@ -87,6 +90,8 @@ func (src HintSource) where() string {
 	switch src {
 	case FromJSON:
 		return "in the JSON body"
+	case FromServer:
+		return "in the server's faults"
 	case FromHeader:
 		return "in the " + HintHeader + " header"
 	default:
@@ -97,11 +102,11 @@ func (src HintSource) where() string {
 // Resolve merges the hints of the three channels — the JSON fields, the
 // HintHeader header and the prompt marker — taking each value from the
 // first channel that has it (as Merge does), and checks each value it takes
-// against l; values that an earlier channel overrides are not checked (a
-// conversation may quote an old marker). The error wraps ErrHintAboveLimit
-// (ErrHintBelowMinimum for a heartbeat interval above 0 and below
-// MinHeartbeatMs) and names the hint as its channel spells it, the
-// channel, the value and the limit.
+// against l (the faults against their caps too: see Faults); values that
+// an earlier channel overrides are not checked (a conversation may quote
+// an old marker). The error wraps ErrHintAboveLimit (ErrHintBelowMinimum
+// for a heartbeat interval above 0 and below MinHeartbeatMs) and names the
+// hint as its channel spells it, the channel, the value and the limit.
 func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
 	var h Hints
 	maxMs := float64(l.MaxDelay) / float64(time.Millisecond)
@@ -146,7 +151,9 @@ func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
 			h.HeartbeatMs = c.HeartbeatMs
 		}
 	}
-	return h, nil
+	var err error
+	h.Faults, err = l.resolveFaults(json.Faults, header.Faults, prompt.Faults)
+	return h, err
 }
 
 // hintErr is the error of a hint above its limit.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +104,8 @@ func TestLimitsResolve(t *testing.T) {
 // hintsEqual compares two Hints by value.
 func hintsEqual(a, b Hints) bool {
 	return a.ID == b.ID && eqPtr(a.Tokens, b.Tokens) && eqPtr(a.ThinkMs, b.ThinkMs) && eqPtr(a.DelayMs, b.DelayMs) &&
-		eqPtr(a.Reasoning, b.Reasoning) && eqPtr(a.ToolCall, b.ToolCall) && eqPtr(a.HeartbeatMs, b.HeartbeatMs)
+		eqPtr(a.Reasoning, b.Reasoning) && eqPtr(a.ToolCall, b.ToolCall) && eqPtr(a.HeartbeatMs, b.HeartbeatMs) &&
+		reflect.DeepEqual(a.Faults, b.Faults)
 }
 
 func eqPtr[T comparable](a, b *T) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }

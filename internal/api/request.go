@@ -84,7 +84,8 @@ func AppendPaddedPrompt(dst []byte, h Hints, size int) []byte {
 // tool fields when the hints ask for those phases (appendPhaseFields),
 // then the hint fields that are set, in the order pi_id, pi_tokens,
 // pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens,
-// pi_heartbeat_ms. Without hints or options a chat body is byte for byte the reference's
+// pi_heartbeat_ms, then the faults' (Faults).
+// Without hints or options a chat body is byte for byte the reference's
 // (SPEC §4).
 func AppendRequestBody(dst []byte, d Dialect, r RequestBody) []byte {
 	return appendBody(dst, d, r, false)
@@ -169,6 +170,7 @@ func appendBody(dst []byte, d Dialect, r RequestBody, create bool) []byte {
 		dst = append(dst, `,"pi_heartbeat_ms":`...)
 		dst = strconv.AppendFloat(dst, *h.HeartbeatMs, 'f', -1, 64)
 	}
+	dst = h.Faults.appendJSON(dst)
 	return append(dst, '}')
 }
 

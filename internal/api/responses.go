@@ -180,7 +180,10 @@ func (e *responsesEncoder) appendPart(dst []byte, p Phase, full bool) []byte {
 	default:
 		dst = append(dst, `{"type":"output_text","text":"`...)
 	}
-	if full {
+	switch {
+	case full && p == PhaseText:
+		dst = e.a.appendAllText(dst)
+	case full:
 		dst = appendPhaseTokens(dst, p, e.a.count(p))
 	}
 	if p == PhaseReasoning {
@@ -274,7 +277,7 @@ func (e *responsesEncoder) appendDelta(dst []byte, p Phase, j, seq, _ int, ts in
 		dst = AppendPhaseToken(dst, p, j)
 		dst = append(dst, '"')
 	default:
-		dst = AppendToken(dst, j)
+		dst = e.a.appendText(dst, j)
 		dst = append(dst, `","logprobs":[]`...)
 	}
 	dst = append(dst, `,"pi_ts":`...)
@@ -306,7 +309,7 @@ func (e *responsesEncoder) appendClose(dst []byte, p Phase, i, seq, slot int, _ 
 			dst = append(dst, '"')
 		default:
 			dst = append(dst, `,"text":"`...)
-			dst = appendAllTokens(dst, e.a.Tokens)
+			dst = e.a.appendAllText(dst)
 			dst = append(dst, `","logprobs":[]`...)
 		}
 	case i < last:

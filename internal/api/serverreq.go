@@ -13,7 +13,7 @@ type ServerRequest struct {
 	Stream       bool   // "stream": true
 	Model        string // "model"; "" when absent or null
 	IncludeUsage bool   // "stream_options":{"include_usage":true} (Chat, Completions)
-	Hints        Hints  // the JSON hint fields pi_id, pi_tokens, pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens, pi_heartbeat_ms
+	Hints        Hints  // the JSON hint fields pi_id, pi_tokens, pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens, pi_heartbeat_ms, and the faults'
 }
 
 // ParseServerRequest decodes a request body. An empty body is a
@@ -42,6 +42,7 @@ func ParseServerRequest(body []byte) (ServerRequest, error) {
 		PiReason  json.RawMessage `json:"pi_reasoning_tokens"`
 		PiTool    json.RawMessage `json:"pi_tool_call_tokens"`
 		PiBeat    json.RawMessage `json:"pi_heartbeat_ms"`
+		faultFields
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
 		return req, fmt.Errorf("invalid JSON body: %w", err)
@@ -75,6 +76,9 @@ func ParseServerRequest(body []byte) (ServerRequest, error) {
 		return req, err
 	}
 	if req.Hints.HeartbeatMs, err = floatHint("pi_heartbeat_ms", raw.PiBeat); err != nil {
+		return req, err
+	}
+	if req.Hints.Faults, err = raw.faults(); err != nil {
 		return req, err
 	}
 	return req, nil

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -82,6 +83,12 @@ func FuzzParseServerRequest(f *testing.F) {
 	f.Add([]byte(`{"stream":true,"stream_options":{"include_usage":true},"pi_think_ms":1e308,"pi_delay_ms":-0}`))
 	f.Add([]byte(`{"pi_tokens":2147483647.9,"pi_id":"x\u0020y"}`))
 	f.Add([]byte(`{"stream":true,"pi_reasoning_tokens":3,"pi_tool_call_tokens":2,"tools":[{"type":"function"}]}`))
+	f.Add([]byte(`{"stream":true,"pi_cut_after":3,"pi_split":[5,"x"],"pi_trickle":1,"pi_line_end":"crlf","pi_text":"utf8","pi_status":529}`))
+	f.Add([]byte(`{"pi_split":"utf8,7","pi_stall_ms":1e400,"pi_comments":"yes","pi_event_bytes":-1,"pi_no_terminal":null}`))
+	// Valid faults, every field set, so that the round trip below runs from the seeds.
+	f.Add([]byte(`{"pi_cut_after":3,"pi_no_terminal":false,"pi_status":529,"pi_stall_after":2,"pi_stall_ms":0.5,"pi_trickle":true,"pi_event_bytes":65536,"pi_split":[5,17],"pi_split_gap_ms":2,"pi_line_end":"CRLF","pi_comments":1,"pi_text":"utf8"}`))
+	f.Add([]byte(`{"pi_split":"utf8, 3","pi_line_end":"cr","pi_stall_ms":-0,"pi_cut_after":-0}`))
+	f.Add([]byte(`{"pi_split":[],"pi_text":"ASCII","pi_status":429,"pi_trickle":0}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := ParseServerRequest(body)
 		if err != nil {
@@ -92,6 +99,10 @@ func FuzzParseServerRequest(f *testing.F) {
 			t.Fatalf("accepted invalid id %q from %q", h.ID, body)
 		}
 		checkHints(t, "ParseServerRequest("+string(body)+")", h)
+		// Its faults read back from their JSON fields.
+		if back, err := ParseServerRequest(append(h.Faults.appendJSON([]byte(`{"x":0`)), '}')); err != nil || !reflect.DeepEqual(back.Hints.Faults, h.Faults) {
+			t.Fatalf("faults %q of %q: their JSON reads back as %q, %v", h.Faults, body, back.Hints.Faults, err)
+		}
 		// Whatever model it names, every dialect's answer stays valid.
 		for _, d := range Dialects {
 			e := NewEncoder(d, Answer{Model: req.Model, Tokens: 1, Reasoning: 1, ToolCall: 1})

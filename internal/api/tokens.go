@@ -39,6 +39,24 @@ func AppendToken(dst []byte, i int) []byte {
 // Token returns the text of token i.
 func Token(i int) string { return string(AppendToken(make([]byte, 0, TokenLen), i)) }
 
+// AppendText appends the text of text token i in words w. The UTF-8 words
+// (TextUTF8, the text=utf8 hint) are TokenLen bytes too: two 2-byte
+// characters, the Cyrillic letters U+0430+x of the first two letters x of
+// the ASCII token ("anan" is "ан", D0 B0 D0 BD), so that an event split
+// inside a character tests a gateway's UTF-8 handling while the tokens
+// keep their length and their period.
+func AppendText(dst []byte, w TextWords, i int) []byte {
+	if w != TextUTF8 {
+		return AppendToken(dst, i)
+	}
+	base := (7 * (i % 26)) % 26
+	for _, x := range [2]int{base, (base + 13) % 26} {
+		r := 0x430 + x
+		dst = append(dst, byte(0xC0|r>>6), byte(0x80|r&0x3F))
+	}
+	return dst
+}
+
 // Phase is a part of an answer. The server streams the phases in the order
 // of their values: reasoning, then the tool call, then the text.
 type Phase uint8

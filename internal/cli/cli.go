@@ -78,6 +78,9 @@ func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stde
 		if args[0] == "sweep" { // runs like a measurement, under ctx
 			return sweepMain(ctx, ln, args[1:], stdout, stderr), nil
 		}
+		if args[0] == "check" { // runs the server and streams, under ctx
+			return CheckOn(ctx, ln, args[1:], stdout, stderr), nil
+		}
 	}
 	cl, err := parseArgs(args)
 	switch {
@@ -227,7 +230,7 @@ func (r *run) startServer() error {
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
 		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(), HeartbeatMs: cfg.HeartbeatMs,
-		Engine: client.Engine(cfg.Engine)}
+		Engine: client.Engine(cfg.Engine), Faults: cfg.ServerFaults()}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}

@@ -49,6 +49,28 @@ func DefaultConfig() Config {
 	}}
 }
 
+// ServerFaults are the faults of --fault (Validate has checked them).
+func (c *Config) ServerFaults() api.Faults {
+	f, _ := api.ParseFaults(c.Faults)
+	return f
+}
+
+// faultsValue is the --fault flag: each use adds its faults, "; "-joined
+// (a later key overrides an earlier one, ParseFaults reads them so).
+type faultsValue struct{ s *string }
+
+func (v faultsValue) String() string { return *v.s }
+
+func (v faultsValue) Set(s string) error {
+	if *v.s != "" {
+		s = *v.s + "; " + s
+	}
+	*v.s = s
+	return nil
+}
+
+func (v faultsValue) Type() string { return "spec" }
+
 // Dialect is the API named by --api (Validate has checked it).
 func (c *Config) Dialect() api.Dialect {
 	d, _ := api.ParseDialect(c.API)
@@ -142,6 +164,14 @@ func (c *Config) Validate() error {
 	if c.IdleMs < 0 {
 		return errors.New("--idle-timeout must not be negative")
 	}
+	f, err := api.ParseFaults(c.Faults)
+	if err == nil {
+		err = api.Limits{MaxTokens: server.DefaultMaxTokens, MaxDelay: server.DefaultMaxDelay}.CheckFaults(f)
+	}
+	if err != nil {
+		return fmt.Errorf("--fault: %v", err)
+	}
+	c.Faults = f.String()
 	if c.Duration < 0 || c.Warmup < 0 {
 		return errors.New("--duration and --warmup must not be negative")
 	}
@@ -329,6 +359,7 @@ func parseFlags(args []string, lists *listFlags) (commandLine, error) {
 	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "")
 	fs.BoolVar(&cfg.ServerClose, "server-close", false, "")
 	fs.IntVar(&cfg.MaxStreams, "max-streams", 0, "")
+	fs.Var(faultsValue{&cfg.Faults}, "fault", "")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "")
 	fs.StringVar(&cfg.CACert, "cacert", "", "")
 	fs.BoolVar(&cfg.HTTP2, "http2", false, "")
@@ -426,6 +457,8 @@ Options:
   -k, --keepalive            reuse one connection per concurrency slot (drained to its end after [DONE])
       --server-close         the server closes every connection after its response, as the reference
       --max-streams <n>      the server answers 429 beyond n concurrent streams (def 10000; -1: no limit)
+      --fault <spec>         the server injects upstream faults into every answer, e.g. "cut_after=5" or
+                             "stall_after=10; stall_ms=2000" (repeatable; keys in README.md, "Fault hints")
   -H, --header <line>        extra request header "Name: value" (repeatable)
       --api-key <key>        send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
       --host-header <host>   Host header to send
@@ -459,6 +492,9 @@ Example: sse-latency -L :8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 1000
 
 Sweep (each step a measurement with its own loopback; see sse-latency sweep -h):
   sse-latency sweep -t GW --concurrency 1,10,50 [options]    or --rate 10,50,100 or --prompt-bytes 1k,64k,1m
+
+A conformance report card of a gateway (sse-latency check -h for its options):
+  sse-latency check -t 127.0.0.1:8080 -L 127.0.0.1:8090 [--api chat] [--only|--skip names] [--long]
 
 Subcommands on saved runs (--json files):
   sse-latency report RUN.json [--text] [--html OUT]          re-render a run and its warnings

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/client"
 )
@@ -82,6 +83,9 @@ func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
 		Registry:     r.emissions,
 		IDPrefix:     r.runID,
 		Engine:       client.Engine(r.cfg.Engine),
+		// The server's text words (--fault text=utf8) are the ones to
+		// match; its other faults are its own to inject.
+		Faults: api.Faults{Text: r.cfg.ServerFaults().Text},
 	}
 }
 

@@ -156,6 +156,10 @@ type Options struct {
 	// PromptBytes pads the prompt to that many bytes (--prompt-bytes,
 	// api.RequestBody.PromptBytes); 0 sends the reference's short prompt.
 	PromptBytes int
+	// Faults ask the server for upstream faults (api.Faults), sent with
+	// the hints; their Text also sets the words the text is matched
+	// against (the UTF-8 ones for api.TextUTF8).
+	Faults api.Faults
 	// ExtraHeaders are "Name: value" lines (-H) sent after the standard
 	// ones; HTTP/2 sends them as fields, a "Host" one as :authority.
 	ExtraHeaders []string
@@ -268,7 +272,7 @@ func (q *Request) ID(batch string, index int) string {
 // hints returns what the request tells the server besides its body's
 // fixed fields.
 func (q *Request) hints(id string) api.Hints {
-	h := api.Hints{ID: id}
+	h := api.Hints{ID: id, Faults: q.Faults}
 	if q.Tokens >= 0 {
 		n := int64(q.Tokens)
 		h.Tokens = &n

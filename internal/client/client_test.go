@@ -412,8 +412,8 @@ func TestGzipBody(t *testing.T) {
 	var received atomic.Int64
 	addr := scriptedReads(t, &received, read{head + chunk(z[0]), 1}, read{chunk(z[1]), 3}, read{chunk(z[2]) + "0\r\n\r\n", 0})
 	rec := doWith(t, Options{Dialect: api.Chat, Addr: addr, Tokens: -1, Timeout: 10 * time.Second, Received: &received})
-	if !rec.OK() || len(rec.Tokens) != 3 {
-		t.Fatalf("%q with %d tokens, want ok with 3 from a gzip-encoded stream", rec.Failure.Error(), len(rec.Tokens))
+	if !rec.OK() || len(rec.Tokens) != 3 || rec.Encoding != "gzip" {
+		t.Fatalf("%q with %d tokens, encoding %q; want ok with 3 from a gzip-encoded stream", rec.Failure.Error(), len(rec.Tokens), rec.Encoding)
 	}
 	// Each piece was its own Read: the tokens decoded from the second one
 	// share its arrival, later than the first's.

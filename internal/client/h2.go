@@ -116,6 +116,9 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 			}
 		}
 		if err != nil {
+			if errors.Is(err, io.EOF) {
+				rec.BodyEnded = true // END_STREAM: the peer ended the response
+			}
 			if r.failing && ctx.Err() == nil {
 				rec.Failure = r.statusFailure()
 			} else {

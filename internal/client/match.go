@@ -25,6 +25,15 @@ var phaseWords = func() (w [api.NumPhases]words) {
 	return w
 }()
 
+// utf8Words is one period of the text in the UTF-8 words (api.TextUTF8).
+var utf8Words = func() (w words) {
+	b := w[:0]
+	for i := 0; i < periodTokens; i++ {
+		b = api.AppendText(b, api.TextUTF8, i)
+	}
+	return w
+}()
+
 // Bounds on the content kept once it differs from the expected text, for the
 // analysis at the end of the request: the rest of the expected text plus
 // extraContentBytes, or unknownContentBytes when the length is not known.
@@ -57,6 +66,16 @@ type matcher struct {
 // newMatcher returns the matcher of the visible text of expectTokens
 // tokens (<= 0: unknown).
 func newMatcher(expectTokens int) matcher { return newPhaseMatcher(api.PhaseText, expectTokens) }
+
+// newTextMatcher returns the matcher of the visible text of expectTokens
+// tokens in words w.
+func newTextMatcher(expectTokens int, w api.TextWords) matcher {
+	m := newMatcher(expectTokens)
+	if w == api.TextUTF8 {
+		m.words = &utf8Words
+	}
+	return m
+}
 
 // newPhaseMatcher returns the matcher of phase p's text of expectTokens
 // tokens (<= 0: unknown).

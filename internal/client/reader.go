@@ -87,7 +87,7 @@ func newReader(rec *result.Request, o *Options) *reader {
 		rec:       rec,
 		received:  o.Received,
 		dialect:   o.Dialect,
-		match:     newMatcher(o.ExpectTokens),
+		match:     newTextMatcher(o.ExpectTokens, o.Faults.Text),
 		base:      [...]int32{0, int32(rec.Reasoning), int32(rec.Reasoning + rec.ToolCall)},
 		wantUsage: o.IncludeUsage,
 		remain:    -1,
@@ -261,6 +261,7 @@ func (r *reader) encoding(enc string) bool {
 	switch enc {
 	case "", "identity":
 	case "gzip", "x-gzip":
+		r.rec.Encoding = "gzip"
 		r.gunzip = newInflater(func(p []byte) bool { return r.sse(p, r.now) })
 	default:
 		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unsupported Content-Encoding " + strconv.Quote(enc)}
@@ -355,8 +356,10 @@ func (r *reader) chunkedBody(p []byte, now int64) bool {
 
 // endOfBody is the failure of a framed body that ended before the terminal
 // event (a kept-alive connection does not close to say so), or that of a
-// failing response, whose body has ended.
+// failing response, whose body has ended. The record says the body ended
+// (rec.BodyEnded): the peer ended the response, it was not cut.
 func (r *reader) endOfBody() result.Failure {
+	r.rec.BodyEnded = true
 	if r.failing {
 		return r.statusFailure()
 	}

@@ -3,7 +3,10 @@
 // heartbeats it wrote on it, keyed by the request id the client sent as a
 // hint. It is what lets the client measure the one-way delay of tokens whose
 // pi_ts a gateway removed: the client knows from the content which token
-// arrived, and asks the registry when that token left.
+// arrived, and asks the registry when that token left. Beside the tokens,
+// an entry holds when the server had read the whole request (the end of
+// the request leg) and when it found that its client had gone. A client in
+// another process reads the same entries over HTTP (package control).
 //
 // Memory is bounded: an entry lives from the first token of its stream until
 // the client takes it, or until it has been finished for TTL (a request the
@@ -41,6 +44,8 @@ type Times struct {
 	farMu    sync.Mutex
 	far      []int64      // StartAt: by token, the times whose lateness does not fit in late (made with the first)
 	finished atomic.Int64 // wall time (Unix ns) the stream ended; 0 while streaming
+	arrived  atomic.Int64 // process-clock ns: the server had read the whole request; 0 = unknown
+	gone     atomic.Int64 // process-clock ns: the server found the client gone; 0 = it did not
 	created  int64
 	// heartbeats counts the heartbeats (SSE comments, Anthropic pings)
 	// the server wrote on the stream (AddHeartbeats).
@@ -136,8 +141,50 @@ func (t *Times) Finish() {
 	}
 }
 
+// SetArrived records that the server had read the whole request at ts
+// (process clock).
+func (t *Times) SetArrived(ts int64) {
+	if t != nil {
+		t.arrived.Store(ts)
+	}
+}
+
+// Arrived returns when the server had read the whole request, 0 if
+// unknown.
+func (t *Times) Arrived() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.arrived.Load()
+}
+
+// Gone marks the stream as ended because its client went away, found at
+// ts (process clock): a write failed, or the stream was dropped before its
+// end. It finishes the stream too.
+func (t *Times) Gone(ts int64) {
+	if t != nil {
+		t.gone.Store(ts)
+		t.Finish()
+	}
+}
+
+// GoneAt returns when the server found the client gone, 0 if it did not.
+func (t *Times) GoneAt() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.gone.Load()
+}
+
+// Finished reports whether the stream has ended (no more tokens will be
+// set).
+func (t *Times) Finished() bool { return t != nil && t.finished.Load() != 0 }
+
 // Len is the number of tokens of the stream.
 func (t *Times) Len() int {
+	if t == nil {
+		return 0
+	}
 	if t.late != nil {
 		return len(t.late)
 	}
@@ -229,6 +276,18 @@ func (r *Registry) Take(id string) *Times {
 	t := r.entries[id]
 	delete(r.entries, id)
 	return t
+}
+
+// Lookup returns the emission times recorded for id without forgetting
+// them (a reader in another process, which may ask again); nil if there are
+// none. The entry still expires as the package comment says.
+func (r *Registry) Lookup(id string) *Times {
+	if r == nil || id == "" {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.entries[id]
 }
 
 // Len is the number of entries held.

@@ -80,6 +80,38 @@ func TestStartAt(t *testing.T) {
 	}
 }
 
+func TestArrivedGoneLookup(t *testing.T) {
+	r := New()
+	tm := r.Start("a", 2)
+	if tm.Arrived() != 0 || tm.GoneAt() != 0 || tm.Finished() {
+		t.Fatalf("a new entry: arrived %d, gone %d, finished %v; want 0, 0, false", tm.Arrived(), tm.GoneAt(), tm.Finished())
+	}
+	tm.SetArrived(5)
+	tm.Set(0, 7)
+	tm.Gone(9)
+	got := r.Lookup("a")
+	if got != tm || got.Arrived() != 5 || got.GoneAt() != 9 || !got.Finished() || got.At(0) != 7 {
+		t.Errorf("Lookup(a) after SetArrived(5), Set(0, 7), Gone(9): %p arrived %d gone %d finished %v token 0 at %d",
+			got, got.Arrived(), got.GoneAt(), got.Finished(), got.At(0))
+	}
+	if r.Lookup("a") == nil || r.Len() != 1 {
+		t.Error("Lookup forgot the entry")
+	}
+	if r.Lookup("b") != nil || r.Lookup("") != nil {
+		t.Error("Lookup of an unknown or empty id found an entry")
+	}
+	var nilTimes *Times
+	nilTimes.SetArrived(1)
+	nilTimes.Gone(1)
+	if nilTimes.Arrived() != 0 || nilTimes.GoneAt() != 0 || nilTimes.Finished() || nilTimes.Len() != 0 {
+		t.Error("a nil *Times recorded something")
+	}
+	var nilReg *Registry
+	if nilReg.Lookup("a") != nil {
+		t.Error("a nil Registry found an entry")
+	}
+}
+
 func TestHeartbeatsAndStart(t *testing.T) {
 	r := New()
 	tm := r.StartAt("a", 2, func(k int) int64 { return int64(k) })

@@ -20,7 +20,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-//go:embed templates/report.html.tmpl templates/sweep.html.tmpl templates/style.html.tmpl
+//go:embed templates/report.html.tmpl templates/check.html.tmpl templates/sweep.html.tmpl templates/style.html.tmpl
 var htmlTemplateFS embed.FS
 
 // htmlTemplate is the run's page, sweepTemplate the sweep's; the views

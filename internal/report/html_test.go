@@ -562,6 +562,9 @@ func TestHTMLVerdictWords(t *testing.T) {
 		{"hold, noisy calibration", "note: the calibration itself had 15.0% of its tokens in bursts: the tool was overloaded; lower -c or raise -d for a sharper verdict"},
 		{"one burst per response", "bursts: typical 200 tokens, max 200, at most one per response; tokens emitted every 5.00 ms"},
 		{"one burst per response", "emit->recv (gateway): mean +497.500ms  p50 +497.500ms  p99 +990.100ms  (no calibration to subtract)"},
+		{"buffers_signature", "signature: compression (gzip, whole response): " +
+			"100% of the tokens arrived after their response's last token was emitted"},
+		{"buffers_signature", "signature fix: " + verdict.CauseCompression},
 	} {
 		v := cases[c.name]
 		if h := newHTMLVerdict(&v); !slices.Contains(h.Lines, c.want) {

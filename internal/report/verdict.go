@@ -28,10 +28,11 @@ type verdictLine struct {
 // counted bursts (Bursts > 0; the largest burst is 2 or more exactly
 // then), and the added-delay line; a flushing one the added-delay line; an
 // unknown one only its reason ("no reason given" for a verdict without
-// one, which the classifier never gives). The first-token line appears
-// when a hold was flagged, then a line per finding (findingLines), the
-// note when the calibration was noisy (Noisy, which the classifier and a
-// merge both set from the loopback share).
+// one, which the classifier never gives). The signature's lines follow
+// (signatureLines). The first-token line appears when a hold was flagged,
+// then a line per finding (findingLines), the note when the calibration
+// was noisy (Noisy, which the classifier and a merge both set from the
+// loopback share).
 func verdictWords(v verdict.Verdict) verdictText {
 	t := verdictText{Class: v.Class, Causes: v.Causes}
 	loop := ""
@@ -57,6 +58,7 @@ func verdictWords(v verdict.Verdict) verdictText {
 	default:
 		t.Headline = "verdict: unknown — " + cmp.Or(v.Reason, "no reason given")
 	}
+	t.Lines = append(t.Lines, signatureLines(v.Signature)...)
 	if v.FirstTokenHold {
 		t.Lines = append(t.Lines, verdictLine{"first token held", fmt.Sprintf("%+.2fms beyond the following tokens' %.2fms (p50 over %d requests)",
 			v.FirstTokenHoldMs, v.FollowingMs, v.HoldRequests)})
@@ -85,6 +87,8 @@ func addedLine(v verdict.Verdict) verdictLine {
 //	gateway buffers: 99.9% of 4000 tokens in bursts (loopback 0.2%)
 //	bursts                   typical 17 tokens, max 21, one every ~85.20 ms; tokens emitted every 5.00 ms
 //	added emit->recv         mean +42.118ms  p50 +41.900ms  p99 +85.310ms  (gateway minus loopback)
+//	signature                time period: released every ~85 ms (period varying 1%), in bursts of ~17 tokens
+//	signature fix            a periodic flush: set the gateway's flush interval to immediate (…)
 //	first token held         +35.20ms beyond the following tokens' 0.02ms (p50 over 20 requests)
 //	idle cut                 5 of 5 streams ended after 2001.30 ms of silence (p50; ...): ...
 //	likely causes, most likely first:

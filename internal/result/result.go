@@ -316,6 +316,16 @@ type Request struct {
 	FirstToolCallAt  int64
 	FirstTextAt      int64
 
+	// Encoding is the response's content coding as the client decoded it
+	// ("gzip"), "" when the body was not encoded.
+	Encoding string
+	// BodyEnded: the response's body reached its framing end — its last
+	// chunk, its Content-Length, HTTP/2's END_STREAM, the end of its gzip
+	// stream. A request that failed before its terminal event with
+	// BodyEnded set was ended cleanly by the peer (a gateway hiding a
+	// truncation does that), not cut.
+	BodyEnded bool
+
 	// Heartbeats seen: SSE comment lines (": ping") and Anthropic
 	// "event: ping" events, whoever sent them; over WebSocket, the ping
 	// frames received during the request (Pings).

@@ -60,6 +60,7 @@ type Config struct {
 	APIKey        string   `json:"api_key" merge:"same"`         // --api-key: Authorization: Bearer (x-api-key for anthropic); redacted
 	HostHeader    string   `json:"host_header" merge:"gateway"`  // --host-header: Host header to send
 	Engine        string   `json:"engine" merge:"instance"`      // --engine: how this instance did its I/O, auto, epoll or goroutine (not what it measured)
+	Faults        string   `json:"faults" merge:"same"`          // --fault: upstream faults the server injects into every answer (api.Faults, "key=value; …"); "" = none
 
 	// Load shape.
 	Rate     float64       `json:"rate" merge:"sum"`         // --rate: requests per second (open loop); 0 = closed loop

@@ -498,6 +498,9 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 	notes := []string{fmt.Sprintf("verdict: the %d merged runs all found %q; tokens, bursts, hold requests, the share of tokens "+
 		"in bursts and the added delay are exact over all of them; the burst size, burst period, emission gap, loopback share "+
 		"and first-token figures are the median of the runs' values", len(docs), v.Class.String())}
+	sig, sigNotes := mergeSignatures(docs, name)
+	v.Signature = sig
+	notes = append(notes, sigNotes...)
 	v.FirstTokenHold = holdRuns == len(docs)
 	if holdRuns > 0 && !v.FirstTokenHold {
 		v.Causes = slices.DeleteFunc(v.Causes, func(c string) bool { return c == verdict.CauseFirstTokenHold })

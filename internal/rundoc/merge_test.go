@@ -377,8 +377,8 @@ func TestMergeRunFields(t *testing.T) {
 			t.Errorf("Merge(%s): end_reason %q, exit_code %d, target %q, warning %q; want %q, %d, %q, %q", tt.name,
 				m.EndReason, m.ExitCode, m.Batches[1].Target, m.Self.Warning, tt.reason, tt.exit, tt.target, tt.warning)
 		}
-		if len(m.Notes) != tt.notesCount+1 { // + the verdict's
-			t.Errorf("Merge(%s): notes %q, want %d", tt.name, m.Notes, tt.notesCount+1)
+		if len(m.Notes) != tt.notesCount+2 { // + the verdict's and its signature's
+			t.Errorf("Merge(%s): notes %q, want %d", tt.name, m.Notes, tt.notesCount+2)
 		}
 		for _, n := range tt.notesWith {
 			if !strings.Contains(strings.Join(m.Notes, "\n"), n) {
@@ -525,6 +525,29 @@ func TestMergeSamples(t *testing.T) {
 	small := mergeSamples([]summary.Samples{{Requests: reqs(3)}, {}})
 	if len(small.Requests) != 3 || small.Sampled || small.Series == nil {
 		t.Errorf("mergeSamples(3 requests) = %+v, want the 3, not sampled, empty series", small)
+	}
+}
+
+// TestMergeSignatures: runs whose verdicts have the same signature keep
+// it, their pauses summed; runs that disagree drop it with a note; a run
+// without one (an older document) drops it silently.
+func TestMergeSignatures(t *testing.T) {
+	a, b := fixedDoc(t, "full"), fixedDoc(t, "full")
+	if a.Verdict.Signature == nil {
+		t.Fatal("the fixture's verdict has no signature")
+	}
+	m, err := Merge([]*Document{a, b}, MergeOptions{})
+	if err != nil || m.Verdict.Signature == nil || m.Verdict.Signature.Pauses != 2*a.Verdict.Signature.Pauses {
+		t.Fatalf("Merge of two equal runs: %v, signature %+v; want it kept with the pauses summed", err, m.Verdict.Signature)
+	}
+	b.Verdict.Signature.Kind = verdict.ByteThreshold
+	if m, _ := Merge([]*Document{a, b}, MergeOptions{}); m.Verdict.Signature != nil ||
+		!strings.Contains(strings.Join(m.Notes, "\n"), "signature dropped: the runs disagree") {
+		t.Errorf("Merge of disagreeing signatures: %+v, notes %q; want it dropped with a note", m.Verdict.Signature, m.Notes)
+	}
+	b.Verdict.Signature = nil
+	if m, _ := Merge([]*Document{a, b}, MergeOptions{}); m.Verdict.Signature != nil || strings.Contains(strings.Join(m.Notes, "\n"), "signature") {
+		t.Errorf("Merge with a run without signature: %+v, notes %q; want none, silently", m.Verdict.Signature, m.Notes)
 	}
 }
 

@@ -29,6 +29,12 @@ type Plan struct {
 	Delay     int64 // gap between consecutive tokens after the think phase
 	Tokens    int   // number of tokens, all phases
 	Reasoning int   // how many of them are reasoning tokens, streamed during the think phase
+
+	// Stall delays token StallAfter and every token after it by Stall (an
+	// upstream that pauses mid-answer: the stall_after and stall_ms
+	// faults); 0 is no stall.
+	StallAfter int
+	Stall      int64
 }
 
 // MsToNs converts a duration in (possibly fractional) milliseconds to whole
@@ -48,7 +54,8 @@ func MsToNs(ms float64) int64 {
 // Deadline returns the absolute time at which token k (from 0) is due,
 // saturating instead of overflowing: reasoning token k (k < Reasoning) at
 // Start + k·Think/Reasoning (rounded down; Start + k·Delay when Think is
-// 0), every other token at Start + ThinkEnd + (k−Reasoning)·Delay.
+// 0), every other token at Start + ThinkEnd + (k−Reasoning)·Delay; plus
+// Stall from token StallAfter on.
 func (p Plan) Deadline(k int) int64 {
 	k, r := max(k, 0), max(p.Reasoning, 0)
 	var off int64
@@ -62,6 +69,9 @@ func (p Plan) Deadline(k int) int64 {
 		off = mulSat(int64(k), p.Delay)
 	default:
 		off = addSat(p.thinkEnd(), uint64(mulSat(int64(k-r), p.Delay)))
+	}
+	if p.Stall > 0 && k >= p.StallAfter {
+		off = addSat(off, uint64(p.Stall))
 	}
 	return addSat(p.Start, uint64(off))
 }

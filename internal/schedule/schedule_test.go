@@ -138,3 +138,22 @@ func TestWaves(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadlineStall: a stall delays the token it starts at and every
+// token after it, reasoning included, and nothing before it; a huge stall
+// saturates.
+func TestDeadlineStall(t *testing.T) {
+	p := Plan{Start: 1000, Delay: 10, Tokens: 6, Reasoning: 2, StallAfter: 1, Stall: 500}
+	for k, want := range []int64{1000, 1510, 1520, 1530, 1540, 1550} {
+		if got := p.Deadline(k); got != want {
+			t.Errorf("Plan%+v.Deadline(%d) = %d, want %d", p, k, got, want)
+		}
+	}
+	p.StallAfter, p.Stall = 4, math.MaxInt64
+	if got := p.Deadline(3); got != 1030 {
+		t.Errorf("Deadline(3) before a stall at 4 = %d, want 1030", got)
+	}
+	if got := p.Deadline(4); got != math.MaxInt64 {
+		t.Errorf("Deadline(4) with a huge stall = %d, want MaxInt64", got)
+	}
+}

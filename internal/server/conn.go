@@ -48,10 +48,12 @@ const streamHeadKeepAlive = "HTTP/1.1 200 OK\r\n" +
 	"X-Accel-Buffering: no\r\n" +
 	"Transfer-Encoding: chunked\r\n\r\n"
 
-// request is a fully read request: head and body.
+// request is a fully read request: head and body, and when its last byte
+// had been read (process clock: the end of the request leg).
 type request struct {
-	head wire.RequestHead
-	body []byte
+	head    wire.RequestHead
+	body    []byte
+	arrived int64
 }
 
 // httpError is a request the server answers with an error status and an
@@ -244,7 +246,7 @@ func (hc *h1conn) readRequest(idle time.Duration) (request, error) {
 		}
 		return request{}, err
 	}
-	return request{head: head, body: body}, nil
+	return request{head: head, body: body, arrived: clock.Now()}, nil
 }
 
 // bodyStep is how much a body buffer grows at a time: a client that
@@ -478,6 +480,11 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		s.writeError(t, &httpError{status: 400, code: "invalid_request_error", message: err.Error()})
 		return nil
 	}
+	h.Faults = h.Faults.Merge(s.cfg.Faults)
+	if h.Faults.Status != nil {
+		s.writeFaultStatus(t, d, int(*h.Faults.Status))
+		return nil
+	}
 	if !s.enterAnswer() {
 		s.writeError(t, &httpError{status: 429, code: "rate_limit_exceeded",
 			fields:  []wire.Field{{Name: "Retry-After", Value: retryAfter}},
@@ -496,23 +503,25 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	p := s.plan(start, d, h, &a)
 	a.Created = start / 1e9
 	st := newStream(t, api.NewEncoder(d, a), p)
+	st.w = wrapFaults(t, h.Faults, st.enc.StartEvents())
 	sc := getScratch()
 	out := t.startStream(sc.out[:0])
 	for i := range st.enc.StartEvents() {
 		sc.payload = st.enc.AppendStart(sc.payload[:0], i, start)
-		out = t.appendEvent(out, sc.payload)
+		out = st.w.appendEvent(out, sc.payload)
 	}
 	sc.out = out
-	err = t.write(out)
+	err = st.w.write(out)
 	putScratch(sc)
 	if err != nil {
 		s.leaveAnswer()
 		return nil
 	}
 	st.times = s.cfg.Emissions.StartAt(h.ID, p.Tokens, p.Deadline)
+	st.times.SetArrived(req.arrived)
 	st.begin(d, s.heartbeatNs(h), start)
-	s.logf("server: %s: %s stream %d (id %q): %d tokens (%d reasoning, %d tool call), think %dns, delay %dns",
-		t, d, no, h.ID, p.Tokens, a.Reasoning, a.ToolCall, p.Think, p.Delay)
+	s.logf("server: %s: %s stream %d (id %q): %d tokens (%d reasoning, %d tool call), think %dns, delay %dns%s",
+		t, d, no, h.ID, p.Tokens, a.Reasoning, a.ToolCall, p.Think, p.Delay, faultsHeader(h.Faults))
 	st.shard = s.shardFor(t, no)
 	t.bind(st)
 	st.shard.start(st)
@@ -533,14 +542,16 @@ func (s *Server) advance(st *stream, ev event) (ended, complete bool) {
 			return false, false
 		}
 		s.logf("server: %s: stream dropped: %v", st.w, err)
-		st.times.Finish()
+		st.times.Gone(clock.Now())
 	case evWrite:
 		st.shard.start(st)
 		return false, false
 	case evFinish:
-		complete = s.finish(st) == nil
+		if complete = s.finish(st) == nil; !complete {
+			st.times.Gone(clock.Now())
+		}
 	default:
-		st.times.Finish()
+		st.times.Gone(clock.Now())
 	}
 	s.leaveAnswer()
 	return true, complete
@@ -564,7 +575,7 @@ func (s *Server) leaveAnswer() { s.active.Add(-1) }
 // goroutine, and when the stream has ended it either goes on reading the
 // connection's next request or releases the connection.
 func (s *Server) streamEvent(st *stream, ev event) {
-	hc := st.w.(*h1conn)
+	hc := h1connOf(st.w)
 	defer s.recoverPanic(hc.c)
 	ended, complete := s.advance(st, ev)
 	if !ended {
@@ -600,6 +611,9 @@ func (s *Server) releaseH1(hc *h1conn) {
 // .done/.stop events) and the end of the body in one write.
 func (s *Server) finish(st *stream) error {
 	st.times.Finish()
+	if ended, err := faultEnd(st); ended {
+		return err
+	}
 	sc := getScratch()
 	defer putScratch(sc)
 	out := sc.out[:0]
@@ -790,5 +804,5 @@ func statusText(code int) string {
 	case 503:
 		return "Service Unavailable"
 	}
-	return "Error"
+	return faultStatusText(code)
 }

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
@@ -146,6 +147,9 @@ func (s *Server) serveH2Request(w http.ResponseWriter, r *http.Request) {
 	}
 	for ev := range st.events {
 		if ended, _ := s.advance(st, ev); ended {
+			if t.cut {
+				panic(http.ErrAbortHandler) // a cut fault: reset the stream
+			}
 			return
 		}
 	}
@@ -198,17 +202,18 @@ func readH2Request(r *http.Request, readTimeout time.Duration) (request, error) 
 		return request{}, &httpError{status: 413, code: "request_too_large",
 			message: fmt.Sprintf("request body larger than the limit of %d bytes", MaxBodyBytes)}
 	}
-	return request{head: head, body: body}, nil
+	return request{head: head, body: body, arrived: clock.Now()}, nil
 }
 
 // h2Stream is the transport and stream writer of one HTTP/2 request. Every
 // write is flushed at once, so each token event leaves in its own DATA
 // frame; it is written by the handler goroutine, never by a shard.
 type h2Stream struct {
-	s  *Server
-	w  http.ResponseWriter
-	r  *http.Request
-	rc *http.ResponseController
+	s   *Server
+	w   http.ResponseWriter
+	r   *http.Request
+	rc  *http.ResponseController
+	cut bool // a cut fault ended the stream: the handler resets it
 }
 
 func (t *h2Stream) writeJSON(status int, body []byte, fields ...wire.Field) {

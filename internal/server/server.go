@@ -155,6 +155,12 @@ type Config struct {
 	// HTTP/1.x only.
 	HTTP2 bool
 
+	// Faults are the upstream faults of every answer (api.Faults): a
+	// request's own fault hints override them one by one. Unlike the
+	// hints, they are not checked against the caps (the caller validates
+	// its own defaults).
+	Faults api.Faults
+
 	// Engine is how the emission shards wait for their deadlines (see
 	// evloop.Engine): on the event loops, which the client's requests
 	// share ("", evloop.Auto or evloop.Epoll, on Linux), or each on a
@@ -474,6 +480,7 @@ func (s *Server) plan(start int64, d api.Dialect, h api.Hints, a *api.Answer) sc
 	if h.DelayMs != nil {
 		p.Delay = schedule.MsToNs(*h.DelayMs)
 	}
+	planFaults(&p, a, h.Faults)
 	return p
 }
 

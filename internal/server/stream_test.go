@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
@@ -151,12 +152,14 @@ func TestEmitOverdueTokens(t *testing.T) {
 	}
 }
 
-// TestEmitOnTimeTokensAlone: tokens due together but not late enough to
-// mean overload each get a write, and a pi_ts, of their own.
+// TestEmitOnTimeTokensAlone: tokens due together (1 ns apart) but not late
+// enough to mean overload each get a write, and a pi_ts, of their own. The
+// plan starts an hour ahead, so that no pause of a busy machine between
+// the plan and the writes can make them late (emitToken writes the next
+// token whenever it is called; only coalescing looks at the schedule).
 func TestEmitOnTimeTokensAlone(t *testing.T) {
 	w := fakeWriter{isDirect: true, accept: -1}
-	// Tokens 0-2 are due now, a little late, but within coalesceLate.
-	p := schedule.Plan{Start: clock.Now() - coalesceLate/2, Delay: 1, Tokens: 3}
+	p := schedule.Plan{Start: clock.Now() + int64(time.Hour), Delay: 1, Tokens: 3}
 	st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: 3}), p)
 	sc := newScratch()
 	for i := range 3 {

@@ -110,6 +110,8 @@ type accumulator struct {
 
 	scratch []int64        // the others' emit->recv of one request, reused
 	text    []result.Token // the visible tokens of a request with other phases, reused
+
+	sig sigAccumulator // what the signature needs (signature.go)
 }
 
 func newAccumulator() accumulator {
@@ -119,6 +121,7 @@ func newAccumulator() accumulator {
 		emitGap:   stats.NewMetric(),
 		hold:      stats.NewMetric(),
 		following: stats.NewMetric(),
+		sig:       newSigAccumulator(),
 	}
 }
 
@@ -182,6 +185,7 @@ func (a *accumulator) add(r *result.Request) {
 	}
 	a.close(&b)
 	a.addHold(toks)
+	a.sig.add(r)
 }
 
 // visible returns the visible text tokens of r (result.Request.Visible):
@@ -279,6 +283,7 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 	default:
 		v.Class = Flushes
 	}
+	v.Signature = g.sig.signature(&v)
 	v.Causes = causes(v)
 	return v
 }
@@ -307,7 +312,8 @@ func (v *Verdict) SetAddedDelay(loopStats, gwStats *stats.Batch) {
 }
 
 // causes lists the likely causes of a buffering verdict and of a
-// first-token hold, most likely first.
+// first-token hold, most likely first. (The signature names its own fix:
+// Signature.Cause.)
 func causes(v Verdict) []string {
 	var out []string
 	if v.Class == Buffers {

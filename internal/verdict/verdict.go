@@ -124,6 +124,9 @@ type Verdict struct {
 
 	Causes []string `json:"causes"` // likely causes and the knobs to try, most likely first
 
+	// Signature is how the gateway releases the stream (signature.go);
+	// nil when the class is Unknown, and in documents written before it.
+	Signature *Signature `json:"signature,omitempty"`
 	// Findings about the phases, heartbeats and silences, each with its
 	// evidence (findings.go); absent when there are none.
 	Findings []Finding `json:"findings,omitempty"`

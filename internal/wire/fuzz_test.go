@@ -176,12 +176,9 @@ func FuzzChunkedRoundTrip(f *testing.F) {
 // splitReference is the obvious, copying implementation of LineSplitter
 // (without the length limit).
 func splitReference(data []byte) []string {
-	parts := strings.Split(string(data), "\n")
-	lines := parts[:len(parts)-1]
-	for i, l := range lines {
-		lines[i] = strings.TrimSuffix(l, "\r")
-	}
-	return lines
+	s := strings.ReplaceAll(string(data), "\r\n", "\n")
+	parts := strings.Split(strings.ReplaceAll(s, "\r", "\n"), "\n")
+	return parts[:len(parts)-1]
 }
 
 func FuzzLineSplitter(f *testing.F) {

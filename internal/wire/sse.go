@@ -6,9 +6,10 @@ import (
 )
 
 // LineSplitter splits a Server-Sent Events stream into lines as its bytes
-// arrive. Lines end in "\n"; one '\r' before the '\n' is dropped, so "\r\n"
-// endings work too. (A bare '\r' is not a line ending here, although the
-// SSE specification allows it.)
+// arrive. Lines end, as the SSE specification says, in "\r\n", "\n" or a
+// bare "\r". A '\r' that ends the bytes fed so far ends its line at once;
+// a '\n' that starts the next feed is then the rest of a "\r\n" and is
+// dropped.
 //
 // A line that arrives whole within one Feed is returned as a sub-slice of
 // that feed, without copying; only the incomplete tail of a feed is copied,
@@ -22,6 +23,7 @@ type LineSplitter struct {
 	off     int
 	stale   bool  // carry holds a line already returned: clear before reuse
 	scan    bool  // carry may hold whole lines (after an early Feed)
+	skipLF  bool  // the last line ended in a '\r' that ended the bytes fed: a '\n' next is its "\r\n"'s
 	err     error // sticky
 }
 
@@ -55,16 +57,17 @@ func (s *LineSplitter) Next() (line []byte, ok bool) {
 	s.release()
 	if s.off < len(s.carry) {
 		// Only an early Feed can leave whole lines in carry; otherwise
-		// it holds no '\n' and is not searched again.
+		// it holds no line end and is not searched again.
 		if s.scan {
-			if i := bytes.IndexByte(s.carry[s.off:], '\n'); i >= 0 {
+			s.dropLF(&s.carry, s.off)
+			if i, n := s.eol(s.carry[s.off:]); i >= 0 {
 				line = s.carry[s.off : s.off+i]
-				s.off += i + 1
+				s.off += i + n
 				return s.emit(line)
 			}
 			s.scan = false
 		}
-		i := bytes.IndexByte(s.pending, '\n')
+		i, n := s.eol(s.pending)
 		if i < 0 {
 			return s.hold()
 		}
@@ -73,16 +76,56 @@ func (s *LineSplitter) Next() (line []byte, ok bool) {
 			return nil, false
 		}
 		s.carry = append(s.carry, s.pending[:i]...)
-		s.pending = s.pending[i+1:]
+		s.pending = s.pending[i+n:]
 		s.stale = true
 		return s.emit(s.carry[s.off:])
 	}
-	i := bytes.IndexByte(s.pending, '\n')
+	s.dropLF(&s.pending, 0)
+	i, n := s.eol(s.pending)
 	if i < 0 {
 		return s.hold()
 	}
-	line, s.pending = s.pending[:i], s.pending[i+1:]
+	line, s.pending = s.pending[:i], s.pending[i+n:]
 	return s.emit(line)
+}
+
+// eol returns where the first line end of b is and its length (2 for
+// "\r\n", else 1), or -1 when b holds none. A '\r' that ends b ends its
+// line, and sets skipLF: the '\n' that may start the bytes after b is
+// its "\r\n"'s (dropLF). Two IndexByte calls keep the common case —
+// lines ending in '\n' alone — about as fast as one.
+func (s *LineSplitter) eol(b []byte) (i, n int) {
+	i = bytes.IndexByte(b, '\n')
+	in := b
+	if i >= 0 {
+		in = b[:i]
+	}
+	j := bytes.IndexByte(in, '\r')
+	switch {
+	case j < 0:
+		return i, 1
+	case j+1 < len(b) && b[j+1] == '\n':
+		return j, 2
+	case j+1 == len(b):
+		s.skipLF = true
+	}
+	return j, 1
+}
+
+// dropLF drops the '\n' at (*b)[off] when it completes the "\r\n" of the
+// line returned last.
+func (s *LineSplitter) dropLF(b *[]byte, off int) {
+	if !s.skipLF || len(*b) <= off {
+		return
+	}
+	s.skipLF = false
+	if (*b)[off] == '\n' {
+		if off == 0 {
+			*b = (*b)[1:]
+		} else {
+			*b = append((*b)[:off], (*b)[off+1:]...)
+		}
+	}
 }
 
 // Err returns ErrLineTooLong once a line has exceeded MaxLineBytes, and nil
@@ -94,11 +137,8 @@ func (s *LineSplitter) Reset() {
 	*s = LineSplitter{carry: s.carry[:0]}
 }
 
-// emit drops one trailing '\r' from a complete line and enforces the limit.
+// emit returns a complete line, enforcing the limit.
 func (s *LineSplitter) emit(line []byte) ([]byte, bool) {
-	if n := len(line); n > 0 && line[n-1] == '\r' {
-		line = line[:n-1]
-	}
 	if len(line) > MaxLineBytes {
 		s.err = ErrLineTooLong
 		return nil, false

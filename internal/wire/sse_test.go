@@ -40,8 +40,11 @@ var lineTests = []struct {
 	{"fields and comments", ": keep-alive\nevent: message\nid: 7\ndata:x\ndata:\ty\n\n",
 		[]string{": keep-alive", "event: message", "id: 7", "data:x", "data:\ty", ""}},
 	{"incomplete tail kept back", "data: a\n\ndata: [DO", []string{"data: a", ""}},
-	{"only one CR dropped", "a\r\r\n\r\n", []string{"a\r", ""}},
-	{"CR elsewhere kept", "a\rb\n\rc\n", []string{"a\rb", "\rc"}},
+	{"CR then CRLF", "a\r\r\n\r\n", []string{"a", "", ""}},
+	{"bare CRs end lines", "a\rb\n\rc\n", []string{"a", "b", "", "c"}},
+	{"CR only", "data: a\r\rdata: b\r\r", []string{"data: a", "", "data: b", ""}},
+	{"CR at the end", "data: a\r", []string{"data: a"}},
+	{"CRLF split after its CR", "x\r\ny\r", []string{"x", "y"}},
 	{"empty input", "", nil},
 	{"empty lines", "\n\n\r\n", []string{"", "", ""}},
 	{"done", "data: [DONE]\n\n", []string{"data: [DONE]", ""}},
@@ -119,7 +122,7 @@ func TestLineSplitterTooLong(t *testing.T) {
 		{"at the limit with CR", "a\n" + long + "\r\nb\n", []string{"a", long, "b"}, nil},
 		{"one over", "a\n" + long + "x\nb\n", []string{"a"}, ErrLineTooLong},
 		{"one over before CR", "a\n" + long + "x\r\nb\n", []string{"a"}, ErrLineTooLong},
-		{"open tail at the limit plus CR", "a\n" + long + "\r", []string{"a"}, nil},
+		{"tail at the limit ended by a CR", "a\n" + long + "\r", []string{"a", long}, nil},
 		{"open tail over", "a\n" + long + "xx", []string{"a"}, ErrLineTooLong},
 	} {
 		in := []byte(tt.input)

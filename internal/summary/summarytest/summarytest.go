@@ -327,6 +327,17 @@ var Verdicts = map[string]verdict.Verdict{
 	"unknown": {
 		Class: verdict.Unknown, Reason: "too few tokens to judge (19 analysable, need 20)", Tokens: 19, LoopCoalesced: 0,
 	},
+	// nginx gzip-compressing the stream without flushing it: the whole
+	// response at its end, named by its signature.
+	"buffers_signature": {
+		Class: verdict.Buffers, Tokens: 398, CoalescedFraction: 1, LoopCoalesced: 0,
+		BurstSizeP50: 200, BurstSizeMax: 200, Bursts: 2, EmitGapMs: 5,
+		AddedMeanMs: 497.5, AddedP50Ms: 497.5, AddedP99Ms: 990.1, Relative: true,
+		Causes: []string{verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+		Signature: &verdict.Signature{Kind: verdict.Compression, Shape: verdict.WholeResponse, Encoding: "gzip",
+			Evidence:      "100% of the tokens arrived after their response's last token was emitted",
+			WholeFraction: 1},
+	},
 	// Every finding, beside a verdict that cannot be judged: the streams
 	// were cut before their text (an nginx proxy_read_timeout of 2 s
 	// during a 3 s silent think), and the rest of the findings of issue 12.

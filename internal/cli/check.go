@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sse-latency/sse-latency/internal/check"
+	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/report"
+)
+
+// checkUsage is the help of `sse-latency check`; a test pins it and checks
+// that it names every flag and every scenario.
+const checkUsage = `usage: sse-latency check -t TARGET [options]
+
+Runs a fixed battery of short scenarios through the gateway at -t, which
+forwards to sse-latency's dummy server on -L, and says for each PASS, WARN
+or FAIL, with the evidence and the likely fix: whether the gateway flushes
+every event (and how it buffers if not), holds the first event, passes a
+64 KB event, a UTF-8 character split across writes, CRLF/CR line endings
+and comments, usage, the terminal event; signals an upstream cut; passes
+429 and 500 with their bodies; lets a client's cancel reach the upstream
+within 1 s; takes a 1 MB prompt; reuses its connection; compresses the
+stream without holding it. A few seconds; --long adds 65 s silences.
+Exit status 0 when no check failed, 1 otherwise (and when the target is no
+gateway to the server: one line says why).
+
+Options:
+  -t, --target <[ip:]port|URL>  the gateway (required)
+  -L, --listen <[ip:]port>      listen address of the dummy server the gateway forwards to (def :8090)
+      --api <name>              API dialect: chat, completions, responses, anthropic (def chat)
+      --only <names>            run only these checks (comma-separated)
+      --skip <names>            leave these checks out (comma-separated)
+      --long                    also run the long checks (a minute or more each)
+      --json <file>             write the check as a JSON document
+      --html <file>             write the check as a self-contained HTML page
+      --model <name>            model the requests ask for (def sse-latency-1)
+      --path <path>             request path through the gateway (def: the dialect's)
+  -H, --header <line>           extra request header "Name: value" (repeatable)
+      --api-key <key>           send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
+      --host-header <host>      Host header to send
+      --insecure                https targets: do not verify the certificate
+      --cacert <file>           https targets: trust the CAs of this PEM file
+      --http2                   https targets: offer HTTP/2 (ALPN)
+      --h2c                     http targets: speak HTTP/2 with prior knowledge
+      --engine <name>           I/O engine: auto, epoll, goroutine (def auto)
+  -v, --verbose                 debug lines on stderr (the server's among them)
+  -h, --help                    help
+
+Checks, in the order they run:
+  ` + "%s" + `
+`
+
+// checkHelp is checkUsage with the scenarios' names.
+func checkHelp() string {
+	return fmt.Sprintf(checkUsage, strings.Join(check.Names(), ", "))
+}
+
+// CheckOn runs `sse-latency check` with args (those after "check") and
+// returns the exit status, with the dummy server on ln, a listener the
+// caller has bound, in place of one bound at -L (tests hand over
+// 127.0.0.1:0 rather than a port another socket may take first); ln is
+// closed when CheckOn returns. A nil ln binds -L.
+func CheckOn(ctx context.Context, ln net.Listener, args []string, stdout, stderr io.Writer) int {
+	if ln != nil {
+		defer ln.Close()
+	}
+	return checkArgs(ctx, ln, args, stdout, stderr)
+}
+
+// checkArgs parses the arguments of check and runs it.
+func checkArgs(ctx context.Context, ln net.Listener, args []string, stdout, stderr io.Writer) int {
+	cfg := DefaultConfig()
+	fs := newSubFlags("check")
+	fs.StringVarP(&cfg.Target, "target", "t", "", "")
+	fs.StringVarP(&cfg.Listen, "listen", "L", cfg.Listen, "")
+	fs.StringVar(&cfg.API, "api", cfg.API, "")
+	only := fs.StringSlice("only", nil, "")
+	skip := fs.StringSlice("skip", nil, "")
+	long := fs.Bool("long", false, "")
+	fs.StringVar(&cfg.JSONPath, "json", "", "")
+	fs.StringVar(&cfg.HTMLPath, "html", "", "")
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
+	fs.StringVar(&cfg.Path, "path", "", "")
+	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "")
+	fs.StringVar(&cfg.APIKey, "api-key", "", "")
+	fs.StringVar(&cfg.HostHeader, "host-header", "", "")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "")
+	fs.StringVar(&cfg.CACert, "cacert", "", "")
+	fs.BoolVar(&cfg.HTTP2, "http2", false, "")
+	fs.BoolVar(&cfg.H2C, "h2c", false, "")
+	fs.StringVar(&cfg.Engine, "engine", cfg.Engine, "")
+	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
+	if err := fs.Parse(args); err != nil {
+		return subUsage(stderr, checkHelp(), err)
+	}
+	if fs.NArg() > 0 {
+		return subUsage(stderr, checkHelp(), fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	if cfg.Target == "" {
+		return subUsage(stderr, checkHelp(), errors.New("check needs the gateway: -t"))
+	}
+	t, err := parseTarget(cfg.Target)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err == nil && cfg.JSONPath != "" && cfg.JSONPath == cfg.HTMLPath {
+		err = fmt.Errorf("--json and --html name the same file %q", cfg.JSONPath)
+	}
+	if err != nil {
+		return subUsage(stderr, checkHelp(), err)
+	}
+	code, err := runCheck(ctx, ln, cfg, t, *only, *skip, *long, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "sse-latency check: %v\n", err)
+	}
+	return code
+}
+
+// runCheck binds the server's listener, resolves the target, runs the
+// check printing each row as it finishes, and writes the files.
+func runCheck(ctx context.Context, ln net.Listener, cfg Config, t target, only, skip []string, long bool, stdout, stderr io.Writer) (int, error) {
+	out := &console{stdout: stdout, stderr: stderr}
+	files, err := createCheckFiles(cfg.JSONPath, cfg.HTMLPath)
+	if err != nil {
+		return ExitFailure, err
+	}
+	defer files.abandon()
+	addr, _, err := listenAddr(cfg.Listen)
+	if err != nil {
+		return ExitFailure, fmt.Errorf("-L: %v", err)
+	}
+	gwAddr, err := destAddr(ctx, t.hostPort)
+	if err != nil {
+		return ExitFailure, fmt.Errorf("-t: %v", err)
+	}
+	o := client.Options{Dialect: cfg.Dialect(), Addr: gwAddr, Model: cfg.Model, Path: cfg.Path, Host: cfg.HostHeader,
+		Scheme: t.scheme, APIKey: cfg.APIKey, ExtraHeaders: cfg.Headers, Engine: client.Engine(cfg.Engine),
+		HTTP2: cfg.HTTP2 && t.scheme == "https", H2C: cfg.H2C && t.scheme != "https"}
+	if o.Path == "" && t.prefix != "" {
+		o.Path = t.prefix + o.Dialect.Path()
+	}
+	if o.Host == "" && t.url {
+		o.Host = t.hostPort
+	}
+	if t.scheme == "https" {
+		if o.TLS, err = client.TLSConfig(t.serverName(cfg.HostHeader), cfg.Insecure, cfg.CACert); err != nil {
+			return ExitFailure, fmt.Errorf("--cacert: %w", err)
+		}
+	}
+	if ln == nil {
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return ExitFailure, fmt.Errorf("cannot listen on %s: %w", cfg.Listen, err)
+		}
+	}
+	opts := check.Options{Client: o, Target: cfg.Target, Listener: ln, Engine: client.Engine(cfg.Engine), Only: only, Skip: skip,
+		Long: long, Progress: func(r check.Row) { out.print(func(w io.Writer) error { return report.WriteCheckRow(w, r) }) }}
+	if cfg.Verbose {
+		opts.Logf = out.debugf
+	}
+	out.print(func(w io.Writer) error {
+		return report.WriteCheckHeader(w, cfg.Target, cfg.API, displayListen(ln.Addr()))
+	})
+	rep, err := check.Run(ctx, opts)
+	if rep == nil {
+		return ExitFailure, err
+	}
+	out.print(func(w io.Writer) error { return report.WriteCheckSummary(w, rep) })
+	code := ExitOK
+	switch {
+	case ctx.Err() != nil:
+		code = ExitInterrupted
+	case rep.Failed():
+		code = ExitFailure
+	}
+	if err := files.write(rep); err != nil {
+		return ExitFailure, err
+	}
+	if err := out.stdoutErr(); err != nil {
+		return ExitFailure, fmt.Errorf("writing the report: %w", err)
+	}
+	return code, nil
+}
+
+// checkFiles are the check's --json and --html files. Each is written to
+// a temporary file beside it, created before the check runs (a path that
+// cannot be written fails at once), and renamed over it at the end: an
+// existing file is replaced only by a finished check.
+type checkFiles struct {
+	paths [2]string   // --json, --html ("": not asked for)
+	tmp   [2]*os.File // their temporary files
+	done  bool
+}
+
+// checkFileFlags name the files, in the order of checkFiles' arrays.
+var checkFileFlags = [2]string{"--json", "--html"}
+
+func createCheckFiles(jsonPath, htmlPath string) (*checkFiles, error) {
+	f := &checkFiles{paths: [2]string{jsonPath, htmlPath}}
+	for i, p := range f.paths {
+		if p == "" {
+			continue
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*")
+		if err != nil {
+			f.abandon()
+			return nil, fmt.Errorf("%s: %w", checkFileFlags[i], err)
+		}
+		f.tmp[i] = tmp
+	}
+	return f, nil
+}
+
+// write fills the files and renames them into place.
+func (f *checkFiles) write(rep *check.Report) error {
+	f.done = true
+	writers := [2]func(io.Writer, *check.Report) error{check.WriteJSON, report.WriteCheckHTML}
+	var errs []error
+	for i, file := range f.tmp {
+		if file == nil {
+			continue
+		}
+		err := writers[i](file, rep)
+		if cerr := file.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(file.Name(), f.paths[i])
+		}
+		if err != nil {
+			os.Remove(file.Name())
+			errs = append(errs, fmt.Errorf("%s: %w", checkFileFlags[i], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// abandon removes the temporary files of a check that did not finish.
+func (f *checkFiles) abandon() {
+	if f.done {
+		return
+	}
+	for _, file := range f.tmp {
+		if file != nil {
+			file.Close()
+			os.Remove(file.Name())
+		}
+	}
+}
+
+// print writes on stdout with write, keeping its first error (see
+// console).
+func (c *console) print(write func(io.Writer) error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.erase()
+	c.keep(write(c.stdout))
+}

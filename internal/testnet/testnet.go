@@ -1,0 +1,39 @@
+// Package testnet holds the loopback endpoints the tests of several
+// packages (check, cli) point a client at to see it fail: an address that
+// refuses connections (RefusedAddr) and a listener that does not speak
+// HTTP (NotHTTP). Only tests import it.
+package testnet
+
+import (
+	"net"
+	"testing"
+)
+
+// Banner is what NotHTTP's listener writes on every connection before it
+// closes it: an SSH server's greeting.
+const Banner = "SSH-2.0-OpenSSH_9.2\r\n"
+
+// NotHTTP returns the address of a loopback listener that answers every
+// connection with Banner and closes it, whatever it was sent. The listener
+// is closed, and its goroutine awaited, when the test ends.
+func NotHTTP(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(Banner))
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-served })
+	return ln.Addr().String()
+}
