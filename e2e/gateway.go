@@ -134,15 +134,19 @@ var Examples = []Example{
 }
 
 // TransportExamples are the shipped configurations for real transports:
-// keep-alive on both hops, TLS on both hops and HTTP/2 from the client. Each
-// needs its own sse-latency flags (-k; --tls-self-signed, an https target,
-// --http2) and the TLS one a certificate, so TestGateways and the report,
-// which measure every Example alike, leave them to transport_test.go; the
+// keep-alive on both hops, TLS on both hops and HTTP/2 from the client,
+// the Responses API's WebSocket mode. Each needs its own sse-latency flags
+// (-k; --tls-self-signed, an https target, --http2; --api responses
+// --websocket) and the TLS one a certificate, so TestGateways and the report,
+// which measure every Example alike, leave them to transport_test.go and
+// websocket_test.go; the
 // tests that need no gateway and TestExamplesValid cover both lists.
 var TransportExamples = []Example{
 	{Name: "haproxy-keepalive", Gateway: HAProxy, File: "examples/haproxy/haproxy-keepalive.cfg"},
 	{Name: "nginx-keepalive", Gateway: Nginx, File: "examples/nginx/nginx-keepalive.conf"},
 	{Name: "haproxy-tls-h2", Gateway: HAProxy, File: "examples/haproxy/haproxy-tls-h2.cfg", PEM: true},
+	{Name: "haproxy-websocket", Gateway: HAProxy, File: "examples/haproxy/haproxy-websocket.cfg"},
+	{Name: "nginx-websocket", Gateway: Nginx, File: "examples/nginx/nginx-websocket.conf"},
 }
 
 // PhaseExamples are the shipped configurations for the phases of an

@@ -88,13 +88,34 @@ func AppendPaddedPrompt(dst []byte, h Hints, size int) []byte {
 // Without hints or options a chat body is byte for byte the reference's
 // (SPEC §4).
 func AppendRequestBody(dst []byte, d Dialect, r RequestBody) []byte {
+	return appendBody(dst, d, r, false)
+}
+
+// AppendResponseCreate appends the response.create message of the
+// Responses API's WebSocket mode: the Responses body of
+// AppendRequestBody, typed, without "stream" (implicit over WebSocket):
+//
+//	{"type":"response.create","model":M,"input":P<pi>}
+func AppendResponseCreate(dst []byte, r RequestBody) []byte {
+	return appendBody(dst, Responses, r, true)
+}
+
+// appendBody appends the body of AppendRequestBody, or with create the
+// message of AppendResponseCreate.
+func appendBody(dst []byte, d Dialect, r RequestBody, create bool) []byte {
 	model := r.Model
 	if model == "" {
 		model = Model
 	}
-	dst = append(dst, `{"model":`...)
+	dst = append(dst, '{')
+	if create {
+		dst = append(dst, `"type":"response.create",`...)
+	}
+	dst = append(dst, `"model":`...)
 	dst = AppendJSONString(dst, model)
-	dst = append(dst, `,"stream":true`...)
+	if !create {
+		dst = append(dst, `,"stream":true`...)
+	}
 	if r.IncludeUsage && (d == Chat || d == Completions) {
 		dst = append(dst, `,"stream_options":{"include_usage":true}`...)
 	}

@@ -71,6 +71,21 @@ func TestRequestBodyReachesTheServer(t *testing.T) {
 	}
 }
 
+func TestAppendResponseCreate(t *testing.T) {
+	n, r := int64(200), int64(5)
+	h := Hints{ID: "k2f9ab-gw-3", Tokens: &n, Reasoning: &r}
+	got := AppendResponseCreate(nil, RequestBody{Model: "gpt-x", Hints: h, IncludeUsage: true})
+	want := `{"type":"response.create","model":"gpt-x","input":"Say 4-letter words [sse-latency id=k2f9ab-gw-3 tokens=200 reasoning=5]"` +
+		responsesReasoning + `,"pi_id":"k2f9ab-gw-3","pi_tokens":200,"pi_reasoning_tokens":5}`
+	if string(got) != want {
+		t.Errorf("AppendResponseCreate =\n%s\nwant\n%s", got, want)
+	}
+	req, err := ParseServerRequest(got)
+	if err != nil || req.Stream || req.Model != "gpt-x" || !hintsEqual(req.Hints, h) {
+		t.Errorf("the server reads %+v, %v from %s (no stream field: it is implicit over WebSocket)", req, err, got)
+	}
+}
+
 // TestPaddedPrompt: --prompt-bytes pads the prompt to exactly its size,
 // the body grows by exactly the padding, stays valid JSON, and the server
 // still finds the hints in every channel, the prompt marker included.

@@ -105,6 +105,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"-t", "host:"}, "bad port"},
 		{[]string{"-T", "NaN", "-t", ":1"}, "finite"},
 		{[]string{"extra"}, "unexpected argument \"extra\""},
+		{[]string{"--websocket", "-t", ":1"}, "--websocket needs --api responses"},
+		{[]string{"--websocket", "--api", "responses", "--h2c", "-t", ":1"}, "not with --http2 or --h2c"},
 	}
 	for _, tt := range tests {
 		code, out, errOut := runMain(t, nil, tt.args...)

@@ -177,6 +177,12 @@ func (c *Config) Validate() error {
 	if c.Duration < 0 || c.Warmup < 0 {
 		return errors.New("--duration and --warmup must not be negative")
 	}
+	if c.WebSocket && c.Dialect() != api.Responses {
+		return errors.New("--websocket needs --api responses: the WebSocket mode is the Responses API's")
+	}
+	if c.WebSocket && (c.HTTP2 || c.H2C) {
+		return errors.New("--websocket upgrades an HTTP/1.1 connection: not with --http2 or --h2c")
+	}
 	if err := c.validateGates(); err != nil {
 		return err
 	}
@@ -363,6 +369,7 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	fs.StringVar(&cfg.CACert, "cacert", "", "")
 	fs.BoolVar(&cfg.HTTP2, "http2", false, "")
 	fs.BoolVar(&cfg.H2C, "h2c", false, "")
+	fs.BoolVar(&cfg.WebSocket, "websocket", false, "")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "")
 	fs.BoolVar(&cfg.TLSSelfSigned, "tls-self-signed", false, "")
@@ -470,6 +477,8 @@ Options:
       --cacert <file>        https targets: trust the CAs of this PEM file
       --http2                https targets: offer HTTP/2 (ALPN)
       --h2c                  http targets: speak HTTP/2 with prior knowledge
+      --websocket            with --api responses: the Responses API's WebSocket mode (one response.create
+                             per request, each event a message; -k keeps the socket for the next)
       --tls-cert <file>      the server listens with TLS, with this certificate (PEM) ...
       --tls-key <file>       ... and this key
       --tls-self-signed      the server listens with TLS, with an in-memory certificate (fingerprint on stderr)

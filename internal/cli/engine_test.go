@@ -41,17 +41,22 @@ var listenLine = regexp.MustCompile(`listening on (\S+) `)
 // 127.0.0.1:0, and the gateway learns the address the server bound from
 // the tool's stderr. onEvent, when set, sees each event it passes on.
 type laterGateway struct {
-	backend chan string
-	once    sync.Once
+	serverAddrWatcher
 	addr    string
 	onEvent func()
+}
 
-	mu     sync.Mutex
-	stderr bytes.Buffer
+// serverAddrWatcher is the tool's stderr, kept, which hands the address
+// the dummy server bound (its "listening on" line) to backend, once.
+type serverAddrWatcher struct {
+	backend chan string
+	once    sync.Once
+	mu      sync.Mutex
+	stderr  bytes.Buffer
 }
 
 func newLaterGateway(t *testing.T, tlsGateway bool) *laterGateway {
-	g := &laterGateway{backend: make(chan string, 1)}
+	g := &laterGateway{serverAddrWatcher: serverAddrWatcher{backend: make(chan string, 1)}}
 	var target *url.URL
 	var targetOnce sync.Once
 	rp := &httputil.ReverseProxy{
@@ -86,7 +91,7 @@ func newLaterGateway(t *testing.T, tlsGateway bool) *laterGateway {
 }
 
 // Write is the tool's stderr: it hands the gateway the server's address.
-func (g *laterGateway) Write(p []byte) (int, error) {
+func (g *serverAddrWatcher) Write(p []byte) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.stderr.Write(p)
@@ -96,7 +101,7 @@ func (g *laterGateway) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (g *laterGateway) stderrText() string {
+func (g *serverAddrWatcher) stderrText() string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.stderr.String()

@@ -30,6 +30,7 @@ func (r *run) gatewayRequest() *client.Request {
 	o.Scheme, o.TLS = t.scheme, r.gwTLS
 	o.HTTP2, o.H2C = r.cfg.HTTP2 && t.scheme == "https", r.cfg.H2C && t.scheme != "https"
 	r.remoteOptions(&o)
+	o.WebSocket = r.cfg.WebSocket
 	return client.New(o)
 }
 
@@ -44,7 +45,7 @@ func (r *run) calibrationRequest(tokens int) *client.Request {
 // server, with at most phaseCap reasoning and tool-call tokens: on the
 // dialect's own path (--path is the gateway's), with TLS when it listens
 // with TLS (trusting its own certificate), in the protocol closest to the
-// gateway batch's.
+// gateway batch's (over WebSocket with --websocket).
 func (r *run) loopbackRequest(tokens, phaseCap int) *client.Request {
 	o := r.baseOptions(r.selfAddr, tokens, tokens)
 	o.Reasoning, o.ToolCall = min(o.Reasoning, phaseCap), min(o.ToolCall, phaseCap)
@@ -55,6 +56,9 @@ func (r *run) loopbackRequest(tokens, phaseCap int) *client.Request {
 	} else {
 		o.H2C = r.cfg.H2C || r.cfg.HTTP2
 	}
+	// --websocket: the server's own WebSocket endpoint, whatever the
+	// gateway speaks upstream (an SSE->WebSocket relay, say).
+	o.WebSocket = r.cfg.WebSocket
 	return client.New(o)
 }
 

@@ -192,6 +192,19 @@ type Options struct {
 	// Engine is the I/O engine: "" or EngineAuto, EngineEpoll,
 	// EngineGoroutine (see Engine and ResolveEngine).
 	Engine Engine
+
+	// WebSocket speaks the Responses API's WebSocket mode (api.Responses
+	// only; not with HTTP2 or H2C): a GET on Path upgrades the connection,
+	// then each request is a response.create message and its events come
+	// back one per message (see ws.go). With KeepAlive the next request
+	// sends its response.create on the same connection.
+	WebSocket bool
+	// WSPing is how long a WebSocket stays silent before the client pings
+	// it (idle proxies, Cloudflare's 100 s, close silent connections);
+	// 0 means DefaultWSPing, < 0 never. WSPongTimeout bounds the wait for
+	// the pong (0: DefaultWSPongTimeout); without one the request fails.
+	WSPing        time.Duration
+	WSPongTimeout time.Duration
 }
 
 // Request sends the requests of a batch. Its Options may be changed until
@@ -350,6 +363,15 @@ func (q *Request) AppendHTTP(dst []byte, id string) []byte {
 	} else {
 		dst = append(dst, "\r\nConnection: close\r\n"...)
 	}
+	dst = q.appendHeaders(dst, h)
+	dst = append(dst, "\r\n"...)
+	return append(dst, body...)
+}
+
+// appendHeaders appends the header lines every request ends with: the
+// hints h (when there are any), Anthropic's version, the API key, the
+// extra headers.
+func (q *Request) appendHeaders(dst []byte, h api.Hints) []byte {
 	if !h.Empty() {
 		dst = append(dst, api.HintHeader+": "...)
 		dst = append(dst, h.HeaderValue()...)
@@ -368,8 +390,7 @@ func (q *Request) AppendHTTP(dst []byte, id string) []byte {
 		dst = append(dst, x...)
 		dst = append(dst, "\r\n"...)
 	}
-	dst = append(dst, "\r\n"...)
-	return append(dst, body...)
+	return dst
 }
 
 // anthropicVersion is the API version an Anthropic request names (the

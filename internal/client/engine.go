@@ -11,9 +11,10 @@ import (
 //
 // The goroutine engine is the portable one: each request runs on the
 // goroutine that calls Session.Do and blocks in net.Conn.Read, through Go's
-// netpoller, for every read. The epoll engine (Linux, plain-TCP HTTP/1.1)
-// reads every socket of the process from a few event loops (package
-// evloop), one per CPU, each owning many raw non-blocking sockets: one
+// netpoller, for every read. The epoll engine (Linux, plain-TCP HTTP/1.1,
+// WebSocket included) reads every socket of the process from a few event
+// loops (package evloop), one per CPU, each owning many raw non-blocking
+// sockets: one
 // read(2) per readiness, one read buffer per loop, no goroutine per request
 // and none woken per token. The uring engine is the same loops on
 // io_uring: a multishot receive per socket into the loop's provided

@@ -227,9 +227,16 @@ func serveWith(t *testing.T, cfg server.Config) (addr string, reg *emission.Regi
 	t.Helper()
 	reg = emission.New()
 	cfg.Emissions = reg
+	return serveOurs(t, cfg), reg
+}
+
+// serveOurs runs the dummy server with cfg on a bound loopback listener
+// until the test ends, and returns its address.
+func serveOurs(t *testing.T, cfg server.Config) string {
+	t.Helper()
 	srv := server.New(testutil.Listen(t), cfg)
 	testutil.Serve(t, srv)
-	return srv.Addr().String(), reg
+	return srv.Addr().String()
 }
 
 // TestPhasesThroughGateways streams answers with reasoning, a tool call and

@@ -64,8 +64,9 @@ type loopSession struct {
 	active   bool
 	deadline int64
 	r        *reader
-	out      []byte // the request as it goes on the wire
-	reused   bool   // the attempt runs on a kept connection
+	ws       *wsExchange // the request's, over WebSocket (r is its reader)
+	out      []byte      // the request as it goes on the wire
+	reused   bool        // the attempt runs on a kept connection
 
 	wait   chan struct{} // Do waits here
 	signal func(*result.Request)
@@ -92,12 +93,14 @@ type econn struct {
 	phase connPhase
 	ls    *loopSession
 
-	written int   // bytes of ls.out written
-	idleAt  int64 // the idle timeout (0: none)
-	waitAt  int64 // the end of the wait for an error body (0: none)
-	drainAt int64 // the end of the drain
-	drained int   // bytes drained
-	port    int   // the local port, claimed on the loop (0: none)
+	written int    // bytes of ls.out written
+	idleAt  int64  // the idle timeout (0: none)
+	waitAt  int64  // the end of the wait for an error body (0: none)
+	drainAt int64  // the end of the drain
+	drained int    // bytes drained
+	port    int    // the local port, claimed on the loop (0: none)
+	wsOut   []byte // WebSocket frames a write could not take yet
+	pingAt  int64  // WebSocket: when to ping, or when the pong is due (0: none)
 }
 
 // expiry is c's next deadline, 0 for none.
@@ -106,7 +109,7 @@ func (c *econn) expiry() int64 {
 	case phConnecting, phWriting:
 		return c.ls.deadline
 	case phReading:
-		return minSet(minSet(c.ls.deadline, c.idleAt), c.waitAt)
+		return minSet(minSet(minSet(c.ls.deadline, c.idleAt), c.waitAt), c.pingAt)
 	case phDraining:
 		return minSet(c.drainAt, c.idleAt)
 	}
@@ -326,6 +329,7 @@ func peekFD(fd int) connState {
 // closeConn closes the session's connection.
 func (ls *loopSession) closeConn() {
 	if c := ls.c; c != nil {
+		c.closeWS()
 		ls.l.Stop(&c.timer)
 		ls.l.Drop(&c.reg)
 		ls.l.Release(c.port)
@@ -365,10 +369,14 @@ func (ls *loopSession) start() {
 // after what the loop received ahead of the socket (uring) if anything.
 func (ls *loopSession) usable() bool {
 	if ls.l.Buffered(&ls.c.reg) {
-		ls.c.readIdle()
-		return false
+		ls.c.readIdle() // closes the connection, unless what waited is a WebSocket frame it answered
+		return ls.s.ws != nil && ls.c != nil
 	}
-	ls.lost = peekFD(ls.c.reg.FD())
+	if ls.lost = peekFD(ls.c.reg.FD()); ls.lost == pending && ls.s.ws != nil {
+		ls.lost = idle
+		ls.c.readIdle() // answered, or closed: what waited is a WebSocket frame
+		return ls.c != nil
+	}
 	return ls.lost == idle
 }
 
@@ -379,7 +387,7 @@ func (ls *loopSession) attempt() {
 	if c := ls.c; c != nil {
 		ls.reused = true
 		ls.kept.Store(false)
-		rec.ConnID, rec.Reused, rec.Proto = s.id, true, ProtoHTTP1
+		rec.ConnID, rec.Reused, rec.Proto = s.id, true, s.proto
 		c.phase, c.written = phWriting, 0
 		c.write()
 		return
@@ -450,7 +458,10 @@ func (c *econn) connected() {
 	rec.Connected = clock.Now()
 	s.id = s.q.state().conns.Add(1)
 	s.proto = ProtoHTTP1
-	rec.ConnID, rec.Reused, rec.Proto = s.id, false, ProtoHTTP1
+	if s.q.WebSocket {
+		s.proto = ProtoWebSocket
+	}
+	rec.ConnID, rec.Reused, rec.Proto = s.id, false, s.proto
 	c.phase, c.written = phWriting, 0
 	c.write()
 }
@@ -470,7 +481,7 @@ func (c *econn) write() {
 	var pooled *[]byte
 	if out == nil {
 		pooled = requestBuffers.Get().(*[]byte)
-		out = ls.s.q.AppendHTTP((*pooled)[:0], ls.rec.ID)
+		out = ls.appendRequest((*pooled)[:0], ls.rec.ID)
 	}
 	n, err := evloop.RawWrite(c.reg.FD(), out[c.written:])
 	c.written += n
@@ -509,7 +520,12 @@ func (c *econn) sent() {
 	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
 		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
 	}
-	ls.r = newReader(rec, &q.Options)
+	if q.WebSocket {
+		ls.ws = newWSExchange(q, rec, ls.s.ws, ls.reused)
+		ls.r = ls.ws.r
+	} else {
+		ls.r = newReader(rec, &q.Options)
+	}
 	c.phase = phReading
 	c.waitAt, c.idleAt = 0, 0
 	if q.IdleTimeout > 0 {
@@ -520,6 +536,9 @@ func (c *econn) sent() {
 		return
 	}
 	c.schedule()
+	if ls.ws != nil {
+		c.armPing(now)
+	}
 }
 
 // schedule puts c's next deadline in the loop's timer heap. A deadline
@@ -550,6 +569,10 @@ func (c *econn) Ready(*evloop.Loop) {
 	case phWriting:
 		c.write()
 	case phReading:
+		if len(c.wsOut) > 0 {
+			c.flushWS()
+			return
+		}
 		c.readResponse()
 	case phDraining:
 		c.readDrain()
@@ -587,7 +610,7 @@ func (c *econn) readResponse() {
 			c.idleAt = now + int64(q.IdleTimeout)
 		}
 		r := ls.r
-		if r.feed(p, now) {
+		if ls.feed(p, now) {
 			rec.End = now
 			r.close()
 			c.responseEnded()
@@ -614,12 +637,27 @@ func (c *econn) readResponse() {
 	ls.failConn(q.classify(ls.ctx, err, ls.r.endOfStream(err)))
 }
 
+// feed hands one read's bytes to the request's parser: the HTTP reader, or
+// over WebSocket the frames' (which may ask for frames to be written,
+// or for the request to go again on a new connection). It reports
+// whether the request has ended.
+func (ls *loopSession) feed(p []byte, now int64) bool {
+	if ls.ws == nil {
+		return ls.r.feed(p, now)
+	}
+	return ls.c.feedWS(p, now)
+}
+
 // responseEnded: the response ended (its terminal event, or a failure).
 // With keep-alive the rest of its framing is drained, as drainH1 does.
 func (c *econn) responseEnded() {
 	ls := c.ls
 	s, rec := ls.s, ls.rec
 	q, r := s.q, ls.r
+	if ls.ws != nil {
+		c.wsEnded()
+		return
+	}
 	if !q.KeepAlive || s.oneShot || !r.gotHead || r.closes || r.failing || ls.ctx.Err() != nil {
 		ls.closeConn()
 		ls.finish()
@@ -705,6 +743,10 @@ func (c *econn) drainEnded(err error) {
 func (c *econn) readIdle() {
 	ls := c.ls
 	p, err := ls.l.Read(&c.reg)
+	if len(p) > 0 && ls.s.ws != nil {
+		c.idleWS(p)
+		return
+	}
 	switch {
 	case len(p) > 0:
 		ls.lost = pending
@@ -727,6 +769,8 @@ func (c *econn) timeout(now int64) {
 		switch {
 		case ls.ctx.Err() != nil:
 			ls.failConn(result.Failure{Kind: result.Interrupted})
+		case c.pingFirst(now):
+			c.pingDue(now)
 		case ls.r.failing:
 			ls.failConn(ls.r.statusFailure())
 		case c.idleAt != 0 && c.idleAt <= now && c.idleAt < ls.deadline:
@@ -761,6 +805,7 @@ func (ls *loopSession) retry() {
 		ls.r.close()
 		ls.r = nil
 	}
+	ls.ws = nil
 	rec.ReuseFailed = true
 	rec.ConnID, rec.Reused, rec.Proto = 0, false, ""
 	rec.Sent, rec.HeadAt, rec.Bytes, rec.Reads = 0, 0, 0, 0
@@ -792,6 +837,6 @@ func (ls *loopSession) finish() {
 	}
 	ls.s.q.fillEmitted(rec)
 	ls.active = false
-	ls.ctx, ls.rec, ls.done, ls.r = nil, nil, nil, nil
+	ls.ctx, ls.rec, ls.done, ls.r, ls.ws = nil, nil, nil, nil, nil
 	done(rec)
 }

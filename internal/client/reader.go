@@ -39,9 +39,12 @@ type reader struct {
 	drainable bool   // the response ended inside a framed body, its framing intact: drain may follow
 	rest      []byte // the Read's bytes after the point where the response ended, not yet taken by the framing
 	lines     wire.LineSplitter
-	gunzip    *inflater // set when the body is gzip-encoded
-	readIdx   int32     // index of the Read being processed
-	now       int64     // its arrival time
+	// upgrade, when set, takes the head of a 101 or 2xx answer to a
+	// WebSocket upgrade (wsExchange.upgraded); true: the request failed.
+	upgrade func(h wire.ResponseHead) bool
+	gunzip  *inflater // set when the body is gzip-encoded
+	readIdx int32     // index of the Read being processed
+	now     int64     // its arrival time
 
 	event    [maxEventName]byte // the current SSE event's "event:" value
 	eventLen int
@@ -101,28 +104,38 @@ func newReader(rec *result.Request, o *Options) *reader {
 // feed processes one Read's bytes, all arrived at now. It returns true when
 // the request has ended (rec.Failure set).
 func (r *reader) feed(p []byte, now int64) bool {
-	r.rec.Bytes += int64(len(p))
-	r.now = now
-	r.silence(now)
-	defer func() { r.readIdx++ }()
+	defer r.endRead(r.beginRead(p, now))
 	if !r.gotHead {
 		var ended bool
 		if p, ended = r.readHead(p); ended || !r.gotHead {
 			return ended
 		}
 	}
-	before := len(r.rec.Tokens)
 	ended := r.body(p, now)
 	// The head is parsed: its buffer goes (r.rest may still point into
 	// it, for the drain that follows at once).
 	r.head = nil
-	if got := len(r.rec.Tokens) - before; got > 0 {
+	return ended
+}
+
+// beginRead accounts for the bytes p of a Read that returned at now, before
+// they are parsed; it returns what endRead needs.
+func (r *reader) beginRead(p []byte, now int64) (tokensBefore int) {
+	r.rec.Bytes += int64(len(p))
+	r.now = now
+	r.silence(now)
+	return len(r.rec.Tokens)
+}
+
+// endRead accounts for the tokens the Read delivered, once parsed.
+func (r *reader) endRead(tokensBefore int) {
+	r.readIdx++
+	if got := len(r.rec.Tokens) - tokensBefore; got > 0 {
 		r.rec.MaxTokensPerRead = max(r.rec.MaxTokensPerRead, got)
 		if r.received != nil {
 			r.received.Add(int64(got))
 		}
 	}
-	return ended
 }
 
 // readHead gathers the response head. Once it is complete it returns the
@@ -179,6 +192,9 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 		r.closes = h.Close
 		if !h.Chunked && h.ContentLength >= 0 {
 			r.remain = h.ContentLength
+		}
+		if r.upgrade != nil && (h.StatusCode == 101 || h.StatusCode/100 == 2) {
+			return buf[n:], r.upgrade(h)
 		}
 		if h.StatusCode < 200 || h.StatusCode > 299 {
 			return buf[n:], r.nonSuccess(h.StatusCode, badStatus(buf), h.Header)
@@ -449,11 +465,7 @@ func (r *reader) sse(data []byte, now int64) bool {
 			}
 			continue
 		}
-		r.rec.Events++
-		if r.rec.FirstEventAt == 0 && string(r.event[:r.eventLen]) != "ping" {
-			r.rec.FirstEventAt = now
-		}
-		if r.handle(payload, now) {
+		if r.dataEvent(payload, now) {
 			return true
 		}
 	}
@@ -462,6 +474,16 @@ func (r *reader) sse(data []byte, now int64) bool {
 		return true
 	}
 	return false
+}
+
+// dataEvent counts and handles one event's data: an SSE data payload, or
+// a WebSocket text message. It returns true when the stream has ended.
+func (r *reader) dataEvent(payload []byte, now int64) bool {
+	r.rec.Events++
+	if r.rec.FirstEventAt == 0 && string(r.event[:r.eventLen]) != "ping" {
+		r.rec.FirstEventAt = now
+	}
+	return r.handle(payload, now)
 }
 
 // eventField returns the value of an SSE "event:" line (leading spaces and

@@ -34,8 +34,9 @@ type Session struct {
 	id    int64      // its ConnID
 	proto string     // its protocol (rec.Proto)
 
-	buf     []byte // the read buffer, ReadBufferSize
-	oneShot bool   // Request.Do's: the connection closes after the request, no drain
+	ws      *wsState // the open connection's WebSocket state (Options.WebSocket)
+	buf     []byte   // the read buffer, ReadBufferSize
+	oneShot bool     // Request.Do's: the connection closes after the request, no drain
 
 	ev loopSession // the epoll engine's state (see Engine)
 }
@@ -48,6 +49,7 @@ func (q *Request) NewSession() *Session {
 // Close closes the session's connection, if one is open.
 func (s *Session) Close() error {
 	s.closeLoop()
+	s.closeWS(0)
 	var err error
 	switch {
 	case s.cc != nil:
@@ -136,9 +138,12 @@ func (s *Session) Do(ctx context.Context, rec *result.Request) {
 		}
 		rec.ConnID, rec.Reused, rec.Proto = s.id, reused, s.proto
 		var a attempt
-		if s.cc != nil {
+		switch {
+		case s.cc != nil:
 			a = s.doH2(ctx, rec, deadline, reused)
-		} else {
+		case q.WebSocket:
+			a = s.doWS(ctx, rec, deadline, reused)
+		default:
 			a = s.doH1(ctx, rec, deadline, reused)
 		}
 		if a == finished {
@@ -156,6 +161,9 @@ func (s *Session) Do(ctx context.Context, rec *result.Request) {
 // still open and silent: a connection the peer closed while idle is a reuse
 // failure, one with bytes waiting is poisoned. Either way it is not used.
 func (s *Session) usable(rec *result.Request) bool {
+	if s.ws != nil {
+		return s.wsUsable(rec)
+	}
 	if s.cc != nil {
 		if s.cc.CanTakeNewRequest() {
 			return true
@@ -282,17 +290,8 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 		}
 	}()
 
-	if _, err := conn.Write(raw); err != nil {
-		if reused && ctx.Err() == nil && isClosed(err) {
-			return deadConn
-		}
-		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
-		return finished
-	}
-	rec.Sent = clock.Now()
-
-	if n := q.expectedTokens(); cap(rec.Tokens) == 0 && n > 0 {
-		rec.Tokens = make([]result.Token, 0, n)
+	if a, ok := q.send(ctx, rec, conn, raw, reused); !ok {
+		return a
 	}
 	r := newReader(rec, &q.Options)
 	defer r.close()
@@ -322,6 +321,25 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 			return finished
 		}
 	}
+}
+
+// send writes the request raw on conn, then times it (rec.Sent) and makes
+// room for its tokens. When the write fails it returns false and how the
+// attempt ended: a kept connection found closed goes again (deadConn),
+// else the request failed.
+func (q *Request) send(ctx context.Context, rec *result.Request, conn net.Conn, raw []byte, reused bool) (attempt, bool) {
+	if _, err := conn.Write(raw); err != nil {
+		if reused && ctx.Err() == nil && isClosed(err) {
+			return deadConn, false
+		}
+		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+		return finished, false
+	}
+	rec.Sent = clock.Now()
+	if n := q.expectedTokens(); cap(rec.Tokens) == 0 && n > 0 {
+		rec.Tokens = make([]result.Token, 0, n)
+	}
+	return finished, true
 }
 
 // readLimit sets the read deadline of an HTTP/1.1 connection before each

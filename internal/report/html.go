@@ -139,8 +139,12 @@ func newHTMLView(d *rundoc.Document) htmlView {
 	}
 	for i := range d.Batches {
 		b := &d.Batches[i]
-		hb := htmlBatch{Title: fmt.Sprintf("%s — %s: %d requests, %d ok, %d failed, %d tokens",
-			cmp.Or(b.Title(), "batch"), cmp.Or(b.Target, "?"), b.Requests, b.OK, b.Failed, b.Tokens)}
+		over := ""
+		if b.Transport == summary.TransportWebSocket {
+			over = " over WebSocket"
+		}
+		hb := htmlBatch{Title: fmt.Sprintf("%s — %s%s: %d requests, %d ok, %d failed, %d tokens",
+			cmp.Or(b.Title(), "batch"), cmp.Or(b.Target, "?"), over, b.Requests, b.OK, b.Failed, b.Tokens)}
 		twoClock := b.TwoClockMetrics()
 		for _, nm := range b.Metrics.Named() {
 			var c *summary.Clock
@@ -164,7 +168,11 @@ func newHTMLView(d *rundoc.Document) htmlView {
 			v.Failures = append(v.Failures, row)
 		}
 		s := &b.Stream
-		v.Stream = append(v.Stream, htmlStreamRow{Batch: b.Name, Cells: []string{
+		batch := b.Name
+		if b.Transport != "" {
+			batch += " (" + b.Transport + ")"
+		}
+		v.Stream = append(v.Stream, htmlStreamRow{Batch: batch, Cells: []string{
 			fmt.Sprint(s.Received()), fmt.Sprint(s.ByPiTs), fmt.Sprint(s.ByContent), fmt.Sprint(s.Unmeasured),
 			fmt.Sprint(s.Reads), fmt.Sprint(s.Events), byteSize(s.Bytes),
 			fmt.Sprint(s.MaxTokensPerRead), fmt.Sprint(s.IntegrityErrors),

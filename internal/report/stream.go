@@ -20,6 +20,13 @@ import (
 //	loopback   600 tokens: 600 by pi_ts, 0 by content, 0 unmeasured; 603 reads, 606 events, 141.2 KB; up to 1 token per read
 //	gateway    1000 tokens: 0 by pi_ts, 1000 by content, 0 unmeasured; 212 reads, 1004 events, 160.3 KB; up to 5 tokens per read; 0 integrity errors
 //
+// A batch over WebSocket (--websocket) counts "websocket messages" where
+// the others count events, and its connections line names the protocol
+// "websocket":
+//
+//	gateway    1000 tokens: 1000 by pi_ts, 0 by content, 0 unmeasured; 1003 reads, 1040 websocket messages, 251.3 KB; up to 1 token per read; 0 integrity errors
+//	connections    gateway  5 opened, 4.0 requests each, 0 reuse failures; websocket 20
+//
 // The tokens are all those received, by ok and failed requests alike (the
 // batch title counts those of ok requests only): measured by the pi_ts of
 // the event that carried each alone, by content through the in-process
@@ -166,13 +173,18 @@ func PhasesLine(r *result.Request) string {
 	return b.String()
 }
 
-// streamLine writes the line of one batch.
+// streamLine writes the line of one batch. Over WebSocket its events are
+// "websocket messages", one event each.
 func streamLine(p *printer, b *summary.Batch, integrity bool) {
 	s := &b.Stream
 	tokens := s.Received()
+	event := "event"
+	if b.Transport == summary.TransportWebSocket {
+		event = "websocket message"
+	}
 	p.printf("%-10s %d %s: %d by pi_ts, %d by content, %d unmeasured; %d %s, %d %s, %s; up to %d %s per read",
 		b.Name, tokens, plural(tokens, "token"), s.ByPiTs, s.ByContent, s.Unmeasured,
-		s.Reads, plural(s.Reads, "read"), s.Events, plural(s.Events, "event"), byteSize(s.Bytes),
+		s.Reads, plural(s.Reads, "read"), s.Events, plural(s.Events, event), byteSize(s.Bytes),
 		s.MaxTokensPerRead, plural(int64(s.MaxTokensPerRead), "token"))
 	if integrity {
 		p.printf("; %d integrity %s", s.IntegrityErrors, plural(int64(s.IntegrityErrors), "error"))

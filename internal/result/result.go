@@ -272,7 +272,7 @@ type Request struct {
 	Connected int64  // TCP connection established
 	TLSDone   int64  // TLS handshake finished
 	HeadAt    int64  // response head received (status line and headers)
-	Proto     string // protocol actually used: "HTTP/1.1", "h2", "h2c"
+	Proto     string // protocol actually used: "HTTP/1.1", "h2", "h2c", "websocket"
 	ConnID    int64  // which connection carried it (per batch, from 1)
 	Reused    bool   // the connection had carried an earlier request
 	Warmup    bool   // a warm-up request: reported, not counted in the statistics
@@ -334,7 +334,8 @@ type Request struct {
 	BodyEnded bool
 
 	// Heartbeats seen: SSE comment lines (": ping") and Anthropic
-	// "event: ping" events, whoever sent them.
+	// "event: ping" events, whoever sent them; over WebSocket, the ping
+	// frames received during the request (Pings).
 	Comments int
 	Pings    int
 	// ServerHeartbeats is how many heartbeats the in-process server wrote

@@ -169,6 +169,9 @@ func (s *Server) serveRequest(hc *h1conn) (handedOff bool) {
 		return false
 	}
 	hc.served++
+	if wsRequested(&req.head) {
+		return s.serveWS(hc, req)
+	}
 	s.requests.Add(1)
 	hc.keep = !req.head.Close && !s.cfg.ServerClose
 	hc.http10 = req.head.Proto == "HTTP/1.0"
@@ -460,6 +463,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		s.writeError(t, &httpError{status: 400, code: "invalid_request_error", message: err.Error()})
 		return nil
 	}
+	sr.Stream = sr.Stream || alwaysStreams(t)
 	// Each hint from the JSON fields, else the header, else the prompt
 	// marker: a gateway that rebuilds the body drops the pi_* fields, one
 	// that filters headers drops the header, and the prompt survives both.

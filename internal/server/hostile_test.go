@@ -437,6 +437,8 @@ func hostileCases(t *testing.T, rng *rand.Rand) []hostileCase {
 		add(fmt.Sprintf("h2 random frames %d", i), toPlain, b.String(), i%10 == 0)
 	}
 
+	cases = append(cases, wsHostileCases(rng)...)
+
 	// The TLS listener: plaintext, random bytes, a ClientHello cut short
 	// or followed by garbage; and hostile requests inside real sessions.
 	hello := clientHello(t)

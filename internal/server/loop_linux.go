@@ -36,7 +36,7 @@ func (s *Server) onLoop(sh *shard, i int) bool {
 // (and on the goroutine engine) by the stream number.
 func (s *Server) shardFor(t transport, no uint64) *shard {
 	if s.affine {
-		if hc, ok := t.(*h1conn); ok {
+		if hc := h1Of(t); hc != nil {
 			if a, ok := hc.c.RemoteAddr().(*net.TCPAddr); ok {
 				if i := evloop.Affine(a.Port); i >= 0 {
 					return s.shards[i%len(s.shards)]

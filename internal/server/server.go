@@ -6,6 +6,10 @@
 // handed to the socket (and recording it in Config.Emissions under the
 // request's id).
 //
+// On the Responses path it also speaks the Responses API's WebSocket mode
+// (ws.go): a GET that upgrades, then a response per response.create
+// message, each event a text message, on the same schedule and shards.
+//
 // It speaks HTTP/1.1 with persistent connections (and the reference's one
 // request per connection when the request or Config.ServerClose asks), over
 // TLS when Config.TLS is set, and HTTP/2 when Config.HTTP2 is set: over TLS
@@ -426,8 +430,8 @@ func (s *Server) Connections() int64 { return s.connections.Load() }
 
 // Requests returns the number of requests read so far over all connections
 // (every HTTP/1.x request whose head and body were read, every HTTP/2
-// stream); Requests()/Connections() is the mean number of requests per
-// connection.
+// stream, every message of a WebSocket — its upgrade is none);
+// Requests()/Connections() is the mean number of requests per connection.
 func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Lateness returns how late token emissions were against their deadlines,

@@ -176,6 +176,9 @@ func NewBatch(name, target string, b *stats.Batch, s Samples) Batch {
 		Samples: NormSamples(s),
 		Warmup:  b.Warmup,
 	}
+	if b.Protocols[TransportWebSocket] > 0 {
+		out.Transport = TransportWebSocket
+	}
 	if hasConnections(b) {
 		out.Connections = &Connections{
 			Opened: b.Opened, OpenedByWarmup: b.WarmConnections, Requests: b.ConnRequests,

@@ -76,6 +76,7 @@ type Batch struct {
 
 	// Go tool, present only when the batch has them (documents written
 	// before these fields read as a batch without any).
+	Transport     string       `json:"transport,omitempty"`      // TransportWebSocket when the requests went over WebSocket; absent: SSE over HTTP
 	Warmup        int          `json:"warmup,omitempty"`         // warm-up requests, left out of everything else
 	Connections   *Connections `json:"connections,omitempty"`    // the connections that carried the requests
 	Phases        *Phases      `json:"phases,omitempty"`         // the phases of the time to first token
@@ -88,6 +89,11 @@ type Batch struct {
 
 	Samples Samples `json:"samples"`
 }
+
+// TransportWebSocket is Batch.Transport for a batch whose requests went
+// over the Responses API's WebSocket mode; it is also the protocol their
+// records name (client.ProtoWebSocket).
+const TransportWebSocket = "websocket"
 
 // Title returns the batch's title in the text report (SPEC §6), its name
 // for a batch of another name.

@@ -1,9 +1,9 @@
 // Package wire is the framing layer of sse-latency, in both directions and
 // without sockets or clocks: it parses HTTP/1.1 request and response heads,
-// decodes and encodes the chunked transfer coding, and splits and writes
-// Server-Sent Events lines.
+// decodes and encodes the chunked transfer coding, splits and writes
+// Server-Sent Events lines, and reads and writes WebSocket frames (ws.go).
 //
-// The body parsers, ChunkedDecoder and LineSplitter, are incremental in the
+// The body parsers, ChunkedDecoder, LineSplitter and WSReader, are incremental in the
 // style of net/http's chunked.go: each is fed whatever bytes a Read
 // returned, hands back what it could complete, and keeps its state until the
 // next feed. Neither blocks, and neither allocates per event or per line in
