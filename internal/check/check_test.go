@@ -13,7 +13,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/server"
-	"github.com/sse-latency/sse-latency/internal/testnet"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -201,7 +201,7 @@ func TestGatewayMishandlings(t *testing.T) {
 // speak HTTP or does not forward to the server ends the check at once with
 // one clear error.
 func TestNotAGateway(t *testing.T) {
-	refused := testnet.RefusedAddr(t)
+	refused := testutil.RefusedAddr(t)
 	redirect := httptest.NewServer(http.RedirectHandler("https://example.invalid/v1/chat/completions", http.StatusMovedPermanently))
 	defer redirect.Close()
 	elsewhere := httptest.NewServer(http.NotFoundHandler())
@@ -213,7 +213,7 @@ func TestNotAGateway(t *testing.T) {
 	odone := make(chan error, 1)
 	go func() { odone <- osrv.Serve(octx) }()
 	defer func() { ostop(); <-odone }()
-	notHTTP := testnet.NotHTTP(t)
+	notHTTP := testutil.NotHTTP(t)
 	for _, tt := range []struct{ name, target, want string }{
 		{"refused", refused, "cannot connect to " + refused + ": connect(): Connection refused"},
 		{"redirect", redirect.Listener.Addr().String(), "answered with a redirect 301 to https://example.invalid/v1/chat/completions; check follows no redirect"},

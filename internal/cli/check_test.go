@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/check"
-	"github.com/sse-latency/sse-latency/internal/testnet"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // TestCheckUsage: check -h prints its usage, which names every flag it
@@ -124,7 +124,7 @@ func TestCheckThroughReverseProxy(t *testing.T) {
 	}
 
 	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
-	refused := testnet.RefusedAddr(t)
+	refused := testutil.RefusedAddr(t)
 	stdout.Reset()
 	stderr.Reset()
 	code = CheckOn(context.Background(), ln2, []string{"-t", refused, "--json", jsonPath}, &stdout, &stderr)
@@ -144,7 +144,7 @@ func TestCheckThroughReverseProxy(t *testing.T) {
 // request's timeout), exit 1, with only the header on stdout and one line
 // on stderr saying why.
 func TestCheckNotAGateway(t *testing.T) {
-	refused, notHTTP := testnet.RefusedAddr(t), testnet.NotHTTP(t)
+	refused, notHTTP := testutil.RefusedAddr(t), testutil.NotHTTP(t)
 	redirect := httptest.NewServer(http.RedirectHandler("http://example.invalid/v1/chat/completions", http.StatusFound))
 	defer redirect.Close()
 	for _, tt := range []struct{ name, target, want string }{

@@ -2,8 +2,9 @@
 // pass every time, however busy the machine:
 //
 //   - listeners handed over already bound (Listen), never a port number
-//     that was free a moment ago, and an address that refuses connections
-//     for as long as the test runs (RefusedAddr);
+//     that was free a moment ago, an address that refuses connections
+//     for as long as the test runs (RefusedAddr), and one that answers
+//     in another protocol than HTTP (NotHTTP);
 //   - a server run with a bounded stop (Serve), for our internal/server;
 //   - TCP peers on loopback: ServeTCP runs a handler per connection, Play
 //     writes a script on command and waits, between steps, for a condition

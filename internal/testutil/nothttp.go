@@ -1,16 +1,13 @@
-// Package testnet holds the loopback endpoints the tests of several
-// packages (check, cli) point a client at to see it fail: an address that
-// refuses connections (RefusedAddr) and a listener that does not speak
-// HTTP (NotHTTP). Only tests import it.
-package testnet
+package testutil
 
 import (
 	"net"
 	"testing"
 )
 
-// Banner is what NotHTTP's listener writes on every connection before it
-// closes it: an SSH server's greeting.
+// A listener that does not speak HTTP, for the tests that point a client
+// at one to see it fail with a clear error.
+
 const Banner = "SSH-2.0-OpenSSH_9.2\r\n"
 
 // NotHTTP returns the address of a loopback listener that answers every
