@@ -1,6 +1,9 @@
 // Package probe is the Prometheus side of `sse-latency probe`, which
 // measures a gateway in rounds, every interval, until it is stopped: the
-// metric families a round feeds, and their HTTP handler.
+// metric families a round feeds, and their HTTP handler, which writes
+// Prometheus's text exposition format itself (text.go): Prometheus's client
+// library would link protobuf and more into every run of the tool, probe
+// or not.
 //
 // A round's records are held until the round ends (Round.Add), then
 // committed at once with its summary's gauges (Metrics.Commit), under a
@@ -28,12 +31,14 @@
 package probe
 
 import (
+	"bytes"
+	"compress/gzip"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -52,60 +57,108 @@ var batchLabel = map[string]string{"loop": summary.LoopbackBatch, "gw": summary.
 // classes are the verdict label values.
 var classes = []verdict.Class{verdict.Flushes, verdict.Buffers, verdict.Unknown}
 
-// Metrics are the families of a probe, in a registry of their own.
+// Metrics are the families of a probe.
 type Metrics struct {
-	mu  sync.RWMutex // Commit holds it to write; a scrape to read
-	reg *prometheus.Registry
+	mu   sync.Mutex // held by Commit, and by a scrape while it renders
+	fams []*family  // all of the below
 
-	ttft, ttfo, emitRecv, interToken, leg *prometheus.HistogramVec
-	requests, failures                    *prometheus.CounterVec
-	added, verdict                        *prometheus.GaugeVec
-	rounds                                prometheus.Counter
-	lastRound, clockOffset, clockBound    prometheus.Gauge
+	ttft, ttfo, emitRecv, interToken, leg *family
+	requests, failures                    *family
+	added, verdict                        *family
+	rounds                                *family
+	lastRound, clockOffset, clockBound    *family
 }
 
-// New returns the families, registered, without samples.
+// New returns the families, without samples.
 func New() *Metrics {
-	hist := func(name, help string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: LatencyBuckets}, []string{"batch"})
+	hist := func(name, help string) *family {
+		return newHistogram(name, help, LatencyBuckets, "batch")
 	}
 	m := &Metrics{
-		reg:        prometheus.NewRegistry(),
 		ttft:       hist("sse_latency_ttft_seconds", "Time to first token: request sent to first token received, per request."),
 		ttfo:       hist("sse_latency_ttfo_seconds", "Time to first output: request sent to first visible text received, per request that had text."),
 		emitRecv:   hist("sse_latency_emit_recv_seconds", "One-way delay of each token after the first: emitted by the server to received by the client."),
 		interToken: hist("sse_latency_inter_token_seconds", "Gap between the arrivals of consecutive tokens."),
 		leg:        hist("sse_latency_request_leg_seconds", "Request leg: request sent by the client to read whole by the server (the gateway's request path)."),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sse_latency_requests_total",
-			Help: "Requests made, ok or failed."}, []string{"batch"}),
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sse_latency_failures_total",
-			Help: "Failed requests, by kind of failure."}, []string{"batch", "kind"}),
-		added: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sse_latency_added_emit_recv_seconds",
-			Help: "The last round's emit->recv added by the gateway (gateway minus loopback; the gateway's own without calibration)."}, []string{"stat"}),
-		verdict: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "sse_latency_verdict",
-			Help: "1 for the buffering verdict of the last round (flushes, buffers, unknown), 0 for the others."}, []string{"class"}),
-		rounds: prometheus.NewCounter(prometheus.CounterOpts{Name: "sse_latency_probe_rounds_total", Help: "Rounds of measurement committed."}),
-		lastRound: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sse_latency_probe_last_round_timestamp_seconds",
-			Help: "When the last round ended, Unix time."}),
-		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sse_latency_clock_offset_seconds",
-			Help: "Across hosts: the server's clock minus the probe's (0 in one process)."}),
-		clockBound: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sse_latency_clock_bound_seconds",
-			Help: "Across hosts: the error bound of every server time converted to the probe's clock (0 in one process)."}),
+		requests:   newFamily("sse_latency_requests_total", "Requests made, ok or failed.", counter, "batch"),
+		failures:   newFamily("sse_latency_failures_total", "Failed requests, by kind of failure.", counter, "batch", "kind"),
+		added: newFamily("sse_latency_added_emit_recv_seconds",
+			"The last round's emit->recv added by the gateway (gateway minus loopback; the gateway's own without calibration).", gauge, "stat"),
+		verdict: newFamily("sse_latency_verdict",
+			"1 for the buffering verdict of the last round (flushes, buffers, unknown), 0 for the others.", gauge, "class"),
+		rounds:    newFamily("sse_latency_probe_rounds_total", "Rounds of measurement committed.", counter),
+		lastRound: newFamily("sse_latency_probe_last_round_timestamp_seconds", "When the last round ended, Unix time.", gauge),
+		clockOffset: newFamily("sse_latency_clock_offset_seconds",
+			"Across hosts: the server's clock minus the probe's (0 in one process).", gauge),
+		clockBound: newFamily("sse_latency_clock_bound_seconds",
+			"Across hosts: the error bound of every server time converted to the probe's clock (0 in one process).", gauge),
 	}
-	m.reg.MustRegister(m.ttft, m.ttfo, m.emitRecv, m.interToken, m.leg, m.requests, m.failures,
-		m.added, m.verdict, m.rounds, m.lastRound, m.clockOffset, m.clockBound)
+	m.fams = []*family{m.ttft, m.ttfo, m.emitRecv, m.interToken, m.leg, m.requests, m.failures,
+		m.added, m.verdict, m.rounds, m.lastRound, m.clockOffset, m.clockBound}
 	return m
 }
 
-// Handler serves the families in Prometheus's text format (or what the
-// scraper negotiates), never during a Commit.
+// Handler serves the families in Prometheus's text format 0.0.4, whatever
+// the request's method and Accept header (the caller routes GET /metrics
+// to it; net/http sends a HEAD's headers only), gzip-compressed when the
+// request's Accept-Encoding names gzip. A scrape renders under the lock
+// Commit takes, so it sees whole rounds only, then writes without it: a
+// slow scraper does not hold a round up. A query's name[] parameters,
+// when there are any, keep only the families they name, as Prometheus's
+// own handler does.
 func (m *Metrics) Handler() http.Handler {
-	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.mu.RLock()
-		defer m.mu.RUnlock()
-		h.ServeHTTP(w, r)
+		fams := m.fams
+		if names := r.URL.Query()["name[]"]; len(names) > 0 {
+			fams = nil
+			for _, f := range m.fams {
+				if slices.Contains(names, f.name) {
+					fams = append(fams, f)
+				}
+			}
+		}
+		var b bytes.Buffer
+		m.mu.Lock()
+		writeText(&b, fams)
+		m.mu.Unlock()
+		h := w.Header()
+		h.Set("Content-Type", contentType)
+		h.Add("Vary", "Accept-Encoding")
+		if !acceptsGzip(strings.Join(r.Header.Values("Accept-Encoding"), ",")) {
+			h.Set("Content-Length", strconv.Itoa(b.Len()))
+			w.Write(b.Bytes())
+			return
+		}
+		h.Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		zw.Write(b.Bytes())
+		zw.Close()
 	})
+}
+
+// acceptsGzip reports whether an Accept-Encoding header value (its lines
+// joined by commas) accepts gzip: it names gzip (any case) with no
+// q-value, or one above 0. A "*" is not taken for gzip: identity is
+// always acceptable, and Prometheus's own handler chose it for "*" too.
+func acceptsGzip(h string) bool {
+	for c := range strings.SplitSeq(h, ",") {
+		name, params, _ := strings.Cut(c, ";")
+		if !strings.EqualFold(strings.TrimSpace(name), "gzip") {
+			continue
+		}
+		q := 1.0
+		for p := range strings.SplitSeq(params, ";") {
+			k, v, _ := strings.Cut(strings.TrimSpace(p), "=")
+			if strings.EqualFold(k, "q") {
+				var err error
+				if q, err = strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil {
+					q = 0 // malformed: not accepted
+				}
+			}
+		}
+		return q > 0
+	}
+	return false
 }
 
 // Round holds what one round's records contribute, until Commit. Add is
@@ -118,7 +171,7 @@ type Round struct {
 
 // observation is one sample of one histogram and batch.
 type observation struct {
-	h     *prometheus.HistogramVec
+	h     *family // a histogram
 	batch string
 	v     float64 // seconds
 }
@@ -141,7 +194,7 @@ func (m *Metrics) Add(rd *Round, rec *result.Request) {
 	if !rec.OK() {
 		rd.failures[[2]string{b, rec.Failure.Kind.String()}]++
 	}
-	obs := func(h *prometheus.HistogramVec, ns int64) {
+	obs := func(h *family, ns int64) {
 		rd.obs = append(rd.obs, observation{h, b, float64(ns) / 1e9})
 	}
 	if rec.Sent > 0 && rec.ServerArrived > 0 {
@@ -172,13 +225,13 @@ func (m *Metrics) Commit(rd *Round, s *summary.Run, end time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, o := range rd.obs {
-		o.h.WithLabelValues(o.batch).Observe(o.v)
+		o.h.with(o.batch).observe(o.h.bounds, o.v)
 	}
 	for b, n := range rd.requests {
-		m.requests.WithLabelValues(b).Add(float64(n))
+		m.requests.with(b).value += float64(n)
 	}
 	for k, n := range rd.failures {
-		m.failures.WithLabelValues(k[0], k[1]).Add(float64(n))
+		m.failures.with(k[0], k[1]).value += float64(n)
 	}
 	if v := s.Verdict; v != nil {
 		for _, c := range classes {
@@ -186,21 +239,21 @@ func (m *Metrics) Commit(rd *Round, s *summary.Run, end time.Time) {
 			if c == v.Class {
 				on = 1
 			}
-			m.verdict.WithLabelValues(c.String()).Set(on)
+			m.verdict.with(c.String()).value = on
 		}
 		// The added delay is known whenever the gateway's tokens had
 		// emission times, whatever the class (too few tokens to judge
 		// bursts still have their delay).
 		if g := s.Gateway(); g != nil && g.Metrics.EmitRecv.N > 0 {
-			m.added.WithLabelValues("mean").Set(v.AddedMeanMs / 1e3)
-			m.added.WithLabelValues("p50").Set(v.AddedP50Ms / 1e3)
-			m.added.WithLabelValues("p99").Set(v.AddedP99Ms / 1e3)
+			m.added.with("mean").value = v.AddedMeanMs / 1e3
+			m.added.with("p50").value = v.AddedP50Ms / 1e3
+			m.added.with("p99").value = v.AddedP99Ms / 1e3
 		}
 	}
 	if c := s.Clock; c != nil {
-		m.clockOffset.Set(c.OffsetMs / 1e3)
-		m.clockBound.Set(c.BoundMs / 1e3)
+		m.clockOffset.with().value = c.OffsetMs / 1e3
+		m.clockBound.with().value = c.BoundMs / 1e3
 	}
-	m.rounds.Inc()
-	m.lastRound.Set(float64(end.UnixNano()) / 1e9)
+	m.rounds.with().value++
+	m.lastRound.with().value = float64(end.UnixNano()) / 1e9
 }

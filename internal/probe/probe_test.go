@@ -2,12 +2,15 @@ package probe
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -200,6 +203,136 @@ func TestDashboardNamesFamilies(t *testing.T) {
 	for name := range fams {
 		if !seen[name] {
 			t.Errorf("the dashboard shows nothing of %s", name)
+		}
+	}
+}
+
+// TestHandler: the whole families, or those name[] keeps, in the text
+// format's media type, as Prometheus writes them; gzip-compressed when
+// the scraper accepts it.
+func TestHandler(t *testing.T) {
+	m := New()
+	m.Commit(NewRound(), &summary.Run{}, time.Unix(1_800_000_000, 0))
+	for _, tt := range []struct {
+		target, encoding string
+		want             []string
+	}{
+		{"/metrics", "", []string{"sse_latency_clock_bound_seconds", "sse_latency_clock_offset_seconds",
+			"sse_latency_probe_last_round_timestamp_seconds", "sse_latency_probe_rounds_total"}},
+		{"/metrics", "gzip", []string{"sse_latency_clock_bound_seconds", "sse_latency_clock_offset_seconds",
+			"sse_latency_probe_last_round_timestamp_seconds", "sse_latency_probe_rounds_total"}},
+		{"/metrics?name[]=sse_latency_probe_rounds_total&name[]=sse_latency_ttft_seconds&name[]=other", "",
+			[]string{"sse_latency_probe_rounds_total"}},
+	} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("GET", tt.target, nil)
+		if tt.encoding != "" {
+			req.Header.Set("Accept-Encoding", tt.encoding)
+		}
+		m.Handler().ServeHTTP(rec, req)
+		if ct := rec.Header().Get("Content-Type"); rec.Code != 200 || ct != "text/plain; version=0.0.4; charset=utf-8" {
+			t.Errorf("GET %s: %d, Content-Type %q", tt.target, rec.Code, ct)
+		}
+		if ce := rec.Header().Get("Content-Encoding"); ce != tt.encoding {
+			t.Errorf("GET %s, Accept-Encoding %q: Content-Encoding %q", tt.target, tt.encoding, ce)
+		}
+		var body io.Reader = rec.Body
+		if tt.encoding == "gzip" {
+			zr, err := gzip.NewReader(rec.Body)
+			if err != nil {
+				t.Fatalf("GET %s, Accept-Encoding gzip: %v", tt.target, err)
+			}
+			body = zr
+		}
+		text, err := io.ReadAll(body)
+		if err != nil {
+			t.Fatalf("GET %s, Accept-Encoding %q: %v", tt.target, tt.encoding, err)
+		}
+		checkExpfmt(t, "GET "+tt.target, string(text))
+		fams, err := probetest.Parse(bytes.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := slices.Sorted(maps.Keys(fams))
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("GET %s: families %v, want %v", tt.target, got, tt.want)
+		}
+	}
+}
+
+func TestAcceptsGzip(t *testing.T) {
+	for _, tt := range []struct {
+		header string
+		want   bool
+	}{
+		{"", false},
+		{"gzip", true},
+		{"GZip", true},
+		{"deflate, gzip", true},
+		{" gzip ; q=0.5 ,br", true},
+		{"gzip;Q=1", true},
+		{"gzip;q=0", false},
+		{"gzip; q=0.000", false},
+		{"gzip;q=x", false},
+		{"*", false},
+		{"identity", false},
+		{"x-gzip-ish", false},
+		{"br;q=1, gzip;level=9", true},
+	} {
+		if got := acceptsGzip(tt.header); got != tt.want {
+			t.Errorf("acceptsGzip(%q) = %v, want %v", tt.header, got, tt.want)
+		}
+	}
+}
+
+// FuzzAcceptsGzip: any header is judged without a panic, and gzip is
+// accepted only by a header that names it.
+func FuzzAcceptsGzip(f *testing.F) {
+	for _, s := range []string{"gzip", "gzip;q=0", "deflate, gzip;q=0.5", "*;q=1", "gzip;q=", ";;,,;=", "gzip;q=1e400"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		if acceptsGzip(h) && !strings.Contains(strings.ToLower(h), "gzip") {
+			t.Errorf("acceptsGzip(%q) without gzip in it", h)
+		}
+	})
+}
+
+// TestScrapeSeesWholeRounds: scrapes during commits see whole rounds only
+// (each round adds 3 requests, 3 TTFTs and 1 round), and the last scrape
+// all of them.
+func TestScrapeSeesWholeRounds(t *testing.T) {
+	m := New()
+	const rounds = 200
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range rounds {
+			rd := NewRound()
+			for range 3 {
+				m.Add(rd, request("gw", 2))
+			}
+			m.Commit(rd, &summary.Run{}, time.Unix(1_800_000_000, 0))
+		}
+	}()
+	for stop := false; !stop; {
+		select {
+		case <-done:
+			stop = true
+		default:
+		}
+		fams := scrape(t, m)
+		n := probetest.Value(fams, "sse_latency_probe_rounds_total")
+		req := probetest.Value(fams, "sse_latency_requests_total", "batch=gateway")
+		ttft := probetest.Value(fams, "sse_latency_ttft_seconds", "batch=gateway")
+		if n == 0 && req == -1 && ttft == -1 {
+			continue // before the first commit
+		}
+		if req != 3*n || ttft != 3*n {
+			t.Fatalf("a scrape saw %g rounds, %g requests, %g TTFTs: not whole rounds", n, req, ttft)
+		}
+		if stop && n != rounds {
+			t.Fatalf("the last scrape saw %g rounds, want %d", n, rounds)
 		}
 	}
 }
