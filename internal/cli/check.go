@@ -49,7 +49,7 @@ Options:
       --cacert <file>           https targets: trust the CAs of this PEM file
       --http2                   https targets: offer HTTP/2 (ALPN)
       --h2c                     http targets: speak HTTP/2 with prior knowledge
-      --engine <name>           I/O engine: auto, epoll, goroutine (def auto)
+      --engine <name>           I/O engine: auto, epoll, uring, goroutine (def auto)
   -v, --verbose                 debug lines on stderr (the server's among them)
   -h, --help                    help
 
