@@ -30,8 +30,19 @@ start=$SECONDS
 while read -r dir name; do
 	n=$((n + 1))
 	echo "-- fuzz $dir $name ($fuzztime)"
-	if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "${parallel[@]}" "$dir" </dev/null; then
+	log=$(mktemp)
+	if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "${parallel[@]}" "$dir" </dev/null 2>&1 | tee "$log"; then
 		echo "FAIL: fuzz target $name in $dir (a failing input, if one was found, is saved under $dir/testdata/fuzz/$name/)"
+		rm -f "$log"
+		exit 1
+	fi
+	# One coordinator per process: a TestMain that calls m.Run more than
+	# once starts fuzzing again in the same process, and the second run
+	# races the coordinator's own deadline (issue 25).
+	starts=$(grep -c 'gathering baseline coverage: 0/' "$log" || true)
+	rm -f "$log"
+	if [ "$starts" -ne 1 ]; then
+		echo "FAIL: fuzz target $name in $dir started fuzzing $starts times in one process (want 1: does a TestMain call m.Run more than once under -test.fuzz?)"
 		exit 1
 	fi
 done <<<"$targets"

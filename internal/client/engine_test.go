@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -21,7 +22,16 @@ import (
 // suite — dialects, correlation by content, keep-alive and reuse failures,
 // gzip, the hostile gateways, timeouts, interruption — runs on each. The
 // pass's engine is printed before its tests.
+//
+// Under -test.fuzz (the coordinator) and -test.fuzzworker (the processes it
+// starts) it runs once: m.Run is the fuzzing engine there, and starting it
+// again in the same process makes the coordinator race its own deadline.
+// The package's fuzz targets feed bytes to the reader and the matchers,
+// which do not depend on the engine.
 func TestMain(m *testing.M) {
+	if fuzzing() {
+		os.Exit(m.Run())
+	}
 	code := 0
 	if err := evloop.UringAvailable(); err != nil && evloop.UringExpected() && os.Getenv("CI") == "true" {
 		fmt.Fprintf(os.Stderr, "--- FAIL: io_uring refused on a kernel that should allow it: %v\n", err)
@@ -37,6 +47,20 @@ func TestMain(m *testing.M) {
 	}
 	testEngine = ""
 	os.Exit(code)
+}
+
+// fuzzing reports whether this test binary was started to fuzz: as the
+// coordinator (-test.fuzz set) or as one of its workers (-test.fuzzworker).
+func fuzzing() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+			return true
+		}
+	}
+	return false
 }
 
 // engines are the engines the client tests run on: the event loops where
