@@ -147,8 +147,9 @@ type run struct {
 	goodput    *slo.Goodput       // counts the gateway requests that meet every per-request --slo; nil without one
 	ln         net.Listener       // the listener handed to MeasureOn; nil: bind -L
 
-	remote  *remote               // across hosts (--server): the server's control endpoint; nil when the server runs here
-	observe func(*result.Request) // sees every finished record too (the probe's metrics); nil: nothing does
+	remote   *remote               // across hosts (--server): the servers' control endpoints; nil when the server runs here
+	instance string                // the instance id of the server here (--instance-id, or a default with --control); "" none
+	observe  func(*result.Request) // sees every finished record too (the probe's metrics); nil: nothing does
 }
 
 // main runs the measurement and returns the exit status.
@@ -233,7 +234,10 @@ func (r *run) setUp() error {
 func (r *run) startServer() error {
 	cfg := r.cfg
 	r.emissions, r.runID = emission.New(), newRunID()
-	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
+	if r.instance = cfg.Instance; r.instance == "" && cfg.Control != "" {
+		r.instance = defaultInstance()
+	}
+	srvCfg := server.Config{Instance: r.instance, Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
 		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(), HeartbeatMs: cfg.HeartbeatMs,
 		Engine: client.Engine(cfg.Engine), Faults: cfg.ServerFaults()}
@@ -381,7 +385,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 	// "Memory at -c 4000").
 	runtime.GC()
 	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr,
-		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary()})
+		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary(), Replicas: r.replicaInfos()})
 	if len(r.cfg.SLOs) > 0 {
 		sum.SLO = slo.Check(r.cfg.Objectives(), sum, r.goodput)
 	}

@@ -31,6 +31,10 @@ type Config struct {
 	CSVPath  string `json:"-"` // --csv: stream one row per token here
 
 	ControlToken string `json:"-"` // --control-token: the token of the control endpoints (--control, --server); a secret, never recorded
+
+	// Servers are the --server values, each a control endpoint's URL
+	// (recorded comma-joined as Server).
+	Servers []string `json:"-"`
 }
 
 // DefaultConfig returns the reference tool's defaults.
@@ -395,7 +399,8 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	fs.StringVar(&cfg.CSVPath, "csv", "", "")
 	fs.StringVar(&cfg.Control, "control", "", "")
 	fs.StringVar(&cfg.ControlToken, "control-token", "", "")
-	fs.StringVar(&cfg.Server, "server", "", "")
+	fs.StringSliceVar(&cfg.Servers, "server", nil, "")
+	fs.StringVar(&cfg.Instance, "instance-id", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	for _, f := range extra {
@@ -405,6 +410,7 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 		return commandLine{cfg: cfg}, err
 	}
 	cfg.SLOs = slos
+	cfg.Server = strings.Join(cfg.Servers, ",")
 	switch {
 	case lists != nil:
 		lists.promptBytes, lists.changed = promptBytes, fs.Changed

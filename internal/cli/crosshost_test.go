@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -177,42 +179,67 @@ func TestCrossHostErrors(t *testing.T) {
 }
 
 // TestControlFlag: a run with --control serves its registry's records
-// there: a random token is printed, and a client reads the clock with it.
+// there: a random token is printed, and a client reads the clock with it,
+// and the server's instance id — --instance-id, or a default printed on
+// the control line — which its streams carry in their head and chunks.
 func TestControlFlag(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type found struct{ url, token string }
-	got := make(chan found, 1)
-	stderr := &watched{on: func(p []byte) {
-		if m := controlLine.FindSubmatch(p); m != nil {
-			got <- found{"http://" + string(m[1]), string(m[2])}
+	for _, id := range []string{"", "srv-x.1"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		type found struct{ url, token, instance string }
+		got := make(chan found, 1)
+		listen := make(chan string, 1)
+		stderr := &watched{on: func(p []byte) {
+			if m := controlLine.FindSubmatch(p); m != nil {
+				got <- found{"http://" + string(m[1]), string(m[2]), string(m[3])}
+			}
+			if m := regexp.MustCompile(`listening on (\S+) `).FindSubmatch(p); m != nil {
+				listen <- string(m[1])
+			}
+		}}
+		done := make(chan int, 1)
+		args := []string{"-L", "127.0.0.1:0", "--control", "127.0.0.1:0"}
+		if id != "" {
+			args = append(args, "--instance-id", id)
 		}
-	}}
-	done := make(chan int, 1)
-	go func() {
-		code, _ := Measure(ctx, []string{"-L", "127.0.0.1:0", "--control", "127.0.0.1:0"}, &bytes.Buffer{}, stderr)
-		done <- code
-	}()
-	var f found
-	select {
-	case f = <-got:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no control line within 30 s:\n%s", stderr.String())
-	}
-	c, err := control.NewClient(f.url, f.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Exchange(ctx); err != nil {
-		t.Errorf("a clock exchange with the printed token: %v", err)
-	}
-	cancel()
-	if code := <-done; code != ExitOK {
-		t.Errorf("server-only run with --control ended with %d\n%s", code, stderr.String())
+		go func() {
+			code, _ := Measure(ctx, args, &bytes.Buffer{}, stderr)
+			done <- code
+		}()
+		var f found
+		var addr string
+		select {
+		case f = <-got:
+			addr = <-listen
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no control line within 30 s:\n%s", stderr.String())
+		}
+		if id != "" && f.instance != id || id == "" && !regexp.MustCompile(`^[A-Za-z0-9._-]+-\d+$`).MatchString(f.instance) {
+			t.Errorf("--instance-id %q: the control line names instance %q", id, f.instance)
+		}
+		c, err := control.NewClient(f.url, f.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, instance, err := c.Exchange(ctx); err != nil || instance != f.instance {
+			t.Errorf("a clock exchange with the printed token: instance %q, %v; want %q", instance, err, f.instance)
+		}
+		c.Close()
+		resp, err := http.Post("http://"+addr+api.ChatPath, "application/json", strings.NewReader(`{"model":"m","stream":true,"pi_tokens":2,"pi_delay_ms":0.1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if h := resp.Header.Get(api.InstanceHeader); h != f.instance || strings.Count(string(body), `"pi_instance":"`+f.instance+`"`) != 4 {
+			t.Errorf("--instance-id %q: stream head %s %q, body\n%s\nwant instance %q in the head and the 4 chunks", id, api.InstanceHeader, h, body, f.instance)
+		}
+		cancel()
+		if code := <-done; code != ExitOK {
+			t.Errorf("server-only run with --control ended with %d\n%s", code, stderr.String())
+		}
 	}
 }
 
 // controlLine is what a run prints when its control endpoints listen with
 // a random token.
-var controlLine = regexp.MustCompile(`control endpoints \(timing records\) on (127\.0\.0\.1:\d+): .*token ([A-Z0-9]+) \(random`)
+var controlLine = regexp.MustCompile(`control endpoints \(timing records\) on (127\.0\.0\.1:\d+): .*token ([A-Z0-9]+) \(random.*; instance (\S+)`)

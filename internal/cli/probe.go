@@ -175,7 +175,7 @@ func (p *prober) round(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary()})
+	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary(), Replicas: r.replicaInfos()})
 	p.metrics.Commit(rd, s, time.Now())
 	r.out.errorf("probe: round %d: %s\n", n, roundLine(s))
 	return nil

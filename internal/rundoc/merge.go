@@ -73,6 +73,10 @@ type MergeOptions struct {
 //     the runs' values for the burst size, burst period, emission gap,
 //     loopback share and first-token figures; a first-token hold only if
 //     every run flagged one. Notes say so, or why the verdict was dropped;
+//   - the per-replica split of runs across hosts (summary.Replica) is
+//     merged by instance and endpoint (summary.MergeReplicas): counts
+//     summed, request_leg and emit_recv merged exactly, the largest
+//     bound, the estimates summed, the first run's offset;
 //   - timelines are merged exactly (histograms and counts), a batch's only
 //     when every run's has one, and a kept verdict's findings are those of
 //     the merged gateway timeline (summary.Findings).
@@ -301,6 +305,7 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 		var targets []string
 		var samples []summary.Samples
 		var declared []*summary.DeclaredTimings
+		var replicas [][]summary.Replica
 		tl := &timelineMerge{}
 		offset := 0
 		for i, d := range docs {
@@ -322,12 +327,20 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			targets = appendDistinct(targets, db.Target)
 			samples = append(samples, offsetSamples(db.Samples, offset))
 			declared = append(declared, db.Declared)
+			if db.Replicas != nil {
+				replicas = append(replicas, db.Replicas)
+			}
 			offset += db.Requests
 		}
 		if sb != nil {
 			merged[bn] = sb
 			nb := summary.NewBatch(bn, strings.Join(targets, ", "), sb, mergeSamples(samples))
 			nb.Timeline = tl.summary()
+			if replicas != nil {
+				if nb.Replicas, err = summary.MergeReplicas(replicas); err != nil {
+					return nil, nil, fmt.Errorf("cannot merge the %s batches: %w", bn, err)
+				}
+			}
 			var ok bool
 			if nb.Declared, ok = summary.MergeDeclared(declared); !ok {
 				out.Notes = append(out.Notes, fmt.Sprintf("declared timings of the %s batch dropped: not every run has them", bn))

@@ -32,12 +32,13 @@ type Collector struct {
 	Samples  *SampleCollector
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
+	Replicas *ReplicaCollector // the per-replica split, summarised across hosts only (Inputs.Replicas)
 }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Replicas: NewReplicaCollector()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
@@ -51,6 +52,7 @@ func (c *Collector) Add(r *result.Request) {
 	c.Samples.Add(r)
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
+	c.Replicas.Add(r)
 }
 
 // Inputs is what New summarises.
@@ -63,6 +65,10 @@ type Inputs struct {
 	// process): its estimates, and the bound that every server time
 	// converted to the client's clock carries.
 	Clock *clocksync.Summary
+	// Replicas are the server replicas of a run across hosts, one per
+	// control endpoint (nil in one process): the gateway batch is split
+	// by them (Batch.Replicas).
+	Replicas []ReplicaInfo
 	// Rounds are the rounds of an interleaved run, in the order they ran
 	// (their records are in Loop and Gateway too); nil for the
 	// reference's single calibration.
@@ -91,6 +97,9 @@ func New(in Inputs) *Run {
 	}
 	if g := in.Gateway; g != nil {
 		gw := g.batch(GatewayBatch, in.GatewayTarget)
+		if in.Replicas != nil && g.Replicas != nil {
+			gw.Replicas = g.Replicas.Replicas(in.Replicas)
+		}
 		r.Batches = append(r.Batches, gw)
 		r.Overhead = NewOverhead(loopStats, g.Stats)
 		if in.Rounds != nil {

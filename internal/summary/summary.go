@@ -86,6 +86,10 @@ type Batch struct {
 	// Declared are the timings the gateway declared in its response
 	// heads, present when any head did.
 	Declared *DeclaredTimings `json:"declared,omitempty"`
+	// Replicas split a gateway batch across hosts by the server replica
+	// that served each request (--server, one control endpoint per
+	// replica); absent in one process.
+	Replicas []Replica `json:"replicas,omitempty"`
 
 	Samples Samples `json:"samples"`
 }

@@ -19,7 +19,7 @@ import (
 // cleanly within 10 s of the end.
 func Serve(t testing.TB, reg *emission.Registry, token string, logf func(format string, args ...any)) string {
 	t.Helper()
-	h, err := control.NewHandler(reg, token)
+	h, err := control.NewHandler(reg, token, "")
 	if err != nil {
 		t.Fatal(err)
 	}
