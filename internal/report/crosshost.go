@@ -78,18 +78,23 @@ func WriteReplicas(w io.Writer, s *summary.Run) error {
 	}
 	p := printer{w: w}
 	p.printf("=== replicas (by the server instance that served each request) ===\n")
-	iw, cw := len("(none)"), 1
-	for _, r := range b.Replicas {
-		iw, cw = max(iw, len(r.Instance)), max(cw, len(r.Control))
-	}
-	for _, r := range b.Replicas {
-		instance, ctl := r.Instance, r.Control
+	name := func(r *summary.Replica) (instance, ctl string) {
+		instance, ctl = r.Instance, r.Control
 		if instance == "" {
 			instance = "(none)"
 		}
 		if ctl == "" {
 			ctl = "-"
 		}
+		return instance, ctl
+	}
+	iw, cw := 0, 0
+	for i := range b.Replicas {
+		instance, ctl := name(&b.Replicas[i])
+		iw, cw = max(iw, len(instance)), max(cw, len(ctl))
+	}
+	for _, r := range b.Replicas {
+		instance, ctl := name(&r)
 		f := func(m *summary.Metric) string {
 			if m.N == 0 {
 				return "-"
