@@ -55,9 +55,9 @@ type Stream struct {
 	TTFT       int64 // first token arrival − sent
 	FirstDelay int64 // first token arrival − its emission
 	Tokens     int
-	Gap        int64 // arrival gap between tokens
-	Delay      int64 // arrival − emission of tokens 2..n
-	Leg        int64 // the server's arrival of the request − sent (0: unknown)
+	Gap        int64  // arrival gap between tokens
+	Delay      int64  // arrival − emission of tokens 2..n
+	Leg        int64  // the server's arrival of the request − sent (0: unknown)
 	Instance   string // the server instance that served it ("" unknown)
 	Failure    result.Failure
 
