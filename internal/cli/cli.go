@@ -13,6 +13,7 @@ import (
 	"net"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/batch"
@@ -109,17 +110,36 @@ func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stde
 	return r.main(ctx), r.sum
 }
 
+// commit is the VCS revision a build stamped (image/build.sh: -ldflags
+// "-X github.com/sse-latency/sse-latency/internal/cli.commit=<sha>[-dirty]"),
+// for builds without the toolchain's VCS stamp (-buildvcs=false, no git in
+// a container build); "" when none did.
+var commit string
+
 // Version is the module version from the build info ("(devel)" when built
-// from a work tree), with the VCS revision when known.
+// from a work tree), with the VCS revision when known: the toolchain's
+// stamp, else the one the build stamped (commit), its first 12 digits and
+// "-dirty" when the tree had changes.
 func Version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
 	}
+	return versionOf(bi, commit)
+}
+
+// versionOf is Version from build info bi and a stamped commit.
+func versionOf(bi *debug.BuildInfo, commit string) string {
 	v := bi.Main.Version
 	for _, s := range bi.Settings {
 		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
+			return v + " " + s.Value[:12]
+		}
+	}
+	if rev, dirty := strings.CutSuffix(commit, "-dirty"); len(rev) >= 12 {
+		v += " " + rev[:12]
+		if dirty {
+			v += "-dirty"
 		}
 	}
 	return v

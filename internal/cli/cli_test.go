@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -87,6 +88,29 @@ func TestHelpAndVersion(t *testing.T) {
 	code, out, _ := runMain(t, nil, "--version")
 	if code != ExitOK || !strings.HasPrefix(out, "sse-latency ") {
 		t.Errorf("Main(--version) = %d, %q; want 0 and a version line", code, out)
+	}
+}
+
+// TestVersionOf: the version names the toolchain's VCS stamp, else the
+// commit the build stamped (image/build.sh), else none.
+func TestVersionOf(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	vcs := &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "fedcba9876543210"}}}
+	plain := &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}
+	for _, tt := range []struct {
+		bi     *debug.BuildInfo
+		commit string
+		want   string
+	}{
+		{vcs, sha, "(devel) fedcba987654"},
+		{plain, sha, "v1.2.3 0123456789ab"},
+		{plain, sha + "-dirty", "v1.2.3 0123456789ab-dirty"},
+		{plain, "", "v1.2.3"},
+		{plain, "short", "v1.2.3"},
+	} {
+		if got := versionOf(tt.bi, tt.commit); got != tt.want {
+			t.Errorf("versionOf(%v, %q) = %q, want %q", tt.bi.Main.Version, tt.commit, got, tt.want)
+		}
 	}
 }
 
