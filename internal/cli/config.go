@@ -503,8 +503,11 @@ Options:
       --control <[ip:]port>  serve the server's timing records there (clock, emission times, arrivals), for a
                              client on another host; bind it to a private address
       --control-token <t>    the token of those control endpoints (def: a random one, printed at start)
+      --instance-id <id>     with --control: this server's name in every chunk and stream head, for clients
+                             of several replicas (def: host name and process id)
       --server <URL>         the server runs on another host: its control endpoint, http://host:port
-                             (with --control-token; the server's own clock is read and corrected for)
+                             (with --control-token; the server's own clock is read and corrected for);
+                             repeatable, one per server replica, or a name resolving to each (at most 64)
   -h, --help                 help
       --version              print the version and exit
 

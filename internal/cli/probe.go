@@ -53,14 +53,7 @@ probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --duration,
 
 // probeCmd runs `sse-latency probe`.
 func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	every, metricsAddr := DefaultProbeEvery, DefaultProbeMetrics
-	cl, err := parseArgs(append(slices.Clone(probeDefaults), args...), func(fs *pflag.FlagSet) {
-		fs.DurationVar(&every, "every", every, "")
-		fs.StringVar(&metricsAddr, "metrics", metricsAddr, "")
-	})
-	if err == nil {
-		err = checkProbe(cl.cfg, every, metricsAddr)
-	}
+	cl, every, metricsAddr, err := parseProbe(args)
 	switch {
 	case errors.Is(err, errHelp):
 		fmt.Fprint(stderr, probeUsage)
@@ -76,6 +69,20 @@ func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	r := &run{commandLine: cl, cfg: cl.cfg, out: &console{stdout: stdout, stderr: stderr}, sum: &Summary{Config: cl.cfg}, docOut: stdout}
 	p := &prober{run: r, every: every, metricsAddr: metricsAddr, metrics: probe.New()}
 	return p.main(ctx)
+}
+
+// parseProbe parses the probe's arguments (after "probe") into its
+// validated command line, --every and --metrics.
+func parseProbe(args []string) (cl commandLine, every time.Duration, metricsAddr string, err error) {
+	every, metricsAddr = DefaultProbeEvery, DefaultProbeMetrics
+	cl, err = parseArgs(append(slices.Clone(probeDefaults), args...), func(fs *pflag.FlagSet) {
+		fs.DurationVar(&every, "every", every, "")
+		fs.StringVar(&metricsAddr, "metrics", metricsAddr, "")
+	})
+	if err == nil {
+		err = checkProbe(cl.cfg, every, metricsAddr)
+	}
+	return cl, every, metricsAddr, err
 }
 
 // checkProbe refuses what a probe cannot do.
