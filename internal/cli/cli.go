@@ -293,10 +293,31 @@ func (r *run) serveOnly(ctx context.Context) int {
 	r.out.errorf("no -t given: running as server only. Ctrl-C to stop.\n")
 	select {
 	case <-ctx.Done():
+		r.serverAccount()
 		return ExitOK
 	case err := <-r.serverDone:
 		r.serverDone <- err // for stop, which reports it
 		return ExitFailure
+	}
+}
+
+// serverAccount prints, when a server-only run stops, what the server
+// did: the requests it read, the tokens it emitted and how late against
+// their schedule — what says whether a server on its own host (a pod)
+// kept up with the load of its clients, who cannot see its lateness — and
+// the warning when it fell behind.
+func (r *run) serverAccount() {
+	late := r.srv.Lateness()
+	if late.N() == 0 {
+		n := int(r.srv.Requests())
+		r.out.errorf("server: %d %s, no token emitted\n", n, pluralWord(n, "request", "requests"))
+		return
+	}
+	n := int(r.srv.Requests())
+	r.out.errorf("server: %d %s, %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms\n",
+		n, pluralWord(n, "request", "requests"), late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
+	if w := summary.LatenessWarning(late); w != "" {
+		r.out.errorf("warning: %s\n", w)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -210,8 +211,15 @@ func TestServerOnlyStopsOnCancel(t *testing.T) {
 	stderr := &watchWriter{}
 	done := make(chan int, 1)
 	go func() { done <- Main(ctx, []string{"-L", "127.0.0.1:0"}, io.Discard, stderr) }()
-	// Cancelled once it says it waits for Ctrl-C.
+	// Cancelled once it says it waits for Ctrl-C, and has served a stream.
 	testutil.Await(t, "the server-only line", func() bool { return strings.Contains(stderr.String(), waiting) })
+	addr := regexp.MustCompile(`listening on (\S+) `).FindStringSubmatch(stderr.String())[1]
+	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true,"pi_tokens":7,"pi_delay_ms":0.1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 	cancel()
 	var code int
 	select {
@@ -222,6 +230,10 @@ func TestServerOnlyStopsOnCancel(t *testing.T) {
 	errOut := stderr.String()
 	if code != ExitOK || !regexp.MustCompile(`dummy OpenAI-like SSE server listening on 127\.0\.0\.1:\d+ \(POST /v1/chat/completions\)`).MatchString(errOut) {
 		t.Errorf("server-only: code %d, stderr %q", code, errOut)
+	}
+	// Its account when it stops: the stream's 7 tokens.
+	if !regexp.MustCompile(`\nserver: 1 request, 7 tokens emitted, emission lateness p50=\d+\.\d{3}ms p99=\d+\.\d{3}ms max=\d+\.\d{3}ms\n`).MatchString(errOut) {
+		t.Errorf("server-only: no account of the stream when it stopped:\n%s", errOut)
 	}
 }
 
