@@ -44,8 +44,11 @@ run() {
 	/usr/bin/time -v -o "$out/pods-client.time" timeout 300 "$bin" -t "127.0.0.1:$port" --server "http://127.0.0.1:$ctl" \
 		--control-token "$token" -c "$c" -r "$c" -n "$tokens" -d "$delay" -q --json "$out/pods-client.json" \
 		>"$out/pods-client.log" 2>&1 || true
-	# /usr/bin/time ignores SIGINT while it waits: the server is its child.
-	kill -INT "$(pgrep -P "$srv")"
+	# /usr/bin/time ignores SIGINT while it waits: the server is its child
+	# (gone already if it could not start: its log says why).
+	local child
+	child=$(pgrep -P "$srv" || true)
+	[ -z "$child" ] || kill -INT "$child"
 	wait "$srv" || true
 	local scpu ccpu
 	scpu=$(awk -F': ' '/User time|System time/ { s += $2 } END { print s }' "$out/pods-server.time")

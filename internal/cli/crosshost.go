@@ -35,7 +35,7 @@ func checkCrossHost(cfg *Config, fs *pflag.FlagSet) error {
 	if cfg.Instance != "" {
 		switch {
 		case !api.ValidID(cfg.Instance):
-			return fmt.Errorf("--instance-id %q: want 1 to 64 of A-Z a-z 0-9 - _ .", cfg.Instance)
+			return fmt.Errorf("--instance-id %q: want 1 to 64 of A-Z, a-z, 0-9 and - _ . (no other character)", cfg.Instance)
 		case cfg.Control == "":
 			return fmt.Errorf("--instance-id names this server to the clients that read its control endpoints: give --control")
 		}

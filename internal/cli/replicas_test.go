@@ -270,7 +270,7 @@ func TestInstanceFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--instance-id", "a b", "--control", "127.0.0.1:0"}, `--instance-id "a b": want 1 to 64 of A-Z a-z 0-9 - _ .`},
+		{[]string{"--instance-id", "a b", "--control", "127.0.0.1:0"}, `--instance-id "a b": want 1 to 64 of A-Z, a-z, 0-9 and - _ . (no other character)`},
 		{[]string{"--instance-id", "srv-a"}, "--instance-id names this server to the clients that read its control endpoints: give --control"},
 	} {
 		code, out, errOut := runMain(t, nil, tt.args...)

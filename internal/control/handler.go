@@ -77,7 +77,7 @@ func NewHandler(reg *emission.Registry, token, instance string) (*Handler, error
 	case token == "":
 		return nil, fmt.Errorf("control: empty token")
 	case instance != "" && !api.ValidID(instance):
-		return nil, fmt.Errorf("control: instance id %s: want 1 to 64 of A-Z a-z 0-9 - _ .", quote(instance))
+		return nil, fmt.Errorf("control: instance id %s: want 1 to 64 of A-Z, a-z, 0-9 and - _ . (no other character)", quote(instance))
 	}
 	return &Handler{reg: reg, token: sha256.Sum256([]byte(token)), now: clock.Now, instance: instance}, nil
 }
