@@ -254,7 +254,8 @@ func TestEncoderTokenDoesNotAllocate(t *testing.T) {
 }
 
 // BenchmarkEncoderAppendToken encodes a text token (the names the benchmark
-// had before the phases), then a reasoning and a tool-call token.
+// had before the phases), then a reasoning and a tool-call token; under
+// instance/, the same naming the server instance (Answer.Instance).
 func BenchmarkEncoderAppendToken(b *testing.B) {
 	for _, d := range Dialects {
 		for _, p := range []Phase{PhaseText, PhaseReasoning, PhaseToolCall} {
@@ -267,8 +268,8 @@ func BenchmarkEncoderAppendToken(b *testing.B) {
 			}
 			for _, inst := range []InstanceField{nil, NewInstanceField("sse-latency-server-0")} {
 				name := name
-				if inst != nil {
-					name += "/instance"
+				if inst != nil { // first, so that -test.bench (or -test.skip) 'AppendToken/^instance$' picks them
+					name = "instance/" + name
 				}
 				benchmarkEncoderToken(b, name, d, p, inst)
 			}
