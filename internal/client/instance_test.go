@@ -75,3 +75,30 @@ func TestInstance(t *testing.T) {
 		}
 	}
 }
+
+// TestInstancePerTokenDoesNotAllocate: events naming the server instance
+// cost the per-token path no allocation: the record takes the id once.
+func TestInstancePerTokenDoesNotAllocate(t *testing.T) {
+	for _, s := range dialectStreams {
+		var reads [][]byte
+		for _, e := range s.tokens(periodTokens, true) {
+			reads = append(reads, []byte(chunk(strings.Replace(e, `"pi_ts":`, `"pi_instance":"sse-latency-server-0","pi_ts":`, 1))))
+		}
+		rec := &result.Request{Tokens: make([]result.Token, 0, 4096)}
+		r := newReader(rec, &Options{Dialect: s.d})
+		if r.feed([]byte(sseHead+api.InstanceHeader+": sse-latency-server-0\r\nTransfer-Encoding: chunked\r\n\r\n"), 1) {
+			t.Fatal(rec.Failure.Error())
+		}
+		i := 0
+		allocs := testing.AllocsPerRun(200, func() {
+			if len(rec.Tokens) == cap(rec.Tokens) {
+				rec.Tokens = rec.Tokens[:0]
+			}
+			r.feed(reads[i], int64(i))
+			i = (i + 1) % len(reads)
+		})
+		if allocs != 0 || rec.Instance != "sse-latency-server-0" || r.instanceProblem != "" {
+			t.Errorf("%s: %.1f allocations per token event, instance %q, problem %q; want none, the id, none", s.d, allocs, rec.Instance, r.instanceProblem)
+		}
+	}
+}
