@@ -153,10 +153,10 @@ func (r *run) startControl() error {
 
 // connectRemote reaches the control endpoints of the servers on other
 // hosts (every --server, a name resolving to several addresses standing
-// for each), estimates each one's clock offset (an endpoint that fails is
-// a replica that is down; all failing, or a wrong token, fail the run
-// before any request) and then every control.DefaultSyncEvery until the
-// run stops.
+// for each), estimates each one's clock offset — an endpoint that fails
+// (down, slow, garbage, a wrong token) is a replica that is down, and all
+// of them failing fail the run before any request — and then every
+// control.DefaultSyncEvery until the run stops.
 func (r *run) connectRemote() error {
 	ctx, cancel := context.WithTimeout(context.Background(), firstSyncTimeout)
 	endpoints, err := expandServers(ctx, r.cfg.Servers)
