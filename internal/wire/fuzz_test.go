@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"github.com/sse-latency/sse-latency/internal/wire/ssetest"
 	"io"
 	"net/http/httputil"
 	"reflect"
@@ -181,9 +182,20 @@ func splitReference(data []byte) []string {
 	return parts[:len(parts)-1]
 }
 
+// FuzzLineSplitter splits arbitrary streams, whole and in three pieces,
+// against the obvious implementation; and reads them as events, in three
+// pieces, against the reference model of the specification
+// (ssetest.Interpret): the same events, each returned by the piece that
+// completes it, the same last event ID, reconnection time, comments and
+// framing counts.
 func FuzzLineSplitter(f *testing.F) {
 	for _, tt := range lineTests {
 		f.Add([]byte(tt.input), uint16(1), uint16(len(tt.input)/2))
+	}
+	for _, tc := range ssetest.Cases {
+		if len(tc.Input) < 4096 {
+			f.Add([]byte(tc.Input), uint16(len(tc.Input)/3), uint16(len(tc.Input)/2))
+		}
 	}
 	f.Add([]byte("data: a\r\n\r\ndata:b\n\n: c\r\r\n"), uint16(8), uint16(9))
 	f.Fuzz(func(t *testing.T, data []byte, a, b uint16) {
@@ -205,6 +217,21 @@ func FuzzLineSplitter(f *testing.F) {
 			if ok != (line == "data" || strings.HasPrefix(line, "data:")) || !strings.HasSuffix(line, string(p)) {
 				t.Fatalf("DataPayload(%q) = %q, %v", line, p, ok)
 			}
+		}
+		in := [][]byte{data[:i], data[i:j], data[j:]}
+		got, ref := readStream(in), ssetest.Interpret(data)
+		switch {
+		case got.err != nil:
+			t.Fatalf("reading %q as events: %v", data, got.err)
+		case !slices.Equal(got.events, ref.Evs()):
+			t.Fatalf("reading %q cut at %d, %d: events %v; the specification's %v", data, i, j, got.events, ref.Evs())
+		case !slices.Equal(got.piece, ssetest.DispatchPieces(in, ref)):
+			t.Fatalf("reading %q cut at %d, %d: events dispatched by pieces %v; want %v", data, i, j, got.piece, ssetest.DispatchPieces(in, ref))
+		case got.lastID != ref.LastID || got.retry != ref.Retry:
+			t.Fatalf("reading %q: last ID %q, retry %d; the specification's %q, %d", data, got.lastID, got.retry, ref.LastID, ref.Retry)
+		case got.framing != Framing(ref.Framing) || got.comments != ref.Comments:
+			t.Fatalf("reading %q cut at %d, %d: framing %+v, %d comments; the reference's %+v, %d",
+				data, i, j, got.framing, got.comments, ref.Framing, ref.Comments)
 		}
 	})
 }
