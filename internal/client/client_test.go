@@ -271,14 +271,14 @@ func text(from, to int) string {
 
 // TestSplitEverywhere feeds the response parser the same chunked stream
 // cut at every byte: every token must be found whatever the cut, and count
-// in the Read that completed its event's data line.
+// in the Read that completed its event (the blank line after its data).
 func TestSplitEverywhere(t *testing.T) {
 	body := chunk(chatRole+event(100, "anan")) + chunk(event(200, "huhu")+event(300, "obob")) + chunk(chatFinish+done) + "0\r\n\r\n"
 	full := sseHead + "Transfer-Encoding: chunked\r\n\r\n" + body
-	var lineEnds []int // where the data line of each token ends
+	var lineEnds []int // where the blank line after each token's data line ends
 	for _, w := range []string{"anan", "huhu", "obob"} {
 		i := strings.Index(full, `"content":"`+w)
-		lineEnds = append(lineEnds, i+strings.IndexByte(full[i:], '\n'))
+		lineEnds = append(lineEnds, i+strings.Index(full[i:], "\n\n")+1)
 	}
 	for cut := 1; cut < len(full); cut++ {
 		rec := &result.Request{Batch: "gw"}
@@ -303,7 +303,7 @@ func TestSplitEverywhere(t *testing.T) {
 				want = 1
 			}
 			if rec.TokenRead(i) != want || tok.Arrived != int64(want+1) {
-				t.Errorf("cut at %d: token %d in read %d (arrived %d), want read %d: its line ends at byte %d", cut, i, rec.TokenRead(i), tok.Arrived, want, lineEnds[i])
+				t.Errorf("cut at %d: token %d in read %d (arrived %d), want read %d: its event ends at byte %d", cut, i, rec.TokenRead(i), tok.Arrived, want, lineEnds[i])
 			}
 		}
 	}

@@ -13,13 +13,10 @@ import (
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
-// maxEventName bounds the SSE "event:" value the reader remembers; longer
-// names are forgotten (no dialect uses one).
-const maxEventName = 64
-
 // reader is the response parser of one request: head, then chunked or raw
-// body (gzip-decoded if need be), then SSE lines, then the dialect's events,
-// whose content goes to the matcher.
+// body (gzip-decoded if need be), then SSE events read by the WHATWG rules
+// (wire.EventReader), then the dialect's events, whose content goes to the
+// matcher.
 type reader struct {
 	rec      *result.Request
 	received *atomic.Int64
@@ -38,7 +35,7 @@ type reader struct {
 	closes    bool   // the head announced that the connection closes after it
 	drainable bool   // the response ended inside a framed body, its framing intact: drain may follow
 	rest      []byte // the Read's bytes after the point where the response ended, not yet taken by the framing
-	lines     wire.LineSplitter
+	events    wire.EventReader
 	// upgrade, when set, takes the head of a 101 or 2xx answer to a
 	// WebSocket upgrade (wsExchange.upgraded); true: the request failed.
 	upgrade func(h wire.ResponseHead) bool
@@ -46,9 +43,7 @@ type reader struct {
 	readIdx int32     // index of the Read being processed
 	now     int64     // its arrival time
 
-	event    [maxEventName]byte // the current SSE event's "event:" value
-	eventLen int
-	text     []byte // an escaped content string, resolved
+	text []byte // an escaped content string, resolved
 
 	// The content of each phase, followed against what the server emits:
 	// the visible text, the reasoning, the tool call's arguments. base is
@@ -437,67 +432,57 @@ func (r *reader) close() {
 	}
 }
 
-// sse splits data into lines and hands every data payload to event, with
-// the event's name.
+// sse reads data as SSE events and hands each to dataEvent; the events it
+// completes all arrived at now.
 func (r *reader) sse(data []byte, now int64) bool {
-	r.lines.Feed(data)
+	r.events.Feed(data)
 	for {
-		line, ok := r.lines.Next()
+		ev, ok := r.events.Next()
 		if !ok {
 			break
 		}
-		if len(line) == 0 { // the end of an event
-			r.eventLen = 0
-			continue
+		if string(ev.Type) == "ping" {
+			r.rec.Pings++
 		}
-		payload, ok := wire.DataPayload(line)
-		if !ok {
-			if name, ok := eventField(line); ok {
-				r.eventLen = 0
-				if len(name) <= maxEventName {
-					r.eventLen = copy(r.event[:], name)
-				}
-				if string(name) == "ping" {
-					r.rec.Pings++
-				}
-			} else if line[0] == ':' {
-				r.rec.Comments++
-			}
-			continue
-		}
-		if r.dataEvent(payload, now) {
+		if r.dataEvent(ev.Type, ev.Data, now) {
+			r.framing()
 			return true
 		}
 	}
-	if err := r.lines.Err(); err != nil {
+	r.framing()
+	if err := r.events.Err(); err != nil {
 		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: err.Error()}
 		return true
 	}
 	return false
 }
 
-// dataEvent counts and handles one event's data: an SSE data payload, or
-// a WebSocket text message. It returns true when the stream has ended.
-func (r *reader) dataEvent(payload []byte, now int64) bool {
-	r.rec.Events++
-	if r.rec.FirstEventAt == 0 && string(r.event[:r.eventLen]) != "ping" {
-		r.rec.FirstEventAt = now
+// framing copies what the event reader found of the stream's framing to
+// the record, when it has changed; the last event ID when it differs (a
+// copy).
+func (r *reader) framing() {
+	if !r.events.Changed() {
+		return
 	}
-	return r.handle(payload, now)
+	r.rec.Framing = result.Framing(r.events.Framing())
+	r.rec.Comments = r.events.Comments()
+	if id := r.events.LastEventID(); string(id) != r.rec.LastEventID {
+		r.rec.LastEventID = string(id)
+	}
+	if ms, ok := r.events.Retry(); ok {
+		r.rec.RetryMs = ms
+	}
 }
 
-// eventField returns the value of an SSE "event:" line (leading spaces and
-// tabs skipped).
-func eventField(line []byte) ([]byte, bool) {
-	const field = "event:"
-	if len(line) < len(field) || string(line[:len(field)]) != field {
-		return nil, false
+// dataEvent counts and handles one event's data: a dispatched SSE event
+// of type name ("" for the default), or a WebSocket text message (no
+// name). It returns true when the stream has ended.
+func (r *reader) dataEvent(name, payload []byte, now int64) bool {
+	r.rec.Events++
+	if r.rec.FirstEventAt == 0 && string(name) != "ping" {
+		r.rec.FirstEventAt = now
 	}
-	v := line[len(field):]
-	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
-		v = v[1:]
-	}
-	return v, true
+	return r.handle(name, payload, now)
 }
 
 // silence records, for a Read that returned data at now, the time
@@ -516,12 +501,12 @@ func (r *reader) silence(now int64) {
 // maxQuotedEvent bounds what a failure quotes of an event.
 const maxQuotedEvent = 200
 
-// handle scans one data payload. It returns true when the stream has ended
-// (rec.Failure set: ok or not).
-func (r *reader) handle(payload []byte, now int64) bool {
-	ev := api.ScanEvent(r.dialect, r.event[:r.eventLen], payload)
+// handle scans the data of one event of type name. It returns true when
+// the stream has ended (rec.Failure set: ok or not).
+func (r *reader) handle(name, payload []byte, now int64) bool {
+	ev := api.ScanEvent(r.dialect, name, payload)
 	if ev.Flags&api.Malformed != 0 {
-		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unreadable reasoning or tool-call event: " + r.quote(payload)}
+		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unreadable reasoning or tool-call event: " + quote(name, payload)}
 		return true
 	}
 	if ev.Flags&(api.HasContent|api.HasReasoning|api.HasArguments) != 0 {
@@ -551,7 +536,7 @@ func (r *reader) handle(payload []byte, now int64) bool {
 	}
 	switch {
 	case ev.Flags&api.Failed != 0:
-		r.rec.Failure = result.Failure{Kind: result.StreamError, Detail: printable(api.EventDescription(r.event[:r.eventLen], payload), true, 0)}
+		r.rec.Failure = result.Failure{Kind: result.StreamError, Detail: printable(api.EventDescription(name, payload), true, 0)}
 		return true
 	case ev.Flags&api.Terminal != 0:
 		r.rec.Failure = r.verdict()
@@ -560,12 +545,12 @@ func (r *reader) handle(payload []byte, now int64) bool {
 	return false
 }
 
-// quote renders the current event for a failure text: its name and
-// payload, escaped and bounded.
-func (r *reader) quote(payload []byte) string {
+// quote renders an event for a failure text: its name and payload,
+// escaped and bounded.
+func quote(name, payload []byte) string {
 	s := string(payload)
-	if r.eventLen > 0 {
-		s = "event: " + string(r.event[:r.eventLen]) + " data: " + s
+	if len(name) > 0 {
+		s = "event: " + string(name) + " data: " + s
 	}
 	return printable(s, true, maxQuotedEvent)
 }

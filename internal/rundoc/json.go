@@ -261,6 +261,10 @@ func validateBatch(b *summary.Batch) error {
 		s.MaxTokensPerRead < 0 || s.Unstamped < 0 {
 		return errors.New("stream: negative counter")
 	}
+	if f := s.Framing; f != nil && (f.BOMStreams < 0 || f.MultiLineEvents < 0 || f.NoDataBlocks < 0 || f.BareCRLines < 0 ||
+		f.InvalidUTF8 < 0 || f.IDFields < 0 || f.RetryFields < 0 || f.RetryMaxMs < 0) {
+		return errors.New("stream.framing: negative counter")
+	}
 	if s.IntegrityErrors != integrity {
 		return fmt.Errorf("stream.integrity_errors is %d but %d requests failed with kind integrity", s.IntegrityErrors, integrity)
 	}
