@@ -84,6 +84,7 @@ var battery = []scenario{
 	{name: "large-event", title: "a 64 KB event passes whole", run: (*checker).largeEvent},
 	{name: "utf8-split", title: "a UTF-8 character split across writes passes intact", run: (*checker).utf8Split},
 	{name: "line-endings", title: "CRLF and CR line endings and comments tolerated", run: (*checker).lineEndings},
+	{name: "sse-framing", title: "a BOM, multi-line data and the event line after the data tolerated", run: (*checker).sseFraming},
 	{name: "usage", title: "usage passes through when asked", run: (*checker).usage},
 	{name: "terminal", title: "the terminal event passes", run: (*checker).terminal},
 	{name: "upstream-cut", title: "an upstream cut reaches the client", run: (*checker).upstreamCut},
@@ -256,6 +257,60 @@ func (c *checker) lineEndings(ctx context.Context) Row {
 		comments = "the comments passed"
 	}
 	return Row{Status: Pass, Requests: 2, Evidence: "CRLF and CR line endings, a comment before every event: all tokens; " + comments}
+}
+
+// framingCases are the spec-valid framings of the sse-framing scenario:
+// what each fault writes, and whether a response's record shows it arrived
+// so (else the gateway re-framed the stream, which is no failure).
+var framingCases = []struct {
+	what   string
+	faults func() api.Faults
+	kept   func(r *result.Request) bool
+}{
+	{"a byte order mark before the first event", func() api.Faults { on := true; return api.Faults{BOM: &on} },
+		func(r *result.Request) bool { return r.Framing.BOMs == 1 }},
+	{"each JSON payload over two data lines", func() api.Faults { n := int64(2); return api.Faults{MultilineData: &n} },
+		func(r *result.Request) bool { return r.Framing.MultiLineEvents >= len(r.Tokens) }},
+	{"the event line after the data", func() api.Faults { on := true; return api.Faults{EventAfterData: &on} },
+		func(*result.Request) bool { return true }}, // the record cannot tell the order of the lines
+}
+
+// sseFraming streams the same answer framed each spec-valid way, and
+// plainly: each must arrive whole and make as many events as the plain
+// one (a gateway that dispatches every data line, or loses the event a
+// BOM precedes, does not).
+func (c *checker) sseFraming(ctx context.Context) Row {
+	plain := c.do(ctx, spec{tokens: ShortTokens}, "framing")
+	recs := []*result.Request{plain}
+	if !plain.OK() {
+		return failed(recs, "the plain stream the framings are compared with", fixRelay)
+	}
+	var broken, reframed []string
+	for i, fc := range framingCases {
+		r := c.do(ctx, spec{tokens: ShortTokens, faults: fc.faults()}, "framing"+strconv.Itoa(i))
+		recs = append(recs, r)
+		switch {
+		case !r.OK():
+			broken = append(broken, fc.what+" ("+r.Failure.Error()+")")
+		case r.Events != plain.Events:
+			broken = append(broken, fmt.Sprintf("%s (%d events, the plain stream %d: the gateway read its lines otherwise)",
+				fc.what, r.Events, plain.Events))
+		case !fc.kept(r):
+			reframed = append(reframed, fc.what)
+		}
+	}
+	if len(broken) > 0 {
+		return Row{Status: Fail, Requests: len(recs), Failures: failures(recs...),
+			Evidence: "spec-valid streams broken: " + strings.Join(broken, "; "),
+			Fix: "read the upstream's event stream as the SSE specification does — strip one BOM at its start, " +
+				"join an event's data lines with a line feed and dispatch it at its blank line, take its event line " +
+				"wherever it stands before that — or pass the bytes through untouched"}
+	}
+	evidence := "all tokens and events with each framing, as sent"
+	if len(reframed) > 0 {
+		evidence = "all tokens and events with each framing; the gateway re-framed " + strings.Join(reframed, " and ") + " (spec-valid)"
+	}
+	return Row{Status: Pass, Requests: len(recs), Evidence: evidence}
 }
 
 func (c *checker) usage(ctx context.Context) Row {
