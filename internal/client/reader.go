@@ -449,7 +449,9 @@ func (r *reader) sse(data []byte, now int64) bool {
 			return true
 		}
 	}
-	r.framing()
+	if r.events.Changed() {
+		r.copyFraming()
+	}
 	if err := r.events.Err(); err != nil {
 		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: err.Error()}
 		return true
@@ -458,12 +460,16 @@ func (r *reader) sse(data []byte, now int64) bool {
 }
 
 // framing copies what the event reader found of the stream's framing to
-// the record, when it has changed; the last event ID when it differs (a
-// copy).
+// the record, when it has changed.
 func (r *reader) framing() {
-	if !r.events.Changed() {
-		return
+	if r.events.Changed() {
+		r.copyFraming()
 	}
+}
+
+// copyFraming copies the reader's framing counts, comments and retry to
+// the record, and the last event ID when it differs (a copy).
+func (r *reader) copyFraming() {
 	r.rec.Framing = result.Framing(r.events.Framing())
 	r.rec.Comments = r.events.Comments()
 	if id := r.events.LastEventID(); string(id) != r.rec.LastEventID {

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"unicode/utf8"
@@ -44,33 +45,31 @@ import (
 // by MaxLineBytes; past either the reader stops with an error. The zero
 // value is ready to use.
 type EventReader struct {
+	err     error // sticky
+	bomDone bool  // the start of the stream has been decided
+	viewing bool  // the event's data is view
+	fields  bool  // the event has a field line
+	idSet   bool  // an id field has set id since the last blank line
+	bomSeen int   // bytes of a leading byte order mark matched so far
 	lines   LineSplitter
-	bomSeen int  // bytes of a leading byte order mark matched so far
-	bomDone bool // the start of the stream has been decided
 
 	// The event being gathered: the specification's data buffer (without
 	// its trailing '\n'), held in view while it is a single data line
-	// still in the caller's feed, else in data; its data lines; whether
-	// it had any field line.
+	// still in the caller's feed, else in data; its data lines.
 	data      []byte
 	view      []byte
-	viewing   bool
 	dataLines int
-	fields    bool
+	ev        Event  // the event Next returned last
+	typ       []byte // the event type buffer
+	changes   int    // counts, last event IDs and retries taken, bare CRs aside (Changed)
+	seen      int    // changes and bare CRs as of the last Changed
 
-	typ    []byte // the event type buffer
-	id     []byte // the last event ID buffer
-	idSet  bool   // an id field has set id since the last blank line
-	lastID []byte // the last event ID string: id as of the last blank line
-	retry  int64  // the reconnection time, ms (Framing.RetryFields > 0)
-
-	ev       Event  // the event Next returned last
+	id       []byte // the last event ID buffer
+	lastID   []byte // the last event ID string: id as of the last blank line
+	retry    int64  // the reconnection time, ms (Framing.RetryFields > 0)
 	fix      []byte // a line repaired of ill-formed UTF-8
 	framing  Framing
 	comments int
-	changes  int   // counts, last event IDs and retries taken, bare CRs aside (Changed)
-	seen     int   // changes and bare CRs as of the last Changed
-	err      error // sticky
 }
 
 // Event is one dispatched event. Its slices are valid until the next call
@@ -121,6 +120,16 @@ var utf8BOM = [...]byte{0xEF, 0xBB, 0xBF}
 // LineSplitter.Feed, the reader keeps p until Next has returned ok ==
 // false, and Feed is meant to be called only then.
 func (d *EventReader) Feed(p []byte) {
+	if d.err != nil || d.viewing || !d.bomDone {
+		d.feedStart(p)
+		return
+	}
+	d.lines.Feed(p)
+}
+
+// feedStart is Feed for the start of the stream, a failed reader, or data
+// held in the caller's previous feed.
+func (d *EventReader) feedStart(p []byte) {
 	if d.err != nil {
 		return
 	}
@@ -173,12 +182,23 @@ func (d *EventReader) Next() (ev *Event, ok bool) {
 			}
 			continue
 		}
-		if !utf8.Valid(line) {
+		if !ascii(line) && !utf8.Valid(line) {
 			var n int
 			d.fix, n = appendValidUTF8(d.fix[:0], line)
 			d.framing.InvalidUTF8 += n
 			d.changes++
 			line, inFeed = d.fix, false
+		}
+		if d.dataLines == 0 && inFeed && len(line) > 4 && line[4] == ':' && string(line[:4]) == "data" {
+			// An event's first data line, in the feed: the common case,
+			// kept where it is (appendData's first case; a line, at most
+			// MaxLineBytes, is within MaxEventBytes).
+			v := line[5:]
+			if len(v) > 0 && v[0] == ' ' {
+				v = v[1:]
+			}
+			d.view, d.viewing, d.dataLines, d.fields = v, true, 1, true
+			continue
 		}
 		if !d.field(line, inFeed) {
 			return nil, false
@@ -364,6 +384,35 @@ func parseRetry(v []byte) (int64, bool) {
 		}
 	}
 	return n, true
+}
+
+// ascii reports whether b is all ASCII, eight bytes at a time: the common
+// case, checked before the full UTF-8 validation.
+func ascii(b []byte) bool {
+	const high = 0x8080808080808080
+	if len(b) < 8 {
+		for _, c := range b {
+			if c >= 0x80 {
+				return false
+			}
+		}
+		return true
+	}
+	last := binary.LittleEndian.Uint64(b[len(b)-8:]) // the tail, overlapping
+	for len(b) >= 32 {
+		_ = b[31] // one bounds check for the four loads
+		x := binary.LittleEndian.Uint64(b) | binary.LittleEndian.Uint64(b[8:]) |
+			binary.LittleEndian.Uint64(b[16:]) | binary.LittleEndian.Uint64(b[24:])
+		if x&high != 0 {
+			return false
+		}
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		last |= binary.LittleEndian.Uint64(b)
+		b = b[8:]
+	}
+	return last&high == 0
 }
 
 // appendValidUTF8 appends b to dst with each maximal subpart of an

@@ -204,3 +204,21 @@ func TestEventReaderChanged(t *testing.T) {
 		t.Errorf("after Reset, a stream with a BOM: %q, %v, %+v", e.Data, ok, d.Framing())
 	}
 }
+
+// TestASCII checks the ASCII fast path against the obvious loop, at every
+// length and position of a high byte.
+func TestASCII(t *testing.T) {
+	for n := range 80 {
+		b := []byte(strings.Repeat("a", n))
+		if !ascii(b) {
+			t.Errorf("ascii(%d ASCII bytes) = false", n)
+		}
+		for i := range n {
+			b[i] = 0x80
+			if ascii(b) {
+				t.Errorf("ascii(%d bytes, 0x80 at %d) = true", n, i)
+			}
+			b[i] = 'a'
+		}
+	}
+}
