@@ -132,7 +132,9 @@ func BenchmarkChunkedDecoder(b *testing.B) {
 	}
 }
 
-func BenchmarkLineSplitter(b *testing.B) {
+// benchReadSizes runs read over a stream of benchEvents events cut into
+// reads of three sizes: one event, one MSS, an odd 97 bytes.
+func benchReadSizes(b *testing.B, read func(b *testing.B, pieces [][]byte)) {
 	var stream []byte
 	for range benchEvents {
 		stream = AppendSSEData(stream, []byte(benchPayload))
@@ -140,63 +142,51 @@ func BenchmarkLineSplitter(b *testing.B) {
 	for _, size := range []int{len(benchPayload) + 8, 1460, 97} {
 		b.Run(fmt.Sprintf("read-%d", size), func(b *testing.B) {
 			pieces := reads(stream, nil, size)
-			var lines LineSplitter
-			run := func() {
-				lines.Reset()
-				for _, p := range pieces {
-					lines.Feed(p)
-					for {
-						if _, ok := lines.Next(); !ok {
-							break
-						}
-					}
-				}
-			}
-			run()
+			read(b, pieces) // warm up: size the buffers
 			b.SetBytes(int64(len(stream)))
 			b.ReportAllocs()
 			for b.Loop() {
-				run()
+				read(b, pieces)
 			}
 		})
 	}
 }
 
+func BenchmarkLineSplitter(b *testing.B) {
+	var lines LineSplitter
+	benchReadSizes(b, func(b *testing.B, pieces [][]byte) {
+		lines.Reset()
+		for _, p := range pieces {
+			lines.Feed(p)
+			for {
+				if _, ok := lines.Next(); !ok {
+					break
+				}
+			}
+		}
+	})
+}
+
 // BenchmarkEventReader is BenchmarkLineSplitter reading events: lines
 // split, decoded, interpreted and dispatched.
 func BenchmarkEventReader(b *testing.B) {
-	var stream []byte
-	for range benchEvents {
-		stream = AppendSSEData(stream, []byte(benchPayload))
-	}
-	for _, size := range []int{len(benchPayload) + 8, 1460, 97} {
-		b.Run(fmt.Sprintf("read-%d", size), func(b *testing.B) {
-			pieces := reads(stream, nil, size)
-			var er EventReader
-			run := func() {
-				er.Reset()
-				n := 0
-				for _, p := range pieces {
-					er.Feed(p)
-					for {
-						if _, ok := er.Next(); !ok {
-							break
-						}
-						n++
-					}
+	var er EventReader
+	benchReadSizes(b, func(b *testing.B, pieces [][]byte) {
+		er.Reset()
+		n := 0
+		for _, p := range pieces {
+			er.Feed(p)
+			for {
+				if _, ok := er.Next(); !ok {
+					break
 				}
-				if n != benchEvents {
-					b.Fatalf("%d events, want %d", n, benchEvents)
-				}
+				n++
 			}
-			run()
-			b.SetBytes(int64(len(stream)))
-			b.ReportAllocs()
-			for b.Loop() {
-				run()
-			}
-		})
-	}
+		}
+		if n != benchEvents {
+			b.Fatalf("%d events, want %d", n, benchEvents)
+		}
+	})
 }
 
 func BenchmarkAppendChunkedSSEData(b *testing.B) {
