@@ -433,10 +433,12 @@ func (r *reader) close() {
 }
 
 // sse reads data as SSE events and hands each to dataEvent; the events it
-// completes all arrived at now.
+// completes all arrived at now. The record's framing is brought up to
+// date when the reader says it has changed.
 func (r *reader) sse(data []byte, now int64) bool {
 	r.events.Feed(data)
-	for {
+	ended := false
+	for !ended {
 		ev, ok := r.events.Next()
 		if !ok {
 			break
@@ -444,27 +446,16 @@ func (r *reader) sse(data []byte, now int64) bool {
 		if string(ev.Type) == "ping" {
 			r.rec.Pings++
 		}
-		if r.dataEvent(ev.Type, ev.Data, now) {
-			r.framing()
-			return true
-		}
+		ended = r.dataEvent(ev.Type, ev.Data, now)
 	}
 	if r.events.Changed() {
 		r.copyFraming()
 	}
-	if err := r.events.Err(); err != nil {
+	if err := r.events.Err(); err != nil && !ended {
 		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: err.Error()}
 		return true
 	}
-	return false
-}
-
-// framing copies what the event reader found of the stream's framing to
-// the record, when it has changed.
-func (r *reader) framing() {
-	if r.events.Changed() {
-		r.copyFraming()
-	}
+	return ended
 }
 
 // copyFraming copies the reader's framing counts, comments and retry to
