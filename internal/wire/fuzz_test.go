@@ -239,14 +239,16 @@ func FuzzLineSplitter(f *testing.F) {
 func FuzzSSERoundTrip(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"delta":{"content":"hi"}}],"pi_ts":1}`), []byte("[DONE]"), uint16(30))
 	f.Add([]byte(""), []byte("x"), uint16(0))
+	f.Add([]byte("\tx"), []byte("\xa3\xE2\x82\xEF\xBB\xBF"), uint16(41)) // a tab kept; invalid UTF-8 and a BOM mid-stream
 	f.Fuzz(func(t *testing.T, p1, p2 []byte, split uint16) {
-		// A payload is one line; leading blanks are not significant.
+		// A payload is one line, its leading space is the one after the
+		// colon, and it is read as UTF-8 (each error a U+FFFD).
 		var want []string
 		for _, p := range [][]byte{p1, p2} {
-			if bytes.ContainsAny(p, "\r\n") || (len(p) > 0 && (p[0] == ' ' || p[0] == '\t')) {
+			if bytes.ContainsAny(p, "\r\n") || (len(p) > 0 && p[0] == ' ') {
 				return
 			}
-			want = append(want, string(p))
+			want = append(want, ssetest.DecodeUTF8(p))
 		}
 		stream := sseStream(want)
 		at := int(split) % len(stream)

@@ -333,14 +333,29 @@ type refRune struct {
 }
 
 // refDecode is the Encoding Standard's "UTF-8 decode" of b: a leading
-// byte order mark is skipped, then the UTF-8 decoder runs with
-// replacement: an error emits U+FFFD, and the byte that revealed it (when
-// not the lead byte) is processed again.
+// byte order mark is skipped, then the UTF-8 decoder runs (decodeFrom).
 func refDecode(b []byte) (out []refRune, bom bool) {
-	i := 0
 	if len(b) >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
-		i, bom = 3, true
+		return decodeFrom(b, 3), true
 	}
+	return decodeFrom(b, 0), false
+}
+
+// DecodeUTF8 is the Encoding Standard's UTF-8 decoder over b, a byte
+// order mark included (as in the middle of a stream): each error becomes
+// U+FFFD.
+func DecodeUTF8(b []byte) string {
+	var sb strings.Builder
+	for _, r := range decodeFrom(b, 0) {
+		sb.WriteRune(r.r)
+	}
+	return sb.String()
+}
+
+// decodeFrom runs the Encoding Standard's UTF-8 decoder over b from
+// offset i, in replacement mode: an error emits U+FFFD, and the byte that
+// revealed it (when not the lead byte) is processed again.
+func decodeFrom(b []byte, i int) (out []refRune) {
 	var cp rune
 	needed, seen := 0, 0
 	lower, upper := byte(0x80), byte(0xBF)
@@ -394,7 +409,7 @@ func refDecode(b []byte) (out []refRune, bom bool) {
 			cp, needed, seen = 0, 0, 0
 		}
 	}
-	return out, bom
+	return out
 }
 
 // refLine is one line of the decoded stream and the offset just after the
