@@ -419,6 +419,9 @@ func (q *Request) fillEmitted(rec *result.Request) {
 			Arrived: times.Arrived(), Start: times.StreamStart(), ThinkEnd: times.ThinkEnd(),
 			Heartbeats: times.Heartbeats(), EmittedAt: times.At,
 		})
+		if u, ok := times.Usage(); ok {
+			CompareUsage(rec, q.Dialect, q.IncludeUsage, u)
+		}
 	}
 }
 
