@@ -152,6 +152,11 @@ func appendCacheFigure(dst []byte, p PromptUsage, n int) []byte {
 	return strconv.AppendInt(dst, int64(n), 10)
 }
 
+// MinBlockBytes is the smallest block of a block prompt
+// (AppendBlockPrompt) whose first block holds all of ChatPrompt, which the
+// server finds the prompt by: 8 tokens.
+const MinBlockBytes = 8 * TokenBytes
+
 // TokenBytes is how many prompt bytes make one prompt token, for the
 // server's count of a prompt's tokens (PromptText) and the client's size
 // of a trace's prompt (input_length tokens are TokenBytes times as many
@@ -195,8 +200,10 @@ func PromptTokensOf(text []byte) int {
 // and the hints' PromptMarker when any hint is set, after the size bytes
 // (so that the marker, unique to each request, shares no block). The text
 // is lower-case words and spaces, never a space last, which JSON does not
-// escape: PromptText finds it whole in the body, and PromptTokensOf counts
-// size/TokenBytes tokens for a size that is a multiple of TokenBytes.
+// escape: PromptText finds it whole in the body (when the first block and
+// the size hold all of ChatPrompt: MinBlockBytes), and PromptTokensOf
+// counts size/TokenBytes tokens for a size that is a multiple of
+// TokenBytes.
 func AppendBlockPrompt(dst []byte, h Hints, size int, blocks []uint64, blockBytes int) []byte {
 	size = min(max(size, 0), MaxPromptBytes)
 	if blockBytes <= 0 {
