@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 )
 
@@ -229,17 +230,20 @@ func AppendBlockPrompt(dst []byte, h Hints, size int, blocks []uint64, blockByte
 // space first when first, then five-byte words (four letters and a space)
 // drawn from a generator seeded with id, never a space last.
 func appendBlock(dst []byte, id uint64, n int, first bool) []byte {
-	end := len(dst) + n
+	start := len(dst)
 	switch {
 	case first && n > len(ChatPrompt)+1:
 		dst = append(dst, ChatPrompt+" "...)
 	case first:
 		dst = append(dst, ChatPrompt[:min(n, len(ChatPrompt))]...)
 	}
+	from := len(dst) - start
+	dst = slices.Grow(dst, n-from)[:start+n]
+	b := dst[start+from:]
 	x, r, left := id, uint64(0), 0
-	for k := 0; len(dst) < end; k++ {
-		if k%5 == 4 && len(dst) < end-1 {
-			dst = append(dst, ' ')
+	for k := range b {
+		if k%5 == 4 && k < len(b)-1 {
+			b[k] = ' '
 			continue
 		}
 		if left == 0 { // splitmix64: 13 letters from each draw
@@ -249,7 +253,7 @@ func appendBlock(dst []byte, id uint64, n int, first bool) []byte {
 			r ^= r >> 31
 			left = 13
 		}
-		dst = append(dst, alphabet[r%26])
+		b[k] = alphabet[r%26]
 		r /= 26
 		left--
 	}
