@@ -40,7 +40,9 @@ const maxUsageFindings = 32
 type UsageCollector struct{ u Usage }
 
 // NewUsageCollector returns an empty UsageCollector.
-func NewUsageCollector() *UsageCollector { return &UsageCollector{u: Usage{Findings: []UsageFinding{}}} }
+func NewUsageCollector() *UsageCollector {
+	return &UsageCollector{u: Usage{Findings: []UsageFinding{}}}
+}
 
 // Add folds one request in.
 func (c *UsageCollector) Add(r *result.Request) {
