@@ -284,7 +284,7 @@ func number(field string, raw json.RawMessage, lo, hi float64) (float64, error) 
 		return 0, fmt.Errorf("%s: %.40s is not a number", field, raw)
 	}
 	if !(v >= lo && v <= hi) {
-		return 0, fmt.Errorf("%s: %.40s is outside %v..%v", field, raw, lo, hi)
+		return 0, fmt.Errorf("%s: %.40s is outside %s..%s", field, raw, strconv.FormatFloat(lo, 'f', -1, 64), strconv.FormatFloat(hi, 'f', -1, 64))
 	}
 	return v, nil
 }
