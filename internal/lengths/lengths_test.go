@@ -11,8 +11,6 @@ import (
 
 func atoi(s string) (int, error) { return strconv.Atoi(s) }
 
-func readNone(string) ([]byte, error) { return nil, os.ErrNotExist }
-
 func TestParse(t *testing.T) {
 	files := map[string]string{
 		"ok.txt":    "# lengths\n200\n\n400\n 600 \n",
