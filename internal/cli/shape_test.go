@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
@@ -38,12 +41,24 @@ func tokensPerRequest(t *testing.T, path, batch string) []int {
 	return out
 }
 
-// readDoc reads a --json document.
+// readDoc reads a --json document, which must validate against the
+// shipped JSON Schema (its replay, sizes and usage objects among the rest).
 func readDoc(t *testing.T, path string) *rundoc.Document {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	sch, err := jsonschema.NewCompiler().Compile(filepath.Join("..", "..", "docs", "sse-latency.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err == nil {
+		err = sch.Validate(inst)
+	}
+	if err != nil {
+		t.Fatalf("%s does not validate against the schema: %v", path, err)
 	}
 	var d rundoc.Document
 	if err := json.Unmarshal(b, &d); err != nil {
