@@ -254,7 +254,10 @@ func (r *run) shapeBatch(spec batch.Spec, calibration bool) batch.Spec {
 		for i := range offsets {
 			offsets[i] = r.trace.Entries[i].AtNs
 		}
-		spec.Offsets, spec.Speed, spec.Requests, spec.Rate = offsets, r.cfg.TraceSpeed, r.cfg.Requests, 0
+		// --duration bounded the requests to replay (loadTrace): each of
+		// them starts, late if need be, its lateness reported — not
+		// dropped by a deadline it was due before.
+		spec.Offsets, spec.Speed, spec.Requests, spec.Rate, spec.Duration = offsets, r.cfg.TraceSpeed, r.cfg.Requests, 0, 0
 		spec.Warmup = min(r.cfg.Warmup, r.cfg.Requests)
 	}
 	return spec
