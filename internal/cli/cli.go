@@ -333,7 +333,7 @@ func (r *run) calibrate(ctx context.Context) (*summary.Collector, error) {
 	}
 	r.out.errorf("loop: calibrating the noise floor with %d request(s) of %s to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
 		c.Requests, size, r.selfAddr, max(c.Concurrency, 1), fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-	col := summary.NewCollector()
+	col := r.newCollector()
 	err := r.runBatch(ctx, r.shapeBatch(batch.Spec{Name: "loop", Requests: c.Requests, Concurrency: c.Concurrency,
 		Request: r.calibrationRequest(c.Tokens)}, true), col, nil, 0)
 	return col, err
@@ -348,7 +348,7 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 	r.announce("gw: ", r.gwAddr)
 	req := r.gatewayRequest()
 	r.engineNote(req)
-	col := summary.NewCollector()
+	col := r.newCollector()
 	err := r.runBatch(ctx, r.batchSpec("gw", req), col, nil, 0)
 	return col, err
 }

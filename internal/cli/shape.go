@@ -275,3 +275,13 @@ func sizeText(c Config) string {
 	}
 	return s
 }
+
+// newCollector returns the collector of a batch of the run: with the
+// breakdown by size when the run's sizes vary.
+func (r *run) newCollector() *summary.Collector {
+	c := summary.NewCollector()
+	if r.shaper(0, false) != nil {
+		c.Sizes = summary.NewSizeCollector()
+	}
+	return c
+}

@@ -32,14 +32,18 @@ type Collector struct {
 	Samples  *SampleCollector
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
-	Sizes    *SizeCollector
-	Usage    *UsageCollector
+	// Sizes, when set, gathers the breakdown by request size (a run whose
+	// sizes vary: a trace, a length distribution); nil leaves it out, as
+	// for a run of one size, where it would repeat the batch's figures
+	// at about 1 MB of histograms a batch.
+	Sizes *SizeCollector
+	Usage *UsageCollector
 }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Sizes: NewSizeCollector(), Usage: NewUsageCollector()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Usage: NewUsageCollector()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
@@ -53,7 +57,9 @@ func (c *Collector) Add(r *result.Request) {
 	c.Samples.Add(r)
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
-	c.Sizes.Add(r)
+	if c.Sizes != nil {
+		c.Sizes.Add(r)
+	}
 	c.Usage.Add(r)
 }
 
