@@ -27,8 +27,8 @@ func TestPrefixCache(t *testing.T) {
 		{text("a", "b"), 0, 16},
 		{text("a", "b", "c"), 16, 8},
 		{append(text("a", "b"), "ccc"...), 16, 0}, // a partial block: not cached
-		{text("x", "b"), 0, 16},                  // b after x is another block than b after a
-		{text("a"), 0, 8},                        // the cache held 4 blocks: a went first
+		{text("x", "b"), 0, 16},                   // b after x is another block than b after a
+		{text("a"), 0, 8},                         // the cache held 4 blocks: a went first
 		{text("a", "b", "c"), 8, 16},
 	} {
 		cached, written := c.account(tc.text)
