@@ -528,8 +528,12 @@ func (r *reader) handle(name, payload []byte, now int64) bool {
 	if ev.Flags&api.Finish != 0 {
 		r.finished = true
 	}
-	if ev.Flags&api.Usage != 0 {
+	switch {
+	case ev.Flags&api.Usage != 0:
 		r.usage = true
+		r.keepUsage(usagePartOf(r.dialect), payload)
+	case r.dialect == api.Anthropic && ev.Flags&(api.HasContent|api.HasReasoning|api.HasArguments) == 0 && messageStart(name, payload):
+		r.keepUsage(api.UsageStart, payload)
 	}
 	switch {
 	case ev.Flags&api.Failed != 0:
@@ -540,6 +544,28 @@ func (r *reader) handle(name, payload []byte, now int64) bool {
 		return true
 	}
 	return false
+}
+
+// usagePartOf is the usage object a usage-bearing event of dialect d
+// carries (api.Usage flags Anthropic's message_delta, not message_start).
+func usagePartOf(d api.Dialect) api.UsagePart {
+	switch d {
+	case api.Responses:
+		return api.UsageCompleted
+	case api.Anthropic:
+		return api.UsageDelta
+	}
+	return api.UsageChunk
+}
+
+// messageStart reports whether an event of type name is Anthropic's
+// message_start, by its name or, when a gateway dropped the name, its type.
+func messageStart(name, payload []byte) bool {
+	const start = "message_start"
+	if len(name) > 0 {
+		return string(name) == start
+	}
+	return bytes.HasPrefix(payload, []byte(`{"type":"`+start+`"`))
 }
 
 // quote renders an event for a failure text: its name and payload,
