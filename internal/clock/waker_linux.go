@@ -12,16 +12,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// monoBaseNs is CLOCK_MONOTONIC at (about) the same instant as base, so that
+// monoBaseNs is CLOCK_MONOTONIC at the instant of base, so that
 // process-clock deadlines convert to timerfd absolute times.
-var monoBaseNs = func() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
+var monoBaseNs = monoBase()
+
+// monoBase reads CLOCK_MONOTONIC between two readings of the process
+// clock, a few times, and keeps the pair closest together: a thread
+// preempted between two readings (milliseconds on a busy machine) would
+// otherwise shift every timerfd deadline by that much — early timers that
+// a shard then spins through, or re-arms until its deadline is reached.
+func monoBase() int64 {
+	best, bestGap := int64(0), int64(-1)
+	for range 8 {
+		var ts unix.Timespec
+		before := int64(time.Since(base))
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			return 0
+		}
+		after := int64(time.Since(base))
+		if gap := after - before; bestGap < 0 || gap < bestGap {
+			best, bestGap = ts.Nano()-(before+gap/2), gap
+		}
 	}
-	// Adjust for the time elapsed since base was taken.
-	return ts.Nano() - int64(time.Since(base))
-}()
+	return best
+}
 
 // Mono converts a process-clock reading to CLOCK_MONOTONIC nanoseconds,
 // the time base of timerfd's absolute deadlines.
