@@ -422,6 +422,7 @@ type Ticker struct {
 	added chan error
 	mu    sync.Mutex
 	spec  unix.ItimerSpec
+	arms  uint64 // guarded by mu: Arm calls so far
 	fire  func(t *Ticker)
 	done  atomic.Bool
 }
@@ -458,6 +459,7 @@ func (t *Ticker) Arm(deadline int64) error {
 		return clock.ErrClosed
 	}
 	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(max(clock.Mono(deadline), 1))}
+	t.arms++
 	if err := timerfdSettime(t.fd, &t.spec); err != nil {
 		return os.NewSyscallError("timerfd_settime", err)
 	}
@@ -486,13 +488,24 @@ func (t *Ticker) Receive(l *Loop, kind uint8, _ uint64) {
 	}
 }
 
-// Ready clears the timerfd and runs fire.
+// Ready runs fire, then clears the timerfd unless it was armed again
+// meanwhile: setting a timerfd clears its expiry, so that a fire that
+// arms the next deadline (a shard's tick) costs no read(2). The check and
+// the read are one step under mu, so that an Arm from another goroutine
+// after fire is never cleared.
 func (t *Ticker) Ready(*Loop) {
-	var b [8]byte
-	RawRead(t.fd, b[:])
+	t.mu.Lock()
+	arms := t.arms
+	t.mu.Unlock()
 	if !t.done.Load() {
 		t.fire(t)
 	}
+	t.mu.Lock()
+	if t.arms == arms {
+		var b [8]byte
+		RawRead(t.fd, b[:])
+	}
+	t.mu.Unlock()
 }
 
 // Poll handles, without blocking, the sockets of the loop that are ready

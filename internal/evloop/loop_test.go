@@ -359,3 +359,47 @@ func TestAffinity(t *testing.T) {
 		}
 	}
 }
+
+// TestTickerRearmedInFire: a fire that arms the next deadline is called
+// again at it (the expiry it found is not read away after the re-arm); a
+// fire that arms nothing is not called again (the expiry is cleared).
+func TestTickerRearmedInFire(t *testing.T) { forBackends(t, testTickerRearmedInFire) }
+
+func testTickerRearmedInFire(t *testing.T, l *Loop) {
+	const fires = 5
+	var mu sync.Mutex
+	n := 0
+	last := make(chan struct{})
+	tk, err := l.NewTicker(func(tk *Ticker) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		switch {
+		case k < fires:
+			if err := tk.Arm(clock.Now() + int64(100*time.Microsecond)); err != nil {
+				t.Error(err)
+			}
+		case k == fires:
+			close(last)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	if err := tk.Arm(clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	within(t, last, "the last fire")
+	// Two round trips: the loop has waited for its descriptors at least
+	// once since the last fire, and would have fired again had the expiry
+	// stayed.
+	onLoop(t, l, func() {})
+	onLoop(t, l, func() {})
+	mu.Lock()
+	defer mu.Unlock()
+	if n != fires {
+		t.Errorf("fire ran %d times, want %d", n, fires)
+	}
+}
