@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/schedule"
 	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
@@ -25,22 +26,25 @@ type alarm interface {
 // deadline, and the alarm that wakes it at the earliest one. Each wake-up
 // is a tick, run by the shard's own goroutine or by an event loop.
 type shard struct {
-	waker     alarm
-	own       clock.Waker // the waker of the shard's own goroutine; nil on an event loop
-	minGap    int64       // ns: at most one timer wake-up per minGap
-	spinAhead int64       // ns: the timer fires this much early, the rest is spun
-	mu        sync.Mutex
-	streams   streamHeap // guarded by mu
-	armed     int64      // deadline the waker is armed for; MaxInt64 if none
-	closed    bool
+	waker   alarm
+	own     clock.Waker // the waker of the shard's own goroutine; nil on an event loop
+	minGap  int64       // ns: at most one timer wake-up per minGap
+	mu      sync.Mutex
+	streams streamHeap   // guarded by mu
+	armed   int64        // deadline the waker is armed for; MaxInt64 if none
+	wake    wakeLateness // guarded by mu: how early the timer fires, the rest is spun
+	closed  bool
 	// lateness holds, per emitted token, how late it was written (ns).
 	lateness *stats.Metric
 	due      []*stream // owned by tick
 	scratch  *scratch  // owned by tick
 }
 
+// newShard returns a shard whose timer fires at most spinAhead before a
+// deadline (see wakeLateness), and at most once per minGap.
 func newShard(w alarm, minGap, spinAhead int64) *shard {
-	return &shard{waker: w, minGap: minGap, spinAhead: spinAhead, armed: math.MaxInt64, lateness: stats.NewMetric(), scratch: newScratch()}
+	return &shard{waker: w, minGap: minGap, wake: newWakeLateness(spinAhead), armed: math.MaxInt64,
+		lateness: stats.NewMetric(), scratch: newScratch()}
 }
 
 // add schedules st at st.next. It may be called from any goroutine.
@@ -52,7 +56,7 @@ func (sh *shard) add(st *stream) {
 		return
 	}
 	heap.Push(&sh.streams, st)
-	if at := st.next - sh.spinAhead; at < sh.armed {
+	if at, _ := sh.wakeFor(st); at < sh.armed {
 		sh.armed = at
 		if err := sh.waker.Arm(at); err != nil {
 			heap.Remove(&sh.streams, st.heapIndex)
@@ -102,6 +106,11 @@ func (sh *shard) run(w clock.Waker) {
 // near, calling poll (when set) while it spins, writes every token due,
 // and re-arms the alarm. It returns false when the alarm failed (closed).
 func (sh *shard) tick(poll func()) bool {
+	sh.mu.Lock()
+	if now := clock.Now(); sh.armed != math.MaxInt64 && now >= sh.armed {
+		sh.wake.observe(now - sh.armed)
+	}
+	sh.mu.Unlock()
 	sh.spinUntilDue(poll)
 	woke := clock.Now()
 	sh.mu.Lock()
@@ -133,8 +142,8 @@ func (sh *shard) tick(poll func()) bool {
 	}
 	sh.due = due[:0]
 	if len(sh.streams) > 0 && !sh.closed {
-		next := sh.streams[0].next - sh.spinAhead
-		if gap := sh.gap(); next < woke+gap && !full {
+		next, onGrid := sh.wakeFor(sh.streams[0])
+		if gap := sh.gap(); !onGrid && next < woke+gap && !full {
 			next = woke + gap
 		}
 		sh.armed = next
@@ -155,6 +164,64 @@ func (sh *shard) gap() int64 {
 	return min(sh.minGap+int64(len(sh.streams))*gapPerStream, maxGapFactor*sh.minGap)
 }
 
+// wakeFor returns when the shard's timer must fire for st's next
+// deadline, and whether that is a point of st's grid. A busy shard (one
+// with gridStreams streams or more) wakes on the grid of the stream
+// (stream.grid): at the first point at or after the deadline, where it
+// writes, without spinning, every token due by then — late by less than
+// the grid's step, in one wake-up instead of one each; the grid being
+// the process clock's multiples of the step, a stream whose delay is a
+// multiple of it is late by the same amount at every token, and its
+// tokens keep their spacing exactly. Otherwise the timer fires ahead of
+// the deadline by the host's wake-up latency (wakeLateness) and the tick
+// spins the rest. Called with mu held.
+func (sh *shard) wakeFor(st *stream) (int64, bool) {
+	if q := sh.grid(st); q > 0 {
+		return (st.next - earlySlack + q - 1) / q * q, true
+	}
+	return st.next - sh.wake.ahead, false
+}
+
+// grid is the step of the grid st's tokens are written on: st.grid in a
+// busy shard, 0 (every deadline on time) in a quiet one. Called with mu
+// held.
+func (sh *shard) grid(st *stream) int64 {
+	if len(sh.streams) < gridStreams {
+		return 0
+	}
+	return st.grid
+}
+
+// gridStreams is how many streams make a shard busy: from there on its
+// wake-ups, one per deadline or gap otherwise, are the larger part of
+// the CPU it takes (docs/PERF.md, "Wake-ups").
+const gridStreams = 8
+
+// gridSteps are the steps of the emission grids, largest first: each is
+// a multiple of the next, so that the points of every grid are points of
+// the finer ones and the streams of a shard, whatever their grids, share
+// its wake-ups. A stream takes the largest step at most a quarter of its
+// shortest delay between tokens: 500 µs at the default 5 ms. Its tokens
+// are then never more than a quarter of a gap late on the grid, and the
+// largest step keeps the tool's own emission lateness under the 1 ms past
+// which it warns that it fell behind.
+var gridSteps = [...]int64{500_000, 250_000, 125_000}
+
+// gridFor returns the grid step of a stream with plan p (0: none, its
+// delay being too short for the smallest step).
+func gridFor(p schedule.Plan) int64 {
+	gap := p.Delay
+	if p.Reasoning > 0 && p.Think > 0 {
+		gap = min(gap, p.Think/int64(p.Reasoning))
+	}
+	for _, q := range gridSteps {
+		if q <= gap/4 {
+			return q
+		}
+	}
+	return 0
+}
+
 // How the gap grows with the streams of a shard.
 const (
 	gapPerStream = 500 // ns
@@ -168,10 +235,11 @@ const (
 const maxPerTick = 128
 
 // spinUntilDue waits, without sleeping, for the earliest deadline when it
-// is at most spinAhead away. A sleeping CPU takes tens to hundreds of
-// microseconds to wake on virtual machines, whatever the timer, so the
-// timer fires early and the last stretch is spun. On an event loop, poll
-// handles the loop's other sockets meanwhile, every pollEvery at most.
+// is at most the timer's lead (wakeLateness) away. A sleeping CPU takes
+// tens to hundreds of microseconds to wake on virtual machines, whatever
+// the timer, so the timer fires early and the last stretch is spun. On an
+// event loop, poll handles the loop's other sockets meanwhile, every
+// pollEvery at most.
 func (sh *shard) spinUntilDue(poll func()) {
 	var polled int64
 	for {
@@ -180,9 +248,13 @@ func (sh *shard) spinUntilDue(poll func()) {
 		if len(sh.streams) > 0 {
 			next = sh.streams[0].next
 		}
+		ahead := sh.wake.ahead
+		if len(sh.streams) > 0 && sh.grid(sh.streams[0]) > 0 {
+			ahead = 0 // written on the grid: no spin
+		}
 		sh.mu.Unlock()
 		now := clock.Now()
-		if next <= now+earlySlack || next-now > sh.spinAhead {
+		if next <= now+earlySlack || next-now > ahead {
 			return
 		}
 		if poll != nil && now-polled >= pollEvery {
