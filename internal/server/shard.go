@@ -182,11 +182,14 @@ func (sh *shard) wakeFor(st *stream) (int64, bool) {
 	return st.next - sh.wake.ahead, false
 }
 
-// grid is the step of the grid st's tokens are written on: st.grid in a
-// busy shard, 0 (every deadline on time) in a quiet one. Called with mu
-// held.
+// grid is the step of the grid st's next token is written on: st.grid in
+// a busy shard, 0 (on time) in a quiet one, and for the first token of a
+// phase — the first token, the first after the reasoning, the first of
+// the text: the time to the first token of each phase is a measured
+// figure (TTFT), which the grid would make up to a step later. Called with
+// mu held.
 func (sh *shard) grid(st *stream) int64 {
-	if len(sh.streams) < gridStreams {
+	if len(sh.streams) < gridStreams || st.k == 0 || st.k == st.firsts[0] || st.k == st.firsts[1] {
 		return 0
 	}
 	return st.grid

@@ -64,6 +64,10 @@ type stream struct {
 	k     int   // next token to emit
 	next  int64 // deadline of token k
 	grid  int64 // the step of its emission grid in a busy shard (gridFor)
+	// firsts are the first tokens of the phases after the first, the
+	// reasoning's and the tool call's ends; with token 0 they are written
+	// on time in a busy shard too (see shard.grid).
+	firsts [2]int
 
 	heapIndex int
 	result    event // what the last emitToken asked for (0: reschedule)

@@ -86,18 +86,25 @@ func (a *recordingAlarm) Close() error             { return nil }
 // TestShardWakesOnTheGrid: a shard with fewer than gridStreams streams
 // arms its timer ahead of the earliest deadline by its spin; from
 // gridStreams streams on, at the first point of the earliest stream's
-// grid at or after its deadline (less the slack it may be early by).
+// grid at or after its deadline (less the slack it may be early by) —
+// unless that deadline is of the first token of a phase.
 func TestShardWakesOnTheGrid(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		streams int
 		delay   int64
-		step    int64 // 0: armed ahead of the deadline
+		k       int    // the streams' next token
+		firsts  [2]int // their phases' first tokens
+		step    int64  // 0: armed ahead of the deadline
 	}{
-		{"quiet shard", gridStreams - 1, 5_000_000, 0},
-		{"busy shard, 5 ms", gridStreams, 5_000_000, 500_000},
-		{"busy shard, 1 ms", 3 * gridStreams, 1_000_000, 250_000},
-		{"busy shard, delay too short for a grid", gridStreams, 300_000, 0},
+		{"quiet shard", gridStreams - 1, 5_000_000, 1, [2]int{}, 0},
+		{"busy shard, 5 ms", gridStreams, 5_000_000, 1, [2]int{}, 500_000},
+		{"busy shard, 1 ms", 3 * gridStreams, 1_000_000, 1, [2]int{}, 250_000},
+		{"busy shard, delay too short for a grid", gridStreams, 300_000, 1, [2]int{}, 0},
+		{"busy shard, first token", gridStreams, 5_000_000, 0, [2]int{}, 0},
+		{"busy shard, first text token after the reasoning", gridStreams, 5_000_000, 3, [2]int{3, 3}, 0},
+		{"busy shard, first text token after a tool call", gridStreams, 5_000_000, 5, [2]int{3, 5}, 0},
+		{"busy shard, a tool call's second token", gridStreams, 5_000_000, 4, [2]int{3, 5}, 500_000},
 	} {
 		a := &recordingAlarm{}
 		sh := newShard(a, int64(DefaultWakeInterval), int64(DefaultSpinAhead))
@@ -108,6 +115,7 @@ func TestShardWakesOnTheGrid(t *testing.T) {
 		for i := range tt.streams {
 			p := schedule.Plan{Start: start + int64(i)*37_123 + 1_234, Delay: tt.delay, Tokens: 10}
 			st := newStream(&fakeWriter{isDirect: true, accept: -1}, api.NewEncoder(api.Chat, api.Answer{Tokens: 10}), p)
+			st.k, st.next, st.firsts = tt.k, p.Deadline(tt.k), tt.firsts
 			sh.add(st)
 			earliest = min(earliest, st.next)
 		}
