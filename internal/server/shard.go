@@ -22,15 +22,17 @@ type alarm interface {
 	Close() error
 }
 
-// shard is one emission loop: a min-heap of streams ordered by their next
-// deadline, and the alarm that wakes it at the earliest one. Each wake-up
-// is a tick, run by the shard's own goroutine or by an event loop.
+// shard is one emission loop: a min-heap of streams ordered by when their
+// next token is to be written (stream.due), and the alarm that wakes it at
+// the earliest. Each wake-up is a tick, run by the shard's own goroutine
+// or by an event loop.
 type shard struct {
 	waker   alarm
 	own     clock.Waker // the waker of the shard's own goroutine; nil on an event loop
 	minGap  int64       // ns: at most one timer wake-up per minGap
 	mu      sync.Mutex
 	streams streamHeap   // guarded by mu
+	owned   int          // guarded by mu: the streams of the heap and of the tick in progress
 	armed   int64        // deadline the waker is armed for; MaxInt64 if none
 	wake    wakeLateness // guarded by mu: how early the timer fires, the rest is spun
 	closed  bool
@@ -55,11 +57,14 @@ func (sh *shard) add(st *stream) {
 		st.notify(evFailed)
 		return
 	}
+	sh.owned++
+	st.due = sh.dueAt(st)
 	heap.Push(&sh.streams, st)
-	if at, _ := sh.wakeFor(st); at < sh.armed {
+	if at := sh.wakeFor(st); at < sh.armed {
 		sh.armed = at
 		if err := sh.waker.Arm(at); err != nil {
 			heap.Remove(&sh.streams, st.heapIndex)
+			sh.owned--
 			st.notify(evFailed)
 		}
 	}
@@ -116,7 +121,7 @@ func (sh *shard) tick(poll func()) bool {
 	sh.mu.Lock()
 	sh.armed = math.MaxInt64
 	due := sh.due[:0]
-	for len(sh.streams) > 0 && sh.streams[0].next <= woke+earlySlack && len(due) < maxPerTick {
+	for len(sh.streams) > 0 && sh.streams[0].due <= woke+earlySlack && len(due) < maxPerTick {
 		due = append(due, heap.Pop(&sh.streams).(*stream))
 	}
 	full := len(due) == maxPerTick
@@ -132,18 +137,21 @@ func (sh *shard) tick(poll func()) bool {
 		st.recordLateness(sh.lateness) // nothing when evWrite: not written yet
 		switch {
 		case st.result != 0:
+			sh.owned--
 			st.notify(st.result)
 		case sh.closed:
 			st.notify(evFailed)
 		default:
+			st.due = sh.dueAt(st)
 			heap.Push(&sh.streams, st)
 		}
 		due[i] = nil
 	}
 	sh.due = due[:0]
 	if len(sh.streams) > 0 && !sh.closed {
-		next, onGrid := sh.wakeFor(sh.streams[0])
-		if gap := sh.gap(); !onGrid && next < woke+gap && !full {
+		sh.settleTop()
+		next := sh.wakeFor(sh.streams[0])
+		if gap := sh.gap(); sh.owned < gridStreams && next < woke+gap && !full {
 			next = woke + gap
 		}
 		sh.armed = next
@@ -164,22 +172,48 @@ func (sh *shard) gap() int64 {
 	return min(sh.minGap+int64(len(sh.streams))*gapPerStream, maxGapFactor*sh.minGap)
 }
 
-// wakeFor returns when the shard's timer must fire for st's next
-// deadline, and whether that is a point of st's grid. A busy shard (one
-// with gridStreams streams or more) wakes on the grid of the stream
+// dueAt returns when st's next token is to be written. A busy shard (one
+// with gridStreams streams or more) writes on the grid of each stream
 // (stream.grid): at the first point at or after the deadline, where it
 // writes, without spinning, every token due by then — late by less than
 // the grid's step, in one wake-up instead of one each; the grid being
 // the process clock's multiples of the step, a stream whose delay is a
 // multiple of it is late by the same amount at every token, and its
-// tokens keep their spacing exactly. Otherwise the timer fires ahead of
-// the deadline by the host's wake-up latency (wakeLateness) and the tick
-// spins the rest. Called with mu held.
-func (sh *shard) wakeFor(st *stream) (int64, bool) {
+// tokens keep their spacing exactly. Otherwise, at its deadline. Called
+// with mu held.
+func (sh *shard) dueAt(st *stream) int64 {
 	if q := sh.grid(st); q > 0 {
-		return (st.next - earlySlack + q - 1) / q * q, true
+		return (st.next - earlySlack + q - 1) / q * q
 	}
-	return st.next - sh.wake.ahead, false
+	return st.next
+}
+
+// settleTop updates when the first stream of the heap is due, until it
+// is up to date: a stream pushed while the shard was quiet is due at its
+// deadline, and on its grid once the shard is busy (and the other way
+// round). Each stream is updated once per change of the shard's state,
+// which happens at gridStreams streams, few. Called with mu held.
+func (sh *shard) settleTop() {
+	for {
+		top := sh.streams[0]
+		d := sh.dueAt(top)
+		if d == top.due {
+			return
+		}
+		top.due = d
+		heap.Fix(&sh.streams, 0)
+	}
+}
+
+// wakeFor returns when the shard's timer must fire for st's next token:
+// at the point of the grid it is due at, or ahead of its deadline by the
+// host's wake-up latency (wakeLateness), the tick spinning the rest.
+// Called with mu held.
+func (sh *shard) wakeFor(st *stream) int64 {
+	if st.due != st.next {
+		return st.due // on the grid
+	}
+	return st.due - sh.wake.ahead
 }
 
 // grid is the step of the grid st's next token is written on: st.grid in
@@ -189,7 +223,7 @@ func (sh *shard) wakeFor(st *stream) (int64, bool) {
 // figure (TTFT), which the grid would make up to a step later. Called with
 // mu held.
 func (sh *shard) grid(st *stream) int64 {
-	if len(sh.streams) < gridStreams || st.k == 0 || st.k == st.firsts[0] || st.k == st.firsts[1] {
+	if sh.owned < gridStreams || st.k == 0 || st.k == st.firsts[0] || st.k == st.firsts[1] {
 		return 0
 	}
 	return st.grid
@@ -247,13 +281,12 @@ func (sh *shard) spinUntilDue(poll func()) {
 	var polled int64
 	for {
 		sh.mu.Lock()
-		next := int64(math.MaxInt64)
+		next, ahead := int64(math.MaxInt64), sh.wake.ahead
 		if len(sh.streams) > 0 {
-			next = sh.streams[0].next
-		}
-		ahead := sh.wake.ahead
-		if len(sh.streams) > 0 && sh.grid(sh.streams[0]) > 0 {
-			ahead = 0 // written on the grid: no spin
+			next = sh.streams[0].due
+			if next != sh.streams[0].next {
+				ahead = 0 // written on the grid: no spin
+			}
 		}
 		sh.mu.Unlock()
 		now := clock.Now()
@@ -281,7 +314,7 @@ func (sh *shard) close() {
 	for _, st := range sh.streams {
 		st.notify(evFailed)
 	}
-	sh.streams = nil
+	sh.streams, sh.owned = nil, 0
 	sh.mu.Unlock()
 	sh.waker.Close()
 }
@@ -290,7 +323,7 @@ func (sh *shard) close() {
 type streamHeap []*stream
 
 func (h streamHeap) Len() int           { return len(h) }
-func (h streamHeap) Less(i, j int) bool { return h[i].next < h[j].next }
+func (h streamHeap) Less(i, j int) bool { return h[i].due < h[j].due }
 func (h streamHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].heapIndex = i

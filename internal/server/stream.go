@@ -64,6 +64,7 @@ type stream struct {
 	k     int   // next token to emit
 	next  int64 // deadline of token k
 	grid  int64 // the step of its emission grid in a busy shard (gridFor)
+	due   int64 // when its shard is to write token k: next, or a point of its grid (shard.dueAt)
 	// firsts are the first tokens of the phases after the first, the
 	// reasoning's and the tool call's ends; with token 0 they are written
 	// on time in a busy shard too (see shard.grid).

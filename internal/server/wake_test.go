@@ -134,3 +134,30 @@ func TestShardWakesOnTheGrid(t *testing.T) {
 		}
 	}
 }
+
+// TestShardFirstTokenBeforeTheGrid: in a busy shard, a stream's first
+// token due between another stream's deadline and the grid point that
+// one is written at wakes the shard for its own deadline.
+func TestShardFirstTokenBeforeTheGrid(t *testing.T) {
+	a := &recordingAlarm{}
+	sh := newShard(a, int64(DefaultWakeInterval), int64(DefaultSpinAhead))
+	const step = 500_000
+	// A grid point an hour ahead, then deadlines 1 µs past it: written at
+	// the next point, 499 µs later.
+	g := (clock.Now() + int64(time.Hour)) / step * step
+	enc := api.NewEncoder(api.Chat, api.Answer{Tokens: 10})
+	for range gridStreams {
+		p := schedule.Plan{Start: g + 1_000 + earlySlack, Delay: 5_000_000, Tokens: 10}
+		st := newStream(&fakeWriter{isDirect: true, accept: -1}, enc, p)
+		st.k, st.next = 1, p.Deadline(1)-5_000_000 // token 1, due at Start
+		sh.add(st)
+	}
+	first := newStream(&fakeWriter{isDirect: true, accept: -1}, enc, schedule.Plan{Start: g + 200_000, Delay: 5_000_000, Tokens: 10})
+	sh.add(first)
+	if !sh.tick(nil) {
+		t.Fatal("tick failed")
+	}
+	if want := first.next - int64(DefaultSpinAhead); a.last != want {
+		t.Errorf("armed for %d, want the first token's deadline less the spin, %d (the grid point is %d)", a.last, want, g+step)
+	}
+}
