@@ -15,7 +15,9 @@ import (
 // loopback, in milliseconds, for the emit->recv of the tokens and the
 // TTFT, p50 and p99 — the verdict, the gateway's state (ok, the knee, or
 // beyond it) and the tool's (ok, or saturated: the step then measured the
-// tool); then the knee and the saturated steps in words.
+// tool), and when the gateway's processes were accounted their CPU per
+// token and in cores; then the knee, the step where the gateway saturated
+// a core, and the steps where the tool saturated, in words.
 //
 //	=== sweep: concurrency, 3 of 3 steps, each 1 loopback + 1 gateway round ===
 //	                        added emit->recv (ms)   added TTFT (ms)
@@ -35,13 +37,22 @@ func WriteSweep(w io.Writer, d *rundoc.Document) error {
 	name := axisName(s.Axis)
 	p.printf("\n=== sweep: %s, %d of %d steps, each %s ===\n", name, len(s.Steps), len(s.Values), roundsText(s.Rounds))
 	width := max(len(name), 11)
+	costs := sweepCosts(s)
 	p.printf("%*s  %9s   %-21s %s\n", width, "", "", "added emit->recv (ms)", "  added TTFT (ms)")
-	p.printf("%*s  %9s %9s %9s %9s %9s  %-8s  %-7s  %s\n", width, name, "ok/failed", "p50", "p99", "p50", "p99", "verdict", "gateway", "tool")
+	head := fmt.Sprintf("%*s  %9s %9s %9s %9s %9s  %-8s  %-7s  %s", width, name, "ok/failed", "p50", "p99", "p50", "p99", "verdict", "gateway", "tool")
+	if costs {
+		head += fmt.Sprintf("%*s  %s", 10-len("tool"), "", "gateway cpu")
+	}
+	p.printf("%s\n", head)
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		cells := stepCells(&st.Run)
-		p.printf("%*s  %9s %9s %9s %9s %9s  %-8s  %-7s  %s\n", width, sweep.FormatValue(s.Axis, st.Value), okFailed(&st.Run),
+		row := fmt.Sprintf("%*s  %9s %9s %9s %9s %9s  %-8s  %-7s  %s", width, sweep.FormatValue(s.Axis, st.Value), okFailed(&st.Run),
 			cells[0], cells[1], cells[2], cells[3], verdictClass(&st.Run), gatewayState(s, i), toolState(st))
+		if costs {
+			row += fmt.Sprintf("%*s  %s", 10-len(toolState(st)), "", stepCost(&st.Run))
+		}
+		p.printf("%s\n", row)
 	}
 	if len(s.Steps) > 0 {
 		if k := s.Knee; k != nil {
@@ -51,6 +62,10 @@ func WriteSweep(w io.Writer, d *rundoc.Document) error {
 			p.printf("knee: none up to %s %s (added emit->recv p99 within %.3fms, and growing no faster than the load)\n",
 				name, sweep.FormatValue(s.Axis, last.Value), s.KneeThresholdMs)
 		}
+	}
+	if g := s.GatewaySaturated; g != nil {
+		p.printf("gateway saturated a core at %s %s: %.2f cores, %.3fus/token; from there a single-threaded gateway cannot keep up\n",
+			name, sweep.FormatValue(s.Axis, g.Value), g.Cores, g.CPUPerTokenUs)
 	}
 	for i := range s.Steps {
 		if st := &s.Steps[i]; st.ToolSaturated {
@@ -64,9 +79,39 @@ func WriteSweep(w io.Writer, d *rundoc.Document) error {
 // SweepStepLine is the line a sweep prints on stderr as each step ends.
 func SweepStepLine(axis string, st *sweep.Step) string {
 	c := stepCells(&st.Run)
-	return fmt.Sprintf("  %s %s: %s ok/failed, added emit->recv p50 %s p99 %s ms, TTFT p50 %s p99 %s ms; gateway %s; tool %s",
+	line := fmt.Sprintf("  %s %s: %s ok/failed, added emit->recv p50 %s p99 %s ms, TTFT p50 %s p99 %s ms; gateway %s; tool %s",
 		axisName(axis), sweep.FormatValue(axis, st.Value), okFailed(&st.Run), c[0], c[1], c[2], c[3], verdictClass(&st.Run),
 		map[bool]string{true: "saturated (" + st.ToolReason + ")", false: "ok"}[st.ToolSaturated])
+	if cost := stepCost(&st.Run); cost != "n/a" {
+		line += "; gateway cpu " + cost
+	}
+	return line
+}
+
+// sweepCosts reports whether any step of s accounted the gateway's
+// processes: then the report has a column of their CPU.
+func sweepCosts(s *sweep.Sweep) bool {
+	for i := range s.Steps {
+		if g := s.Steps[i].Gateway(); g != nil && g.Cost != nil && g.Cost.Gateway != nil && g.Cost.Gateway.Unseen == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// stepCost is a step's gateway CPU, "12.300us/token 0.42 cores", or
+// "n/a".
+func stepCost(r *summary.Run) string {
+	g := r.Gateway()
+	if g == nil || g.Cost == nil || g.Cost.Gateway == nil || g.Cost.Gateway.Unseen != "" {
+		return "n/a"
+	}
+	c := g.Cost.Gateway
+	s := fmt.Sprintf("%.3fus/token %.2f cores", c.CPUPerTokenUs, c.Cores)
+	if c.SaturatesCore() {
+		s += " SATURATED"
+	}
+	return s
 }
 
 // axisName is the axis as its flag names it.

@@ -296,6 +296,7 @@ func (out *Document) mergeRuns(docs []*Document, name func(int) string) error {
 func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop, gw *stats.Batch, err error) {
 	out.Batches = []summary.Batch{}
 	merged := make(map[string]*stats.Batch)
+	costs := false
 	for _, bn := range []string{summary.LoopbackBatch, summary.GatewayBatch} {
 		var sb *stats.Batch
 		var targets []string
@@ -323,6 +324,7 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			samples = append(samples, offsetSamples(db.Samples, offset))
 			declared = append(declared, db.Declared)
 			offset += db.Requests
+			costs = costs || db.Cost != nil
 		}
 		if sb != nil {
 			merged[bn] = sb
@@ -334,6 +336,9 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			}
 			out.Batches = append(out.Batches, nb)
 		}
+	}
+	if costs {
+		out.Notes = append(out.Notes, "the batches' costs are left out: each run saw the whole gateway's and host's CPU, not its own share")
 	}
 	return merged[summary.LoopbackBatch], merged[summary.GatewayBatch], nil
 }
