@@ -359,6 +359,7 @@ func TestGateways(t *testing.T) {
 				return
 			}
 			t.Logf("%s: %s", ex.File, m.figures())
+			checkCost(t, m)
 			if ex.Compressed {
 				// The calibration requests ask for as many tokens (at most
 				// 200) straight from the server, uncompressed.

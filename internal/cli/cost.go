@@ -21,8 +21,9 @@ import (
 // gateway's processes with their children (/proc/PID/…). A sample reads a
 // few files; nothing is read per token.
 type costMeter struct {
-	fs     procstat.FS
-	hostOK bool // /proc/stat is readable
+	fs      procstat.FS
+	scanner *procstat.Scanner // the gateway's tree, sample after sample
+	hostOK  bool              // /proc/stat is readable
 	// gateway names the gateway's processes; nil when none is accounted,
 	// unseen then says why (the target is on another host, …).
 	gateway *summary.GatewaySample
@@ -79,7 +80,7 @@ func unwrapPath(err error) error {
 // looks it up; nil: not looked for). It returns nil where nothing can be
 // sampled (no /proc).
 func newCostMeter(f procstat.FS, pids []int, gwAddr string, find listenerFinder) *costMeter {
-	m := &costMeter{fs: f}
+	m := &costMeter{fs: f, scanner: procstat.NewScanner(f)}
 	_, err := f.Host()
 	m.hostOK = err == nil
 	switch {
@@ -179,7 +180,7 @@ func (m *costMeter) sample() costPoint {
 		p.host, p.hostOK = hostSample(m.fs)
 	}
 	if g := m.gateway; g != nil && len(g.PIDs) > 0 {
-		t, err := m.fs.Tree(g.PIDs)
+		t, err := m.scanner.Tree(g.PIDs)
 		p.tree, p.treeOK = t, err == nil
 	}
 	return p

@@ -183,11 +183,20 @@ func TestCostOfStandInGateway(t *testing.T) {
 
 // TestCostGatewayExits: a gateway process that ends during the gateway
 // batch is reported in the cost block; the measurement goes on (the
-// requests after it fail) and is reported.
+// requests after it fail) and is reported. The gateway is a master and a
+// worker that ends after 2 responses; the master closes the listener
+// only once it has reaped the worker, so that the requests after fail
+// only once the worker is gone.
 func TestCostGatewayExits(t *testing.T) {
 	ln := testutil.Listen(t)
 	up := ln.Addr().String()
-	addr, pid := startRelay(t, up, "-mode", "chunk", "-exit-after", "2")
+	args, _ := json.Marshal([]string{"-upstream", up, "-mode", "chunk", "-exit-after", "2"})
+	_, stdout, _ := child(t, []string{masterEnv + "=" + string(args)})
+	addr := strings.TrimPrefix(stdout.await(t, "listening on "), "listening on ")
+	pid, err := strconv.Atoi(strings.TrimPrefix(stdout.await(t, "worker "), "worker "))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var o, e bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -380,5 +389,34 @@ func TestNeighbourNamedInWarning(t *testing.T) {
 	if !strings.Contains(w, "fell behind its own emission schedule") || !strings.Contains(w, "other processes took the CPU") ||
 		strings.Contains(w, "the tool itself") {
 		t.Errorf("warning %q: want the tool behind its schedule and the other processes named", w)
+	}
+}
+
+// TestCorpusResponses: --corpus responses streams the field reports'
+// relay corpus — 1,024 text deltas, 256 reasoning events, a function call
+// of 4 argument deltas — from an upstream that writes 16 KiB at a time
+// (the server's tests check the writes), and records it; the user's
+// --fault overrides its write shape.
+func TestCorpusResponses(t *testing.T) {
+	ln := testutil.Listen(t)
+	addr := ln.Addr().String()
+	path := filepath.Join(t.TempDir(), "run.json")
+	var o, e bytes.Buffer
+	code, sum := MeasureOn(context.Background(), ln, []string{"-L", addr, "-t", addr, "--corpus", "responses", "-d", "0", "-q", "--json", path}, &o, &e)
+	if code != ExitOK {
+		t.Fatalf("--corpus responses = %d\n%s\n%s", code, o.String(), e.String())
+	}
+	c := sum.Config
+	if c.API != "responses" || c.Tokens != 1024 || c.Reasoning != 256 || c.ToolCall != 4 || c.Faults != "write_bytes=16384" || c.Corpus != "responses" {
+		t.Errorf("config %+v: want the corpus's settings", c.Config)
+	}
+	g := sum.Gateway
+	// Every phase's token received: text, reasoning and the arguments.
+	if g.OK != 1 || g.Tokens != 1024 || g.ByPiTs+g.ByContent != 1024+256+4 {
+		t.Errorf("batch: %d ok, %d text tokens, %d tokens in all; want 1, 1024, 1284", g.OK, g.Tokens, g.ByPiTs+g.ByContent)
+	}
+	cl, err := parseArgs([]string{"-t", "127.0.0.1:1", "--corpus", "responses", "--fault", "write_bytes=0"})
+	if err != nil || cl.cfg.Faults != "write_bytes=0" {
+		t.Errorf("--fault after the corpus: faults %q, %v; want the user's write_bytes=0", cl.cfg.Faults, err)
 	}
 }

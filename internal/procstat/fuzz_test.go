@@ -12,7 +12,6 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(recordedStat), "gw", uint64(12))
 	f.Add([]byte(statLine(42, 1, "a (b) c", 1, 2, 3, 4, 5, 6, 7)), ") (", uint64(0))
 	f.Add([]byte("rchar: 1\nwchar: 2\nsyscr: 3\nsyscw: 4\n"), "x", uint64(1<<62))
-	f.Add([]byte("voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t2\n"), "", uint64(3))
 	f.Add([]byte("5326524 38469404 22\n"), "nginx: worker process", uint64(99))
 	f.Fuzz(func(t *testing.T, b []byte, comm string, ticks uint64) {
 		if h, err := ParseHost(b); err == nil {
@@ -26,7 +25,6 @@ func FuzzParse(f *testing.F) {
 			t.Errorf("ParseStat(%q): pid %d", b, s.PID)
 		}
 		ParseIO(b)
-		ParseSwitches(b)
 		ParseSchedstat(b)
 
 		if strings.ContainsAny(comm, "\n") || ticks > 1<<62 {

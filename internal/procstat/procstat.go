@@ -8,8 +8,10 @@
 // The parsers take the files' bytes and return named errors; the readers
 // take the root of the proc file system ("/proc", or a directory of
 // recorded files in tests). Nothing here runs per token: a sample reads a
-// few files per process, and a measurement takes one before and one after
-// each batch.
+// few files per process of the tree (a Scanner remembers the parents of
+// the host's other processes, so that a sample reads only the stat files
+// of those that are new), and a measurement takes one before and one
+// after each batch.
 package procstat
 
 import (
@@ -217,54 +219,27 @@ func ParseIO(b []byte) (IO, error) {
 	return io, nil
 }
 
-// Switches are a task's context switches (/proc/PID/task/TID/status):
-// voluntary (it waited: for I/O, a lock, a timer) and involuntary (it was
-// preempted: its time slice ran out, or a task of higher priority woke).
-type Switches struct {
-	Voluntary, Involuntary uint64
+// Schedstat is /proc/PID/task/TID/schedstat: how long the task ran on a
+// CPU, and how many times it was switched onto one (each a context switch
+// into it, voluntary — after a wait — or not).
+type Schedstat struct {
+	RunNs, Switches uint64
 }
 
-// ParseSwitches reads the context switches of a status file.
-func ParseSwitches(b []byte) (Switches, error) {
-	var s Switches
-	found := 0
-	for line := range bytes.SplitSeq(b, []byte("\n")) {
-		k, v, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
-			continue
-		}
-		var dst *uint64
-		switch string(k) {
-		case "voluntary_ctxt_switches":
-			dst = &s.Voluntary
-		case "nonvoluntary_ctxt_switches":
-			dst = &s.Involuntary
-		default:
-			continue
-		}
-		n, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 10, 64)
-		if err != nil {
-			return s, fmt.Errorf("%w: status %s: %.20q is not a count", ErrFormat, k, v)
-		}
-		*dst = n
-		found++
-	}
-	if found < 2 {
-		return s, fmt.Errorf("%w: status: no voluntary_ctxt_switches and nonvoluntary_ctxt_switches", ErrFormat)
-	}
-	return s, nil
-}
-
-// ParseSchedstat reads /proc/PID/task/TID/schedstat: the first of its
-// three numbers, the nanoseconds the task has run on a CPU.
-func ParseSchedstat(b []byte) (uint64, error) {
+// ParseSchedstat reads a schedstat file: run time (ns), time waiting to
+// run (ns), and the times the task ran ("timeslices").
+func ParseSchedstat(b []byte) (Schedstat, error) {
 	f := bytes.Fields(b)
 	if len(f) != 3 {
-		return 0, fmt.Errorf("%w: schedstat %.40q: want 3 numbers", ErrFormat, b)
+		return Schedstat{}, fmt.Errorf("%w: schedstat %.40q: want 3 numbers", ErrFormat, b)
 	}
-	n, err := strconv.ParseUint(string(f[0]), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: schedstat %.40q: %q is not a count", ErrFormat, b, f[0])
+	var v [3]uint64
+	for i := range v {
+		n, err := strconv.ParseUint(string(f[i]), 10, 64)
+		if err != nil {
+			return Schedstat{}, fmt.Errorf("%w: schedstat %.40q: %q is not a count", ErrFormat, b, f[i])
+		}
+		v[i] = n
 	}
-	return n, nil
+	return Schedstat{RunNs: v[0], Switches: v[2]}, nil
 }

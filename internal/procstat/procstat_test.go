@@ -98,19 +98,12 @@ func TestParseIO(t *testing.T) {
 	}
 }
 
-func TestParseSwitchesAndSchedstat(t *testing.T) {
-	sw, err := ParseSwitches([]byte("Name:\tgw\nState:\tS\nvoluntary_ctxt_switches:\t17\nnonvoluntary_ctxt_switches:\t5\n"))
-	if err != nil || sw != (Switches{17, 5}) {
-		t.Errorf("ParseSwitches = %+v, %v", sw, err)
+func TestParseSchedstat(t *testing.T) {
+	st, err := ParseSchedstat([]byte("5326524 38469404 22\n"))
+	if err != nil || st != (Schedstat{RunNs: 5326524, Switches: 22}) {
+		t.Errorf("ParseSchedstat = %+v, %v", st, err)
 	}
-	if _, err := ParseSwitches([]byte("Name:\tgw\n")); !errors.Is(err, ErrFormat) {
-		t.Errorf("ParseSwitches without switches = %v, want ErrFormat", err)
-	}
-	run, err := ParseSchedstat([]byte("5326524 38469404 22\n"))
-	if err != nil || run != 5326524 {
-		t.Errorf("ParseSchedstat = %d, %v", run, err)
-	}
-	for _, bad := range []string{"", "1 2", "x 2 3"} {
+	for _, bad := range []string{"", "1 2", "x 2 3", "1 2 y"} {
 		if _, err := ParseSchedstat([]byte(bad)); !errors.Is(err, ErrFormat) {
 			t.Errorf("ParseSchedstat(%q) = %v, want ErrFormat", bad, err)
 		}
@@ -119,19 +112,18 @@ func TestParseSwitchesAndSchedstat(t *testing.T) {
 
 // fakeProc is a recorded process for writeProc.
 type fakeProc struct {
-	pid, ppid           int
-	comm                string
-	utime, stime        uint64
-	cutime, cstime      uint64
-	start               uint64
-	rss                 int64
-	threads             []fakeThread
-	syscw, wchar        uint64
-	noIO                bool // its io file is not readable
-	voluntary, involunt uint64
+	pid, ppid      int
+	comm           string
+	utime, stime   uint64
+	cutime, cstime uint64
+	start          uint64
+	rss            int64
+	threads        []fakeThread
+	syscw, wchar   uint64
+	noIO           bool // its io file is not readable
 }
 
-type fakeThread struct{ runNs, vol, invol uint64 }
+type fakeThread struct{ runNs, switches uint64 }
 
 // writeProc lays out procs as /proc does under a new directory.
 func writeProc(t *testing.T, procs ...fakeProc) FS {
@@ -154,8 +146,7 @@ func writeProc(t *testing.T, procs ...fakeProc) FS {
 		}
 		for i, th := range p.threads {
 			td := filepath.Join(dir, "task", strconv.Itoa(p.pid+i))
-			write(filepath.Join(td, "schedstat"), fmt.Sprintf("%d 0 0\n", th.runNs))
-			write(filepath.Join(td, "status"), fmt.Sprintf("voluntary_ctxt_switches:\t%d\nnonvoluntary_ctxt_switches:\t%d\n", th.vol, th.invol))
+			write(filepath.Join(td, "schedstat"), fmt.Sprintf("%d 0 %d\n", th.runNs, th.switches))
 		}
 	}
 	return FS(root)
@@ -193,7 +184,7 @@ func TestSince(t *testing.T) {
 	ms := uint64(1e6)
 	gw := func(utime, stime uint64, runMs uint64, syscw uint64, rss int64) fakeProc {
 		return fakeProc{pid: 10, ppid: 1, comm: "gw", start: 5, utime: utime, stime: stime, rss: rss, syscw: syscw, wchar: syscw * 100,
-			threads: []fakeThread{{runNs: runMs * ms / 2, vol: syscw, invol: 1}, {runNs: runMs * ms / 2, vol: 1, invol: 1}}}
+			threads: []fakeThread{{runNs: runMs * ms / 2, switches: syscw}, {runNs: runMs * ms / 2, switches: 2}}}
 	}
 	cases := []struct {
 		name          string
@@ -204,7 +195,7 @@ func TestSince(t *testing.T) {
 			name:   "steady: schedstat's run time, the ticks' split",
 			before: []fakeProc{gw(100, 50, 1500, 10, 1000)},
 			after:  []fakeProc{gw(130, 60, 1903, 510, 1256)},
-			want: Usage{CPUNs: 403 * ms, UserTicks: 30, SystemTicks: 10, Switches: Switches{500, 0}, Writes: 500, WriteBytes: 50000,
+			want: Usage{CPUNs: 403 * ms, UserTicks: 30, SystemTicks: 10, Switches: 500, Writes: 500, WriteBytes: 50000,
 				WritesKnown: true, RSSGrowthPages: 256, Processes: 1, Threads: 2},
 		},
 		{
@@ -269,5 +260,47 @@ func TestSelf(t *testing.T) {
 	}
 	if _, err := Proc.Host(); err != nil {
 		t.Errorf("Host: %v", err)
+	}
+}
+
+// TestScannerRemembers: a Scanner reads the stat files of new processes
+// only — one reparented into the tree keeps its old parent (what it
+// remembered) while a fresh FS.Tree sees the move — finds a new child of
+// the tree, forgets what left the listing, and does not take a reused
+// pid whose stat names another parent for the child it remembered.
+func TestScannerRemembers(t *testing.T) {
+	root := writeProc(t,
+		fakeProc{pid: 10, ppid: 1, comm: "gw", start: 5, threads: []fakeThread{{}}},
+		fakeProc{pid: 11, ppid: 10, comm: "worker", start: 6, threads: []fakeThread{{}}},
+		fakeProc{pid: 20, ppid: 1, comm: "other", start: 8, threads: []fakeThread{{}}},
+	)
+	sc := NewScanner(root)
+	if tr, err := sc.Tree([]int{10}); err != nil || len(tr.Procs) != 2 {
+		t.Fatalf("first sample: %v, %v; want 10 and 11", tr.Procs, err)
+	}
+	rewrite := func(p fakeProc) {
+		dir := filepath.Join(string(root), strconv.Itoa(p.pid))
+		os.RemoveAll(dir)
+		fresh := writeProc(t, p)
+		if err := os.Rename(filepath.Join(string(fresh), strconv.Itoa(p.pid)), dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(fakeProc{pid: 20, ppid: 10, comm: "other", start: 8, threads: []fakeThread{{}}})        // reparented into the tree
+	rewrite(fakeProc{pid: 11, ppid: 1, comm: "reused", start: 99, threads: []fakeThread{{}}})       // 11 ended, its pid reused
+	rewrite(fakeProc{pid: 12, ppid: 10, comm: "new worker", start: 100, threads: []fakeThread{{}}}) // a new child
+	tr, err := sc.Tree([]int{10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tr.Procs[12]; !ok || len(tr.Procs) != 2 {
+		t.Errorf("second sample: %v; want 10 and the new 12 (not 20, remembered elsewhere; not the reused 11)", tr.Procs)
+	}
+	if fresh := mustTree(t, root, 10); len(fresh.Procs) != 3 {
+		t.Errorf("a fresh tree: %v; want 10, 12 and the reparented 20", fresh.Procs)
+	}
+	os.RemoveAll(filepath.Join(string(root), "12"))
+	if tr, _ := sc.Tree([]int{10}); len(tr.Procs) != 1 || len(sc.parents) != 3 {
+		t.Errorf("12 gone: %v, remembered %v; want 10 alone, and 12 forgotten", tr.Procs, sc.parents)
 	}
 }

@@ -9,6 +9,10 @@ import (
 	"strconv"
 )
 
+// bufSize is the buffer of a Scanner's reads: /proc/PID/stat and a
+// thread's schedstat fit in a few hundred bytes.
+const bufSize = 4096
+
 // FS is the root of a proc file system: Proc, or a directory of recorded
 // files laid out the same way (tests).
 type FS string
@@ -26,7 +30,7 @@ func (f FS) path(parts ...string) string {
 
 // Host reads the host's CPU times (/proc/stat).
 func (f FS) Host() (Host, error) {
-	b, err := os.ReadFile(f.path("stat"))
+	b, err := readFile(f.path("stat"), nil)
 	if err != nil {
 		return Host{}, err
 	}
@@ -35,8 +39,11 @@ func (f FS) Host() (Host, error) {
 
 // Stat reads /proc/PID/stat. A process that does not exist is an error
 // wrapping ErrNoProcess.
-func (f FS) Stat(pid int) (Stat, error) {
-	b, err := os.ReadFile(f.path(strconv.Itoa(pid), "stat"))
+func (f FS) Stat(pid int) (Stat, error) { return f.stat(pid, nil) }
+
+// stat is Stat reading into buf.
+func (f FS) stat(pid int, buf []byte) (Stat, error) {
+	b, err := readFile(f.path(strconv.Itoa(pid), "stat"), buf)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Stat{}, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 	}
@@ -49,7 +56,7 @@ func (f FS) Stat(pid int) (Stat, error) {
 // IO reads /proc/PID/io, which only the process's user (or root) may
 // read.
 func (f FS) IO(pid int) (IO, error) {
-	b, err := os.ReadFile(f.path(strconv.Itoa(pid), "io"))
+	b, err := readFile(f.path(strconv.Itoa(pid), "io"), nil)
 	if err != nil {
 		return IO{}, err
 	}
@@ -66,46 +73,43 @@ func (f FS) Exe(pid int) string {
 	return p
 }
 
-// Tasks are the summed figures of a process's threads alive at a sample:
-// the nanoseconds they ran (schedstat) and their context switches.
+// Tasks are the summed schedstat of a process's threads alive at a
+// sample: the nanoseconds they ran and the times they were switched onto
+// a CPU.
 type Tasks struct {
-	RunNs    uint64
-	Switches Switches
-	Count    int // threads read
+	Schedstat
+	Count int // threads read
 }
 
-// Tasks reads the schedstat and status of every thread of pid. A thread
-// that ends while they are read is skipped.
-func (f FS) Tasks(pid int) (Tasks, error) {
+// Tasks reads the schedstat of every thread of pid. A thread that ends
+// while they are read is skipped.
+func (f FS) Tasks(pid int) (Tasks, error) { return f.tasks(pid, nil) }
+
+// tasks is Tasks reading into buf.
+func (f FS) tasks(pid int, buf []byte) (Tasks, error) {
 	var t Tasks
 	dir := f.path(strconv.Itoa(pid), "task")
-	entries, err := os.ReadDir(dir)
+	names, err := readDirNames(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return t, fmt.Errorf("pid %d: %w", pid, ErrNoProcess)
 	}
 	if err != nil {
 		return t, err
 	}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+	for _, name := range names {
+		if _, err := strconv.Atoi(name); err != nil {
 			continue
 		}
-		sb, err1 := os.ReadFile(filepath.Join(dir, e.Name(), "schedstat"))
-		st, err2 := os.ReadFile(filepath.Join(dir, e.Name(), "status"))
-		if err1 != nil || err2 != nil {
+		b, err := readFile(filepath.Join(dir, name, "schedstat"), buf)
+		if err != nil {
 			continue // the thread ended
 		}
-		run, err := ParseSchedstat(sb)
+		st, err := ParseSchedstat(b)
 		if err != nil {
-			return t, fmt.Errorf("pid %d thread %s: %w", pid, e.Name(), err)
+			return t, fmt.Errorf("pid %d thread %s: %w", pid, name, err)
 		}
-		sw, err := ParseSwitches(st)
-		if err != nil {
-			return t, fmt.Errorf("pid %d thread %s: %w", pid, e.Name(), err)
-		}
-		t.RunNs += run
-		t.Switches.Voluntary += sw.Voluntary
-		t.Switches.Involuntary += sw.Involuntary
+		t.RunNs += st.RunNs
+		t.Switches += st.Switches
 		t.Count++
 	}
 	return t, nil
@@ -113,15 +117,26 @@ func (f FS) Tasks(pid int) (Tasks, error) {
 
 // PIDs lists the processes of the file system.
 func (f FS) PIDs() ([]int, error) {
-	entries, err := os.ReadDir(string(f))
+	names, err := readDirNames(string(f))
 	if err != nil {
 		return nil, err
 	}
 	var out []int
-	for _, e := range entries {
-		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 0 && e.IsDir() {
+	for _, name := range names {
+		if pid, err := strconv.Atoi(name); err == nil && pid > 0 {
 			out = append(out, pid)
 		}
 	}
 	return out, nil
+}
+
+// readDirNames lists a directory's names, unsorted (os.ReadDir sorts,
+// and stats nothing either way).
+func readDirNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
 }

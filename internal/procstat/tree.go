@@ -22,55 +22,96 @@ type Tree struct {
 	Missing []int
 }
 
-// Tree samples the processes roots and their descendants (found through
-// the parent pid of every process of f, as the kernel's children lists
-// are not always there). A root that does not exist is listed in Missing;
-// a process that ends while it is read is left out.
-func (f FS) Tree(roots []int) (Tree, error) {
+// Tree samples the processes roots and their descendants with a new
+// Scanner (which reads the stat file of every process of f).
+func (f FS) Tree(roots []int) (Tree, error) { return NewScanner(f).Tree(roots) }
+
+// Scanner samples process trees of one file system again and again. It
+// remembers the parent of every process it has seen, so that a sample
+// reads the stat file of the processes that appeared since the last one
+// only, beside those of the tree (which it reads anyway, and which
+// correct what it remembered). A process reparented into the tree
+// between two samples, or a pid ended and reused between them, is seen
+// with its old parent until it leaves the listing. Not safe for
+// concurrent use.
+type Scanner struct {
+	fs      FS
+	parents map[int]int // pid -> parent pid, of every process listed last time
+	buf     []byte
+}
+
+// NewScanner returns a Scanner of f.
+func NewScanner(f FS) *Scanner {
+	return &Scanner{fs: f, parents: map[int]int{}, buf: make([]byte, 0, bufSize)}
+}
+
+// Tree samples the processes roots and their descendants. A root that
+// does not exist, or has ended (a zombie its parent has not reaped), is
+// listed in Missing; a process that ends while it is read is left out.
+func (sc *Scanner) Tree(roots []int) (Tree, error) {
 	t := Tree{Roots: slices.Clone(roots), Procs: map[int]Process{}}
-	pids, err := f.PIDs()
+	pids, err := sc.fs.PIDs()
 	if err != nil {
 		return t, err
 	}
-	children := map[int][]int{}
-	stats := map[int]Stat{}
+	listed := make(map[int]bool, len(pids))
 	for _, pid := range pids {
-		s, err := f.Stat(pid)
-		if err != nil {
-			continue // ended, or a kernel oddity: not ours to judge
+		listed[pid] = true
+		if _, known := sc.parents[pid]; known {
+			continue
 		}
-		stats[pid] = s
-		children[s.PPID] = append(children[s.PPID], pid)
+		if s, err := sc.fs.stat(pid, sc.buf); err == nil {
+			sc.parents[pid] = s.PPID
+		}
 	}
-	var walk func(pid int)
-	walk = func(pid int) {
+	children := map[int][]int{}
+	for pid, ppid := range sc.parents {
+		if !listed[pid] {
+			delete(sc.parents, pid)
+			continue
+		}
+		children[ppid] = append(children[ppid], pid)
+	}
+	var walk func(pid, parent int)
+	walk = func(pid, parent int) {
 		if _, done := t.Procs[pid]; done {
 			return
 		}
-		s, ok := stats[pid]
-		if !ok {
-			return
+		s, err := sc.fs.stat(pid, sc.buf)
+		if err != nil {
+			return // ended
+		}
+		sc.parents[pid] = s.PPID
+		if parent != 0 && s.PPID != parent {
+			return // not the child remembered: a pid reused
+		}
+		if s.State == 'Z' || s.State == 'X' {
+			return // ended, not yet reaped: gone but for its exit status
 		}
 		p := Process{Stat: s}
-		tasks, err := f.Tasks(pid)
+		tasks, err := sc.fs.tasks(pid, sc.buf)
 		if errors.Is(err, ErrNoProcess) {
 			return
 		}
 		p.Tasks = tasks
-		if io, err := f.IO(pid); err == nil {
+		if io, err := sc.fs.IO(pid); err == nil {
 			p.IO, p.IOOK = io, true
 		}
 		t.Procs[pid] = p
 		for _, c := range children[pid] {
-			walk(c)
+			walk(c, pid)
 		}
 	}
 	for _, r := range roots {
-		if _, ok := stats[r]; !ok {
+		if !listed[r] {
 			t.Missing = append(t.Missing, r)
 			continue
 		}
-		walk(r)
+		before := len(t.Procs)
+		walk(r, 0)
+		if _, ok := t.Procs[r]; !ok && len(t.Procs) == before {
+			t.Missing = append(t.Missing, r) // ended while it was read
+		}
 	}
 	return t, nil
 }
@@ -86,7 +127,9 @@ type Usage struct {
 	// processes' own and their reaped children's ticks. Their sum is
 	// coarser than CPUNs (each counter is truncated to a tick).
 	UserTicks, SystemTicks uint64
-	Switches               Switches
+	// Switches are the times their threads were switched onto a CPU
+	// (schedstat), of the threads alive at both samples.
+	Switches uint64
 	// Writes and WriteBytes are the write system calls and the bytes
 	// they wrote (IO.SysCW, IO.WChar), when WritesKnown: every process's
 	// io file was read at both samples.
@@ -148,8 +191,7 @@ func (t Tree) Since(before Tree) Usage {
 		}
 		runNs += run
 		tickTotal += (cu + cs) * tickNs
-		u.Switches.Voluntary += sub(p.Tasks.Switches.Voluntary, b.Tasks.Switches.Voluntary)
-		u.Switches.Involuntary += sub(p.Tasks.Switches.Involuntary, b.Tasks.Switches.Involuntary)
+		u.Switches += sub(p.Tasks.Switches, b.Tasks.Switches)
 		if p.IOOK && (b.IOOK || b == (Process{})) {
 			u.Writes += sub(p.IO.SysCW, b.IO.SysCW)
 			u.WriteBytes += sub(p.IO.WChar, b.IO.WChar)

@@ -35,7 +35,7 @@ func haproxy(u procstat.Usage) *summary.GatewaySample {
 // TestWriteCostGolden pins the cost block of a gateway accounted in full.
 func TestWriteCostGolden(t *testing.T) {
 	r := costRun(haproxy(procstat.Usage{CPUNs: 1_900_000_000, UserTicks: 60, SystemTicks: 130,
-		Switches: procstat.Switches{Voluntary: 9800, Involuntary: 420}, Writes: 10020, WriteBytes: 2_500_000, WritesKnown: true,
+		Switches: 10220, Writes: 10020, WriteBytes: 2_500_000, WritesKnown: true,
 		RSSGrowthPages: 300, Processes: 1, Threads: 2}))
 	r.Self.Pin = &summary.Pin{ToolCPUs: "0", Gateway: "taskset -a -cp 1 1234"}
 	var b bytes.Buffer

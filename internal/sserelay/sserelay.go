@@ -227,9 +227,9 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Main runs a relay from args (-listen, -upstream, -mode, -burn,
-// -exit-after) until SIGINT or SIGTERM, printing "listening on ADDR" once
-// it is. It returns the exit status.
+// Main runs a relay from args (-listen or -listen-fd, -upstream, -mode,
+// -burn, -exit-after) until SIGINT or SIGTERM, printing "listening on
+// ADDR" once it is. It returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -238,6 +238,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	mode := fs.String("mode", ModeNaive, "naive (each event parsed, re-encoded, flushed) or chunk (each upstream read forwarded)")
 	burn := fs.Duration("burn", 0, "CPU time to burn per event relayed (e.g. 200us)")
 	exitAfter := fs.Int("exit-after", 0, "exit once this many responses are relayed (0: never)")
+	listenFD := fs.Int("listen-fd", 0, "serve the listener inherited as this file descriptor instead of -listen")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -245,7 +246,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "relay: -upstream is required; -mode is naive or chunk")
 		return 2
 	}
-	ln, err := net.Listen("tcp", *listen)
+	var ln net.Listener
+	var err error
+	if *listenFD > 0 {
+		ln, err = net.FileListener(os.NewFile(uintptr(*listenFD), "listener"))
+	} else {
+		ln, err = net.Listen("tcp", *listen)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "relay: %v\n", err)
 		return 1

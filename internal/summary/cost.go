@@ -46,11 +46,13 @@ type GatewayCost struct {
 	Unseen string `json:"unseen,omitempty"`
 
 	CPUCost
-	Processes           int     `json:"processes"`            // at the end of the batch
-	Threads             int     `json:"threads"`              // at the end of the batch, all processes
-	VoluntarySwitches   uint64  `json:"voluntary_switches"`   // context switches of its threads: waits
-	InvoluntarySwitches uint64  `json:"involuntary_switches"` // … preemptions
-	SwitchesPerToken    float64 `json:"switches_per_token"`   // both, per token
+	Processes int `json:"processes"` // at the end of the batch
+	Threads   int `json:"threads"`   // at the end of the batch, all processes
+	// Switches are the times its threads were switched onto a CPU (the
+	// timeslices of their schedstat: each a context switch into them,
+	// after a wait or a preemption).
+	Switches         uint64  `json:"switches"`
+	SwitchesPerToken float64 `json:"switches_per_token"`
 	// Writes are its write system calls (syscw of /proc/PID/io: write,
 	// writev, sendfile; not send, sendto or sendmsg), when WritesKnown.
 	Writes          uint64  `json:"writes"`
@@ -182,8 +184,7 @@ func addUsage(a, b procstat.Usage) procstat.Usage {
 	a.CPUNs += b.CPUNs
 	a.UserTicks += b.UserTicks
 	a.SystemTicks += b.SystemTicks
-	a.Switches.Voluntary += b.Switches.Voluntary
-	a.Switches.Involuntary += b.Switches.Involuntary
+	a.Switches += b.Switches
 	a.Writes += b.Writes
 	a.WriteBytes += b.WriteBytes
 	a.WritesKnown = a.WritesKnown && b.WritesKnown
@@ -214,8 +215,8 @@ func NewCost(s CostSample, pageBytes int) *Cost {
 			}
 			gc.CPUCost = c.cpuCost(user, sys, cpu)
 			gc.Processes, gc.Threads = u.Processes, u.Threads
-			gc.VoluntarySwitches, gc.InvoluntarySwitches = u.Switches.Voluntary, u.Switches.Involuntary
-			gc.SwitchesPerToken = per(float64(u.Switches.Voluntary+u.Switches.Involuntary), float64(s.Tokens))
+			gc.Switches = u.Switches
+			gc.SwitchesPerToken = per(float64(u.Switches), float64(s.Tokens))
 			gc.WritesKnown = u.WritesKnown
 			if u.WritesKnown {
 				gc.Writes, gc.WriteBytes = u.Writes, u.WriteBytes

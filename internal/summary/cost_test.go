@@ -120,7 +120,7 @@ func TestOverloadWarningWithoutHost(t *testing.T) {
 func TestNewCost(t *testing.T) {
 	s := CostSample{WallNs: 2e9, Tokens: 4000, Streams: 4, ToolUserS: 0.3, ToolSystemS: 0.1,
 		Gateway: &GatewaySample{PIDs: []int{7}, Name: "nginx", Found: "--gateway-pid",
-			Usage: procstat.Usage{CPUNs: 80e6, UserTicks: 6, SystemTicks: 2, Switches: procstat.Switches{Voluntary: 300, Involuntary: 100},
+			Usage: procstat.Usage{CPUNs: 80e6, UserTicks: 6, SystemTicks: 2, Switches: 400,
 				Writes: 4004, WriteBytes: 1 << 20, WritesKnown: true, RSSGrowthPages: 3, Processes: 2, Threads: 2,
 				Exited: []procstat.Exited{{PID: 8, Comm: "nginx"}}}}}
 	c := NewCost(s, 4096)
