@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/procnet"
 	"github.com/sse-latency/sse-latency/internal/procstat"
 	"github.com/sse-latency/sse-latency/internal/summary"
 )
@@ -263,6 +264,9 @@ func joinInts(xs []int, sep string) string {
 	return strings.Join(s, sep)
 }
 
-// findListener finds the gateway's process from the target's address;
-// nil: not looked for.
-var findListener listenerFinder
+// findListener finds the gateway's process from the target's address: the
+// process that owns its listening socket (package procnet).
+func findListener(addr string) (int, error) {
+	o, err := procnet.ListenerOwner(addr)
+	return o.PID, err
+}
