@@ -24,9 +24,9 @@ const (
 // checkCost checks m's cost block: the gateway process found by itself
 // (the program of ex, pid given), named in the block, with a CPU per token
 // above 0 and below costMaxCPUPerTokenUs, and writes it could read —
-// nginx writes with writev (counted by syscw, at least one per token's
-// event), haproxy with send (not counted), so only nginx's are bounded
-// below.
+// nginx writes with writev (counted by syscw: one per upstream read, 0.6
+// to 1 per token on the development machine), haproxy with send (not
+// counted), so only nginx's are bounded below.
 func checkCost(t *testing.T, m *measurement) {
 	t.Helper()
 	name := m.ex.Gateway.Name
@@ -52,8 +52,8 @@ func checkCost(t *testing.T, m *measurement) {
 		t.Errorf("%s: %s's cpu/token %.3fus, want above 0 and below %dus\n%s", m.ex.File, name, g.CPUPerTokenUs, costMaxCPUPerTokenUs, m)
 	case !g.WritesKnown || g.WritesPerToken > costMaxWritesPerTok:
 		t.Errorf("%s: %s's writes/token %.2f (known %v), want known and at most %d\n%s", m.ex.File, name, g.WritesPerToken, g.WritesKnown, costMaxWritesPerTok, m)
-	case name == "nginx" && g.WritesPerToken < 0.5:
-		t.Errorf("%s: nginx's writes/token %.2f: it writes each event with writev, want about one per token\n%s", m.ex.File, g.WritesPerToken, m)
+	case name == "nginx" && g.WritesPerToken < 0.1:
+		t.Errorf("%s: nginx's writes/token %.2f: it writes what it reads of the events with writev (one per event, or fewer when it reads several at once), want them counted\n%s", m.ex.File, g.WritesPerToken, m)
 	}
 	if want := fmt.Sprintf("gateway    %s pid %d", g.Name, g.PIDs[0]); !strings.Contains(m.stdout, want) || !strings.Contains(m.stdout, "gw cpu ") {
 		t.Errorf("%s: the cost block does not name the process (%q) with its CPU\n%s", m.ex.File, want, m)

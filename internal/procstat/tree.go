@@ -38,11 +38,15 @@ type Scanner struct {
 	fs      FS
 	parents map[int]int // pid -> parent pid, of every process listed last time
 	buf     []byte
+	// listed and children are a sample's, kept to be cleared and filled
+	// again by the next.
+	listed   map[int]bool
+	children map[int][]int
 }
 
 // NewScanner returns a Scanner of f.
 func NewScanner(f FS) *Scanner {
-	return &Scanner{fs: f, parents: map[int]int{}, buf: make([]byte, 0, bufSize)}
+	return &Scanner{fs: f, parents: map[int]int{}, buf: make([]byte, 0, bufSize), listed: map[int]bool{}, children: map[int][]int{}}
 }
 
 // Tree samples the processes roots and their descendants. A root that
@@ -54,7 +58,8 @@ func (sc *Scanner) Tree(roots []int) (Tree, error) {
 	if err != nil {
 		return t, err
 	}
-	listed := make(map[int]bool, len(pids))
+	listed := sc.listed
+	clear(listed)
 	for _, pid := range pids {
 		listed[pid] = true
 		if _, known := sc.parents[pid]; known {
@@ -64,7 +69,14 @@ func (sc *Scanner) Tree(roots []int) (Tree, error) {
 			sc.parents[pid] = s.PPID
 		}
 	}
-	children := map[int][]int{}
+	children := sc.children
+	for k, v := range children {
+		if len(v) == 0 {
+			delete(children, k) // a parent with no child listed last time either
+		} else {
+			children[k] = v[:0]
+		}
+	}
 	for pid, ppid := range sc.parents {
 		if !listed[pid] {
 			delete(sc.parents, pid)

@@ -71,6 +71,7 @@ func TestWriteCostCases(t *testing.T) {
 		{"writes unreadable", haproxy(unknown), []string{"gw writes  unknown: /proc/PID/io"}, nil},
 		{"send", haproxy(seen), []string{"fewer than its streams, so it writes with send"}, nil},
 		{"counted", haproxy(counted), []string{"gw writes  2.00/token, 2000.0/stream"}, []string{"fewer than"}},
+		{"processes", haproxy(procstat.Usage{CPUNs: 1, WritesKnown: true, Processes: 3, Threads: 3}), []string{"3 processes, 3 threads"}, nil},
 		{"saturated", haproxy(procstat.Usage{CPUNs: 1_900_000_000, WritesKnown: true}), []string{"0.95 cores (saturates a core)"}, nil},
 	}
 	for _, c := range cases {
