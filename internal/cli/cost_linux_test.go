@@ -208,7 +208,7 @@ func TestCostGatewayExits(t *testing.T) {
 	if g := sum.Run.Gateway(); g == nil || g.Requests != 6 || g.OK < 2 {
 		t.Errorf("gateway batch %+v: want all 6 requests reported, the first 2 ok", g)
 	}
-	want := fmt.Sprintf("exited during the batch: its CPU until then is counted, not after")
+	want := "exited during the batch: its CPU until then is counted, not after"
 	if !strings.Contains(o.String(), "gw exited") || !strings.Contains(o.String(), fmt.Sprintf("(pid %d) %s", pid, want)) {
 		t.Errorf("cost block does not report the exit:\n%s", o.String())
 	}

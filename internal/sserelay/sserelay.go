@@ -182,11 +182,8 @@ func (r *Relay) burn(n int) {
 			x = x*6364136223846793005 + 1442695040888963407
 		}
 	}
-	sink = x
+	runtime.KeepAlive(x) // the loop's work is used
 }
-
-// sink keeps the burn loop from being optimised away.
-var sink uint64
 
 // threadCPU is the calling thread's CPU time, in nanoseconds.
 func threadCPU() int64 {
