@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"time"
 
@@ -113,6 +114,11 @@ type prober struct {
 func (p *prober) main(ctx context.Context) int {
 	r := p.run
 	r.start = time.Now()
+	restore, err := r.pinTool()
+	if err != nil {
+		return r.fail(err)
+	}
+	defer restore()
 	if err := r.setUp(); err != nil {
 		return r.fail(err)
 	}
@@ -175,7 +181,8 @@ func (p *prober) round(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary()})
+	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary(),
+		PageBytes: os.Getpagesize()})
 	p.metrics.Commit(rd, s, time.Now())
 	r.out.errorf("probe: round %d: %s\n", n, roundLine(s))
 	return nil
