@@ -120,3 +120,20 @@ func TestSweepCost(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLCost: the HTML report has the cost block's lines, each label in
+// its own cell.
+func TestHTMLCost(t *testing.T) {
+	r := costRun(haproxy(procstat.Usage{CPUNs: 400_000_000, WritesKnown: true, Processes: 1, Threads: 2}))
+	d := &rundoc.Document{SchemaVersion: rundoc.SchemaVersion, Run: *r}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<h2>Cost (per token received; from /proc, sampled around each batch)</h2>",
+		`<tr><th class="text">gw cpu</th><td class="text">40.000us/token`, `<th class="text">host</th><td class="text">gateway: 2 CPUs`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the HTML report has no %q", want)
+		}
+	}
+}
