@@ -28,32 +28,37 @@ import (
 // and to end once told to.
 const childBound = 20 * time.Second
 
+// childProc is a child process of a test (child).
+type childProc struct {
+	cmd            *exec.Cmd
+	stdout, stderr *lines
+	done           chan struct{} // closed once it has ended and been waited for
+}
+
 // child starts the test binary again with env set (mainEnv, relayEnv or
 // spinEnv, see TestMain) and extra files from fd 3; it is ended (SIGTERM,
-// then SIGKILL) when the test ends. stdout and stderr go to the buffers
-// returned, line by line as they come.
-func child(t *testing.T, env []string, files ...*os.File) (cmd *exec.Cmd, stdout, stderr *lines) {
+// then SIGKILL) when the test ends. stdout and stderr go to lines, line
+// by line as they come.
+func child(t *testing.T, env []string, files ...*os.File) *childProc {
 	t.Helper()
-	cmd = exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), env...)
-	cmd.ExtraFiles = files
-	stdout, stderr = newLines(), newLines()
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
+	c := &childProc{cmd: exec.Command(os.Args[0], "-test.run=^$"), stdout: newLines(), stderr: newLines(), done: make(chan struct{})}
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.ExtraFiles = files
+	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
+	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
+	go func() { c.cmd.Wait(); close(c.done) }()
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
+		c.cmd.Process.Signal(syscall.SIGTERM)
 		select {
-		case <-done:
+		case <-c.done:
 		case <-time.After(childBound):
-			cmd.Process.Kill()
-			<-done
+			c.cmd.Process.Kill()
+			<-c.done
 		}
 	})
-	return cmd, stdout, stderr
+	return c
 }
 
 // lines collects what a child writes, and lets a test await a line.
@@ -107,9 +112,9 @@ func (l *lines) await(t *testing.T, s string) string {
 func startRelay(t *testing.T, upstream string, extra ...string) (addr string, pid int) {
 	t.Helper()
 	args, _ := json.Marshal(append([]string{"-upstream", upstream}, extra...))
-	cmd, stdout, _ := child(t, []string{relayEnv + "=" + string(args)})
-	addr = strings.TrimPrefix(stdout.await(t, "listening on "), "listening on ")
-	return addr, cmd.Process.Pid
+	c := child(t, []string{relayEnv + "=" + string(args)})
+	addr = strings.TrimPrefix(c.stdout.await(t, "listening on "), "listening on ")
+	return addr, c.cmd.Process.Pid
 }
 
 // TestCostOfStandInGateway: a gateway that is a process of its own and
@@ -191,9 +196,9 @@ func TestCostGatewayExits(t *testing.T) {
 	ln := testutil.Listen(t)
 	up := ln.Addr().String()
 	args, _ := json.Marshal([]string{"-upstream", up, "-mode", "chunk", "-exit-after", "2"})
-	_, stdout, _ := child(t, []string{masterEnv + "=" + string(args)})
-	addr := strings.TrimPrefix(stdout.await(t, "listening on "), "listening on ")
-	pid, err := strconv.Atoi(strings.TrimPrefix(stdout.await(t, "worker "), "worker "))
+	master := child(t, []string{masterEnv + "=" + string(args)})
+	addr := strings.TrimPrefix(master.stdout.await(t, "listening on "), "listening on ")
+	pid, err := strconv.Atoi(strings.TrimPrefix(master.stdout.await(t, "worker "), "worker "))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,17 +331,18 @@ func TestCPUsPinsTheTool(t *testing.T) {
 	}
 	want := cpus[len(cpus)-1]
 	args, _ := json.Marshal([]string{"-L", "127.0.0.1:0", "--cpus", strconv.Itoa(want)})
-	cmd, _, stderr := child(t, []string{mainEnv + "=" + string(args)})
-	if line := stderr.await(t, "--cpus:"); line != fmt.Sprintf("--cpus: the tool's threads run on CPUs %d (GOMAXPROCS 1)", want) {
+	tool := child(t, []string{mainEnv + "=" + string(args)})
+	if line := tool.stderr.await(t, "--cpus:"); line != fmt.Sprintf("--cpus: the tool's threads run on CPUs %d (GOMAXPROCS 1)", want) {
 		t.Errorf("the tool says %q", line)
 	}
-	stderr.await(t, "running as server only") // its server's goroutines and threads are up
-	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", cmd.Process.Pid))
+	tool.stderr.await(t, "running as server only") // its server's goroutines and threads are up
+	pid := tool.cmd.Process.Pid
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil || len(tasks) < 2 {
 		t.Fatalf("the tool's threads: %v, %v", tasks, err)
 	}
 	for _, task := range tasks {
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", cmd.Process.Pid, task.Name()))
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
 		if err != nil {
 			continue // ended meanwhile
 		}
@@ -349,9 +355,10 @@ func TestCPUsPinsTheTool(t *testing.T) {
 }
 
 // TestNeighbourNamedInWarning: a CPU-bound neighbour — a busy process on
-// every CPU — and the tool at the lowest priority: the tool falls behind
-// its schedule, and the warning names the other processes as who took the
-// CPU, not the tool.
+// every CPU — and the tool at a lower priority (nice 10: a tenth of a
+// neighbour's share, and its wake-ups wait for the neighbours' time
+// slices, milliseconds): the tool falls behind its schedule, and the
+// warning names the other processes as who took the CPU, not the tool.
 func TestNeighbourNamedInWarning(t *testing.T) {
 	n := min(runtime.NumCPU(), 8)
 	for range n {
@@ -364,19 +371,17 @@ func TestNeighbourNamedInWarning(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	path := filepath.Join(t.TempDir(), "run.json")
-	args, _ := json.Marshal([]string{"-L", addr, "-t", addr, "-r", "4", "-c", "4", "-n", "100", "-d", "1", "-q", "--json", path})
-	cmd, _, stderr := child(t, []string{mainEnv + "=" + string(args), niceEnv + "=1", lnEnv + "=1"}, f)
+	args, _ := json.Marshal([]string{"-L", addr, "-t", addr, "-r", "2", "-c", "2", "-n", "50", "-d", "1", "-q", "--json", path})
+	tool := child(t, []string{mainEnv + "=" + string(args), niceEnv + "=1", lnEnv + "=1"}, f)
 	f.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
-	case <-done:
+	case <-tool.done:
 	case <-time.After(2 * time.Minute):
-		t.Fatal("the tool at nice 19 beside the neighbours did not finish in 2 minutes")
+		t.Fatal("the tool at nice 10 beside the neighbours did not finish in 2 minutes")
 	}
 	js, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("no document: %v\nstderr:\n%s", err, stderr.all.String())
+		t.Fatalf("no document: %v\nstderr:\n%s", err, tool.stderr.all.String())
 	}
 	var doc rundoc.Document
 	if err := json.Unmarshal(js, &doc); err != nil {

@@ -19,7 +19,7 @@ import (
 const (
 	relayEnv = "SSE_LATENCY_TEST_RELAY" // JSON array of sserelay.Main's arguments
 	mainEnv  = "SSE_LATENCY_TEST_MAIN"  // JSON array of Main's arguments
-	niceEnv  = "SSE_LATENCY_TEST_NICE"  // with mainEnv: run at nice 19
+	niceEnv  = "SSE_LATENCY_TEST_NICE"  // with mainEnv: run at nice 10
 	lnEnv    = "SSE_LATENCY_TEST_LN"    // with mainEnv: the dummy server's listener is file descriptor 3 (MeasureOn)
 	spinEnv  = "SSE_LATENCY_TEST_SPIN"  // burn a CPU until killed: a CPU-bound neighbour
 	// masterEnv: JSON array of the arguments of a relay worker, which a
@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 	}
 	if args, ok := childArgs(mainEnv); ok {
 		if os.Getenv(niceEnv) != "" {
-			niceAll(19)
+			niceAll(10)
 		}
 		var ln net.Listener
 		if os.Getenv(lnEnv) != "" {
