@@ -32,6 +32,12 @@ type Collector struct {
 	Samples  *SampleCollector
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
+	// Sizes, when set, gathers the breakdown by request size (a run whose
+	// sizes vary: a trace, a length distribution); nil leaves it out, as
+	// for a run of one size, where it would repeat the batch's figures
+	// at about 1 MB of histograms a batch.
+	Sizes *SizeCollector
+	Usage *UsageCollector
 	// Cost is what the batch's samples measured of the CPU (AddCost, once
 	// per batch or round); nil when nothing was sampled.
 	Cost *CostSample
@@ -48,7 +54,7 @@ func (c *Collector) AddCost(s CostSample) {
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Usage: NewUsageCollector()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
@@ -62,6 +68,10 @@ func (c *Collector) Add(r *result.Request) {
 	c.Samples.Add(r)
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
+	if c.Sizes != nil {
+		c.Sizes.Add(r)
+	}
+	c.Usage.Add(r)
 }
 
 // Inputs is what New summarises.
@@ -154,6 +164,12 @@ func (c *Collector) batch(name, target string, pageBytes int) Batch {
 	}
 	if c.Declared != nil {
 		b.Declared = c.Declared.Timings()
+	}
+	if c.Sizes != nil {
+		b.Sizes = c.Sizes.Sizes()
+	}
+	if c.Usage != nil {
+		b.Usage = c.Usage.Usage()
 	}
 	return b
 }
