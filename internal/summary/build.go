@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sse-latency/sse-latency/internal/clocksync"
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -23,26 +24,34 @@ func ms(ns int64) float64 { return float64(ns) / nsPerMs }
 
 // Collector gathers, as a batch's requests finish, what its summary needs:
 // the statistics (stats.Batch), the bursts the verdict is judged from
-// (verdict.Accumulator), the bounded samples the HTML report plots and the
-// timeline of the answers' phases (TimelineStats). Add is called once per
-// finished request, one call at a time.
+// (verdict.Accumulator), the bounded samples the HTML report plots, the
+// timeline of the answers' phases (TimelineStats) and the failures by kind
+// (failures.Tally). Add is called once per finished request, one call at
+// a time.
 type Collector struct {
 	Stats    *stats.Batch
 	Bursts   *verdict.Accumulator
 	Samples  *SampleCollector
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
+	Failures *failures.Tally
 }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Failures: failures.NewTally()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
-// which counts it apart from the statistics.
+// which counts it apart from the statistics. Before the first failed
+// request with tokens joins Stats, the verdict's accumulator starts
+// keeping the completed requests' emit->recv apart (verdict.Accumulator.
+// SplitFrom): the timing verdict is theirs.
 func (c *Collector) Add(r *result.Request) {
+	if !r.Warmup && !r.OK() && len(r.Tokens) > 0 {
+		c.Bursts.SplitFrom(c.Stats.EmitRecv)
+	}
 	c.Stats.Add(r)
 	if r.Warmup {
 		return
@@ -51,6 +60,7 @@ func (c *Collector) Add(r *result.Request) {
 	c.Samples.Add(r)
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
+	c.Failures.Add(r)
 }
 
 // Inputs is what New summarises.
@@ -120,6 +130,9 @@ func (c *Collector) batch(name, target string) Batch {
 	if c.Declared != nil {
 		b.Declared = c.Declared.Timings()
 	}
+	if c.Failures != nil {
+		b.FailureSummary = c.Failures.Summary()
+	}
 	return b
 }
 
@@ -171,7 +184,7 @@ func NewBatch(name, target string, b *stats.Batch, s Samples) Batch {
 			ByPiTs: b.ByPiTs, ByContent: b.ByContent, Unmeasured: b.Unmeasured,
 			Reads: b.Reads, Events: b.Events, Bytes: b.Bytes,
 			MaxTokensPerRead: b.MaxTokensPerRead, IntegrityErrors: b.IntegrityErrors,
-			Unstamped: b.Unstamped,
+			Unstamped: b.Unstamped, FailedTokens: b.FailedTokens,
 		},
 		Samples: NormSamples(s),
 		Warmup:  b.Warmup,
