@@ -13,6 +13,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/result"
 )
 
@@ -165,20 +166,20 @@ func (c *checker) preflight(ctx context.Context) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case f.Kind == result.Connect:
-		return fmt.Errorf("%w: cannot connect to %s: %s", ErrNotGateway, c.o.Target, f.Error())
+		return fmt.Errorf("%w: cannot connect to %s: %s", ErrNotGateway, c.o.Target, failures.Describe(rec))
 	case f.Kind == result.Redirect:
 		return fmt.Errorf("%w: %s answered with a %s; check follows no redirect: give it the address that serves the API",
 			ErrNotGateway, c.o.Target, f.Error())
 	case f.Kind == result.Timeout:
 		return fmt.Errorf("%w: no answer from %s within %v", ErrNotGateway, c.o.Target, PreflightTimeout)
 	case rec.HeadAt == 0:
-		return fmt.Errorf("%w: %s does not answer in HTTP (%s)", ErrNotGateway, c.o.Target, f.Error())
+		return fmt.Errorf("%w: %s does not answer in HTTP: %s", ErrNotGateway, c.o.Target, failures.Describe(rec))
 	case f.Kind == result.BadStatus:
 		return fmt.Errorf("%w: %s answered %q without reaching the server: does it forward %s there?",
 			ErrNotGateway, where, f.Error(), c.path())
 	}
 	return fmt.Errorf("%w: %s answered without reaching the server (%s): does it forward %s there?",
-		ErrNotGateway, where, f.Error(), c.path())
+		ErrNotGateway, where, failures.Describe(rec), c.path())
 }
 
 // path is the request path through the gateway.
@@ -189,22 +190,40 @@ func (c *checker) path() string {
 	return c.o.Client.Dialect.Path()
 }
 
-// failures returns the distinct failure texts of recs, "" for none.
-func failures(recs ...*result.Request) []string {
+// failureTexts returns the distinct failure texts of recs (sanitised),
+// nil for none.
+func failureTexts(recs ...*result.Request) []string {
+	return distinct(recs, func(r *result.Request) string { return failures.Sanitize(r.Failure.Error()) })
+}
+
+// failureKinds returns the distinct kinds of the failures of recs, as the
+// run's failure summary names them (failures.Kind), nil for none.
+func failureKinds(recs ...*result.Request) []string {
+	return distinct(recs, func(r *result.Request) string { return failures.Of(r).String() })
+}
+
+// describeFailures words the distinct failures of recs as the run's
+// failure summary does, each with its text (failures.Describe).
+func describeFailures(recs ...*result.Request) []string { return distinct(recs, failures.Describe) }
+
+// distinct returns the distinct values of f over the failed requests of
+// recs, in their order.
+func distinct(recs []*result.Request, f func(*result.Request) string) []string {
 	var out []string
 	for _, r := range recs {
-		if !r.OK() && !slices.Contains(out, r.Failure.Error()) {
-			out = append(out, r.Failure.Error())
+		if v := f(r); !r.OK() && !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
 	return out
 }
 
 // failed is the row of a scenario whose requests failed where they should
-// not have.
+// not have: its evidence names what went wrong as the run's failure
+// summary does.
 func failed(recs []*result.Request, what, fix string) Row {
-	f := failures(recs...)
-	return Row{Status: Fail, Evidence: what + ": " + strings.Join(f, "; "), Fix: fix, Requests: len(recs), Failures: f}
+	return Row{Status: Fail, Evidence: what + ": " + strings.Join(describeFailures(recs...), "; "), Fix: fix, Requests: len(recs),
+		Failures: failureTexts(recs...), FailureKinds: failureKinds(recs...)}
 }
 
 func (c *checker) largeEvent(ctx context.Context) Row {
@@ -240,7 +259,7 @@ func (c *checker) lineEndings(ctx context.Context) Row {
 	crlf := c.do(ctx, spec{tokens: ShortTokens, faults: api.Faults{LineEnd: api.LineEndCRLF, Comments: &on}}, "crlf")
 	cr := c.do(ctx, spec{tokens: ShortTokens, faults: api.Faults{LineEnd: api.LineEndCR, Comments: &on}}, "cr")
 	recs := []*result.Request{crlf, cr}
-	if len(failures(recs...)) > 0 {
+	if len(failureTexts(recs...)) > 0 {
 		var what []string
 		if !crlf.OK() {
 			what = append(what, "CRLF")
@@ -278,7 +297,7 @@ func (c *checker) terminal(ctx context.Context) Row {
 func (c *checker) upstreamCut(ctx context.Context) Row {
 	cut := int64(3)
 	rec := c.do(ctx, spec{tokens: 10, faults: api.Faults{CutAfter: &cut}}, "cut")
-	row := Row{Requests: 1, Failures: failures(rec)}
+	row := Row{Requests: 1, Failures: failureTexts(rec), FailureKinds: failureKinds(rec)}
 	const fix = "when the upstream fails mid-stream, send an error event or abort the client's connection — never end the response normally"
 	f := rec.Failure
 	switch {
@@ -296,7 +315,7 @@ func (c *checker) upstreamCut(ctx context.Context) Row {
 			len(rec.Tokens), f.Error())
 	default:
 		row.Status, row.Fix = Warn, fix
-		row.Evidence = "the stream cut upstream after 3 tokens ended as: " + f.Error()
+		row.Evidence = "the stream cut upstream after 3 tokens ended as: " + failures.Describe(rec)
 	}
 	return row
 }
@@ -324,7 +343,7 @@ func (c *checker) errorStatus(ctx context.Context) Row {
 		}
 	}
 	if len(bad) > 0 {
-		return Row{Status: Fail, Requests: len(recs), Failures: failures(recs...), Evidence: strings.Join(bad, "; "),
+		return Row{Status: Fail, Requests: len(recs), Failures: failureTexts(recs...), FailureKinds: failureKinds(recs...), Evidence: strings.Join(bad, "; "),
 			Fix: "pass the upstream's status and error body through: clients retry a 429 or a 529 and show the message"}
 	}
 	return Row{Status: Pass, Requests: len(recs), Evidence: strings.Join(good, ", ") + " passed through with the upstream's error body"}
@@ -431,7 +450,7 @@ func (c *checker) keepalive(ctx context.Context) Row {
 		s.Do(ctx, rec)
 		recs = append(recs, rec)
 	}
-	if len(failures(recs...)) > 0 {
+	if len(failureTexts(recs...)) > 0 {
 		return failed(recs, "three requests on one connection", fixRelay)
 	}
 	reused, reuseFailed, poisoned := 0, false, false

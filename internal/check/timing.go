@@ -90,7 +90,7 @@ func judge(loop *summary.Collector, gw []*result.Request) verdict.Verdict {
 // any failed (the gateway's streams are then judged without a noise
 // floor).
 func (s streams) calibration() *summary.Collector {
-	if len(failures(s.loop...)) > 0 {
+	if len(failureTexts(s.loop...)) > 0 {
 		return nil
 	}
 	return collect(s.loop)
@@ -98,7 +98,7 @@ func (s streams) calibration() *summary.Collector {
 
 func (c *checker) flush(ctx context.Context) Row {
 	s := c.signatureStreams(ctx)
-	if f := failures(s.gw...); len(f) > 0 {
+	if f := failureTexts(s.gw...); len(f) > 0 {
 		return failed(s.gw, "the streams failed", fixRelay)
 	}
 	return judgeStreams(s)
@@ -203,7 +203,7 @@ func (c *checker) compression(ctx context.Context) Row {
 	sp := c.signatureSpec()
 	sp.headers = []string{"Accept-Encoding: gzip"}
 	s := c.runStreams(ctx, sp, "gzip")
-	if len(failures(s.gw...)) > 0 {
+	if len(failureTexts(s.gw...)) > 0 {
 		return failed(s.gw, "the streams asking for gzip failed", fixRelay)
 	}
 	enc := s.gw[0].Encoding
