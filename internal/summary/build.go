@@ -35,12 +35,18 @@ type Collector struct {
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
 	Failures *failures.Tally
+	// Sizes, when set, gathers the breakdown by request size (a run whose
+	// sizes vary: a trace, a length distribution); nil leaves it out, as
+	// for a run of one size, where it would repeat the batch's figures
+	// at about 1 MB of histograms a batch.
+	Sizes *SizeCollector
+	Usage *UsageCollector
 }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Failures: failures.NewTally()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Failures: failures.NewTally(), Usage: NewUsageCollector()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
@@ -61,6 +67,10 @@ func (c *Collector) Add(r *result.Request) {
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
 	c.Failures.Add(r)
+	if c.Sizes != nil {
+		c.Sizes.Add(r)
+	}
+	c.Usage.Add(r)
 }
 
 // Inputs is what New summarises.
@@ -132,6 +142,12 @@ func (c *Collector) batch(name, target string) Batch {
 	}
 	if c.Failures != nil {
 		b.FailureSummary = c.Failures.Summary()
+	}
+	if c.Sizes != nil {
+		b.Sizes = c.Sizes.Sizes()
+	}
+	if c.Usage != nil {
+		b.Usage = c.Usage.Usage()
 	}
 	return b
 }
