@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,6 +64,32 @@ func awaitTokens(t *testing.T, received *atomic.Int64, n int64, done <-chan *mea
 	}
 }
 
+// signalMidStream runs requests requests of 2 ms tokens through haproxy
+// (http-no-delay), args added, and sends sig to haproxy once 200 tokens
+// have arrived (then SIGCONT, for a SIGSTOP); the run must exit 1 with
+// every request failed.
+func signalMidStream(t *testing.T, sig syscall.Signal, requests int, args ...string) *measurement {
+	t.Helper()
+	ex := phaseExample(t, "haproxy-no-delay")
+	bin := requireProgram(t, ex.Gateway)
+	ctx := t.Context()
+	gw := launch(t, ctx, ex, bin)
+	t.Cleanup(func() { gw.Signal(syscall.SIGCONT) }) // a stopped gateway, before the stop launch registered
+	var received atomic.Int64
+	args = append([]string{"-r", fmt.Sprint(requests), "-c", "4", "-d", "2", "-l", "-q"}, args...)
+	done := measureWhile(ctx, ex, gw, &received, args...)
+	awaitTokens(t, &received, 200, done)
+	if err := gw.Signal(sig); err != nil {
+		t.Fatalf("signal %v to haproxy: %v", sig, err)
+	}
+	m := <-done
+	gw.Signal(syscall.SIGCONT)
+	if m.code != cli.ExitFailure || m.sum == nil || m.sum.Gateway.Failed != requests {
+		t.Fatalf("want exit 1 and all %d requests failed\n%s", requests, m)
+	}
+	return m
+}
+
 // group returns the failure summary's group of kind k (and status, for
 // http_status), nil when there is none.
 func group(fs *failures.Summary, k failures.Kind, status int) *failures.GroupSummary {
@@ -95,20 +122,7 @@ func verdictLine(stdout string) string {
 // failed requests received.
 func TestFailureKilledGateway(t *testing.T) {
 	checkGoroutines(t)
-	ex := phaseExample(t, "haproxy-no-delay")
-	bin := requireProgram(t, ex.Gateway)
-	ctx := t.Context()
-	gw := launch(t, ctx, ex, bin)
-	var received atomic.Int64
-	done := measureWhile(ctx, ex, gw, &received, "-r", "8", "-c", "4", "-n", "2000", "-d", "2", "-l", "-w", "20000", "-q")
-	awaitTokens(t, &received, 200, done)
-	if err := gw.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("kill -9 haproxy: %v", err)
-	}
-	m := <-done
-	if m.code != cli.ExitFailure || m.sum == nil || m.sum.Gateway.Failed != 8 {
-		t.Fatalf("want exit 1 and all 8 requests failed\n%s", m)
-	}
+	m := signalMidStream(t, syscall.SIGKILL, 8, "-n", "2000", "-w", "20000")
 	fs := m.sum.Run.Gateway().FailureSummary
 	cut := group(fs, failures.ResetMidStream, 0)
 	if cut == nil {
@@ -154,22 +168,7 @@ func TestFailureKilledGateway(t *testing.T) {
 // (-w), mid-stream (on a busy machine one may have had no token yet).
 func TestFailureStalledGateway(t *testing.T) {
 	checkGoroutines(t)
-	ex := phaseExample(t, "haproxy-no-delay")
-	bin := requireProgram(t, ex.Gateway)
-	ctx := t.Context()
-	gw := launch(t, ctx, ex, bin)
-	t.Cleanup(func() { gw.Signal(syscall.SIGCONT) }) // before the stop launch registered
-	var received atomic.Int64
-	done := measureWhile(ctx, ex, gw, &received, "-r", "4", "-c", "4", "-n", "1000", "-d", "2", "-l", "-w", "4000", "-q")
-	awaitTokens(t, &received, 200, done)
-	if err := gw.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("kill -STOP haproxy: %v", err)
-	}
-	m := <-done
-	gw.Signal(syscall.SIGCONT)
-	if m.code != cli.ExitFailure || m.sum == nil || m.sum.Gateway.Failed != 4 {
-		t.Fatalf("want exit 1 and all 4 requests failed\n%s", m)
-	}
+	m := signalMidStream(t, syscall.SIGSTOP, 4, "-n", "1000", "-w", "4000")
 	fs := m.sum.Run.Gateway().FailureSummary
 	g := group(fs, failures.RequestTimeout, 0)
 	if g == nil || g.Count != 4 || g.Tokens.Max == 0 || g.AgeNs.Min < 4_000_000_000 {

@@ -12,6 +12,15 @@ type AdviceRow struct {
 	Text   string
 }
 
+// The advice for streams cut mid-stream, reset or closed alike: all at
+// once, or each after the same time.
+const (
+	adviceWentAway = "every stream in flight was cut at once: the gateway went away — crashed, killed, " +
+		"restarted or reloaded; its log and its supervisor say why, at that time"
+	adviceDurationLimit = "each stream was cut after about the same time: a limit on a response's duration " +
+		"(haproxy timeout server or timeout tunnel, nginx proxy_read_timeout, Envoy's route timeout); raise it above the longest answer"
+)
+
 // Advice is the failure advice, one row per case, in the order the
 // reports give it for a group (the rows of a kind: the most specific
 // first). It is about the failure — the gateway's timeouts and limits, the
@@ -39,14 +48,10 @@ var Advice = []AdviceRow{
 		"(nginx proxy_read_timeout, haproxy timeout server, Envoy's route timeout) is shorter than the think time (-T)"},
 	{Kind: HTTPStatus, Text: "the gateway answered with an error status; the example quotes the start of its body, which says why"},
 	{Kind: Redirect, Text: "the gateway redirects this path: give -t (and --path) the address that serves the API; sse-latency follows no redirect"},
-	{Kind: ResetMidStream, Shape: Together, Text: "every stream in flight was cut at once: the gateway went away — crashed, killed, " +
-		"restarted or reloaded; its log and its supervisor say why, at that time"},
-	{Kind: ClosedMidStream, Shape: Together, Text: "every stream in flight was cut at once: the gateway went away — crashed, killed, " +
-		"restarted or reloaded; its log and its supervisor say why, at that time"},
-	{Kind: ResetMidStream, Shape: SameAge, Text: "each stream was cut after about the same time: a limit on a response's duration " +
-		"(haproxy timeout server or timeout tunnel, nginx proxy_read_timeout, Envoy's route timeout); raise it above the longest answer"},
-	{Kind: ClosedMidStream, Shape: SameAge, Text: "each stream was cut after about the same time: a limit on a response's duration " +
-		"(haproxy timeout server or timeout tunnel, nginx proxy_read_timeout, Envoy's route timeout); raise it above the longest answer"},
+	{Kind: ResetMidStream, Shape: Together, Text: adviceWentAway},
+	{Kind: ClosedMidStream, Shape: Together, Text: adviceWentAway},
+	{Kind: ResetMidStream, Shape: SameAge, Text: adviceDurationLimit},
+	{Kind: ClosedMidStream, Shape: SameAge, Text: adviceDurationLimit},
 	{Kind: ResetMidStream, Text: "the gateway reset streams in flight: a limit of its own (connections, memory, a response's size or " +
 		"time) or a restart; its log says which"},
 	{Kind: ClosedMidStream, Text: "the gateway closed streams in flight without ending them: a limit of its own (connections, memory, " +
