@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sse-latency/sse-latency/internal/clocksync"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -32,12 +33,13 @@ type Collector struct {
 	Samples  *SampleCollector
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
+	Gateway  *GatewayHeaders
 }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Gateway: NewGatewayHeaders()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
@@ -51,6 +53,7 @@ func (c *Collector) Add(r *result.Request) {
 	c.Samples.Add(r)
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
+	c.Gateway.Add(r)
 }
 
 // Inputs is what New summarises.
@@ -67,6 +70,11 @@ type Inputs struct {
 	// (their records are in Loop and Gateway too); nil for the
 	// reference's single calibration.
 	Rounds []Round
+	// Identify is what is known of the gateway besides its responses'
+	// headers, which the gateway batch's collector gathers: --gateway,
+	// the local owners of the target's socket. The run's gateway is
+	// identified from both (gateway.Identify) when the gateway batch ran.
+	Identify gateway.Evidence
 }
 
 // New computes the summary of a run: one Batch per batch that ran
@@ -99,8 +107,15 @@ func New(in Inputs) *Run {
 				r.Overhead = r.Rounds.Overhead()
 			}
 		}
+		ev := in.Identify
+		if g.Gateway != nil {
+			ev.Headers = g.Gateway.Headers()
+		}
+		id := gateway.Identify(ev)
+		r.Identity = &id
 		v := verdict.Classify(loopBursts, g.Bursts, loopStats, g.Stats)
 		v.Findings = Findings(gw.Timeline)
+		Advise(&v, r.Identity)
 		r.Verdict = NormVerdict(&v)
 	}
 	if in.Clock != nil {
@@ -135,6 +150,7 @@ func NormVerdict(v *verdict.Verdict) *verdict.Verdict {
 		c.Causes = []string{}
 	}
 	c.Findings = slices.Clone(v.Findings)
+	c.Advice = slices.Clone(v.Advice)
 	return &c
 }
 
