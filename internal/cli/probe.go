@@ -54,10 +54,7 @@ probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --duration,
 // probeCmd runs `sse-latency probe`.
 func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	every, metricsAddr := DefaultProbeEvery, DefaultProbeMetrics
-	cl, err := parseArgs(append(slices.Clone(probeDefaults), args...), func(fs *pflag.FlagSet) {
-		fs.DurationVar(&every, "every", every, "")
-		fs.StringVar(&metricsAddr, "metrics", metricsAddr, "")
-	})
+	cl, err := parseArgs(append(slices.Clone(probeDefaults), args...), probeFlags(&every, &metricsAddr))
 	if err == nil {
 		err = checkProbe(cl.cfg, every, metricsAddr)
 	}
@@ -76,6 +73,14 @@ func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	r := &run{commandLine: cl, cfg: cl.cfg, out: &console{stdout: stdout, stderr: stderr}, sum: &Summary{Config: cl.cfg}, docOut: stdout}
 	p := &prober{run: r, every: every, metricsAddr: metricsAddr, metrics: probe.New()}
 	return p.main(ctx)
+}
+
+// probeFlags adds the probe's own flags to the run's.
+func probeFlags(every *time.Duration, metricsAddr *string) func(*pflag.FlagSet) {
+	return func(fs *pflag.FlagSet) {
+		fs.DurationVar(every, "every", *every, "")
+		fs.StringVar(metricsAddr, "metrics", *metricsAddr, "")
+	}
 }
 
 // checkProbe refuses what a probe cannot do.
@@ -175,7 +180,8 @@ func (p *prober) round(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary()})
+	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary(),
+		Identify: r.gwSeen})
 	p.metrics.Commit(rd, s, time.Now())
 	r.out.errorf("probe: round %d: %s\n", n, roundLine(s))
 	return nil
