@@ -173,6 +173,14 @@ func runCheck(ctx context.Context, ln net.Listener, cfg Config, t target, only, 
 			return ExitFailure, fmt.Errorf("--cacert: %w", err)
 		}
 	}
+	if e, note := client.New(o).ResolveEngine(); note != "" || cfg.Verbose {
+		if note != "" {
+			out.errorf("note: %s\n", note)
+		}
+		if cfg.Verbose {
+			out.debugf("client: %s engine", e)
+		}
+	}
 	if ln == nil {
 		if ln, err = net.Listen("tcp", addr); err != nil {
 			return ExitFailure, fmt.Errorf("cannot listen on %s: %w", cfg.Listen, err)

@@ -47,8 +47,8 @@ signal at once.
   --metrics <addr>   listen address of the metrics endpoint: GET /metrics, GET /healthz (def :9464)
 
 The flags of sse-latency set up the measurement (see sse-latency -h); the
-probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --duration,
---rounds and --slo do not apply to a probe.
+probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --compat,
+--duration, --rounds and --slo do not apply to a probe.
 `
 
 // probeCmd runs `sse-latency probe`.
@@ -90,6 +90,8 @@ func checkProbe(cfg Config, every time.Duration, metricsAddr string) error {
 		return errors.New("a probe measures a gateway: give -t")
 	case cfg.JSONPath != "" || cfg.HTMLPath != "" || cfg.CSVPath != "":
 		return errors.New("--json, --html and --csv: a probe serves metrics, it writes no files")
+	case cfg.Compat:
+		return errors.New("--compat: a probe prints a line per round, not the reference's report")
 	case cfg.Duration > 0:
 		return errors.New("--duration: a probe's round is -r requests; --every sets how often")
 	case cfg.Rounds > 0:

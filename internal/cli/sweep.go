@@ -101,6 +101,8 @@ func parseSweep(args []string) (sweepPlan, error) {
 		return p, errors.New("sweep needs -t: the gateway to measure")
 	case cfg.CSVPath != "":
 		return p, errors.New("--csv: not with sweep (its steps' tokens would share the file's request numbers)")
+	case cfg.Compat:
+		return p, errors.New("--compat: not with sweep (the reference has no sweep: its table is the Go tool's)")
 	case cfg.Server != "":
 		return p, errors.New("--server: a sweep measures each step against its own loopback, which needs the server here")
 	case cfg.NoLoopback:

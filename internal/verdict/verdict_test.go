@@ -134,8 +134,6 @@ func pairs(p, s int) []int {
 
 func each(a arrival) func(int) arrival { return func(int) arrival { return a } }
 
-func has(causes []string, c string) bool { return slices.Contains(causes, c) }
-
 // within reports whether got is within frac of want.
 func within(got, want, frac float64) bool { return math.Abs(got-want) <= frac*math.Abs(want) }
 
