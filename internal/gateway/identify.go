@@ -49,7 +49,7 @@ func (id *Identity) String() string {
 	}
 	what := id.Product
 	switch {
-	case id.Self:
+	case id.Self && id.Name == Unknown:
 		what = "sse-latency's own server"
 	case what == "" && id.Name != Unknown:
 		what = id.Name.Title()
