@@ -16,6 +16,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/check"
 	"github.com/sse-latency/sse-latency/internal/cli"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -37,6 +38,14 @@ var wantCheck = map[string]map[string]check.Status{
 	"nginx-gzip-buffered": {"compression": check.Fail},
 	// Caddy 2.6 ends its response cleanly when its upstream is cut.
 	"caddy": {"upstream-cut": check.Fail},
+	// lighttpd by default holds the whole response (the flush row; the
+	// first token is as late as the rest, and nothing can be cancelled
+	// before the end), and then frames it whole: a cut upstream ends as a
+	// complete response.
+	"lighttpd":           {"flush": check.Fail, "first-token": check.Warn, "cancel": check.Warn, "upstream-cut": check.Fail},
+	"lighttpd-streaming": {},
+	"apache":             {},
+	"apache-deflate":     {},
 }
 
 // intermittent is each example's row that the gateway itself fails now
@@ -83,12 +92,26 @@ func TestCheckGateways(t *testing.T) {
 				if !listed {
 					status = check.Pass
 				}
+				if r.Name == "first-token" && status == check.Pass && r.Status == check.Warn && strings.Contains(r.Evidence, "held 10 to 50 ms") {
+					// The WARN band is tens of milliseconds: a busy machine
+					// wakes a gateway's worker that late now and then.
+					t.Logf("first-token: %s (a WARN, not a FAIL: the machine or the gateway)", r.Evidence)
+					continue
+				}
 				if r.Status != status {
 					t.Errorf("%s: %s (%s), want %s", r.Name, r.Status, r.Evidence, status)
 				}
 				if r.Status == check.Fail && r.Fix == "" {
 					t.Errorf("%s fails without a fix", r.Name)
 				}
+			}
+			var advice []gateway.Advice
+			for _, r := range rep.Rows {
+				advice = append(advice, r.Advice...)
+			}
+			checkIdentity(t, ex, rep.Gateway, advice, "check")
+			if !strings.Contains(out, "gateway: "+rep.Gateway.String()) {
+				t.Errorf("the card does not name the gateway (%s)\n%s", rep.Gateway, out)
 			}
 			for _, r := range rep.Rows {
 				if (r.Name == "flush" || r.Name == "compression") && r.Status == check.Fail {
@@ -170,7 +193,7 @@ func launchFor(t *testing.T, ctx context.Context, ex Example, bin string, backen
 		if err != nil {
 			t.Fatal(err)
 		}
-		conf, err := Render(example, ports[0], backend.Addr().String())
+		conf, err := ex.Gateway.render(example, ports[0], backend.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}

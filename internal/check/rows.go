@@ -245,7 +245,7 @@ const (
 // cancelFacts are the figures of the cancel scenario.
 type cancelFacts struct {
 	outcome  cancelOutcome
-	received int64         // tokens the client had when it cancelled, or when the stream ended
+	received int64         // tokens the client had when it cancelled; untestable: those that arrived before the upstream's last emission
 	emitted  int           // tokens the upstream had emitted when the client cancelled (or by the end)
 	after    int           // tokens the upstream emitted after the cancel
 	goneIn   time.Duration // from the cancel to the upstream seeing its client go
@@ -276,7 +276,7 @@ func cancelRow(f cancelFacts, flushKeys []advice.Key) Row {
 		}
 		what := "the gateway released nothing before the stream ended"
 		if f.received > 0 {
-			what = fmt.Sprintf("the gateway released %d of %d tokens before the stream ended", f.received, CancelTokens)
+			what = fmt.Sprintf("the gateway released only %d of %d tokens before the stream ended", f.received, CancelTokens)
 		}
 		return Row{Status: Warn, Requests: 1, advise: keys,
 			Evidence: fmt.Sprintf("cancel could not be tested: %s (the upstream had emitted %d): its hold is the flush row's finding", what, f.emitted)}

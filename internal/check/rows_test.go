@@ -87,7 +87,7 @@ func TestRowOutcomes(t *testing.T) {
 		{"cancel untestable", cancelRow(cancelFacts{outcome: cancelUntestable, emitted: 400}, []advice.Key{advice.WholeResponse}), Warn,
 			[]string{"cancel could not be tested: the gateway released nothing before the stream ended", "emitted 400"}, []advice.Key{advice.WholeResponse}},
 		{"cancel untestable, some released", cancelRow(cancelFacts{outcome: cancelUntestable, received: 2, emitted: 400}, nil), Warn,
-			[]string{"released 2 of 400 tokens", "emitted 400"}, []advice.Key{advice.WholeResponse}},
+			[]string{"released only 2 of 400 tokens", "emitted 400"}, []advice.Key{advice.WholeResponse}},
 		{"cancel ended", cancelRow(cancelFacts{outcome: cancelEnded, received: 1, failures: fails}, nil), Fail, []string{"after 1 tokens", fails[0]}, []advice.Key{advice.StreamBroken}},
 		{"large-body fails", largeBodyRow(false, 0, 0, true, []string{"HTTP/1.1 413"}), Fail, []string{"1 MB", "413"}, []advice.Key{advice.LargeBody}},
 		{"large-body slow", largeBodyRow(true, 2500*time.Millisecond, 100*time.Millisecond, true, nil), Warn, []string{"2500.0 ms", "100.0 ms", "2.4 s more"}, []advice.Key{advice.LargeBodySlow}},

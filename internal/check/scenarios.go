@@ -312,7 +312,7 @@ watch:
 		case <-done:
 			f.received, f.failures = received.Load(), failures(rec)
 			if tm := c.reg.Lookup(id); tm.Finished() {
-				f.outcome, f.emitted = cancelUntestable, emittedBy(tm, clock.Now())
+				f.outcome, f.emitted, f.received = cancelUntestable, emittedBy(tm, clock.Now()), releasedBefore(rec, tm)
 			}
 			if len(f.failures) == 0 && f.outcome == cancelEnded {
 				f.failures = []string{"it ended without a failure before the cancel"}
@@ -325,7 +325,7 @@ watch:
 			case tm.Finished(): // the upstream is done: nothing left to cancel
 				stop()
 				<-done
-				f.outcome, f.received, f.emitted = cancelUntestable, n, emittedBy(tm, clock.Now())
+				f.outcome, f.received, f.emitted = cancelUntestable, releasedBefore(rec, tm), emittedBy(tm, clock.Now())
 				return cancelRow(f, c.flushAdvice())
 			case n >= CancelAfterTokens && tm != nil:
 				cancelled = clock.Now()
@@ -364,6 +364,23 @@ func emittedBy(tm *emission.Times, at int64) int {
 	n := 0
 	for k := range tm.Len() {
 		if e := tm.At(k); e != 0 && e <= at {
+			n++
+		}
+	}
+	return n
+}
+
+// releasedBefore counts the tokens of rec that arrived before the
+// upstream emitted its last one (tm): what the gateway let through while
+// the stream was still being emitted.
+func releasedBefore(rec *result.Request, tm *emission.Times) int64 {
+	var last int64
+	for k := range tm.Len() {
+		last = max(last, tm.At(k))
+	}
+	var n int64
+	for _, t := range rec.Tokens {
+		if t.Arrived < last {
 			n++
 		}
 	}
