@@ -101,6 +101,14 @@ var Table = []Row{
 
 	// An event loop forwarding chunks in batches.
 	{g.Unknown, DispatchBursts, "forward each chunk as it comes: a busy or blocking event loop, or slow per-chunk work, releases chunks in batches", "", refSSE},
+	{g.HAProxy, DispatchBursts, "set option http-no-delay: without it haproxy merges small writes, and a busy machine releases them at irregular times",
+		"defaults\n    option http-no-delay", refHAProxy + "#4.2-option%20http-no-delay"},
+	{g.Nginx, DispatchBursts, "set proxy_buffering off for the streaming location, or have the backend send X-Accel-Buffering: no",
+		"location /v1/ {\n    proxy_buffering off;\n}", refNginx + "#proxy_buffering"},
+	{g.Caddy, DispatchBursts, "set flush_interval -1 in reverse_proxy",
+		"reverse_proxy 127.0.0.1:8090 {\n    flush_interval -1\n}", refCaddy + "#streaming"},
+	{g.Lighttpd, DispatchBursts, "set server.stream-response-body = 2",
+		"server.stream-response-body = 2", refLighttp + "Server_stream-response-bodyDetails"},
 	{g.Node, DispatchBursts, "keep the event loop free: no synchronous work per chunk (JSON re-serialisation, logging), and write each chunk as it arrives",
 		"upstream.on('data', (chunk) => res.write(chunk));", "https://nodejs.org/en/learn/asynchronous-work/dont-block-the-event-loop"},
 	{g.LiteLLM, DispatchBursts, "give the proxy more workers (--num_workers) and keep logging callbacks off the request path",
