@@ -649,10 +649,11 @@ func flagTable(t *testing.T) []flagRow {
 			}
 		}},
 		// Two streams at once (the gateway holds the first until the
-		// second comes), one allowed: the other is refused with 429.
-		{flags: []string{"max-streams"}, cmds: []string{cmdRun, cmdSweep}, args: []string{"-r", "2", "-c", "2", "--max-streams", "1", "-n", "50", "-d", "5"},
+		// second comes; each lasts at least a second), one allowed: the
+		// other is refused with 429.
+		{flags: []string{"max-streams"}, cmds: []string{cmdRun, cmdSweep}, args: []string{"-r", "2", "-c", "2", "--max-streams", "1", "-n", "200", "-d", "5"},
 			gw: gwMode{waitFor: 2}, want: wantOutput(`gw +\d: FAILED: .*429`)},
-		{flags: []string{"max-streams"}, cmds: []string{cmdProbe}, args: []string{"-r", "2", "-c", "2", "--max-streams", "1", "-n", "50", "-d", "5"},
+		{flags: []string{"max-streams"}, cmds: []string{cmdProbe}, args: []string{"-r", "2", "-c", "2", "--max-streams", "1", "-n", "200", "-d", "5"},
 			gw: gwMode{waitFor: 2}, want: probeRound(1, 2)},
 		{flags: []string{"fault"}, cmds: measuring, args: []string{"--fault", "cut_after=1"}, want: func(t *testing.T, o *observed) {
 			if n := strings.Count(o.answers, `"delta":{"content":"`); n != o.steps {
@@ -715,12 +716,12 @@ func flagTable(t *testing.T) []flagRow {
 		{flags: []string{"rate", "arrival"}, cmds: []string{cmdRun, cmdProbe}, args: []string{"--rate", "40", "--arrival", "poisson", "-r", "3"}, want: wantArrivals(40)},
 		{flags: []string{"rate", "arrival"}, cmds: []string{cmdSweep}, args: []string{"--rate", "40,80", "--arrival", "poisson", "-r", "3"},
 			want: wantAll(wantOutput(`step 2/2: --rate 80`), wantArrivals(40, 80))},
-		// A --duration stops starting requests: at 20/s for 200 ms, the
+		// A --duration stops starting requests: at 20/s for 300 ms, the
 		// deadlines before its end (fewer when the scheduler wakes late).
-		{flags: []string{"duration"}, cmds: []string{cmdRun, cmdSweep}, args: []string{"--rate", "20", "--duration", "200ms", "-r", "0", "-c", "0"},
+		{flags: []string{"duration"}, cmds: []string{cmdRun, cmdSweep}, args: []string{"--rate", "20", "--duration", "300ms", "-r", "0", "-c", "0"},
 			want: wantAll(wantExit(ExitOK), func(t *testing.T, o *observed) {
-				if n := len(o.reqs); n < 2*o.steps || n > 4*o.steps {
-					t.Errorf("--rate 20 --duration 200ms: %d requests, want 2 to 4 per step\n%s", n, o)
+				if n := len(o.reqs); n < 2*o.steps || n > 6*o.steps {
+					t.Errorf("--rate 20 --duration 300ms: %d requests, want 2 to 6 per step\n%s", n, o)
 				}
 			})},
 		{flags: []string{"duration"}, cmds: []string{cmdProbe}, args: []string{"--duration", "1s"}, want: refused("--duration: a probe's round is -r requests")},
