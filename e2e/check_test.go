@@ -57,8 +57,17 @@ var wantCheck = map[string]map[string]check.Status{
 // use of closed network connection" — its own close — and it cuts the
 // client's stream; a quarter of the runs of the race-built test binary
 // show it here, almost none of a plain build.
+//
+// Apache httpd (event MPM), on a machine busy enough to keep its worker
+// off the CPU for tens of milliseconds, forwards at once the events that
+// piled up in its backend socket meanwhile: irregular releases the flush
+// row calls dispatch bursts (seen in 1 check of 3 through
+// apache-deflate.conf at a load of 12 on 2 CPUs; apache.conf shares the
+// workers and is retried alike).
 var intermittent = map[string]map[string]string{
-	"caddy": {"keepalive": "connection closed before"},
+	"caddy":          {"keepalive": "connection closed before"},
+	"apache":         {"flush": "dispatch bursts"},
+	"apache-deflate": {"flush": "dispatch bursts"},
 }
 
 // checkAttempts bounds the checks of one gateway that say the tool itself
