@@ -36,7 +36,8 @@ const (
 
 // e2eArgs are the sse-latency arguments besides -L and -t. -w bounds each
 // request well below e2eLimit.
-var e2eArgs = []string{"-r", "4", "-c", "2", "-n", "200", "-d", "2", "-w", "20000", "-q"}
+// --include-usage: the usage and its cache figures must pass unchanged.
+var e2eArgs = []string{"-r", "4", "-c", "2", "-n", "200", "-d", "2", "-w", "20000", "-q", "--include-usage"}
 
 // wantClass is the verdict each example must get; an example absent here
 // would only be observed (its figures logged).
@@ -397,6 +398,11 @@ func TestGateways(t *testing.T) {
 				return
 			}
 			t.Logf("%s: %s", ex.File, m.figures())
+			// The usage the server sent, cache figures and all, arrives as
+			// it was sent: each object compared with the server's record.
+			if u := m.sum.Run.Gateway().Usage; u == nil || u.Compared != e2eRequests || u.Intact != e2eRequests {
+				t.Errorf("gateway usage %+v: want %d requests compared, all intact\n%s", u, e2eRequests, m)
+			}
 			if ex.Compressed {
 				// The calibration requests ask for as many tokens (at most
 				// 200) straight from the server, uncompressed.

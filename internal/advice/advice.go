@@ -46,6 +46,7 @@ const (
 	UTF8Split         = Key("utf8_split")          // a character split across reads broken
 	LineEndings       = Key("line_endings")        // CRLF, CR or comments refused
 	UsageDropped      = Key("usage_dropped")       // the usage event lost
+	UsageRewritten    = Key("usage_rewritten")     // a usage field changed, dropped, zeroed from null or recomputed
 	TerminalDropped   = Key("terminal_dropped")    // the terminal event lost
 	UpstreamCutHidden = Key("upstream_cut_hidden") // an upstream cut ended as a normal response
 	ErrorStatus       = Key("error_status")        // an upstream error's status or body changed
@@ -60,7 +61,7 @@ const (
 // Keys lists every key; each has a generic row (a test checks it).
 var Keys = []Key{ByteThreshold, TimePeriod, OneEventBehind, WholeResponse, DispatchBursts, Compression, Nagle, FirstTokenHold,
 	HeldStart, ReasoningDropped, ReasoningConverted, ArgumentsHeld, IdleCut, HeartbeatsInjected, HeartbeatsSwallowed,
-	LargeEvent, EventRebuilt, UTF8Split, LineEndings, UsageDropped, TerminalDropped, UpstreamCutHidden, ErrorStatus,
+	LargeEvent, EventRebuilt, UTF8Split, LineEndings, UsageDropped, UsageRewritten, TerminalDropped, UpstreamCutHidden, ErrorStatus,
 	CancelIgnored, LargeBody, LargeBodySlow, KeepaliveClosed, KeepaliveBroken, StreamBroken}
 
 // Row is one row of the table: for gateway Gateway (gateway.Unknown for

@@ -204,6 +204,7 @@ var Table = []Row{
 	{g.Unknown, UTF8Split, "decode UTF-8 incrementally across reads (a streaming decoder), never each read on its own", "", refSSE},
 	{g.Unknown, LineEndings, "parse SSE per the specification: lines end in CRLF, LF or CR; lines starting with ':' are comments", "", refSSE + "#parsing-an-event-stream"},
 	{g.Unknown, UsageDropped, "pass the usage request upstream (stream_options.include_usage) and the usage event back", "", refOpenAI},
+	{g.Unknown, UsageRewritten, "pass the upstream's usage object on unchanged: keep prompt_tokens_details and the cache fields, a null as null (no figure is not zero), and the upstream's counts rather than the gateway's own", "", refOpenAI},
 	{g.Unknown, TerminalDropped, "pass the upstream's end events ([DONE], message_stop, response.completed) unchanged", "", refOpenAI},
 	{g.Unknown, UpstreamCutHidden, "when the upstream fails mid-stream, send an error event or abort the client's connection — never end the response normally", "", refHTTP + "#section-9.6"},
 	{g.Unknown, ErrorStatus, "pass the upstream's status and error body through: clients retry a 429 or a 529 and show the message", "", refOpenAI},

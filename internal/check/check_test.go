@@ -1,11 +1,13 @@
 package check
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/advice"
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -91,7 +94,7 @@ func TestDirect(t *testing.T) {
 	for _, d := range api.Dialects {
 		var only []string
 		if d != api.Chat {
-			only = []string{"utf8-split", "line-endings", "usage", "terminal", "upstream-cut", "error-status"}
+			only = []string{"utf8-split", "line-endings", "usage", "usage-fidelity", "terminal", "upstream-cut", "error-status"}
 		}
 		rep, err := check(t, nil, d, only...)
 		for name, r := range rows(t, rep, err) {
@@ -186,6 +189,13 @@ func TestGatewayMishandlings(t *testing.T) {
 		{"does not propagate cancel", func(t *testing.T, backend string) string {
 			return relayGateway(t, backend, detached, keepReading)
 		}, "cancel", Fail, "emitted after the cancel"},
+		{"ReverseProxy passes the usage intact", flushingProxy, "usage-fidelity", Pass, "a cache figure (5987) and a null alike"},
+		{"zeroes null cache figures", rewriting(func(b []byte) []byte {
+			return bytes.ReplaceAll(b, []byte(`"cached_tokens":null`), []byte(`"cached_tokens":0`))
+		}), "usage-fidelity", Fail, "zeroed_from_null usage chunk prompt_tokens_details.cached_tokens (null -> 0)"},
+		{"drops prompt_tokens_details", rewriting(func(b []byte) []byte {
+			return regexp.MustCompile(`,"prompt_tokens_details":\{[^}]*\}`).ReplaceAll(b, nil)
+		}), "usage-fidelity", Fail, "dropped usage chunk prompt_tokens_details.cached_tokens (5987 -> absent)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,6 +226,15 @@ func TestWholeResponseRows(t *testing.T) {
 	if r.Status != Warn || !strings.Contains(r.Evidence, "cancel could not be tested: the gateway released") ||
 		len(r.Advice) != 1 || r.Advice[0].Key != string(advice.WholeResponse) {
 		t.Errorf("cancel row %s (%s), advice %+v; want WARN, untestable, with the whole response's advice", r.Status, r.Evidence, r.Advice)
+	}
+}
+
+// rewriting is an in-process gateway that rewrites every event's payload.
+func rewriting(f func([]byte) []byte) gateway {
+	return func(t *testing.T, backend string) string {
+		g := gatewaytest.Start(t, gatewaytest.Options{RewriteEvent: f})
+		g.SetUpstream(backend)
+		return g.Addr
 	}
 }
 
@@ -272,9 +291,9 @@ func TestSelection(t *testing.T) {
 	}{
 		{only: []string{"cancel", "flush"}, want: "flush cancel"},
 		{only: []string{"long-silence"}, want: "long-silence"},
-		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "usage", "terminal", "upstream-cut",
+		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "usage", "usage-fidelity", "terminal", "upstream-cut",
 			"error-status", "cancel", "large-body", "keepalive"}, want: "compression"},
-		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "usage", "terminal", "upstream-cut",
+		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "usage", "usage-fidelity", "terminal", "upstream-cut",
 			"error-status", "cancel", "large-body", "keepalive"}, long: true, want: "compression long-silence long-first-token"},
 	} {
 		got, err := selected(tt.only, tt.skip, tt.long)

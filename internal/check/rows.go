@@ -169,6 +169,22 @@ func usageRow(ok bool, failures []string) Row {
 	return Row{Status: Pass, Requests: 1, Evidence: "the usage arrived with the stream that asked for it"}
 }
 
+// usageFidelityRow: the two streams with usage (a cache figure, a null)
+// ended ok, their usage was compared with the server's record, and what
+// differed.
+func usageFidelityRow(ok, compared bool, found, failures []string) Row {
+	switch {
+	case !ok:
+		return failedRow(2, "a stream asking for usage", failures, advice.UsageRewritten)
+	case !compared:
+		return Row{Status: Warn, Requests: 2, Fix: "rerun: the server's record of each stream is kept for a while only",
+			Evidence: "the server's record of the usage it sent was not found: nothing to compare"}
+	case len(found) > 0:
+		return Row{Status: Fail, Requests: 2, Evidence: "the usage was rewritten: " + strings.Join(found, "; "), advise: []advice.Key{advice.UsageRewritten}}
+	}
+	return Row{Status: Pass, Requests: 2, Evidence: fmt.Sprintf("every usage field arrived as sent, a cache figure (%d) and a null alike", FieldReportCached)}
+}
+
 func terminalRow(ok bool, failures []string) Row {
 	if !ok {
 		return failedRow(1, "a plain stream", failures, advice.TerminalDropped)

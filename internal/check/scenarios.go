@@ -79,6 +79,7 @@ var battery = []scenario{
 	{name: "utf8-split", title: "a UTF-8 character split across writes passes intact", run: (*checker).utf8Split},
 	{name: "line-endings", title: "CRLF and CR line endings and comments tolerated", run: (*checker).lineEndings},
 	{name: "usage", title: "usage passes through when asked", run: (*checker).usage},
+	{name: "usage-fidelity", title: "usage and cache figures arrive as the server sent them", run: (*checker).usageFidelity},
 	{name: "terminal", title: "the terminal event passes", run: (*checker).terminal},
 	{name: "upstream-cut", title: "an upstream cut reaches the client", run: (*checker).upstreamCut},
 	{name: "error-status", title: "upstream 429 and 500 pass through with their body", run: (*checker).errorStatus},
@@ -97,6 +98,7 @@ type spec struct {
 	usage       bool
 	keepAlive   bool
 	promptBytes int
+	cached      *int64   // the usage's cache figure the server reports (api.NoCacheFigure: null)
 	headers     []string // besides Options.Client's
 	direct      bool     // straight to the server, not through the gateway
 	noRegistry  bool     // leave the server's record of the stream for the scenario to look up
@@ -111,7 +113,7 @@ func (c *checker) request(sp spec, tag string) *client.Request {
 		o = client.Options{Dialect: o.Dialect, Model: o.Model, Engine: o.Engine, Addr: c.direct}
 	}
 	o.Tokens, o.ExpectTokens = sp.tokens, sp.tokens
-	o.Faults, o.IncludeUsage, o.KeepAlive, o.PromptBytes = sp.faults, sp.usage, sp.keepAlive, sp.promptBytes
+	o.Faults, o.IncludeUsage, o.KeepAlive, o.PromptBytes, o.Cached = sp.faults, sp.usage, sp.keepAlive, sp.promptBytes, sp.cached
 	o.ExtraHeaders = slices.Concat(o.ExtraHeaders, sp.headers)
 	o.Registry, o.IDPrefix, o.Received = c.reg, c.runID+"-"+tag, sp.received
 	if sp.noRegistry {
@@ -220,6 +222,45 @@ func (c *checker) lineEndings(ctx context.Context) Row {
 func (c *checker) usage(ctx context.Context) Row {
 	rec := c.do(ctx, spec{tokens: ShortTokens, usage: true}, "usage")
 	return usageRow(rec.OK(), failures(rec))
+}
+
+// FieldReportCached is the cache figure of the usage-fidelity scenario:
+// the 5,987 cache-read tokens of the field report in shared/seeds.
+const FieldReportCached = 5987
+
+// usageFidelity streams twice with usage, once with a cache figure and
+// once without (null), and compares what arrived with the server's
+// record: a gateway that changes, drops, zeroes from null or recomputes a
+// usage field misbills its users.
+func (c *checker) usageFidelity(ctx context.Context) Row {
+	none, known := int64(api.NoCacheFigure), int64(FieldReportCached)
+	recs := []*result.Request{
+		c.do(ctx, spec{tokens: ShortTokens, usage: true, cached: &known}, "ufk"),
+		c.do(ctx, spec{tokens: ShortTokens, usage: true, cached: &none}, "ufn"),
+	}
+	var found []string
+	ok, compared := true, true
+	for _, rec := range recs {
+		switch {
+		case !rec.OK():
+			ok = false
+		case rec.Usage == nil || !rec.Usage.Compared:
+			compared = false
+		default:
+			for _, f := range rec.Usage.Findings {
+				field := f.Field
+				if field == "" {
+					field = "the whole object"
+				}
+				sent, got := f.Sent, f.Got
+				if got == "" {
+					got = "absent"
+				}
+				found = append(found, fmt.Sprintf("%s %s %s (%s -> %s)", f.Kind, f.Part, field, sent, got))
+			}
+		}
+	}
+	return usageFidelityRow(ok, compared, found, failures(recs...))
 }
 
 func (c *checker) terminal(ctx context.Context) Row {

@@ -26,6 +26,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/slo"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/trace"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -148,7 +149,10 @@ type run struct {
 	goodput    *slo.Goodput       // counts the gateway requests that meet every per-request --slo; nil without one
 	ln         net.Listener       // the listener handed to MeasureOn; nil: bind -L
 
-	gwSeen  gwid.Evidence         // what is known of the gateway besides its responses (--gateway, its local process)
+	gwSeen gwid.Evidence   // what is known of the gateway besides its responses (--gateway, its local process)
+	trace  *trace.Trace    // --trace: the trace the gateway batch replays; nil without one
+	replay *summary.Replay // its description in the report
+
 	remote  *remote               // across hosts (--server): the server's control endpoint; nil when the server runs here
 	observe func(*result.Request) // sees every finished record too (the probe's metrics); nil: nothing does
 }
@@ -197,6 +201,9 @@ func (r *run) fail(err error) int {
 // server: everything that can fail before the first request, so that a
 // path that cannot be written fails now, not after the measurement.
 func (r *run) setUp() error {
+	if err := r.loadTrace(); err != nil {
+		return err
+	}
 	cfg := r.cfg
 	if cfg.Target != "" {
 		if err := checkOpenFiles(cfg.Concurrency); err != nil {
@@ -238,7 +245,7 @@ func (r *run) startServer() error {
 	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
 		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(), HeartbeatMs: cfg.HeartbeatMs,
-		Engine: client.Engine(cfg.Engine), Faults: cfg.ServerFaults()}
+		Engine: client.Engine(cfg.Engine), Faults: cfg.ServerFaults(), CacheBlockTokens: cfg.CacheBlock}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
@@ -323,11 +330,15 @@ func (r *run) calibrate(ctx context.Context) (*summary.Collector, error) {
 		return nil, nil
 	}
 	c := batch.CalibrationFor(cfg.Requests, cfg.Concurrency, cfg.Tokens)
-	r.out.errorf("loop: calibrating the noise floor with %d request(s) of %d tokens to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
-		c.Requests, c.Tokens, r.selfAddr, c.Concurrency, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-	col := summary.NewCollector()
-	err := r.runBatch(ctx, batch.Spec{Name: "loop", Requests: c.Requests, Concurrency: c.Concurrency,
-		Request: r.calibrationRequest(c.Tokens)}, col, nil, 0)
+	size := fmt.Sprintf("%d tokens", c.Tokens)
+	if r.shaper(0, false) != nil {
+		size = fmt.Sprintf("the run's sizes (at most %d tokens)", batch.CalibrationMaxTokens)
+	}
+	r.out.errorf("loop: calibrating the noise floor with %d request(s) of %s to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
+		c.Requests, size, r.selfAddr, max(c.Concurrency, 1), fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+	col := r.newCollector()
+	err := r.runBatch(ctx, r.shapeBatch(batch.Spec{Name: "loop", Requests: c.Requests, Concurrency: c.Concurrency,
+		Request: r.calibrationRequest(c.Tokens)}, true), col, nil, 0)
 	return col, err
 }
 
@@ -340,7 +351,7 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 	r.announce("gw: ", r.gwAddr)
 	req := r.gatewayRequest()
 	r.engineNote(req)
-	col := summary.NewCollector()
+	col := r.newCollector()
 	err := r.runBatch(ctx, r.batchSpec("gw", req), col, nil, 0)
 	return col, err
 }
@@ -351,6 +362,16 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 // the --warmup requests and the -r measured ones after them.
 func (r *run) announce(prefix, addr string) {
 	cfg := r.cfg
+	if r.trace != nil {
+		r.out.errorf("%sreplaying %d request(s) of %s (%s trace, speed %s) to %s (%s, think=%sms, delay=%sms) ...\n",
+			prefix, cfg.Requests, cfg.Trace, r.trace.Format, fmtMs(cfg.TraceSpeed), addr, capText(cfg), fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		return
+	}
+	if cfg.Rate == 0 && cfg.Duration == 0 && (cfg.TokensDist != "" || cfg.PromptBytesDist != "") {
+		r.out.errorf("%ssending %d request(s) to %s (concurrency=%d, %s, seed=%d, think=%sms, delay=%sms) ...\n",
+			prefix, cfg.Requests, addr, cfg.Concurrency, sizeText(cfg), cfg.Seed, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		return
+	}
 	if cfg.Rate == 0 && cfg.Duration == 0 {
 		// What is sent: the warm-up requests, then -r measured ones.
 		sent, warm := cfg.Requests+cfg.Warmup, ""
@@ -364,8 +385,8 @@ func (r *run) announce(prefix, addr string) {
 		}
 		return
 	}
-	r.out.errorf("%ssending %s to %s (%s, tokens=%d, think=%sms, delay=%sms) ...\n",
-		prefix, loadShape(cfg), addr, capText(cfg), cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+	r.out.errorf("%ssending %s to %s (%s, %s, think=%sms, delay=%sms) ...\n",
+		prefix, loadShape(cfg), addr, capText(cfg), sizeText(cfg), fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
 }
 
 // batchSpec is the batch of the run's load (-r, -c, --rate, --duration,
@@ -373,8 +394,8 @@ func (r *run) announce(prefix, addr string) {
 func (r *run) batchSpec(name string, req *client.Request) batch.Spec {
 	cfg := r.cfg
 	spec := batch.Spec{Name: name, Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req,
-		Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: 1, Duration: cfg.Duration}
-	return spec.WithWarmup(cfg.Warmup)
+		Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: cfg.Seed, Duration: cfg.Duration}
+	return r.shapeBatch(spec.WithWarmup(cfg.Warmup), false)
 }
 
 // finish summarises the run, checks its objectives, prints its report and
@@ -393,6 +414,11 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary()})
 	if len(r.cfg.SLOs) > 0 {
 		sum.SLO = slo.Check(r.cfg.Objectives(), sum, r.goodput)
+	}
+	if r.replay != nil {
+		rp := *r.replay
+		rp.Replayed = gw.Stats.Requests + gw.Stats.Warmup
+		sum.Replay = &rp
 	}
 	if loop != nil {
 		r.sum.Loop = loop.Stats

@@ -49,6 +49,9 @@ func DefaultConfig() Config {
 		ReasoningField: api.ReasoningContent.String(),
 		Arrival:        "constant",
 		Engine:         string(client.EngineAuto),
+		Seed:           DefaultSeed,
+		TraceSpeed:     1,
+		CacheBlock:     DefaultCacheBlock,
 	}}
 }
 
@@ -95,13 +98,13 @@ func (c *Config) Validate() error {
 		return errors.New("-T and -d must be finite numbers of milliseconds")
 	}
 	switch {
-	case c.Duration > 0 && c.Requests <= 0:
-		c.Requests = 0 // as many as --duration allows
+	case c.Duration > 0 && c.Requests <= 0, c.Trace != "" && c.Requests <= 0:
+		c.Requests = 0 // as many as --duration allows, or the trace has
 	default:
 		c.Requests = max(c.Requests, 1)
 	}
 	switch {
-	case c.Rate > 0:
+	case c.Rate > 0, c.Trace != "":
 		c.Concurrency = max(c.Concurrency, 0) // a cap on requests in flight; 0 = the batch's default
 	case c.Requests > 0:
 		c.Concurrency = min(max(c.Concurrency, 1), c.Requests)
@@ -144,6 +147,19 @@ func (c *Config) Validate() error {
 	}
 	if c.Tokens > server.DefaultMaxTokens {
 		return fmt.Errorf("-n %d is above the server's limit of %d tokens per response", c.Tokens, server.DefaultMaxTokens)
+	}
+	if c.TokensDist != "" {
+		if _, err := tokensDist(c.TokensDist); err != nil {
+			return fmt.Errorf("-n: %v", err)
+		}
+	}
+	if c.PromptBytesDist != "" {
+		if _, err := promptDist(c.PromptBytesDist); err != nil {
+			return fmt.Errorf("--prompt-bytes: %v", err)
+		}
+	}
+	if err := c.validateShape(nil); err != nil {
+		return err
 	}
 	for _, f := range []struct {
 		name string
@@ -375,7 +391,7 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	} else {
 		fs.StringVarP(&lists.concurrency, "concurrency", "c", "", "")
 	}
-	fs.IntVarP(&cfg.Tokens, "tokens", "n", cfg.Tokens, "")
+	fs.VarP(tokensValue{&cfg}, "tokens", "n", "")
 	fs.Float64VarP(&cfg.ThinkMs, "think", "T", cfg.ThinkMs, "")
 	fs.Float64VarP(&cfg.DelayMs, "delay", "d", cfg.DelayMs, "")
 	fs.IntVarP(&cfg.TimeoutMs, "timeout", "w", cfg.TimeoutMs, "")
@@ -421,6 +437,12 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	fs.IntVar(&cfg.Rounds, "rounds", 0, "")
 	fs.StringVar(&promptBytes, "prompt-bytes", "", "")
 	fs.StringArrayVar(&slos, "slo", nil, "")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "")
+	fs.StringVar(&cfg.Trace, "trace", "", "")
+	fs.Float64Var(&cfg.TraceSpeed, "trace-speed", cfg.TraceSpeed, "")
+	fs.IntVar(&cfg.TraceLimit, "trace-limit", 0, "")
+	fs.BoolVar(&cfg.TraceSkipBad, "trace-skip-bad", false, "")
+	fs.IntVar(&cfg.CacheBlock, "cache-block", cfg.CacheBlock, "")
 	if lists != nil {
 		fs.Float64Var(&lists.kneeMs, "knee-threshold", sweep.DefaultKneeThresholdMs, "")
 	}
@@ -443,11 +465,24 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	case lists != nil:
 		lists.promptBytes, lists.changed = promptBytes, fs.Changed
 	case promptBytes != "":
-		n, err := sweep.ParseSize(promptBytes)
-		if err != nil {
-			return commandLine{cfg: cfg}, fmt.Errorf("--prompt-bytes: %v", err)
+		if err := cfg.setPromptBytes(promptBytes); err != nil {
+			return commandLine{cfg: cfg}, err
 		}
-		cfg.PromptBytes = n
+	}
+	if lists != nil && cfg.TokensDist != "" {
+		return commandLine{cfg: cfg}, errors.New("-n: a sweep's steps take a number of tokens, not a distribution")
+	}
+	if lists != nil && cfg.Trace != "" {
+		return commandLine{cfg: cfg}, errors.New("--trace: a sweep's steps are closed or open loops of their own, not a trace replay")
+	}
+	if cfg.Trace != "" {
+		if err := cfg.validateShape(fs.Changed); err != nil {
+			return commandLine{cfg: cfg}, err
+		}
+		if !fs.Changed("concurrency") {
+			cfg.Concurrency = 0 // the trace's arrivals: no cap unless -c gives one
+		}
+		cfg.Requests = 0 // as many as the trace and the run's bounds allow
 	}
 	if cfg.Duration > 0 && !fs.Changed("requests") {
 		cfg.Requests = 0 // --duration instead of -r
@@ -479,7 +514,8 @@ Options:
   -t, --target <[ip:]port>   gateway address; empty = server only
   -r, --requests <n>         number of requests (def 1)
   -c, --concurrency <n>      concurrency (def 1)
-  -n, --tokens <n>           tokens per response (def 1000)
+  -n, --tokens <n|dist>      tokens per response (def 1000), or a distribution each request draws from:
+                             fixed:200, uniform:50-500, normal:300,50, lognormal:300,0.5 (median, sigma), file:PATH
   -T, --think <ms>           think delay before first token (def 0)
   -d, --delay <ms>           inter-token delay (def 5, float ok)
   -w, --timeout <ms>         per-request timeout (def 300000)
@@ -525,7 +561,16 @@ Options:
       --warmup <n>           the first n requests are reported but left out of the statistics
       --rounds <n>           alternate n loopback and n gateway rounds (L G G L ...); the overhead is
                              the difference of the rounds' medians (def 0: one calibration, as the reference)
-      --prompt-bytes <size>  pad the prompt to this size: bytes, or k/m (64k, 1m; def: the short prompt)
+      --prompt-bytes <size>  pad the prompt to this size: bytes, or k/m (64k, 1m; def: the short prompt),
+                             or a distribution of sizes as for -n (uniform:1k-64k)
+      --seed <n>             seed of the distributions' draws and the Poisson arrivals (def 1)
+      --trace <file>         replay a trace, Mooncake JSONL or BurstGPT CSV: each request's arrival, prompt
+                             (its prefix blocks shared) and output length; -c caps the requests in flight
+      --trace-speed <x>      replay the trace x times as fast (def 1)
+      --trace-limit <n>      replay at most the trace's first n requests (def 0: all; --duration bounds it too)
+      --trace-skip-bad       skip the trace's bad lines (counted in the report) instead of stopping
+      --cache-block <tokens> block of the server's simulated prefix cache, and of a trace's hash_ids (def 512;
+                             0: no cache, the usage's cache fields are null)
       --slo <objective>      check after the run, e.g. 'gateway emit->recv p99 < 1ms' or 'added TTFT p50 < 2ms'
                              (repeatable); exit 3 when one is not met
       --json <file>          write the run as a JSON document ("-": stdout; the text report then goes to stderr)

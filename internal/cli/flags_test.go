@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +37,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/check"
 	"github.com/sse-latency/sse-latency/internal/control"
+	"github.com/sse-latency/sse-latency/internal/lengths"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/schedule"
 	"github.com/sse-latency/sse-latency/internal/testutil"
@@ -291,7 +293,9 @@ type gwMode struct {
 type flagRow struct {
 	flags []string // the long names of the flags this row proves
 	cmds  []string
-	args  []string // "$DIR" is the row's directory, "$CERT" and "$KEY" the test's certificate and key
+	args  []string          // "$DIR" is the row's directory, "$CERT" and "$KEY" the test's certificate and key
+	files map[string]string // written into $DIR before the command runs
+	bare  bool              // no -r, -c, -n, -d in the command's base (a trace gives them)
 	gw    gwMode
 	want  func(t *testing.T, o *observed)
 	run   func(t *testing.T)
@@ -377,6 +381,11 @@ func runRow(t *testing.T, row flagRow, cmd string, cert testCert) *observed {
 	if row.gw.tls || row.gw.passTLS {
 		target = "https://" + rec.Addr
 	}
+	for name, content := range row.files {
+		if err := os.WriteFile(filepath.Join(o.dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	args := make([]string, len(row.args))
 	for i, a := range row.args {
 		a = strings.ReplaceAll(a, "$DIR", o.dir)
@@ -384,11 +393,14 @@ func runRow(t *testing.T, row flagRow, cmd string, cert testCert) *observed {
 		args[i] = strings.ReplaceAll(a, "$KEY", cert.keyPath)
 	}
 	base := []string{"-L", serverAddr, "-t", target, "-r", "1", "-c", "1", "-n", "3", "-d", "1", "-w", "20000"}
+	if row.bare {
+		base = []string{"-L", serverAddr, "-t", target, "-w", "20000"}
+	}
 	var stdout bytes.Buffer
 	var announced []time.Time
 	var amu sync.Mutex
 	note := func(p []byte) {
-		if bytes.Contains(p, []byte("gw: sending ")) {
+		if bytes.Contains(p, []byte("gw: sending ")) || bytes.Contains(p, []byte("gw: replaying ")) {
 			amu.Lock()
 			announced = append(announced, time.Now())
 			amu.Unlock()
@@ -539,10 +551,10 @@ func wantDoc(check func(d *rundoc.Document) string) func(t *testing.T, o *observ
 	}
 }
 
-// deadlines are the first n deadlines of kind at rate (the run's seed,
-// 1), from the batch's start.
-func deadlines(t *testing.T, kind string, rate float64, n int) []time.Duration {
-	a, err := schedule.NewArrivals(kind, 0, rate, 1)
+// deadlines are the first n deadlines of kind at rate with seed, from
+// the batch's start.
+func deadlines(t *testing.T, kind string, rate float64, n int, seed uint64) []time.Duration {
+	a, err := schedule.NewArrivals(kind, 0, rate, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,6 +760,41 @@ func flagTable(t *testing.T) []flagRow {
 		{flags: []string{"server", "control-token"}, cmds: []string{cmdRun, cmdProbe}, run: runServerFlags},
 		{flags: []string{"server"}, cmds: []string{cmdSweep}, args: []string{"--server", "http://127.0.0.1:1", "--control-token", "x"},
 			want: wantAll(wantExit(ExitFailure), wantOutput(`sse-latency: sweep: .*--server`))},
+		// Production-shaped traffic: a distribution's draws follow --seed;
+		// a trace gives each request's arrival and size.
+		{flags: []string{"seed"}, cmds: []string{cmdRun, cmdProbe}, args: []string{"-n", "uniform:2-40", "--seed", "7", "-r", "4"}, want: wantSeedDraws("uniform:2-40", 7, 4)},
+		// A sweep's steps are of one size: its seed draws the Poisson gaps.
+		{flags: []string{"seed"}, cmds: []string{cmdSweep}, args: []string{"--rate", "40,80", "--arrival", "poisson", "-r", "3", "--seed", "22"},
+			want: wantArrivalsSeed(22, 40, 80)},
+		{flags: []string{"trace"}, cmds: []string{cmdRun}, bare: true, files: map[string]string{"t.jsonl": flagTrace}, args: []string{"--trace", "$DIR/t.jsonl"},
+			want: wantAll(wantExit(ExitOK), wantTokenHints(4, 5, 6))},
+		{flags: []string{"trace-speed"}, cmds: []string{cmdRun}, bare: true, files: map[string]string{"t.jsonl": flagTrace},
+			args: []string{"--trace", "$DIR/t.jsonl", "--trace-speed", "0.25"}, want: func(t *testing.T, o *observed) {
+				// The trace's offsets, 0, 30 and 60 ms, four times as long.
+				if len(o.announced) != 1 || len(o.starts) != 3 {
+					t.Fatalf("%d replays announced, %d requests; want 1 and 3\n%s", len(o.announced), len(o.starts), o)
+				}
+				for k, d := range []time.Duration{0, 120 * time.Millisecond, 240 * time.Millisecond} {
+					if got := o.starts[k].Sub(o.announced[0]); got < d {
+						t.Errorf("--trace-speed 0.25: request %d reached the gateway %v after the replay began, before its deadline %v\n%s", k, got, d, o)
+					}
+				}
+			}},
+		{flags: []string{"trace-limit"}, cmds: []string{cmdRun}, bare: true, files: map[string]string{"t.jsonl": flagTrace},
+			args: []string{"--trace", "$DIR/t.jsonl", "--trace-limit", "2"}, want: wantAll(wantRequests(2), wantTokenHints(4, 5))},
+		{flags: []string{"trace-skip-bad"}, cmds: []string{cmdRun}, bare: true, files: map[string]string{"t.jsonl": flagTrace + "{\"timestamp\": 90, \"input_length\": -4}\n"},
+			args: []string{"--trace", "$DIR/t.jsonl", "--trace-skip-bad"}, want: wantAll(wantExit(ExitOK), wantRequests(3))},
+		{flags: []string{"trace", "trace-speed", "trace-limit", "trace-skip-bad"}, cmds: []string{cmdSweep}, files: map[string]string{"t.jsonl": flagTrace},
+			args: []string{"--trace", "$DIR/t.jsonl", "--trace-speed", "2", "--trace-limit", "1", "--trace-skip-bad"},
+			want: refused("--trace: a sweep's steps are closed or open loops of their own")},
+		{flags: []string{"trace", "trace-speed", "trace-limit", "trace-skip-bad"}, cmds: []string{cmdProbe}, files: map[string]string{"t.jsonl": flagTrace},
+			args: []string{"--trace", "$DIR/t.jsonl", "--trace-speed", "2", "--trace-limit", "1", "--trace-skip-bad"},
+			want: wantAll(wantExit(ExitFailure), wantOutput(`sse-latency probe: --trace`))},
+		// The server's simulated prefix cache counts in blocks of
+		// --cache-block tokens: an 8 KiB prompt already sent has 1984
+		// tokens cached in blocks of 64, 1536 in the default 512.
+		{flags: []string{"cache-block"}, cmds: []string{cmdRun, cmdProbe}, args: []string{"--prompt-bytes", "8k", "--include-usage", "--cache-block", "64"}, want: wantCached(64)},
+		{flags: []string{"cache-block"}, cmds: []string{cmdSweep}, args: []string{"-c", "1,2", "--prompt-bytes", "8k", "--include-usage", "--cache-block", "64"}, want: wantCached(64)},
 		{flags: []string{"help"}, cmds: all, run: runHelpFlag},
 		{flags: []string{"version"}, cmds: []string{cmdRun, cmdSweep, cmdProbe}, run: runVersionFlag},
 	}
@@ -758,6 +805,11 @@ func flagTable(t *testing.T) []flagRow {
 // schedule at that rate after the batch was announced — deadlines a
 // constant schedule would not have waited for.
 func wantArrivals(rates ...float64) func(t *testing.T, o *observed) {
+	return wantArrivalsSeed(1, rates...)
+}
+
+// wantArrivalsSeed is wantArrivals for the Poisson schedule of seed.
+func wantArrivalsSeed(seed uint64, rates ...float64) func(t *testing.T, o *observed) {
 	return func(t *testing.T, o *observed) {
 		t.Helper()
 		const n = 3
@@ -765,9 +817,12 @@ func wantArrivals(rates ...float64) func(t *testing.T, o *observed) {
 			t.Fatalf("%s: %d batches announced, %d requests; want %d and %d\n%s", o.cmd, len(o.announced), len(o.starts), len(rates), n*len(rates), o)
 		}
 		for b, rate := range rates {
-			p, c := deadlines(t, schedule.ArrivalPoisson, rate, n), deadlines(t, schedule.ArrivalConstant, rate, n)
-			if p[1] < 2*c[1] {
-				t.Fatalf("the test's Poisson schedule %v is too close to the constant one %v: choose another rate", p, c)
+			p, c := deadlines(t, schedule.ArrivalPoisson, rate, n, seed), deadlines(t, schedule.ArrivalConstant, rate, n, seed)
+			if seed != 1 {
+				c = deadlines(t, schedule.ArrivalPoisson, rate, n, 1) // what the default seed would have waited for
+			}
+			if p[1] < 2*c[1] && p[2] < 2*c[2] {
+				t.Fatalf("the test's Poisson schedule %v is too close to %v: choose another rate or seed", p, c)
 			}
 			batch := o.announced[len(o.announced)-len(rates)+b] // a sweep's gateway rounds come after its loopback ones
 			for k, d := range p {
@@ -777,6 +832,80 @@ func wantArrivals(rates ...float64) func(t *testing.T, o *observed) {
 				}
 			}
 		}
+	}
+}
+
+// flagTrace is a Mooncake trace of three requests, 30 ms apart, of 4, 5
+// and 6 output tokens.
+const flagTrace = `{"timestamp": 0, "input_length": 10, "output_length": 4, "hash_ids": [0]}
+{"timestamp": 30, "input_length": 10, "output_length": 5, "hash_ids": [0]}
+{"timestamp": 60, "input_length": 10, "output_length": 6, "hash_ids": [1]}
+`
+
+// tokenHints are the tokens hints of the requests, in the order they
+// reached the gateway.
+func tokenHints(o *observed) []int {
+	var out []int
+	for _, r := range o.reqs {
+		if m := regexp.MustCompile(`tokens=(\d+)`).FindStringSubmatch(r.header("X-Sse-Latency")); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// wantTokenHints: the requests asked for these many tokens, in any order.
+func wantTokenHints(want ...int) func(t *testing.T, o *observed) {
+	return func(t *testing.T, o *observed) {
+		t.Helper()
+		got := tokenHints(o)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: the requests asked for %v tokens, want %v\n%s", o.cmd, got, want, o)
+		}
+	}
+}
+
+// wantSeedDraws: the first n requests (-c 1: in order) asked for the
+// tokens the distribution spec draws with seed — which seed 1 would not.
+func wantSeedDraws(spec string, seed uint64, n int) func(t *testing.T, o *observed) {
+	return func(t *testing.T, o *observed) {
+		t.Helper()
+		d, err := tokensDist(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		draws := func(seed uint64) []int {
+			var out []int
+			for i := range n {
+				out = append(out, d.Draw(seed, lengths.StreamTokens, i))
+			}
+			return out
+		}
+		want, other := draws(seed), draws(1)
+		if slices.Equal(want, other) {
+			t.Fatalf("seeds %d and 1 draw alike (%v): choose another", seed, want)
+		}
+		if got := tokenHints(o); len(got) < n || !slices.Equal(got[:n], want) {
+			t.Errorf("%s --seed %d: the requests asked for %v tokens, want %v (seed 1: %v)\n%s", o.cmd, seed, got, want, other, o)
+		}
+	}
+}
+
+// wantCached: the usage the server sent counts the cached prompt tokens
+// in blocks of block tokens, not of the default 512.
+func wantCached(block int) func(t *testing.T, o *observed) {
+	return func(t *testing.T, o *observed) {
+		t.Helper()
+		ms := regexp.MustCompile(`"cached_tokens":(\d+)`).FindAllStringSubmatch(o.answers, -1)
+		for _, m := range ms {
+			n, _ := strconv.Atoi(m[1])
+			if n > 0 && n%block == 0 && n%DefaultCacheBlock != 0 {
+				return
+			}
+		}
+		t.Errorf("%s --cache-block %d: no cached figure counted in blocks of %d (%v)\n%s", o.cmd, block, block, ms, o)
 	}
 }
 

@@ -98,6 +98,8 @@ func checkProbe(cfg Config, every time.Duration, metricsAddr string) error {
 		return errors.New("--rounds: a probe's round is one calibration and -r requests; --every sets how often")
 	case len(cfg.SLOs) > 0:
 		return errors.New("--slo: a probe exports its figures as metrics; check objectives on them where they are scraped")
+	case cfg.Trace != "":
+		return errors.New("--trace: a probe's round is -r requests of one shape; replay a trace in a run")
 	case every <= 0:
 		return fmt.Errorf("--every %v: want a positive duration", every)
 	}

@@ -91,10 +91,11 @@ func loadShape(c Config) string {
 
 // capText describes the concurrency of a batch.
 func capText(c Config) string {
+	open := c.Rate > 0 || c.Trace != ""
 	switch {
-	case c.Rate > 0 && c.Concurrency > 0:
+	case open && c.Concurrency > 0:
 		return fmt.Sprintf("at most %d in flight", c.Concurrency)
-	case c.Rate > 0:
+	case open:
 		return "no cap on requests in flight"
 	}
 	return fmt.Sprintf("concurrency=%d", c.Concurrency)

@@ -161,6 +161,15 @@ type Options struct {
 	// PromptBytes pads the prompt to that many bytes (--prompt-bytes,
 	// api.RequestBody.PromptBytes); 0 sends the reference's short prompt.
 	PromptBytes int
+	// Blocks, when set, lays the prompt of PromptBytes out in blocks of
+	// BlockBytes, block j's words chosen by Blocks[j]
+	// (api.AppendBlockPrompt): a trace's prefix blocks.
+	Blocks     []uint64
+	BlockBytes int
+	// Cached, when set, asks the server to report that many prompt
+	// tokens as read from its cache (api.NoCacheFigure: no figure), in
+	// place of its simulated cache's (the pi_cached_tokens hint).
+	Cached *int64
 	// Faults ask the server for upstream faults (api.Faults), sent with
 	// the hints; their Text also sets the words the text is matched
 	// against (the UTF-8 ones for api.TextUTF8).
@@ -277,7 +286,7 @@ func (q *Request) ID(batch string, index int) string {
 // hints returns what the request tells the server besides its body's
 // fixed fields.
 func (q *Request) hints(id string) api.Hints {
-	h := api.Hints{ID: id, ThinkMs: q.ThinkMs, DelayMs: q.DelayMs, Faults: q.Faults}
+	h := api.Hints{ID: id, ThinkMs: q.ThinkMs, DelayMs: q.DelayMs, Faults: q.Faults, Cached: q.Cached}
 	if q.Tokens >= 0 {
 		n := int64(q.Tokens)
 		h.Tokens = &n
@@ -309,7 +318,40 @@ func (q *Request) expectedTokens() int {
 // body returns the request body for hints h.
 func (q *Request) body(h api.Hints) []byte {
 	return api.AppendRequestBody(make([]byte, 0, 256+min(max(q.PromptBytes, 0), api.MaxPromptBytes)), q.Dialect,
-		api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage, PromptBytes: q.PromptBytes})
+		q.requestBody(h))
+}
+
+// requestBody describes the body of a request with hints h.
+func (q *Request) requestBody(h api.Hints) api.RequestBody {
+	return api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage, PromptBytes: q.PromptBytes,
+		Blocks: q.Blocks, BlockBytes: q.BlockBytes}
+}
+
+// shaped returns q with the size of shape sh: its tokens asked for and
+// expected, its prompt's bytes and blocks. A copy per request, made
+// before it starts (never on the per-token path).
+func (q *Request) shaped(sh *result.Shape) *Request {
+	c := *q
+	c.Tokens, c.ExpectTokens = sh.Tokens, sh.Tokens
+	c.PromptBytes, c.Blocks, c.BlockBytes = sh.PromptBytes, sh.Blocks, sh.BlockBytes
+	return &c
+}
+
+// prepare readies the session for rec: its own size when rec has a
+// Shape (else the session's Request's), recorded in rec for the breakdown
+// by size.
+func (s *Session) prepare(rec *result.Request) {
+	if s.base == nil {
+		s.base = s.q
+	}
+	s.q = s.base
+	if rec.Shape != nil {
+		s.q = s.base.shaped(rec.Shape)
+	}
+	rec.PromptBytes, rec.AskedTokens = s.q.PromptBytes, max(s.q.ExpectTokens, 0)
+	if rec.PromptBytes <= len(api.ChatPrompt) {
+		rec.PromptBytes = len(api.ChatPrompt)
+	}
 }
 
 // target returns the request path and the Host header: Host, else an
@@ -463,6 +505,9 @@ func (q *Request) fillEmitted(rec *result.Request) {
 			Arrived: times.Arrived(), Start: times.StreamStart(), ThinkEnd: times.ThinkEnd(),
 			Heartbeats: times.Heartbeats(), EmittedAt: times.At,
 		})
+		if u, ok := times.Usage(); ok {
+			CompareUsage(rec, q.Dialect, q.IncludeUsage, u)
+		}
 	}
 }
 

@@ -170,6 +170,7 @@ func zoneID(zone string) uint32 {
 
 // startLoop is Start on the epoll engine.
 func (s *Session) startLoop(ctx context.Context, rec *result.Request, done func(*result.Request)) {
+	s.prepare(rec)
 	ls := &s.ev
 	if ls.l == nil {
 		ls.s, ls.l = s, evloop.PickOf(s.q.loopEngine())

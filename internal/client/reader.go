@@ -550,8 +550,12 @@ func (r *reader) handle(payload []byte, now int64) bool {
 	if ev.Flags&api.Finish != 0 {
 		r.finished = true
 	}
-	if ev.Flags&api.Usage != 0 {
+	switch {
+	case ev.Flags&api.Usage != 0:
 		r.usage = true
+		r.keepUsage(usagePartOf(r.dialect), payload)
+	case r.dialect == api.Anthropic && ev.Flags&(api.HasContent|api.HasReasoning|api.HasArguments) == 0 && r.messageStart(payload):
+		r.keepUsage(api.UsageStart, payload)
 	}
 	switch {
 	case ev.Flags&api.Failed != 0:
@@ -562,6 +566,28 @@ func (r *reader) handle(payload []byte, now int64) bool {
 		return true
 	}
 	return false
+}
+
+// usagePartOf is the usage object a usage-bearing event of dialect d
+// carries (api.Usage flags Anthropic's message_delta, not message_start).
+func usagePartOf(d api.Dialect) api.UsagePart {
+	switch d {
+	case api.Responses:
+		return api.UsageCompleted
+	case api.Anthropic:
+		return api.UsageDelta
+	}
+	return api.UsageChunk
+}
+
+// messageStart reports whether the current event is Anthropic's
+// message_start, by its name or, when a gateway dropped the name, its type.
+func (r *reader) messageStart(payload []byte) bool {
+	const name = "message_start"
+	if r.eventLen > 0 {
+		return string(r.event[:r.eventLen]) == name
+	}
+	return bytes.HasPrefix(payload, []byte(`{"type":"`+name+`"`))
 }
 
 // quote renders the current event for a failure text: its name and

@@ -21,7 +21,8 @@ import (
 // without, each request has a connection of its own, closed after it. A
 // Session is not safe for concurrent use; Close it when done.
 type Session struct {
-	q *Request
+	q    *Request // the current request's: base, or a copy of its own size (prepare)
+	base *Request // the Request that made the session
 
 	// The open connection, kept between requests: conn for HTTP/1.1 (the
 	// TLS connection over https), cc over it for HTTP/2; raw is the TCP
@@ -43,7 +44,7 @@ type Session struct {
 
 // NewSession returns a Session that sends q's requests.
 func (q *Request) NewSession() *Session {
-	return &Session{q: q}
+	return &Session{q: q, base: q}
 }
 
 // Close closes the session's connection, if one is open.
@@ -108,6 +109,7 @@ const (
 // again, once, on a new connection, and its Start stays that of the first
 // try.
 func (s *Session) Do(ctx context.Context, rec *result.Request) {
+	s.prepare(rec)
 	q := s.q
 	if q.onLoop() {
 		s.doLoop(ctx, rec)

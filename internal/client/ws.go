@@ -96,7 +96,7 @@ func (q *Request) AppendUpgrade(dst []byte, key string) []byte {
 // AppendCreate appends the response.create message of the request with id
 // id ("" for none), as a masked text frame.
 func (q *Request) AppendCreate(dst []byte, id string) []byte {
-	msg := api.AppendResponseCreate(make([]byte, 0, 256), api.RequestBody{Model: q.Model, Hints: q.hints(id), IncludeUsage: q.IncludeUsage})
+	msg := api.AppendResponseCreate(make([]byte, 0, 256+min(max(q.PromptBytes, 0), api.MaxPromptBytes)), q.requestBody(q.hints(id)))
 	return wire.AppendWSFrame(dst, wire.WSText, msg, wsMask())
 }
 

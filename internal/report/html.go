@@ -363,7 +363,53 @@ func htmlCharts(bs []summary.Batch) []htmlChart {
 	add(gaps, "Gaps between consecutive token arrivals, as a share of each batch's gaps. "+
 		"A flushing gateway keeps the emission gap; a buffering one gives many gaps near 0 and a few as long as its period."+gapNote)
 	add(htmlTTFTChart(bs), "Time to first token of each request, by request index.")
+	if c := htmlSizeChart(bs); c != nil {
+		add(c, "Time to first token against the prompt's size, by size bucket (powers of 4 from 1 KiB): the median (solid) "+
+			"and the 99th percentile (dashed) of each bucket's requests. A gateway whose cost grows with the body it reads climbs to the right.")
+	}
 	return out
+}
+
+// htmlSizeChart plots each batch's TTFT, p50 and p99, against the prompt
+// size of its size buckets (at the bucket's geometric middle), nil when no
+// batch has a breakdown by size.
+func htmlSizeChart(bs []summary.Batch) *svg.Chart {
+	c := &svg.Chart{
+		Title: "TTFT by prompt size",
+		X:     svg.Axis{Label: "prompt size (bytes, log scale)", Log: true},
+		Y:     svg.Axis{Label: "TTFT (ms)", Zero: true},
+	}
+	for i, b := range bs {
+		if b.Sizes == nil || len(b.Sizes.Prompt) == 0 {
+			continue
+		}
+		var p50, p99 []svg.Point
+		for _, k := range b.Sizes.Prompt {
+			x := bucketMiddle(k)
+			p50 = append(p50, svg.Point{X: x, Y: k.TTFT.P50Ms})
+			p99 = append(p99, svg.Point{X: x, Y: k.TTFT.P99Ms})
+		}
+		c.Series = append(c.Series,
+			svg.Series{Name: b.Name + " p50", Kind: svg.Line, Color: htmlColor(i, b.Name), Markers: true, Points: p50},
+			svg.Series{Name: b.Name + " p99", Kind: svg.Line, Color: htmlColor(i, b.Name), Dashed: true, Markers: true, Points: p99})
+	}
+	if len(c.Series) == 0 {
+		return nil
+	}
+	return c
+}
+
+// bucketMiddle is where a size bucket sits on a log axis: the geometric
+// middle of its bounds, half its upper bound for the first, twice its lower
+// bound for the last.
+func bucketMiddle(k summary.SizeBucket) float64 {
+	switch {
+	case k.Lo == 0:
+		return float64(k.Hi) / 2
+	case k.Hi == 0:
+		return 2 * float64(k.Lo)
+	}
+	return math.Sqrt(float64(k.Lo) * float64(k.Hi))
 }
 
 // htmlCDFChart is the CDF of emit->recv (tokens after the first) per batch: the

@@ -51,6 +51,10 @@ import (
 // percentile of each phase of the time to first token that has samples.
 // start-lateness: open loop only, how late requests started against their
 // schedule.
+//
+// Then the usage line of each batch whose usage was compared with the
+// server's record (usageLine), and the line of a trace replay
+// (replayLine).
 func WriteStream(w io.Writer, s *summary.Run) error {
 	loop, gw := s.Loop(), s.Gateway()
 	p := printer{w: w}
@@ -66,6 +70,12 @@ func WriteStream(w io.Writer, s *summary.Run) error {
 			transportLines(&p, b)
 		}
 	}
+	for _, b := range []*summary.Batch{loop, gw} {
+		if b != nil {
+			usageLine(&p, b)
+		}
+	}
+	replayLine(&p, s)
 	return p.err
 }
 

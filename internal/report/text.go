@@ -244,6 +244,9 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 	if err := WriteLegs(w, s); err != nil {
 		return err
 	}
+	if err := WriteSizes(w, s); err != nil {
+		return err
+	}
 	if err := WriteTimeline(w, s); err != nil {
 		return err
 	}

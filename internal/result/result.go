@@ -377,6 +377,20 @@ type Request struct {
 	// MaxTokensPerRead is the largest number of tokens one Read delivered.
 	MaxTokensPerRead int
 
+	// Usage is the usage the response carried and how it compared with
+	// what the server reported; nil when no usage object arrived.
+	Usage *Usage
+
+	// Shape, when set, is this request's own size — a trace line's or a
+	// distribution's draw — in place of the batch's (see Shape).
+	Shape *Shape
+	// PromptBytes is the size of the prompt text the request sent, and
+	// AskedTokens the text tokens it asked for (its output size), for the
+	// breakdown by size; 0 when unknown (a record of before they were
+	// kept).
+	PromptBytes int
+	AskedTokens int
+
 	// Timing holds the timing headers the response head declared (a
 	// gateway's own account of its overhead), raw; the summary parses
 	// them.
@@ -415,3 +429,67 @@ func (t TimingHeaders) Empty() bool { return t == TimingHeaders{} }
 // OK reports whether the request ended with its stream's terminal event
 // ([DONE] and the like) after at least one token, its content intact.
 func (r *Request) OK() bool { return r.Failure.Kind == OK }
+
+// Shape is one request's own size: its output tokens, its prompt's bytes
+// and, for a trace's requests, the prefix blocks its prompt is laid out
+// in (requests sharing blocks share those bytes), and where it sits in the
+// trace.
+type Shape struct {
+	Tokens      int      // text tokens to ask for
+	PromptBytes int      // the prompt's size in bytes; 0: the short prompt
+	Blocks      []uint64 // the prompt's blocks, in order (nil: the padded prompt of --prompt-bytes)
+	BlockBytes  int      // the size of each block, bytes
+	Line        int      // the trace line it comes from (0: not from a trace)
+}
+
+// Usage is the usage a response carried: each usage object as it arrived
+// (raw JSON), and once compared with what the server reported, what
+// differed.
+type Usage struct {
+	Received []UsageObject
+	// Compared is set once the objects were compared with the server's
+	// record of the request (in process); Findings is then what differed,
+	// empty when the usage arrived intact.
+	Compared bool
+	Findings []UsageFinding
+}
+
+// UsageObject is one usage object of a response: the event that carried it
+// (Part: "usage chunk", "response.completed", "message_start",
+// "message_delta") and its payload as it arrived, raw.
+type UsageObject struct {
+	Part    string
+	Payload []byte
+}
+
+// UsageKind is what a gateway did to a usage field.
+type UsageKind int
+
+// The findings of the usage comparison.
+const (
+	UsageChanged    UsageKind = iota // another value than the server's
+	UsageDropped                     // a field (or object) the server sent did not arrive, or arrived null
+	UsageZeroed                      // the server had no figure (null) and 0 arrived: zeroed from null
+	UsageRecomputed                  // another value, the gateway's figures consistent among themselves: it counted the tokens itself
+	NumUsageKinds
+)
+
+var usageKindNames = [...]string{"changed", "dropped", "zeroed_from_null", "recomputed"}
+
+// String is the kind's snake_case name, as the reports key it.
+func (k UsageKind) String() string {
+	if k >= 0 && k < NumUsageKinds {
+		return usageKindNames[k]
+	}
+	return "usage_kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// UsageFinding is one usage field that did not arrive as the server sent
+// it: in which object, its path ("prompt_tokens_details.cached_tokens"),
+// what the server sent and what arrived, as JSON ("" for absent).
+type UsageFinding struct {
+	Kind      UsageKind
+	Part      string
+	Field     string
+	Sent, Got string
+}

@@ -77,6 +77,17 @@ type Config struct {
 	Rounds      int      `json:"rounds" merge:"same"`       // --rounds: loopback/gateway pairs of rounds, alternated (0 = the reference's single calibration)
 	PromptBytes int      `json:"prompt_bytes" merge:"same"` // --prompt-bytes: the prompt padded to this many bytes (0 = the reference's short prompt)
 	SLOs        []string `json:"slos" merge:"console"`      // --slo: service-level objectives checked after the run, as package slo writes them
+
+	// Production-shaped traffic: length distributions, trace replay, the
+	// server's simulated prefix cache.
+	TokensDist      string  `json:"tokens_dist" merge:"same"`        // -n as a distribution (package lengths: "uniform:50-500"); "" = the fixed -n
+	PromptBytesDist string  `json:"prompt_bytes_dist" merge:"same"`  // --prompt-bytes as a distribution ("lognormal:4k,1"); "" = the fixed --prompt-bytes
+	Seed            uint64  `json:"seed" merge:"instance"`           // --seed: the draws of the distributions and the Poisson arrivals (one seed, one run)
+	Trace           string  `json:"trace" merge:"instance"`          // --trace: the trace file replayed (Mooncake JSONL or BurstGPT CSV; a path on each machine); "" = none
+	TraceSpeed      float64 `json:"trace_speed" merge:"same"`        // --trace-speed: the replay's speed (2: twice as fast)
+	TraceLimit      int     `json:"trace_limit" merge:"same"`        // --trace-limit: replay at most this many of the trace's requests (0 = all)
+	TraceSkipBad    bool    `json:"trace_skip_bad" merge:"same"`     // --trace-skip-bad: skip the trace's bad lines, counted, instead of failing
+	CacheBlock      int     `json:"cache_block_tokens" merge:"same"` // --cache-block: the server's simulated prefix cache block, tokens (0 = none: the usage's cache fields null); a trace's hash block size
 }
 
 // MissingSettings are the values a document that lacks a setting is read
@@ -84,7 +95,7 @@ type Config struct {
 // schema_version 1 began (a run made before one existed had it so). With
 // them, documents of before and after a setting compare equal when it was
 // not used. cli.DefaultConfig agrees (a test checks it).
-var MissingSettings = Config{Arrival: "constant", ReasoningField: "reasoning_content", Engine: "auto"}
+var MissingSettings = Config{Arrival: "constant", ReasoningField: "reasoning_content", Engine: "auto", Seed: 1, TraceSpeed: 1, CacheBlock: 512}
 
 // Rule is what merge (and compare) does with a configuration field in
 // which the runs differ.

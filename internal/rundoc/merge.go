@@ -306,6 +306,8 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 		var targets []string
 		var samples []summary.Samples
 		var declared []*summary.DeclaredTimings
+		var sizes []*summary.Sizes
+		var usage []*summary.Usage
 		tl := &timelineMerge{}
 		offset := 0
 		for i, d := range docs {
@@ -327,6 +329,7 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			targets = appendDistinct(targets, db.Target)
 			samples = append(samples, offsetSamples(db.Samples, offset))
 			declared = append(declared, db.Declared)
+			sizes, usage = append(sizes, db.Sizes), append(usage, db.Usage)
 			offset += db.Requests
 		}
 		if sb != nil {
@@ -337,6 +340,10 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			if nb.Declared, ok = summary.MergeDeclared(declared); !ok {
 				out.Notes = append(out.Notes, fmt.Sprintf("declared timings of the %s batch dropped: not every run has them", bn))
 			}
+			if nb.Sizes, ok = summary.MergeSizes(sizes); !ok {
+				return nil, nil, fmt.Errorf("cannot merge the %s batch's sizes: a histogram is damaged", bn)
+			}
+			nb.Usage = summary.MergeUsage(usage)
 			out.Batches = append(out.Batches, nb)
 		}
 	}

@@ -163,6 +163,14 @@ type Config struct {
 	// its own defaults).
 	Faults api.Faults
 
+	// CacheBlockTokens, when > 0, simulates a prefix cache over the
+	// prompts in blocks of that many tokens (see prefixCache): the usage
+	// objects report, for each request, the prompt tokens read from it
+	// (the blocks whose whole prefix an earlier request sent) and written
+	// to it. 0: no cache, the usage's cache fields are null — the server
+	// has no figure. A request's pi_cached_tokens hint overrides both.
+	CacheBlockTokens int
+
 	// Engine is how the emission shards wait for their deadlines (see
 	// evloop.Engine): on the event loops, which the client's requests
 	// share ("", evloop.Auto or evloop.Epoll, on Linux), or each on a
@@ -206,6 +214,7 @@ type Server struct {
 	active      atomic.Int64     // answers in progress (Config.MaxStreams)
 	panics      atomic.Int64     // panics recovered in connection goroutines
 	limits      api.Limits       // the hint caps of Config
+	cache       *prefixCache     // the simulated prefix cache; nil without Config.CacheBlockTokens
 	quit        chan struct{}    // closed when Serve stops
 	h2          func(c net.Conn) // serves an HTTP/2 connection; nil without Config.HTTP2
 
@@ -277,7 +286,8 @@ func New(ln net.Listener, cfg Config) *Server {
 		ln = tls.NewListener(ln, tc)
 	}
 	s := &Server{cfg: cfg, ln: ln, start: time.Now(), conns: make(map[net.Conn]net.Conn), quit: make(chan struct{}),
-		limits: api.Limits{MaxTokens: int64(cfg.MaxTokens), MaxDelay: cfg.MaxDelay}}
+		limits: api.Limits{MaxTokens: int64(cfg.MaxTokens), MaxDelay: cfg.MaxDelay},
+		cache:  newPrefixCache(cfg.CacheBlockTokens, 0)}
 	if cfg.HTTP2 {
 		s.initH2()
 	}

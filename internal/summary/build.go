@@ -34,12 +34,18 @@ type Collector struct {
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
 	Gateway  *GatewayHeaders
+	// Sizes, when set, gathers the breakdown by request size (a run whose
+	// sizes vary: a trace, a length distribution); nil leaves it out, as
+	// for a run of one size, where it would repeat the batch's figures
+	// at about 1 MB of histograms a batch.
+	Sizes *SizeCollector
+	Usage *UsageCollector
 }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Gateway: NewGatewayHeaders()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Gateway: NewGatewayHeaders(), Usage: NewUsageCollector()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
@@ -54,6 +60,10 @@ func (c *Collector) Add(r *result.Request) {
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
 	c.Gateway.Add(r)
+	if c.Sizes != nil {
+		c.Sizes.Add(r)
+	}
+	c.Usage.Add(r)
 }
 
 // Inputs is what New summarises.
@@ -134,6 +144,12 @@ func (c *Collector) batch(name, target string) Batch {
 	}
 	if c.Declared != nil {
 		b.Declared = c.Declared.Timings()
+	}
+	if c.Sizes != nil {
+		b.Sizes = c.Sizes.Sizes()
+	}
+	if c.Usage != nil {
+		b.Usage = c.Usage.Usage()
 	}
 	return b
 }

@@ -46,6 +46,25 @@ type Run struct {
 	// SLO is the check of the run's service-level objectives (--slo);
 	// absent without any.
 	SLO *SLOs `json:"slo,omitempty"`
+	// Replay is the trace the gateway batch replayed (--trace); absent
+	// without one. How far it fell behind its schedule is the gateway
+	// batch's start lateness.
+	Replay *Replay `json:"replay,omitempty"`
+}
+
+// Replay describes a trace replay: the file and its format, its requests
+// and how many the run's bounds let it start, the bad lines skipped, whether
+// its timestamps had to be sorted, the speed, and the bound that stopped
+// it before its end ("--trace-limit", "--duration"; "" when none did).
+type Replay struct {
+	File      string  `json:"file"`
+	Format    string  `json:"format"`
+	Entries   int     `json:"entries"`
+	Replayed  int     `json:"replayed"`
+	Skipped   int     `json:"skipped"`
+	Sorted    bool    `json:"sorted"`
+	Speed     float64 `json:"speed"`
+	StoppedBy string  `json:"stopped_by"`
 }
 
 // Batch returns the batch named name, nil when absent.
@@ -88,6 +107,11 @@ type Batch struct {
 	// Declared are the timings the gateway declared in its response
 	// heads, present when any head did.
 	Declared *DeclaredTimings `json:"declared,omitempty"`
+	// Sizes is the time to first token and token delay by request size
+	// (prompt bytes, output tokens); Usage how the usage objects arrived
+	// against what the server reported. Present when the batch has them.
+	Sizes *Sizes `json:"sizes,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
 
 	Samples Samples `json:"samples"`
 }
