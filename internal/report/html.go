@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/report/svg"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/stats"
@@ -20,13 +21,13 @@ import (
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-//go:embed templates/report.html.tmpl templates/check.html.tmpl templates/sweep.html.tmpl templates/style.html.tmpl
+//go:embed templates/report.html.tmpl templates/check.html.tmpl templates/sweep.html.tmpl templates/style.html.tmpl templates/advice.html.tmpl
 var htmlTemplateFS embed.FS
 
 // htmlTemplate is the run's page, sweepTemplate the sweep's; the views
 // hold every string they print. Both share the style.
 var (
-	htmlTemplate  = template.Must(template.New("report.html.tmpl").ParseFS(htmlTemplateFS, "templates/report.html.tmpl", "templates/style.html.tmpl"))
+	htmlTemplate  = template.Must(template.New("report.html.tmpl").ParseFS(htmlTemplateFS, "templates/report.html.tmpl", "templates/style.html.tmpl", "templates/advice.html.tmpl"))
 	sweepTemplate = template.Must(template.New("sweep.html.tmpl").ParseFS(htmlTemplateFS, "templates/sweep.html.tmpl", "templates/style.html.tmpl"))
 )
 
@@ -77,7 +78,7 @@ type htmlVerdict struct {
 	Class    string // "flushes", "buffers" or "unknown": the box's colour
 	Headline string
 	Lines    []string
-	Causes   []string
+	Advice   adviceText
 }
 
 // htmlClock describes the clock offset of a run across hosts.
@@ -130,7 +131,7 @@ func newHTMLView(d *rundoc.Document) htmlView {
 		Title:    fmt.Sprintf("%s %s — run of %s", name, cmp.Or(d.Tool.Version, "(unknown version)"), htmlTime(d.Start)),
 		Meta:     htmlMeta(d),
 		Warnings: Warnings(d),
-		Verdict:  newHTMLVerdict(d.Verdict, d.Clock),
+		Verdict:  newHTMLVerdict(d.Verdict, d.Identity, d.Clock),
 		Clock:    newHTMLClock(d.Clock),
 		Self:     newHTMLSelf(&d.Self),
 		Charts:   htmlCharts(d.Batches),
@@ -291,12 +292,12 @@ func newHTMLClock(c *summary.Clock) *htmlClock {
 
 // newHTMLVerdict words the verdict as the text block does: the same
 // sentences (verdictWords), each figure after its label and a colon.
-func newHTMLVerdict(v *verdict.Verdict, c *summary.Clock) *htmlVerdict {
+func newHTMLVerdict(v *verdict.Verdict, id *gateway.Identity, c *summary.Clock) *htmlVerdict {
 	if v == nil {
 		return nil
 	}
-	t := verdictWords(*v, c)
-	hv := &htmlVerdict{Class: t.Class.String(), Headline: t.Headline, Causes: t.Causes}
+	t := verdictWords(*v, id, c)
+	hv := &htmlVerdict{Class: t.Class.String(), Headline: t.Headline, Advice: t.Advice}
 	for _, l := range t.Lines {
 		hv.Lines = append(hv.Lines, l.Label+": "+l.Text)
 	}

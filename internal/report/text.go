@@ -234,7 +234,7 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 		}
 	}
 	if s.Verdict != nil {
-		if err := writeVerdict(w, *s.Verdict, c); err != nil {
+		if err := writeVerdict(w, *s.Verdict, s.Identity, c); err != nil {
 			return err
 		}
 	}
