@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/advice"
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/gatewaytest"
@@ -189,7 +190,7 @@ func TestGatewayMishandlings(t *testing.T) {
 		{"ReverseProxy passes the cancel", flushingProxy, "cancel", Pass, "the upstream saw its client go", nil},
 		{"does not propagate cancel", func(t *testing.T, backend string) string {
 			return relayGateway(t, backend, detached, keepReading)
-		}, "cancel", Fail, "tokens emitted after the cancel", nil},
+		}, "cancel", Fail, "emitted after the cancel", nil},
 		{"ReverseProxy passes the usage intact", flushingProxy, "usage-fidelity", Pass, "a cache figure (5987) and a null alike", nil},
 		{"zeroes null cache figures", rewriting(func(b []byte) []byte {
 			return bytes.ReplaceAll(b, []byte(`"cached_tokens":null`), []byte(`"cached_tokens":0`))
@@ -209,6 +210,27 @@ func TestGatewayMishandlings(t *testing.T) {
 				t.Errorf("%s row: failure kinds %q, want %q", tt.row, r.FailureKinds, tt.kinds)
 			}
 		})
+	}
+}
+
+// TestWholeResponseRows: through a gateway that holds the whole response,
+// the flush row fails with its signature, while the first-token and
+// cancel rows say, as warnings with the same advice, that the hold is
+// the flush row's finding: the first event is not held beyond the others,
+// and there was nothing to cancel before the stream ended.
+func TestWholeResponseRows(t *testing.T) {
+	rep, err := check(t, relay(whole), api.Chat, "flush", "first-token", "cancel")
+	got := rows(t, rep, err)
+	if r := got["flush"]; r.Status != Fail || r.Signature == nil || r.Signature.Kind != verdict.WholeResponse {
+		t.Errorf("flush row %s (%s); want FAIL, whole response", r.Status, r.Evidence)
+	}
+	if r := got["first-token"]; r.Status != Warn || !strings.Contains(r.Evidence, "the flush row") {
+		t.Errorf("first-token row %s (%s); want WARN naming the flush row", r.Status, r.Evidence)
+	}
+	r := got["cancel"]
+	if r.Status != Warn || !strings.Contains(r.Evidence, "cancel could not be tested: the gateway released") ||
+		len(r.Advice) != 1 || r.Advice[0].Key != string(advice.WholeResponse) {
+		t.Errorf("cancel row %s (%s), advice %+v; want WARN, untestable, with the whole response's advice", r.Status, r.Evidence, r.Advice)
 	}
 }
 

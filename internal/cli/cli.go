@@ -19,6 +19,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	gwid "github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/report"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
@@ -168,6 +169,7 @@ type run struct {
 	ln         net.Listener       // the listener handed to MeasureOn; nil: bind -L
 	received   *atomic.Int64      // Options.Received: counts the gateway batch's tokens as they arrive; nil: none
 
+	gwSeen gwid.Evidence   // what is known of the gateway besides its responses (--gateway, its local process)
 	trace  *trace.Trace    // --trace: the trace the gateway batch replays; nil without one
 	replay *summary.Replay // its description in the report
 
@@ -309,6 +311,7 @@ func (r *run) resolve(ctx context.Context) error {
 	if r.gwAddr, err = destAddr(ctx, r.target.hostPort); err != nil {
 		return fmt.Errorf("-t: %w", err)
 	}
+	r.gwSeen = gatewayEvidence(r.cfg.Gateway, r.gwAddr)
 	// The calibration goes to the listen address as the server really
 	// bound it (so -L :0 works), the wildcard meaning loopback; across
 	// hosts there is none.
@@ -375,7 +378,8 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 
 // announce prints the line that starts a batch of the run's load to addr,
 // after prefix ("gw: ", "round 2/6: loop: "), and for a long closed-loop
-// batch the duration it is expected to take.
+// batch the duration it is expected to take. The count is what is sent:
+// the --warmup requests and the -r measured ones after them.
 func (r *run) announce(prefix, addr string) {
 	cfg := r.cfg
 	if r.trace != nil {
@@ -389,9 +393,14 @@ func (r *run) announce(prefix, addr string) {
 		return
 	}
 	if cfg.Rate == 0 && cfg.Duration == 0 {
-		r.out.errorf("%ssending %d request(s) to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
-			prefix, cfg.Requests, addr, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, cfg.Requests, cfg.Concurrency); ok {
+		// What is sent: the warm-up requests, then -r measured ones.
+		sent, warm := cfg.Requests+cfg.Warmup, ""
+		if cfg.Warmup > 0 {
+			warm = fmt.Sprintf(" (%d warm-up, then %d measured)", cfg.Warmup, cfg.Requests)
+		}
+		r.out.errorf("%ssending %d request(s)%s to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
+			prefix, sent, warm, addr, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, sent, cfg.Concurrency); ok {
 			r.out.errorf("%s\n", line)
 		}
 		return
@@ -421,7 +430,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 	// memory instead of raising the peak resident size (docs/PERF.md,
 	// "Memory at -c 4000").
 	runtime.GC()
-	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr,
+	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Identify: r.gwSeen,
 		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary()})
 	if len(r.cfg.SLOs) > 0 {
 		sum.SLO = slo.Check(r.cfg.Objectives(), sum, r.goodput)
@@ -443,7 +452,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 		code = max(code, ExitFailure)
 	}
 	doc := rundoc.NewDocument(rundoc.RunInfo{Config: r.cfg.Redacted().Config, Start: r.start, End: time.Now(),
-		EndReason: reason, ExitCode: code, Version: Version()}, sum)
+		EndReason: reason, ExitCode: code, Version: Version(), Request: r.sentRequest()}, sum)
 	r.out.report(doc, r.cfg.Compat)
 	if r.cfg.Verbose && late != nil {
 		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",

@@ -102,6 +102,8 @@ func parseSweep(args []string) (sweepPlan, error) {
 		return p, errors.New("sweep needs -t: the gateway to measure")
 	case cfg.CSVPath != "":
 		return p, errors.New("--csv: not with sweep (its steps' tokens would share the file's request numbers)")
+	case cfg.Compat:
+		return p, errors.New("--compat: not with sweep (the reference has no sweep: its table is the Go tool's)")
 	case cfg.Server != "":
 		return p, errors.New("--server: a sweep measures each step against its own loopback, which needs the server here")
 	case cfg.NoLoopback:
@@ -220,7 +222,7 @@ func (r *run) sweepStep(ctx context.Context, p *sweepPlan, i int, v float64, pai
 		return nil, err
 	}
 	user, sys := cpuTimes()
-	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr,
+	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Identify: r.gwSeen,
 		Lateness: stats.Since(r.srv.Lateness(), lateBefore), UserS: user - userBefore, SystemS: sys - sysBefore, Rounds: rounds})
 	for j := range sum.Batches { // the run report's plots are not drawn for steps
 		sum.Batches[j].Samples = summary.NormSamples(summary.Samples{})
@@ -239,7 +241,7 @@ func (r *run) finishSweep(ctx context.Context, sw *sweep.Sweep, failed int) int 
 	whole := summary.New(summary.Inputs{Lateness: r.srv.Lateness(), UserS: user, SystemS: sys})
 	code, reason := exitStatus(ctx.Err() != nil, failed, true)
 	doc := rundoc.NewDocument(rundoc.RunInfo{Config: r.cfg.Redacted().Config, Start: r.start, End: time.Now(),
-		EndReason: reason, ExitCode: code, Version: Version()}, whole)
+		EndReason: reason, ExitCode: code, Version: Version(), Request: r.sentRequest()}, whole)
 	doc.Sweep = sw
 	r.out.sweep(doc)
 	return r.conclude(doc, code)

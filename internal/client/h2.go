@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -90,7 +91,7 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 	}
 	r := newReader(rec, &q.Options)
 	defer r.close()
-	if r.h2Head(resp.StatusCode, resp.Proto+" "+resp.Status, resp.Header.Values, now) {
+	if r.h2Head(resp.StatusCode, resp.Proto+" "+resp.Status, resp.Header, now) {
 		rec.End = now
 		keep = q.KeepAlive // closing the body resets the stream only
 		return finished
@@ -295,8 +296,10 @@ func (q *Request) newHTTPRequest(ctx context.Context, id, scheme string) (*http.
 		}
 		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
 		if strings.EqualFold(name, "Host") {
-			host = value
-			continue
+			continue // target's :authority
+		}
+		if slices.ContainsFunc(replaced, func(r string) bool { return strings.EqualFold(r, name) }) {
+			hdr.Del(name)
 		}
 		hdr.Add(name, value)
 	}

@@ -92,7 +92,7 @@ func TestWriteTextFailures(t *testing.T) {
 			t.Errorf("WriteText lacks %q:\n%s", want, out)
 		}
 	}
-	for _, unwanted := range []string{"likely causes", "signature fix", "http-no-delay"} {
+	for _, unwanted := range []string{"likely causes", "signature fix", "http-no-delay", "advice (the gateway", "advice for "} {
 		if strings.Contains(out, unwanted) {
 			t.Errorf("WriteText of a run that failed gives buffering advice (%q):\n%s", unwanted, out)
 		}
@@ -142,7 +142,7 @@ func TestVerdictCompletedWithFailures(t *testing.T) {
 			t.Fatalf("verdict line %d: %q, want %q\n%s", i, lines[min(i, len(lines)-1)], w, out)
 		}
 	}
-	if !strings.HasPrefix(lines[4], "gateway buffers (judged on the 2 completed requests): ") || !strings.Contains(out, "likely causes") {
+	if !strings.HasPrefix(lines[4], "gateway buffers (judged on the 2 completed requests): ") || !strings.Contains(out, "advice (the gateway was not identified") {
 		t.Errorf("the timing verdict %q lacks its basis, or the buffering advice went:\n%s", lines[4], out)
 	}
 	if !strings.Contains(out, "gateway    490 tokens (90 of them in failed requests): ") {

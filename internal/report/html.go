@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/failures"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/report/svg"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/stats"
@@ -22,13 +23,13 @@ import (
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-//go:embed templates/report.html.tmpl templates/check.html.tmpl templates/sweep.html.tmpl templates/style.html.tmpl
+//go:embed templates/report.html.tmpl templates/check.html.tmpl templates/sweep.html.tmpl templates/style.html.tmpl templates/advice.html.tmpl
 var htmlTemplateFS embed.FS
 
 // htmlTemplate is the run's page, sweepTemplate the sweep's; the views
 // hold every string they print. Both share the style.
 var (
-	htmlTemplate  = template.Must(template.New("report.html.tmpl").ParseFS(htmlTemplateFS, "templates/report.html.tmpl", "templates/style.html.tmpl"))
+	htmlTemplate  = template.Must(template.New("report.html.tmpl").ParseFS(htmlTemplateFS, "templates/report.html.tmpl", "templates/style.html.tmpl", "templates/advice.html.tmpl"))
 	sweepTemplate = template.Must(template.New("sweep.html.tmpl").ParseFS(htmlTemplateFS, "templates/sweep.html.tmpl", "templates/style.html.tmpl"))
 )
 
@@ -85,7 +86,7 @@ type htmlVerdict struct {
 	FailureAdvice []string
 	Headline      string
 	Lines         []string
-	Causes        []string
+	Advice        adviceText
 }
 
 // htmlFailureGroup is one group of a batch's failure summary, as the text
@@ -148,7 +149,7 @@ func newHTMLView(d *rundoc.Document) htmlView {
 		Title:    fmt.Sprintf("%s %s — run of %s", name, cmp.Or(d.Tool.Version, "(unknown version)"), htmlTime(d.Start)),
 		Meta:     htmlMeta(d),
 		Warnings: Warnings(d),
-		Verdict:  newHTMLVerdict(d.Verdict, d.Clock, gatewayFailures(d)),
+		Verdict:  newHTMLVerdict(d.Verdict, d.Identity, d.Clock, gatewayFailures(d)),
 		Clock:    newHTMLClock(d.Clock),
 		Self:     newHTMLSelf(&d.Self),
 		Charts:   htmlCharts(d.Batches),
@@ -311,12 +312,12 @@ func newHTMLClock(c *summary.Clock) *htmlClock {
 // newHTMLVerdict words the verdict as the text block does: the same
 // sentences (verdictWords, withFailures: led by the failures of the
 // gateway batch fs), each figure after its label and a colon.
-func newHTMLVerdict(v *verdict.Verdict, c *summary.Clock, fs *failures.Summary) *htmlVerdict {
+func newHTMLVerdict(v *verdict.Verdict, id *gateway.Identity, c *summary.Clock, fs *failures.Summary) *htmlVerdict {
 	if v == nil {
 		return nil
 	}
-	t := withFailures(verdictWords(*v, c), *v, fs)
-	hv := &htmlVerdict{Class: t.Class.String(), Failure: t.Failure, FailureAdvice: t.FailureAdvice, Headline: t.Headline, Causes: t.Causes}
+	t := withFailures(verdictWords(*v, id, c), *v, fs)
+	hv := &htmlVerdict{Class: t.Class.String(), Failure: t.Failure, FailureAdvice: t.FailureAdvice, Headline: t.Headline, Advice: t.Advice}
 	if t.Failure != "" {
 		hv.Class = "failed"
 	}

@@ -21,6 +21,7 @@ import (
 // steps in words.
 //
 //	=== sweep: concurrency, 3 of 3 steps, each 1 loopback + 1 gateway round ===
+//	gateway: nginx/1.22.1 (Server header; local process 1398 nginx)
 //	                        added emit->recv (ms)   added TTFT (ms)
 //	concurrency  ok/failed       p50       p99       p50       p99  verdict   gateway  tool
 //	          1       20/0    +0.034    +0.148    +0.135    +0.200  flushes   ok       ok
@@ -28,7 +29,9 @@ import (
 //	         50       50/0    +0.900    +2.345    +0.800    +3.100  flushes   KNEE     ok
 //	knee: concurrency 50: added emit->recv p99 +2.345ms exceeds the 1.000ms threshold
 //
-// A step without calibration gives the gateway's own figures, unsigned.
+// The gateway line (the first step's gateway, named) is absent from
+// documents written before it. A step without calibration gives the
+// gateway's own figures, unsigned.
 func WriteSweep(w io.Writer, d *rundoc.Document) error {
 	s := d.Sweep
 	if s == nil {
@@ -37,6 +40,9 @@ func WriteSweep(w io.Writer, d *rundoc.Document) error {
 	p := printer{w: w}
 	name := axisName(s.Axis)
 	p.printf("\n=== sweep: %s, %d of %d steps, each %s ===\n", name, len(s.Steps), len(s.Values), roundsText(s.Rounds))
+	if len(s.Steps) > 0 && s.Steps[0].Run.Identity != nil {
+		p.printf("gateway: %s\n", s.Steps[0].Run.Identity.String())
+	}
 	width := max(len(name), 11)
 	p.printf("%*s  %9s   %-21s %s\n", width, "", "", "added emit->recv (ms)", "  added TTFT (ms)")
 	p.printf("%*s  %9s %9s %9s %9s %9s  %-8s  %-7s  %s\n", width, name, "ok/failed", "p50", "p99", "p50", "p99", "verdict", "gateway", "tool")

@@ -238,7 +238,7 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 		}
 	}
 	if s.Verdict != nil {
-		if err := writeVerdict(w, *s.Verdict, c, s.Gateway().FailureSummary); err != nil {
+		if err := writeVerdict(w, *s.Verdict, s.Identity, c, s.Gateway().FailureSummary); err != nil {
 			return err
 		}
 	}

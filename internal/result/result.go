@@ -403,9 +403,23 @@ type Request struct {
 	// gateway's own account of its overhead), raw; the summary parses
 	// them.
 	Timing TimingHeaders
+	// GatewayHeaders are the response head's headers that help name the
+	// gateway (Server, Via, vendor headers: gateway.Identifying), cleaned
+	// and bounded by the client; nil when it had none.
+	GatewayHeaders []HeaderField
 
 	Failure Failure // Kind OK when the request succeeded
 }
+
+// HeaderField is one response header as a record keeps it: its name in
+// lower case and its value, both made safe to print.
+type HeaderField struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// String is "name: value".
+func (h HeaderField) String() string { return h.Name + ": " + h.Value }
 
 // TimingHeaders are the values of the timing headers gateways publish in
 // a response head, as received ("" when absent): what a gateway declares

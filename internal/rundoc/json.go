@@ -43,7 +43,8 @@ type RunInfo struct {
 	Start, End time.Time
 	EndReason  string // EndDone, EndInterrupted or EndSetupFailed
 	ExitCode   int
-	Version    string // the tool's version (cli.Version())
+	Version    string       // the tool's version (cli.Version())
+	Request    *SentRequest // the head of the gateway's requests, redacted; nil: none was sent
 }
 
 // NewDocument builds the document of one run: the tool and the environment
@@ -67,6 +68,7 @@ func NewDocument(ri RunInfo, s *summary.Run) *Document {
 		EndReason: ri.EndReason,
 		ExitCode:  ri.ExitCode,
 		Runs:      1,
+		Request:   ri.Request,
 	}
 	if s == nil {
 		s = summary.New(summary.Inputs{})

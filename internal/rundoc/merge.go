@@ -115,6 +115,7 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 		End:           first.End,
 		EndReason:     EndDone,
 		Forced:        forced,
+		Request:       first.Request,
 	}
 	out.Config.Headers = slices.Clone(first.Config.Headers)
 	out.Config.SLOs = slices.Clone(first.Config.SLOs)
@@ -136,6 +137,10 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	if b := out.Gateway(); out.Verdict != nil && b != nil {
 		out.Verdict.Findings = summary.Findings(b.Timeline)
 	}
+	// One gateway (merge refuses runs of another target): the first
+	// run's identity, and its advice on the merged verdict.
+	out.Identity = first.Identity
+	summary.Advise(out.Verdict, out.Identity)
 	out.Clock, notes = mergeClocks(docs, name)
 	out.Notes = append(out.Notes, notes...)
 	out.MarkBelowBound()
@@ -529,6 +534,7 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 	var coalesced float64
 	var loopShares, sizes, periods, gaps, holds, following []float64
 	holdRuns := 0
+	var levels []string
 	for _, d := range docs {
 		dv := d.Verdict
 		v.Tokens += dv.Tokens
@@ -545,9 +551,7 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 		following = append(following, dv.FollowingMs)
 		if dv.FirstTokenHold {
 			holdRuns++
-		}
-		for _, c := range dv.Causes {
-			v.Causes = appendDistinct(v.Causes, c)
+			levels = append(levels, dv.FirstTokenHoldLevel)
 		}
 	}
 	if v.Tokens > 0 {
@@ -579,9 +583,13 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 	v.Signature = sig
 	notes = append(notes, sigNotes...)
 	v.FirstTokenHold = holdRuns == len(docs)
-	if holdRuns > 0 && !v.FirstTokenHold {
-		v.Causes = slices.DeleteFunc(v.Causes, func(c string) bool { return c == verdict.CauseFirstTokenHold })
+	switch {
+	case holdRuns > 0 && !v.FirstTokenHold:
 		notes = append(notes, fmt.Sprintf("first-token hold flagged by %d of %d runs: not kept", holdRuns, len(docs)))
+	case v.FirstTokenHold && slices.Contains(levels, verdict.HoldWarn):
+		v.FirstTokenHoldLevel = verdict.HoldWarn // a failure only when every run failed
+	case v.FirstTokenHold && slices.Contains(levels, verdict.HoldFail):
+		v.FirstTokenHoldLevel = verdict.HoldFail
 	}
 	return v, notes
 }

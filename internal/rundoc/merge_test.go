@@ -415,8 +415,7 @@ func TestMergeVerdict(t *testing.T) {
 	buffers2.Tokens, buffers2.CoalescedFraction, buffers2.BurstSizeMax, buffers2.Bursts = 1004, 0.5, 60, 20
 	buffers2.BurstPeriodMs, buffers2.LoopCoalesced = 100, 0.2
 	buffers3 := buffers
-	buffers3.BurstPeriodMs, buffers3.FirstTokenHold = 300, true
-	buffers3.Causes = append(append([]string(nil), buffers.Causes...), verdict.CauseFirstTokenHold)
+	buffers3.BurstPeriodMs, buffers3.FirstTokenHold, buffers3.FirstTokenHoldLevel = 300, true, verdict.HoldWarn
 	flushes := summarytest.Verdicts["flushes"]
 	hold := summarytest.Verdicts["flushes_hold"]
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/clocksync"
 	"github.com/sse-latency/sse-latency/internal/failures"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -35,6 +36,7 @@ type Collector struct {
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
 	Failures *failures.Tally
+	Gateway  *GatewayHeaders
 	// Sizes, when set, gathers the breakdown by request size (a run whose
 	// sizes vary: a trace, a length distribution); nil leaves it out, as
 	// for a run of one size, where it would repeat the batch's figures
@@ -46,7 +48,8 @@ type Collector struct {
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Failures: failures.NewTally(), Usage: NewUsageCollector()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Failures: failures.NewTally(), Gateway: NewGatewayHeaders(),
+		Usage: NewUsageCollector()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
@@ -67,6 +70,7 @@ func (c *Collector) Add(r *result.Request) {
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
 	c.Failures.Add(r)
+	c.Gateway.Add(r)
 	if c.Sizes != nil {
 		c.Sizes.Add(r)
 	}
@@ -87,6 +91,11 @@ type Inputs struct {
 	// (their records are in Loop and Gateway too); nil for the
 	// reference's single calibration.
 	Rounds []Round
+	// Identify is what is known of the gateway besides its responses'
+	// headers, which the gateway batch's collector gathers: --gateway,
+	// the local owners of the target's socket. The run's gateway is
+	// identified from both (gateway.Identify) when the gateway batch ran.
+	Identify gateway.Evidence
 }
 
 // New computes the summary of a run: one Batch per batch that ran
@@ -119,8 +128,15 @@ func New(in Inputs) *Run {
 				r.Overhead = r.Rounds.Overhead()
 			}
 		}
+		ev := in.Identify
+		if g.Gateway != nil {
+			ev.Headers = g.Gateway.Headers()
+		}
+		id := gateway.Identify(ev)
+		r.Identity = &id
 		v := verdict.Classify(loopBursts, g.Bursts, loopStats, g.Stats)
 		v.Findings = Findings(gw.Timeline)
+		Advise(&v, r.Identity)
 		r.Verdict = NormVerdict(&v)
 	}
 	if in.Clock != nil {
@@ -164,6 +180,7 @@ func NormVerdict(v *verdict.Verdict) *verdict.Verdict {
 		c.Causes = []string{}
 	}
 	c.Findings = slices.Clone(v.Findings)
+	c.Advice = slices.Clone(v.Advice)
 	return &c
 }
 

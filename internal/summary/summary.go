@@ -15,6 +15,7 @@ package summary
 
 import (
 	"github.com/sse-latency/sse-latency/internal/failures"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
@@ -33,11 +34,12 @@ const (
 
 // Run is the summary of one measurement, or of several merged.
 type Run struct {
-	Batches  []Batch          `json:"batches"`            // "loopback" first when it ran, then "gateway"
-	Overhead *Overhead        `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
-	Verdict  *verdict.Verdict `json:"verdict,omitempty"`  // absent when no gateway batch ran
-	Self     Self             `json:"self"`               // the tool's own behaviour: emission lateness, CPU
-	Clock    *Clock           `json:"clock,omitempty"`    // across hosts: the clock offset and its bound; absent in one process
+	Batches  []Batch           `json:"batches"`            // "loopback" first when it ran, then "gateway"
+	Overhead *Overhead         `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
+	Verdict  *verdict.Verdict  `json:"verdict,omitempty"`  // absent when no gateway batch ran
+	Identity *gateway.Identity `json:"gateway,omitempty"`  // the gateway, named (package gateway); absent when no gateway batch ran, and in documents written before
+	Self     Self              `json:"self"`               // the tool's own behaviour: emission lateness, CPU
+	Clock    *Clock            `json:"clock,omitempty"`    // across hosts: the clock offset and its bound; absent in one process
 
 	// Rounds are the rounds of an interleaved run (--rounds); absent for
 	// the reference's single calibration. The overhead is then theirs.

@@ -1,8 +1,9 @@
 // Package verdict tells, from the raw token records of a batch, whether the
 // gateway flushed each SSE event as it came or held tokens back and released
 // them in bursts — and, if it did, how big and how often the bursts were, how
-// much delay that added, and which settings usually cause it. It also flags
-// a first-token hold: the first event delayed much more than the rest.
+// much delay that added, and how it released them (the Signature). It also
+// flags a first-token hold: the first event delayed much more than the
+// rest. Which setting of which gateway to change is package advice's.
 //
 // # Tokens judged
 //
@@ -40,9 +41,11 @@
 //     least 10 points more than the calibration batch.
 //   - NoisyLoopFraction (0.1): a calibration batch coalescing this much
 //     means the tool itself was overloaded (Verdict.Noisy).
-//   - HoldMinNs (10 ms) and HoldFactor (5): FirstTokenHold when the typical
-//     first-token hold exceeds the calibration's by more than 10 ms and is
-//     more than 5 times the typical emit->recv of the following tokens.
+//   - HoldWarnNs (10 ms), HoldFailNs (50 ms) and HoldFactor (5): FirstTokenHold
+//     when the typical first-token hold exceeds the calibration's by more
+//     than 10 ms and is more than 5 times the typical emit->recv of the
+//     following tokens (Hold); a warning below 50 ms, a failure from it
+//     (FirstTokenHoldLevel), in the run and the check alike.
 //   - NagleTimingsMs (40, 200) and NagleTolerance (0.25): a burst period
 //     within ±25 % of one of them points to Nagle/delayed-ACK timers.
 //
@@ -66,6 +69,8 @@ package verdict
 
 import (
 	"fmt"
+
+	"github.com/sse-latency/sse-latency/internal/gateway"
 
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
@@ -128,12 +133,17 @@ type Verdict struct {
 	AddedP99Ms  float64 `json:"added_p99_ms"`
 	Relative    bool    `json:"relative"` // Added* are gateway minus loopback
 
-	FirstTokenHold   bool    `json:"first_token_hold"`    // the first token was held much longer than the rest (HoldMinNs, HoldFactor)
-	FirstTokenHoldMs float64 `json:"first_token_hold_ms"` // first-token emit->recv minus the typical emit->recv of the others (p50 over requests), ms
-	FollowingMs      float64 `json:"following_ms"`        // typical emit->recv of the tokens after the first (p50 over requests of each request's median), ms
-	HoldRequests     int64   `json:"hold_requests"`       // requests that gave a first-token hold sample
+	FirstTokenHold      bool    `json:"first_token_hold"`                 // the first token was held much longer than the rest (Hold)
+	FirstTokenHoldLevel string  `json:"first_token_hold_level,omitempty"` // HoldWarn or HoldFail when held; absent otherwise
+	FirstTokenHoldMs    float64 `json:"first_token_hold_ms"`              // first-token emit->recv minus the typical emit->recv of the others (p50 over requests), ms
+	FollowingMs         float64 `json:"following_ms"`                     // typical emit->recv of the tokens after the first (p50 over requests of each request's median), ms
+	HoldRequests        int64   `json:"hold_requests"`                    // requests that gave a first-token hold sample
 
-	Causes []string `json:"causes"` // likely causes and the knobs to try, most likely first
+	Causes []string `json:"causes"` // the advice in one line each (gateway.Advice.Line), most telling first
+	// Advice is what to change, for the identified gateway (package
+	// advice): one per finding, most telling first; absent from documents
+	// written before it.
+	Advice []gateway.Advice `json:"advice,omitempty"`
 
 	// Basis is which requests the timing verdict — the class, the bursts,
 	// the added delay, the first-token hold and the signature — was judged
