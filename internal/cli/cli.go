@@ -14,11 +14,13 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	gwid "github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/procstat"
 	"github.com/sse-latency/sse-latency/internal/report"
 	"github.com/sse-latency/sse-latency/internal/result"
@@ -74,6 +76,24 @@ func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 // target). The server closes ln when the run ends; a run that ends before
 // starting its server leaves ln to the caller. A nil ln is Measure.
 func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stderr io.Writer) (int, *Summary) {
+	return MeasureWith(ctx, Options{Listener: ln}, args, stdout, stderr)
+}
+
+// Options are what a caller of MeasureWith hands a measurement besides its
+// arguments: tests that drive a real gateway while it runs.
+type Options struct {
+	// Listener is MeasureOn's ln: the dummy server's, bound by the caller;
+	// nil binds -L.
+	Listener net.Listener
+	// Received, when set, counts the content tokens the gateway batch's
+	// requests receive, as they arrive: a test awaits it to act on the
+	// gateway mid-stream (kill it, stop it) rather than sleep.
+	Received *atomic.Int64
+}
+
+// MeasureWith is MeasureOn with the options opt.
+func MeasureWith(ctx context.Context, opt Options, args []string, stdout, stderr io.Writer) (int, *Summary) {
+	ln := opt.Listener
 	if len(args) > 0 {
 		if cmd, ok := subcommands[args[0]]; ok {
 			return cmd(args[1:], stdout, stderr), nil
@@ -108,7 +128,7 @@ func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stde
 		text = stderr // stdout carries the JSON document
 	}
 	r := &run{commandLine: cl, cfg: cl.cfg, out: &console{stdout: text, stderr: stderr, tty: isTerminal(stderr)},
-		sum: &Summary{Config: cl.cfg}, docOut: stdout, ln: ln}
+		sum: &Summary{Config: cl.cfg}, docOut: stdout, ln: ln, received: opt.Received}
 	return r.main(ctx), r.sum
 }
 
@@ -149,7 +169,9 @@ type run struct {
 	outs       *outputs           // the files the run writes, open from before its first request
 	goodput    *slo.Goodput       // counts the gateway requests that meet every per-request --slo; nil without one
 	ln         net.Listener       // the listener handed to MeasureOn; nil: bind -L
+	received   *atomic.Int64      // Options.Received: counts the gateway batch's tokens as they arrive; nil: none
 
+	gwSeen gwid.Evidence   // what is known of the gateway besides its responses (--gateway, its local process)
 	trace  *trace.Trace    // --trace: the trace the gateway batch replays; nil without one
 	replay *summary.Replay // its description in the report
 
@@ -302,6 +324,7 @@ func (r *run) resolve(ctx context.Context) error {
 	if r.gwAddr, err = destAddr(ctx, r.target.hostPort); err != nil {
 		return fmt.Errorf("-t: %w", err)
 	}
+	r.gwSeen = gatewayEvidence(r.cfg.Gateway, r.gwAddr)
 	// The calibration goes to the listen address as the server really
 	// bound it (so -L :0 works), the wildcard meaning loopback; across
 	// hosts there is none.
@@ -397,7 +420,8 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 
 // announce prints the line that starts a batch of the run's load to addr,
 // after prefix ("gw: ", "round 2/6: loop: "), and for a long closed-loop
-// batch the duration it is expected to take.
+// batch the duration it is expected to take. The count is what is sent:
+// the --warmup requests and the -r measured ones after them.
 func (r *run) announce(prefix, addr string) {
 	cfg := r.cfg
 	if r.trace != nil {
@@ -411,9 +435,14 @@ func (r *run) announce(prefix, addr string) {
 		return
 	}
 	if cfg.Rate == 0 && cfg.Duration == 0 {
-		r.out.errorf("%ssending %d request(s) to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
-			prefix, cfg.Requests, addr, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, cfg.Requests, cfg.Concurrency); ok {
+		// What is sent: the warm-up requests, then -r measured ones.
+		sent, warm := cfg.Requests+cfg.Warmup, ""
+		if cfg.Warmup > 0 {
+			warm = fmt.Sprintf(" (%d warm-up, then %d measured)", cfg.Warmup, cfg.Requests)
+		}
+		r.out.errorf("%ssending %d request(s)%s to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
+			prefix, sent, warm, addr, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, sent, cfg.Concurrency); ok {
 			r.out.errorf("%s\n", line)
 		}
 		return
@@ -443,7 +472,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 	// memory instead of raising the peak resident size (docs/PERF.md,
 	// "Memory at -c 4000").
 	runtime.GC()
-	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr,
+	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Identify: r.gwSeen,
 		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary(),
 		PageBytes: os.Getpagesize(), Pin: r.cost.pin(r.toolCPUs)})
 	if len(r.cfg.SLOs) > 0 {
@@ -466,7 +495,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 		code = max(code, ExitFailure)
 	}
 	doc := rundoc.NewDocument(rundoc.RunInfo{Config: r.cfg.Redacted().Config, Start: r.start, End: time.Now(),
-		EndReason: reason, ExitCode: code, Version: Version()}, sum)
+		EndReason: reason, ExitCode: code, Version: Version(), Request: r.sentRequest()}, sum)
 	r.out.report(doc, r.cfg.Compat)
 	if r.cfg.Verbose && late != nil {
 		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
+	gwid "github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/slo"
@@ -128,14 +129,15 @@ func (c *Config) Validate() error {
 	if c.Path != "" && (!strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, " \t\r\n")) {
 		return fmt.Errorf("--path: %q must start with / and contain no spaces", c.Path)
 	}
-	for _, h := range c.Headers {
-		name, _, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(h, "\r\n") || strings.ContainsAny(strings.TrimSpace(name), " \t") {
-			return fmt.Errorf("-H: %q is not a header line (want \"Name: value\")", client.Redact(h))
-		}
+	if err := c.validateHeaders(); err != nil {
+		return err
 	}
-	if strings.ContainsAny(c.APIKey, "\r\n") || strings.ContainsAny(c.HostHeader, " \t\r\n") {
-		return errors.New("--api-key and --host-header must be single tokens on one line")
+	if c.Gateway != "" {
+		n, err := gwid.ParseName(c.Gateway)
+		if err != nil {
+			return fmt.Errorf("--gateway: %v", err)
+		}
+		c.Gateway = string(n)
 	}
 	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
 		return errors.New("--rate: must be a positive number of requests per second")
@@ -210,6 +212,37 @@ func (c *Config) Validate() error {
 	}
 	if c.TLSSelfSigned && c.TLSCert != "" {
 		return errors.New("--tls-self-signed and --tls-cert exclude each other")
+	}
+	return nil
+}
+
+// ownHeaders are the header fields a -H may not set: the request's
+// framing and connection, which the tool manages, and its hints.
+var ownHeaders = []string{"Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "Sec-WebSocket-Key",
+	"Sec-WebSocket-Version", api.HintHeader}
+
+// validateHeaders checks -H, --api-key and --host-header: header lines
+// "Name: value" on one line, none of ownHeaders, and a -H Host agreeing
+// with --host-header (a -H named Host, Content-Type or Accept replaces
+// the tool's own line).
+func (c *Config) validateHeaders() error {
+	for _, h := range c.Headers {
+		name, value, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(h, "\r\n") || strings.ContainsAny(name, " \t") {
+			return fmt.Errorf("-H: %q is not a header line (want \"Name: value\")", client.Redact(h))
+		}
+		for _, own := range ownHeaders {
+			if strings.EqualFold(name, own) {
+				return fmt.Errorf("-H: %s is the tool's own header (it frames the request, or carries its hints): not settable", name)
+			}
+		}
+		if strings.EqualFold(name, "Host") && c.HostHeader != "" && strings.TrimSpace(value) != c.HostHeader {
+			return fmt.Errorf("-H %q and --host-header %q name two hosts", h, c.HostHeader)
+		}
+	}
+	if strings.ContainsAny(c.APIKey, "\r\n") || strings.ContainsAny(c.HostHeader, " \t\r\n") {
+		return errors.New("--api-key and --host-header must be single tokens on one line")
 	}
 	return nil
 }
@@ -416,6 +449,7 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "")
 	fs.StringVar(&cfg.APIKey, "api-key", "", "")
 	fs.StringVar(&cfg.HostHeader, "host-header", "", "")
+	fs.StringVar(&cfg.Gateway, "gateway", "", "")
 	if lists == nil {
 		fs.Float64Var(&cfg.Rate, "rate", 0, "")
 	} else {
@@ -541,6 +575,9 @@ Options:
   -H, --header <line>        extra request header "Name: value" (repeatable)
       --api-key <key>        send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
       --host-header <host>   Host header to send
+      --gateway <name>       the gateway under test, for its own advice: haproxy, nginx, caddy, apache, lighttpd, varnish,
+                             squid, h2o, trafficserver, envoy, traefik, kong, node, go, litellm, portkey, cloudflare
+                             (def: named from its response headers and the local process listening at -t)
       --insecure             https targets: do not verify the certificate
       --cacert <file>        https targets: trust the CAs of this PEM file
       --http2                https targets: offer HTTP/2 (ALPN)

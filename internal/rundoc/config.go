@@ -60,6 +60,7 @@ type Config struct {
 	Headers       []string `json:"headers" merge:"same"`         // -H: extra request headers ("Name: value"); secrets redacted
 	APIKey        string   `json:"api_key" merge:"same"`         // --api-key: Authorization: Bearer (x-api-key for anthropic); redacted
 	HostHeader    string   `json:"host_header" merge:"gateway"`  // --host-header: Host header to send
+	Gateway       string   `json:"gateway" merge:"gateway"`      // --gateway: the gateway as the user named it (package gateway's names); "" = named from what it shows
 	Engine        string   `json:"engine" merge:"instance"`      // --engine: how this instance did its I/O, auto, epoll or goroutine (not what it measured)
 	Faults        string   `json:"faults" merge:"same"`          // --fault: upstream faults the server injects into every answer (api.Faults, "key=value; …"); "" = none
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/sse-latency/sse-latency/internal/clocksync"
+	"github.com/sse-latency/sse-latency/internal/failures"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -23,15 +25,18 @@ func ms(ns int64) float64 { return float64(ns) / nsPerMs }
 
 // Collector gathers, as a batch's requests finish, what its summary needs:
 // the statistics (stats.Batch), the bursts the verdict is judged from
-// (verdict.Accumulator), the bounded samples the HTML report plots and the
-// timeline of the answers' phases (TimelineStats). Add is called once per
-// finished request, one call at a time.
+// (verdict.Accumulator), the bounded samples the HTML report plots, the
+// timeline of the answers' phases (TimelineStats) and the failures by kind
+// (failures.Tally). Add is called once per finished request, one call at
+// a time.
 type Collector struct {
 	Stats    *stats.Batch
 	Bursts   *verdict.Accumulator
 	Samples  *SampleCollector
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
+	Failures *failures.Tally
+	Gateway  *GatewayHeaders
 	// Sizes, when set, gathers the breakdown by request size (a run whose
 	// sizes vary: a trace, a length distribution); nil leaves it out, as
 	// for a run of one size, where it would repeat the batch's figures
@@ -54,12 +59,19 @@ func (c *Collector) AddCost(s CostSample) {
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Usage: NewUsageCollector()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Failures: failures.NewTally(), Gateway: NewGatewayHeaders(),
+		Usage: NewUsageCollector()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
-// which counts it apart from the statistics.
+// which counts it apart from the statistics. Before the first failed
+// request with tokens joins Stats, the verdict's accumulator starts
+// keeping the completed requests' emit->recv apart (verdict.Accumulator.
+// SplitFrom): the timing verdict is theirs.
 func (c *Collector) Add(r *result.Request) {
+	if !r.Warmup && !r.OK() && len(r.Tokens) > 0 {
+		c.Bursts.SplitFrom(c.Stats.EmitRecv)
+	}
 	c.Stats.Add(r)
 	if r.Warmup {
 		return
@@ -68,6 +80,8 @@ func (c *Collector) Add(r *result.Request) {
 	c.Samples.Add(r)
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
+	c.Failures.Add(r)
+	c.Gateway.Add(r)
 	if c.Sizes != nil {
 		c.Sizes.Add(r)
 	}
@@ -94,6 +108,11 @@ type Inputs struct {
 	// Pin is how the tool and the gateway would run apart; nil when
 	// there is nothing to pin (one CPU, no gateway process).
 	Pin *Pin
+	// Identify is what is known of the gateway besides its responses'
+	// headers, which the gateway batch's collector gathers: --gateway,
+	// the local owners of the target's socket. The run's gateway is
+	// identified from both (gateway.Identify) when the gateway batch ran.
+	Identify gateway.Evidence
 }
 
 // New computes the summary of a run: one Batch per batch that ran
@@ -139,8 +158,15 @@ func New(in Inputs) *Run {
 				r.Overhead = r.Rounds.Overhead()
 			}
 		}
+		ev := in.Identify
+		if g.Gateway != nil {
+			ev.Headers = g.Gateway.Headers()
+		}
+		id := gateway.Identify(ev)
+		r.Identity = &id
 		v := verdict.Classify(loopBursts, g.Bursts, loopStats, g.Stats)
 		v.Findings = Findings(gw.Timeline)
+		Advise(&v, r.Identity)
 		r.Verdict = NormVerdict(&v)
 	}
 	r.Self.Warning = OverloadWarning(in.Lateness, r.Self.Host, gwName, in.Pin)
@@ -165,6 +191,9 @@ func (c *Collector) batch(name, target string, pageBytes int) Batch {
 	if c.Declared != nil {
 		b.Declared = c.Declared.Timings()
 	}
+	if c.Failures != nil {
+		b.FailureSummary = c.Failures.Summary()
+	}
 	if c.Sizes != nil {
 		b.Sizes = c.Sizes.Sizes()
 	}
@@ -186,6 +215,7 @@ func NormVerdict(v *verdict.Verdict) *verdict.Verdict {
 		c.Causes = []string{}
 	}
 	c.Findings = slices.Clone(v.Findings)
+	c.Advice = slices.Clone(v.Advice)
 	return &c
 }
 
@@ -282,7 +312,7 @@ func NewBatch(name, target string, b *stats.Batch, s Samples) Batch {
 			ByPiTs: b.ByPiTs, ByContent: b.ByContent, Unmeasured: b.Unmeasured,
 			Reads: b.Reads, Events: b.Events, Bytes: b.Bytes,
 			MaxTokensPerRead: b.MaxTokensPerRead, IntegrityErrors: b.IntegrityErrors,
-			Unstamped: b.Unstamped,
+			Unstamped: b.Unstamped, FailedTokens: b.FailedTokens,
 		},
 		Samples: NormSamples(s),
 		Warmup:  b.Warmup,
