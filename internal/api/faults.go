@@ -37,6 +37,7 @@ import (
 //	pi_bom               bom                1: the body starts with a UTF-8 byte order mark
 //	pi_multiline_data    multiline_data     N: each JSON payload is written over N data lines (cut between JSON tokens)
 //	pi_event_after_data  event_after_data   1: each event's "event:" line comes after its data ("event: message" for a dialect without one)
+//	pi_write_bytes       write_bytes        B: the body after the first write is coalesced into writes of B bytes (0: off)
 type Faults struct {
 	CutAfter   *int64
 	NoTerminal *bool
@@ -60,6 +61,12 @@ type Faults struct {
 	BOM            *bool
 	MultilineData  *int64
 	EventAfterData *bool
+	// WriteBytes coalesces the events into writes of this many bytes,
+	// cut wherever the count falls (inside an event too), as an upstream
+	// that buffers its output does; the stream's first write (its head
+	// and start events) and its last (the rest, with the end) go as they
+	// are. 0 is off.
+	WriteBytes *int64
 }
 
 // SplitInChar, in Faults.Split, is the offset just after the leading byte
@@ -114,6 +121,7 @@ const (
 	MinFaultStatus  = 400
 	MaxFaultStatus  = 599
 	MaxEventBytes   = 1 << 20 // the padded event: it is built in memory
+	MaxWriteBytes   = 1 << 20 // the coalesced writes: held in memory per stream
 	MaxSplitOffsets = 16
 	MaxSplitGap     = time.Second
 	MaxDataLines    = 64 // multiline_data: the data lines one payload is written over
@@ -128,7 +136,8 @@ const DefaultSplitGap = time.Millisecond
 func (f Faults) Empty() bool {
 	return f.CutAfter == nil && f.NoTerminal == nil && f.Status == nil && f.StallAfter == nil && f.StallMs == nil &&
 		f.Trickle == nil && f.EventBytes == nil && f.Split == nil && f.SplitGapMs == nil && f.LineEnd == LineEndDefault &&
-		f.Comments == nil && f.Text == TextDefault && f.BOM == nil && f.MultilineData == nil && f.EventAfterData == nil
+		f.Comments == nil && f.Text == TextDefault && f.BOM == nil && f.MultilineData == nil && f.EventAfterData == nil &&
+		f.WriteBytes == nil
 }
 
 // Merge fills the faults f lacks from o (f wins where both have one).
@@ -154,6 +163,7 @@ func (f Faults) Merge(o Faults) Faults {
 	or(&f.BOM, o.BOM)
 	or(&f.MultilineData, o.MultilineData)
 	or(&f.EventAfterData, o.EventAfterData)
+	or(&f.WriteBytes, o.WriteBytes)
 	return f
 }
 
@@ -181,7 +191,7 @@ func (f Faults) SplitGap() time.Duration {
 // faultKeys are the keys of the faults in the header and the prompt marker,
 // in the order they are written; the JSON field is "pi_" and the key.
 var faultKeys = [...]string{"cut_after", "no_terminal", "status", "stall_after", "stall_ms", "trickle",
-	"event_bytes", "split", "split_gap_ms", "line_end", "comments", "text", "bom", "multiline_data", "event_after_data"}
+	"event_bytes", "split", "split_gap_ms", "line_end", "comments", "text", "bom", "multiline_data", "event_after_data", "write_bytes"}
 
 // set records one key=value fault of the header or the prompt marker if
 // the value is valid; it reports whether k is a fault's key. A malformed
@@ -272,6 +282,8 @@ func (f *Faults) parse(k, v string) error {
 		return count(&f.MultilineData)
 	case "event_after_data":
 		return flag(&f.EventAfterData)
+	case "write_bytes":
+		return count(&f.WriteBytes)
 	default:
 		return errUnknownFault
 	}
@@ -362,6 +374,7 @@ func (f Faults) values() [len(faultKeys)]string {
 	}
 	v[8], v[9], v[10], v[11] = ms(f.SplitGapMs), f.LineEnd.String(), flag(f.Comments), f.Text.String()
 	v[12], v[13], v[14] = flag(f.BOM), num(f.MultilineData), flag(f.EventAfterData)
+	v[15] = num(f.WriteBytes)
 	return v
 }
 
@@ -444,6 +457,7 @@ type faultFields struct {
 	PiBOM            json.RawMessage `json:"pi_bom"`
 	PiMultilineData  json.RawMessage `json:"pi_multiline_data"`
 	PiEventAfterData json.RawMessage `json:"pi_event_after_data"`
+	PiWriteBytes     json.RawMessage `json:"pi_write_bytes"`
 }
 
 // faults decodes the fault fields: numbers (not booleans) where the
@@ -455,7 +469,7 @@ func (ff *faultFields) faults() (Faults, error) {
 	var f Faults
 	for i, raw := range [...]json.RawMessage{ff.PiCutAfter, ff.PiNoTerminal, ff.PiStatus, ff.PiStallAfter, ff.PiStallMs,
 		ff.PiTrickle, ff.PiEventBytes, ff.PiSplit, ff.PiSplitGapMs, ff.PiLineEnd, ff.PiComments, ff.PiText,
-		ff.PiBOM, ff.PiMultilineData, ff.PiEventAfterData} {
+		ff.PiBOM, ff.PiMultilineData, ff.PiEventAfterData, ff.PiWriteBytes} {
 		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
@@ -484,7 +498,7 @@ func jsonFaultValue(k string, raw json.RawMessage) (string, error) {
 	var b bool
 	if json.Unmarshal(raw, &b) == nil {
 		switch k {
-		case "cut_after", "status", "stall_after", "stall_ms", "event_bytes", "split_gap_ms", "multiline_data":
+		case "cut_after", "status", "stall_after", "stall_ms", "event_bytes", "split_gap_ms", "multiline_data", "write_bytes":
 			// A count or a duration: true is not "1 token" or "1 ms".
 			return "", errors.New("a boolean where a number is wanted")
 		}
@@ -554,6 +568,7 @@ func (l Limits) checkFaults(src HintSource, have, c Faults) error {
 		count("stall_after", have.StallAfter, c.StallAfter, l.MaxTokens),
 		count("event_bytes", have.EventBytes, c.EventBytes, MaxEventBytes),
 		count("multiline_data", have.MultilineData, c.MultilineData, MaxDataLines),
+		count("write_bytes", have.WriteBytes, c.WriteBytes, MaxWriteBytes),
 	}
 	if have.Status == nil && c.Status != nil && (*c.Status < MinFaultStatus || *c.Status > MaxFaultStatus) {
 		checks = append(checks, hintErr(src, "status", strconv.FormatInt(*c.Status, 10),

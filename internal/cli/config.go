@@ -10,6 +10,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
+	gwid "github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/slo"
@@ -128,14 +129,15 @@ func (c *Config) Validate() error {
 	if c.Path != "" && (!strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, " \t\r\n")) {
 		return fmt.Errorf("--path: %q must start with / and contain no spaces", c.Path)
 	}
-	for _, h := range c.Headers {
-		name, _, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(h, "\r\n") || strings.ContainsAny(strings.TrimSpace(name), " \t") {
-			return fmt.Errorf("-H: %q is not a header line (want \"Name: value\")", client.Redact(h))
-		}
+	if err := c.validateHeaders(); err != nil {
+		return err
 	}
-	if strings.ContainsAny(c.APIKey, "\r\n") || strings.ContainsAny(c.HostHeader, " \t\r\n") {
-		return errors.New("--api-key and --host-header must be single tokens on one line")
+	if c.Gateway != "" {
+		n, err := gwid.ParseName(c.Gateway)
+		if err != nil {
+			return fmt.Errorf("--gateway: %v", err)
+		}
+		c.Gateway = string(n)
 	}
 	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
 		return errors.New("--rate: must be a positive number of requests per second")
@@ -202,11 +204,45 @@ func (c *Config) Validate() error {
 	if err := c.validateGates(); err != nil {
 		return err
 	}
+	if err := c.validateCost(); err != nil {
+		return err
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
 	if c.TLSSelfSigned && c.TLSCert != "" {
 		return errors.New("--tls-self-signed and --tls-cert exclude each other")
+	}
+	return nil
+}
+
+// ownHeaders are the header fields a -H may not set: the request's
+// framing and connection, which the tool manages, and its hints.
+var ownHeaders = []string{"Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "Sec-WebSocket-Key",
+	"Sec-WebSocket-Version", api.HintHeader}
+
+// validateHeaders checks -H, --api-key and --host-header: header lines
+// "Name: value" on one line, none of ownHeaders, and a -H Host agreeing
+// with --host-header (a -H named Host, Content-Type or Accept replaces
+// the tool's own line).
+func (c *Config) validateHeaders() error {
+	for _, h := range c.Headers {
+		name, value, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(h, "\r\n") || strings.ContainsAny(name, " \t") {
+			return fmt.Errorf("-H: %q is not a header line (want \"Name: value\")", client.Redact(h))
+		}
+		for _, own := range ownHeaders {
+			if strings.EqualFold(name, own) {
+				return fmt.Errorf("-H: %s is the tool's own header (it frames the request, or carries its hints): not settable", name)
+			}
+		}
+		if strings.EqualFold(name, "Host") && c.HostHeader != "" && strings.TrimSpace(value) != c.HostHeader {
+			return fmt.Errorf("-H %q and --host-header %q name two hosts", h, c.HostHeader)
+		}
+	}
+	if strings.ContainsAny(c.APIKey, "\r\n") || strings.ContainsAny(c.HostHeader, " \t\r\n") {
+		return errors.New("--api-key and --host-header must be single tokens on one line")
 	}
 	return nil
 }
@@ -230,10 +266,31 @@ func (c *Config) validateGates() error {
 		if err != nil {
 			return fmt.Errorf("--slo: %v (want %s)", err, slo.Syntax)
 		}
-		if o.Scope != slo.ScopeGateway && c.NoLoopback {
+		if (o.Scope == slo.ScopeLoopback || o.Scope == slo.ScopeAdded) && c.NoLoopback {
 			return fmt.Errorf("--slo %q: %s figures need the loopback calibration: not with -l", s, o.Scope)
 		}
 		c.SLOs[i] = o.String()
+	}
+	return nil
+}
+
+// validateCost checks --gateway-pid and --cpus, and writes the CPU list
+// as formatCPUList does ("0,2-3").
+func (c *Config) validateCost() error {
+	for _, pid := range c.GatewayPIDs {
+		if pid <= 0 {
+			return fmt.Errorf("--gateway-pid %d: want a process id (a positive number)", pid)
+		}
+	}
+	if len(c.GatewayPIDs) > 0 && c.Target == "" {
+		return errors.New("--gateway-pid needs -t: the gateway's cost is sampled around the batches through it")
+	}
+	if c.CPUs != "" {
+		cpus, err := parseCPUList(c.CPUs)
+		if err != nil {
+			return fmt.Errorf("--cpus %q: %v", c.CPUs, err)
+		}
+		c.CPUs = formatCPUList(cpus)
 	}
 	return nil
 }
@@ -392,6 +449,7 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "")
 	fs.StringVar(&cfg.APIKey, "api-key", "", "")
 	fs.StringVar(&cfg.HostHeader, "host-header", "", "")
+	fs.StringVar(&cfg.Gateway, "gateway", "", "")
 	if lists == nil {
 		fs.Float64Var(&cfg.Rate, "rate", 0, "")
 	} else {
@@ -418,6 +476,9 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	fs.StringVar(&cfg.Control, "control", "", "")
 	fs.StringVar(&cfg.ControlToken, "control-token", "", "")
 	fs.StringVar(&cfg.Server, "server", "", "")
+	fs.StringVar(&cfg.Corpus, "corpus", "", "")
+	fs.IntSliceVar(&cfg.GatewayPIDs, "gateway-pid", nil, "")
+	fs.StringVar(&cfg.CPUs, "cpus", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	for _, f := range extra {
@@ -427,6 +488,9 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 		return commandLine{cfg: cfg}, err
 	}
 	cfg.SLOs = slos
+	if err := applyCorpus(&cfg, fs.Changed); err != nil {
+		return commandLine{cfg: cfg}, err
+	}
 	switch {
 	case lists != nil:
 		lists.promptBytes, lists.changed = promptBytes, fs.Changed
@@ -506,9 +570,14 @@ Options:
       --max-streams <n>      the server answers 429 beyond n concurrent streams (def 10000; -1: no limit)
       --fault <spec>         the server injects upstream faults into every answer, e.g. "cut_after=5" or
                              "stall_after=10; stall_ms=2000" (repeatable; keys in README.md, "Fault hints")
+      --corpus <name>        a preset stream: responses (the field reports' relay corpus: --api responses, 1024
+                             text deltas, 256 reasoning, a function call of 4 argument deltas, 16 KiB upstream writes)
   -H, --header <line>        extra request header "Name: value" (repeatable)
       --api-key <key>        send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
       --host-header <host>   Host header to send
+      --gateway <name>       the gateway under test, for its own advice: haproxy, nginx, caddy, apache, lighttpd, varnish,
+                             squid, h2o, trafficserver, envoy, traefik, kong, node, go, litellm, portkey, cloudflare
+                             (def: named from its response headers and the local process listening at -t)
       --insecure             https targets: do not verify the certificate
       --cacert <file>        https targets: trust the CAs of this PEM file
       --http2                https targets: offer HTTP/2 (ALPN)
@@ -536,6 +605,10 @@ Options:
                              0: no cache, the usage's cache fields are null)
       --slo <objective>      check after the run, e.g. 'gateway emit->recv p99 < 1ms' or 'added TTFT p50 < 2ms'
                              (repeatable); exit 3 when one is not met
+      --gateway-pid <pid>    account this gateway process's CPU, writes and memory per batch, children included
+                             (repeatable; def: the process listening on -t's address, when it is on this host)
+      --cpus <list>          pin the tool's threads and GOMAXPROCS to these CPUs (e.g. 0 or 0,2-3); the cost block
+                             prints the taskset line that pins the gateway to the others
       --json <file>          write the run as a JSON document ("-": stdout; the text report then goes to stderr)
       --html <file>          write a self-contained HTML report with plots
       --csv <file>           stream one row per token (batch, request, token, emitted, arrived, delay, read)

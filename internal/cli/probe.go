@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"time"
 
@@ -47,17 +48,14 @@ signal at once.
   --metrics <addr>   listen address of the metrics endpoint: GET /metrics, GET /healthz (def :9464)
 
 The flags of sse-latency set up the measurement (see sse-latency -h); the
-probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --duration,
---rounds and --slo do not apply to a probe.
+probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --compat,
+--duration, --rounds and --slo do not apply to a probe.
 `
 
 // probeCmd runs `sse-latency probe`.
 func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	every, metricsAddr := DefaultProbeEvery, DefaultProbeMetrics
-	cl, err := parseArgs(append(slices.Clone(probeDefaults), args...), func(fs *pflag.FlagSet) {
-		fs.DurationVar(&every, "every", every, "")
-		fs.StringVar(&metricsAddr, "metrics", metricsAddr, "")
-	})
+	cl, err := parseArgs(append(slices.Clone(probeDefaults), args...), probeFlags(&every, &metricsAddr))
 	if err == nil {
 		err = checkProbe(cl.cfg, every, metricsAddr)
 	}
@@ -78,6 +76,14 @@ func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return p.main(ctx)
 }
 
+// probeFlags adds the probe's own flags to the run's.
+func probeFlags(every *time.Duration, metricsAddr *string) func(*pflag.FlagSet) {
+	return func(fs *pflag.FlagSet) {
+		fs.DurationVar(every, "every", *every, "")
+		fs.StringVar(metricsAddr, "metrics", *metricsAddr, "")
+	}
+}
+
 // checkProbe refuses what a probe cannot do.
 func checkProbe(cfg Config, every time.Duration, metricsAddr string) error {
 	switch {
@@ -85,6 +91,8 @@ func checkProbe(cfg Config, every time.Duration, metricsAddr string) error {
 		return errors.New("a probe measures a gateway: give -t")
 	case cfg.JSONPath != "" || cfg.HTMLPath != "" || cfg.CSVPath != "":
 		return errors.New("--json, --html and --csv: a probe serves metrics, it writes no files")
+	case cfg.Compat:
+		return errors.New("--compat: a probe prints a line per round, not the reference's report")
 	case cfg.Duration > 0:
 		return errors.New("--duration: a probe's round is -r requests; --every sets how often")
 	case cfg.Rounds > 0:
@@ -115,6 +123,11 @@ type prober struct {
 func (p *prober) main(ctx context.Context) int {
 	r := p.run
 	r.start = time.Now()
+	restore, err := r.pinTool()
+	if err != nil {
+		return r.fail(err)
+	}
+	defer restore()
 	if err := r.setUp(); err != nil {
 		return r.fail(err)
 	}
@@ -177,7 +190,8 @@ func (p *prober) round(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary()})
+	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary(),
+		Identify: r.gwSeen, PageBytes: os.Getpagesize()})
 	p.metrics.Commit(rd, s, time.Now())
 	r.out.errorf("probe: round %d: %s\n", n, roundLine(s))
 	return nil

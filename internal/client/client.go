@@ -56,6 +56,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -353,16 +354,46 @@ func (s *Session) prepare(rec *result.Request) {
 	}
 }
 
-// target returns the request path and the Host header.
+// target returns the request path and the Host header: Host, else an
+// extra "Host:" header's value, else Addr.
 func (q *Request) target() (path, host string) {
 	path, host = q.Path, q.Host
 	if path == "" {
 		path = q.Dialect.Path()
 	}
 	if host == "" {
+		host = q.extraValue("Host")
+	}
+	if host == "" {
 		host = q.Addr
 	}
 	return path, host
+}
+
+// extraValue returns the value of the extra header named name (any
+// case), "" when none names it.
+func (q *Request) extraValue(name string) string {
+	for _, x := range q.ExtraHeaders {
+		if n, v, ok := strings.Cut(x, ":"); ok && strings.EqualFold(strings.TrimSpace(n), name) {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// replaced are the standard header lines an extra header of the same
+// name replaces (curl's habit): the extra one is sent in their place.
+var replaced = []string{"Host", "Content-Type", "Accept"}
+
+// replacedBy reports whether an extra header replaces the standard line
+// name.
+func (q *Request) replacedBy(name string) bool {
+	for _, x := range q.ExtraHeaders {
+		if n, _, ok := strings.Cut(x, ":"); ok && strings.EqualFold(strings.TrimSpace(n), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // authHeader returns the header that carries the API key ("" without
@@ -390,6 +421,10 @@ func (q *Request) authHeader() (name, value string) {
 //	anthropic-version: 2023-06-01   (Anthropic)
 //	Authorization: Bearer <key>     (APIKey; x-api-key: <key> for Anthropic)
 //	<extra headers>
+//
+// An extra header named Host, Content-Type or Accept replaces the
+// standard line (Host: the value of Host, else of that header, else
+// Addr).
 func (q *Request) AppendHTTP(dst []byte, id string) []byte {
 	h := q.hints(id)
 	body := q.body(h)
@@ -398,7 +433,13 @@ func (q *Request) AppendHTTP(dst []byte, id string) []byte {
 	dst = append(dst, path...)
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
 	dst = append(dst, host...)
-	dst = append(dst, "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: "...)
+	if !q.replacedBy("Content-Type") {
+		dst = append(dst, "\r\nContent-Type: application/json"...)
+	}
+	if !q.replacedBy("Accept") {
+		dst = append(dst, "\r\nAccept: text/event-stream"...)
+	}
+	dst = append(dst, "\r\nContent-Length: "...)
 	dst = strconv.AppendInt(dst, int64(len(body)), 10)
 	if q.KeepAlive {
 		dst = append(dst, "\r\n"...)
@@ -429,6 +470,9 @@ func (q *Request) appendHeaders(dst []byte, h api.Hints) []byte {
 		dst = append(dst, "\r\n"...)
 	}
 	for _, x := range q.ExtraHeaders {
+		if n, _, _ := strings.Cut(x, ":"); strings.EqualFold(strings.TrimSpace(n), "Host") {
+			continue // the Host line is target's
+		}
 		dst = append(dst, x...)
 		dst = append(dst, "\r\n"...)
 	}
@@ -514,9 +558,25 @@ func (q *Request) classify(ctx context.Context, err error, fallback result.Failu
 }
 
 // connectFailure is the reference's "connect(): <reason>", the reason
-// worded like C's strerror.
+// worded like C's strerror, with the system error behind it.
 func connectFailure(err error) result.Failure {
-	return result.Failure{Kind: result.Connect, Detail: errText(err)}
+	return sysFailure(result.Connect, "", err)
+}
+
+// sysFailure is the failure of kind k that err caused: its detail prefix
+// followed by err's text (errText), its Errno the system error behind err
+// (0 when none is).
+func sysFailure(k result.Kind, prefix string, err error) result.Failure {
+	return result.Failure{Kind: k, Detail: prefix + errText(err), Errno: errnoOf(err)}
+}
+
+// errnoOf returns the system error behind err, 0 when there is none.
+func errnoOf(err error) syscall.Errno {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return 0
 }
 
 // errText returns the system error text of err, capitalised like C's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -179,6 +180,7 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 		}
 		r.rec.HeadAt = r.now
 		r.rec.Timing = timingHeaders(h.Values)
+		r.rec.GatewayHeaders = gatewayHeaders(headFields(h.Fields))
 		if h.Proto != "" {
 			r.rec.Proto = ownProto(h.Proto)
 		}
@@ -267,12 +269,14 @@ func (r *reader) encoding(enc string) bool {
 
 // h2Head takes the head of an HTTP/2 response (the transport parsed it)
 // that arrived at now: its status code, status line ("HTTP/2.0 200 OK")
-// and fields (every value of a field, by name). It returns true when the
+// and fields (every value of a field, by canonical name). It returns true when the
 // request has failed.
-func (r *reader) h2Head(code int, statusLine string, values func(string) []string, now int64) bool {
+func (r *reader) h2Head(code int, statusLine string, fields map[string][]string, now int64) bool {
+	values := func(name string) []string { return textproto.MIMEHeader(fields).Values(name) }
 	r.now = now
 	r.rec.HeadAt = now
 	r.rec.Timing = timingHeaders(values)
+	r.rec.GatewayHeaders = gatewayHeaders(mapFields(fields))
 	r.gotHead = true
 	header := func(name string) string { return firstValue(values, name) }
 	if code < 200 || code > 299 {
@@ -676,7 +680,7 @@ func (r *reader) endOfStream(err error) result.Failure {
 		return r.statusFailure()
 	}
 	if !errors.Is(err, io.EOF) {
-		return result.Failure{Kind: result.RecvError, Detail: errText(err)}
+		return sysFailure(result.RecvError, "", err)
 	}
 	if !r.gotHead {
 		return result.Failure{Kind: result.ShortResponse}

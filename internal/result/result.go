@@ -7,6 +7,7 @@ package result
 import (
 	"iter"
 	"strconv"
+	"syscall"
 )
 
 // Kind classifies how a request ended. The zero value is OK.
@@ -74,9 +75,16 @@ func ParseKind(s string) (Kind, bool) {
 // the kinds that carry one (the status line, the timeout, the connect reason,
 // the terminal event a stream lacked, what an integrity check found, the
 // idle timeout, a redirect's "<code> to <Location>").
+//
+// Errno is the system error that ended the request, when one did
+// (ECONNREFUSED from a connect, ECONNRESET from a read, EMFILE when the
+// process ran out of descriptors); 0 otherwise. It is a raw fact beside
+// the text, which words it as the reference does ("Connection refused"):
+// what the failure summary groups by (package failures), never printed.
 type Failure struct {
 	Kind   Kind
 	Detail string
+	Errno  syscall.Errno
 }
 
 // Error returns the failure text exactly as the reference tool prints it
@@ -404,6 +412,10 @@ type Request struct {
 	// gateway's own account of its overhead), raw; the summary parses
 	// them.
 	Timing TimingHeaders
+	// GatewayHeaders are the response head's headers that help name the
+	// gateway (Server, Via, vendor headers: gateway.Identifying), cleaned
+	// and bounded by the client; nil when it had none.
+	GatewayHeaders []HeaderField
 
 	Failure Failure // Kind OK when the request succeeded
 }
@@ -436,6 +448,16 @@ func (f *Framing) Add(o Framing) {
 // Plain reports whether every count is zero: one data line per event, no
 // BOM, no CR-only line ends, no ids, no retry.
 func (f Framing) Plain() bool { return f == Framing{} }
+
+// HeaderField is one response header as a record keeps it: its name in
+// lower case and its value, both made safe to print.
+type HeaderField struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// String is "name: value".
+func (h HeaderField) String() string { return h.Name + ": " + h.Value }
 
 // TimingHeaders are the values of the timing headers gateways publish in
 // a response head, as received ("" when absent): what a gateway declares

@@ -33,6 +33,7 @@ type Config struct {
 	Compressed  bool    `json:"compressed" merge:"same"`      // --compressed: ask for gzip (Accept-Encoding: gzip); gzip bodies are always decoded
 
 	API          string `json:"api" merge:"same"`           // --api: chat, completions, responses or anthropic
+	Corpus       string `json:"corpus" merge:"same"`        // --corpus: the preset stream shape that set --api, -n, --reasoning, --tool-call and the write shape ("" = none)
 	Model        string `json:"model" merge:"same"`         // --model: model name the requests ask for
 	Path         string `json:"path" merge:"instance"`      // --path: request path through the gateway; "" = the dialect's
 	IncludeUsage bool   `json:"include_usage" merge:"same"` // --include-usage: ask chat/completions streams for usage and check it
@@ -59,12 +60,17 @@ type Config struct {
 	Headers       []string `json:"headers" merge:"same"`         // -H: extra request headers ("Name: value"); secrets redacted
 	APIKey        string   `json:"api_key" merge:"same"`         // --api-key: Authorization: Bearer (x-api-key for anthropic); redacted
 	HostHeader    string   `json:"host_header" merge:"gateway"`  // --host-header: Host header to send
+	Gateway       string   `json:"gateway" merge:"gateway"`      // --gateway: the gateway as the user named it (package gateway's names); "" = named from what it shows
 	Engine        string   `json:"engine" merge:"instance"`      // --engine: how this instance did its I/O, auto, epoll or goroutine (not what it measured)
 	Faults        string   `json:"faults" merge:"same"`          // --fault: upstream faults the server injects into every answer (api.Faults, "key=value; …"); "" = none
 
 	// Across hosts.
 	Control string `json:"control" merge:"instance"` // --control: listen address of the server's control endpoints (its timing records); "" = none
 	Server  string `json:"server" merge:"instance"`  // --server: the control endpoint (URL) of the server on another host; "" = the server runs in this process
+
+	// The host's CPUs.
+	GatewayPIDs []int  `json:"gateway_pids" merge:"instance"` // --gateway-pid: the gateway's processes whose CPU is accounted, children included (none: the one that owns the target's listening socket, when on this host)
+	CPUs        string `json:"cpus" merge:"instance"`         // --cpus: the CPUs the tool's threads were pinned to ("0,2-3"; "" = not pinned)
 
 	// Load shape.
 	Rate     float64       `json:"rate" merge:"sum"`         // --rate: requests per second (open loop); 0 = closed loop

@@ -16,6 +16,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/sse-latency/sse-latency/internal/procstat"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -379,6 +380,17 @@ var badDocuments = []struct {
 		`failures[1]: unknown failure kind "gremlins"`, true},
 	{"failed count", func(m map[string]any) { at(m, "batches", 1)["failed"] = 3.0; at(m, "batches", 1)["requests"] = 5.0 },
 		"batches[1] (gateway): failures count 2 requests, failed says 3", false},
+	{"failure group kind", func(m map[string]any) { at(m, "batches", 1, "failure_summary", "groups", 0)["kind"] = "gremlins" },
+		`batches[1] (gateway): failure_summary: invalid failure summary: groups[0] (gremlins): unknown kind "gremlins"`, true},
+	{"failure group example", func(m map[string]any) {
+		at(m, "batches", 1, "failure_summary", "groups", 0)["example"] = "\x1b[2Jgone"
+	}, `failure_summary: invalid failure summary: groups[0] (closed_mid_stream): example "[2Jgone": longer than 240 bytes, or with control characters`, false},
+	{"failure group count", func(m map[string]any) { at(m, "batches", 1, "failure_summary", "groups", 0)["count"] = 2 },
+		"failure_summary: invalid failure summary: groups[0] (closed_mid_stream): tokens: n is 1 for 2 failures", false},
+	{"failure summary of another batch", func(m map[string]any) { at(m, "batches", 1, "failure_summary")["requests"] = 9 },
+		"batches[1] (gateway): failure_summary: 9 requests, 2 failed; the batch has 4 and 2", false},
+	{"failed tokens", func(m map[string]any) { at(m, "batches", 1, "stream")["failed_tokens"] = 1e9 },
+		"batches[1] (gateway): stream.failed_tokens is 1000000000, more than the", false},
 	{"lateness", func(m map[string]any) { at(m, "self", "emission_lateness", "histogram")["max_ns"] = 1 },
 		"self.emission_lateness: histogram: invalid metric snapshot", false},
 	{"config", func(m map[string]any) { m["config"] = []any{1} }, "config: a JSON array where an object is wanted", true},
@@ -465,6 +477,7 @@ func TestSchema(t *testing.T) {
 	if good["reframed"].Gateway().Stream.Framing == nil {
 		t.Fatal("the reframed document has no stream.framing")
 	}
+	good["cost"] = costDoc(t)
 	for name, d := range good {
 		if err := validate(sch, marshal(t, d)); err != nil {
 			t.Errorf("the %s document does not validate: %v", name, err)
@@ -491,6 +504,20 @@ func TestSchema(t *testing.T) {
 			at(m, "self", "emission_lateness", "histogram", "histogram")["significant_figures"] = 2
 		}},
 	}
+	costJS := marshal(t, good["cost"])
+	for _, tt := range []struct {
+		name   string
+		mutate func(m map[string]any)
+	}{
+		{"a share above 1", func(m map[string]any) { at(m, "batches", 1, "cost", "host")["busy_share"] = 1.5 }},
+		{"an unknown culprit", func(m map[string]any) { at(m, "self", "host")["culprit"] = "cosmic rays" }},
+		{"an unknown gateway cost field", func(m map[string]any) { at(m, "batches", 1, "cost", "gateway")["extra"] = 1 }},
+		{"a gateway found otherwise", func(m map[string]any) { at(m, "batches", 1, "cost", "gateway")["found"] = "guess" }},
+	} {
+		if err := validate(sch, mutate(t, costJS, tt.mutate)); err == nil {
+			t.Errorf("a document with %s validates against the schema, want an error", tt.name)
+		}
+	}
 	for _, tt := range badDocuments {
 		if tt.schema {
 			bad = append(bad, struct {
@@ -504,6 +531,25 @@ func TestSchema(t *testing.T) {
 			t.Errorf("a document with %s validates against the schema, want an error", tt.name)
 		}
 	}
+}
+
+// costDoc is the full document with the costs a run through a gateway
+// on this host records: each batch's, the host's over the run, the pin.
+func costDoc(t *testing.T) *Document {
+	d := fixedDoc(t, "full")
+	host := &procstat.Host{All: procstat.CPUTimes{User: 120, System: 40, Idle: 40},
+		CPUs: []procstat.CPU{{ID: 0, CPUTimes: procstat.CPUTimes{User: 60, System: 20, Idle: 20}},
+			{ID: 1, CPUTimes: procstat.CPUTimes{User: 60, System: 20, Idle: 20}}}}
+	gw := &summary.GatewaySample{PIDs: []int{1234}, Name: "haproxy", Exe: "/usr/sbin/haproxy", Found: "listener",
+		Usage: procstat.Usage{CPUNs: 300e6, UserTicks: 10, SystemTicks: 20, Writes: 100, WriteBytes: 10000, WritesKnown: true,
+			Processes: 1, Threads: 2, Exited: []procstat.Exited{{PID: 1234, Comm: "haproxy"}}}}
+	for i := range d.Batches {
+		d.Batches[i].Cost = summary.NewCost(summary.CostSample{WallNs: 1e9, Tokens: 2000, Streams: 4, ToolUserS: 0.2, ToolSystemS: 0.1,
+			Host: host, Gateway: gw}, 4096)
+	}
+	d.Self.Host = d.Batches[1].Cost.Host
+	d.Self.Pin = &summary.Pin{ToolCPUs: "0", Gateway: "taskset -a -cp 1 1234"}
+	return d
 }
 
 func TestJoinLeaves(t *testing.T) {

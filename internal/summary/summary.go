@@ -14,6 +14,8 @@
 package summary
 
 import (
+	"github.com/sse-latency/sse-latency/internal/failures"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -33,11 +35,12 @@ const (
 
 // Run is the summary of one measurement, or of several merged.
 type Run struct {
-	Batches  []Batch          `json:"batches"`            // "loopback" first when it ran, then "gateway"
-	Overhead *Overhead        `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
-	Verdict  *verdict.Verdict `json:"verdict,omitempty"`  // absent when no gateway batch ran
-	Self     Self             `json:"self"`               // the tool's own behaviour: emission lateness, CPU
-	Clock    *Clock           `json:"clock,omitempty"`    // across hosts: the clock offset and its bound; absent in one process
+	Batches  []Batch           `json:"batches"`            // "loopback" first when it ran, then "gateway"
+	Overhead *Overhead         `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
+	Verdict  *verdict.Verdict  `json:"verdict,omitempty"`  // absent when no gateway batch ran
+	Identity *gateway.Identity `json:"gateway,omitempty"`  // the gateway, named (package gateway); absent when no gateway batch ran, and in documents written before
+	Self     Self              `json:"self"`               // the tool's own behaviour: emission lateness, CPU
+	Clock    *Clock            `json:"clock,omitempty"`    // across hosts: the clock offset and its bound; absent in one process
 
 	// Rounds are the rounds of an interleaved run (--rounds); absent for
 	// the reference's single calibration. The overhead is then theirs.
@@ -106,11 +109,19 @@ type Batch struct {
 	// Declared are the timings the gateway declared in its response
 	// heads, present when any head did.
 	Declared *DeclaredTimings `json:"declared,omitempty"`
+	// FailureSummary groups the failed requests by what went wrong
+	// (package failures): always present, its groups empty when none
+	// failed; absent from documents written before it.
+	FailureSummary *failures.Summary `json:"failure_summary,omitempty"`
 	// Sizes is the time to first token and token delay by request size
 	// (prompt bytes, output tokens); Usage how the usage objects arrived
 	// against what the server reported. Present when the batch has them.
 	Sizes *Sizes `json:"sizes,omitempty"`
 	Usage *Usage `json:"usage,omitempty"`
+	// Cost is what the batch cost in CPU, the tool's and the gateway's,
+	// and how busy the host was; absent when not sampled (documents
+	// before it, platforms without /proc, a merge).
+	Cost *Cost `json:"cost,omitempty"`
 
 	Samples Samples `json:"samples"`
 }
@@ -229,6 +240,10 @@ type Stream struct {
 	MaxTokensPerRead int   `json:"max_tokens_per_read"`
 	IntegrityErrors  int   `json:"integrity_errors"`
 	Unstamped        int64 `json:"unstamped"` // tokens without an emission time, left out of the emit->recv metrics
+	// FailedTokens are the tokens (all phases) that the failed requests
+	// received: among those received, the ones the title's count leaves
+	// out. Documents written before it read as 0.
+	FailedTokens int64 `json:"failed_tokens"`
 	// Framing is what the SSE framing of the responses looked like, when
 	// it was anything but one data line per event (nil then).
 	Framing *Framing `json:"framing,omitempty"`
@@ -325,7 +340,33 @@ type Self struct {
 	Lateness Metric  `json:"emission_lateness"`
 	UserS    float64 `json:"cpu_user_s"`
 	SystemS  float64 `json:"cpu_system_s"`
-	// Warning is the "fell behind" warning (LatenessWarning) when the run
+	// Warning is the "fell behind" warning (OverloadWarning) when the run
 	// printed it; a merge keeps its runs' warnings, one per line.
 	Warning string `json:"warning,omitempty"`
+	// Host is the host's CPUs over the run, attributed (the tool, the
+	// gateway, other processes, steal); absent where /proc/stat cannot be
+	// read, and from a merge.
+	Host *HostCost `json:"host,omitempty"`
+	// Pin is how the tool and the gateway would run on CPUs apart;
+	// absent when there is nothing to pin (one CPU, no gateway process).
+	Pin *Pin `json:"pin,omitempty"`
+}
+
+// Pin is how the tool and the gateway run, or would run, on CPUs apart.
+type Pin struct {
+	ToolCPUs string `json:"tool_cpus"` // the tool's CPUs, as --cpus takes them ("0")
+	Applied  bool   `json:"applied"`   // the tool ran pinned to them (--cpus); false: a suggestion
+	// Gateway is the command that pins the gateway's processes (each,
+	// all their threads) to the other CPUs: "taskset -a -cp 1 1234".
+	Gateway string `json:"gateway"`
+}
+
+// Text says how to pin both: "the tool runs on CPUs 0 (--cpus 0); for
+// the gateway: taskset -a -cp 1 1234", or as a suggestion "--cpus 0 for
+// the tool, taskset -a -cp 1 1234 for the gateway".
+func (p *Pin) Text() string {
+	if p.Applied {
+		return "the tool runs on CPUs " + p.ToolCPUs + " (--cpus " + p.ToolCPUs + "); for the gateway: " + p.Gateway
+	}
+	return "--cpus " + p.ToolCPUs + " for the tool, " + p.Gateway + " for the gateway"
 }

@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sse-latency/sse-latency/internal/advice"
 	"github.com/sse-latency/sse-latency/internal/clocksync"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -311,6 +313,16 @@ var (
 	GwGaps = append(Repeat(0, 39), Mid(200_000_000))
 )
 
+// The gateways the verdicts' advice is for.
+var (
+	haproxy = &gateway.Identity{Name: gateway.HAProxy, Product: "haproxy", Sources: []string{"local process 4242 haproxy"}}
+	nginx   = &gateway.Identity{Name: gateway.Nginx, Product: "nginx/1.22.1", Sources: []string{"Server header", "local process 77 nginx"}}
+)
+
+// Identities are the gateways of the Verdicts, by name: those whose
+// advice is a gateway's own (the others were not identified).
+var Identities = map[string]*gateway.Identity{"buffers_no_calibration": haproxy, "buffers_signature": nginx}
+
 // Verdicts are rendered by report's TestVerdictGolden into testdata/verdict_<name>.golden
 // (go test -update rewrites them). They are literal, so that the goldens pin
 // the layout, not the classifier's thresholds.
@@ -320,7 +332,7 @@ var Verdicts = map[string]verdict.Verdict{
 		Class: verdict.Buffers, Tokens: 3996, CoalescedFraction: 0.99925, LoopCoalesced: 0.002,
 		BurstSizeP50: 40, BurstSizeMax: 41, Bursts: 100, BurstPeriodMs: 200.0448, EmitGapMs: 5.0001,
 		AddedMeanMs: 97.52061, AddedP50Ms: 97.5, AddedP99Ms: 195.0123, Relative: true,
-		Causes: []string{verdict.CauseNagle, verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+		Causes: advice.Causes(advice.ForAll(nil, advice.Nagle)), Advice: advice.ForAll(nil, advice.Nagle),
 	},
 	// -l and a gateway that holds the whole response: one burst per request
 	// (the first token waits 995 ms, 497.5 ms longer than the typical one:
@@ -330,7 +342,7 @@ var Verdicts = map[string]verdict.Verdict{
 		BurstSizeP50: 200, BurstSizeMax: 200, Bursts: 5, EmitGapMs: 5,
 		AddedMeanMs: 497.5, AddedP50Ms: 497.5, AddedP99Ms: 990.1,
 		FirstTokenHoldMs: 497.5, FollowingMs: 497.5, HoldRequests: 5,
-		Causes: []string{verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+		Causes: advice.Causes(advice.ForAll(haproxy, advice.ByteThreshold)), Advice: advice.ForAll(haproxy, advice.ByteThreshold),
 	},
 	// nginx honouring X-Accel-Buffering: no.
 	"flushes": {
@@ -343,8 +355,8 @@ var Verdicts = map[string]verdict.Verdict{
 		Class: verdict.Flushes, Tokens: 4000, CoalescedFraction: 0.65, LoopCoalesced: 0.6, Noisy: true,
 		BurstSizeP50: 3, BurstSizeMax: 9, Bursts: 800, BurstPeriodMs: 25, EmitGapMs: 5,
 		AddedMeanMs: 0.7, AddedP50Ms: 0.02, AddedP99Ms: 30.5, Relative: true,
-		FirstTokenHold: true, FirstTokenHoldMs: 39.98, FollowingMs: 0.02, HoldRequests: 20,
-		Causes: []string{verdict.CauseFirstTokenHold},
+		FirstTokenHold: true, FirstTokenHoldLevel: verdict.HoldWarn, FirstTokenHoldMs: 39.98, FollowingMs: 0.02, HoldRequests: 20,
+		Causes: advice.Causes(advice.ForAll(nil, advice.FirstTokenHold)), Advice: advice.ForAll(nil, advice.FirstTokenHold),
 	},
 	"unknown": {
 		Class: verdict.Unknown, Reason: "too few tokens to judge (19 analysable, need 20)", Tokens: 19, LoopCoalesced: 0,
@@ -355,7 +367,7 @@ var Verdicts = map[string]verdict.Verdict{
 		Class: verdict.Buffers, Tokens: 398, CoalescedFraction: 1, LoopCoalesced: 0,
 		BurstSizeP50: 200, BurstSizeMax: 200, Bursts: 2, EmitGapMs: 5,
 		AddedMeanMs: 497.5, AddedP50Ms: 497.5, AddedP99Ms: 990.1, Relative: true,
-		Causes: []string{verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+		Causes: advice.Causes(advice.ForAll(nginx, advice.Compression)), Advice: advice.ForAll(nginx, advice.Compression),
 		Signature: &verdict.Signature{Kind: verdict.Compression, Shape: verdict.WholeResponse, Encoding: "gzip",
 			Evidence:      "100% of the tokens arrived after their response's last token was emitted",
 			WholeFraction: 1},
