@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -34,6 +35,21 @@ const (
 // small round; the command line's own values come after and win.
 var probeDefaults = []string{"-r", "5", "-c", "5", "-n", "100"}
 
+// probeDefaultsFor are the probe's defaults for its command line args: a
+// --corpus sets the tokens itself, and a default -n would read as the
+// user's (which the corpus refuses).
+func probeDefaultsFor(args []string) []string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--corpus" || strings.HasPrefix(a, "--corpus=") {
+			return slices.Clone(probeDefaults[:4])
+		}
+	}
+	return slices.Clone(probeDefaults)
+}
+
 const probeUsage = `usage: sse-latency probe -t GATEWAY [--every 30s] [--metrics ADDR] [-r 5 -c 5 -n 100] [flags of sse-latency]
 
 Measures the gateway in rounds, one every --every, until it is stopped, and
@@ -55,7 +71,7 @@ probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --compat,
 // probeCmd runs `sse-latency probe`.
 func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	every, metricsAddr := DefaultProbeEvery, DefaultProbeMetrics
-	cl, err := parseArgs(append(slices.Clone(probeDefaults), args...), probeFlags(&every, &metricsAddr))
+	cl, err := parseArgs(append(probeDefaultsFor(args), args...), probeFlags(&every, &metricsAddr))
 	if err == nil {
 		err = checkProbe(cl.cfg, every, metricsAddr)
 	}
