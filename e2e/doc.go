@@ -1,5 +1,5 @@
 // Package e2e holds the end-to-end tests of sse-latency against real
-// gateways — haproxy, nginx and Caddy. Each test starts a gateway as a child
+// gateways — haproxy, nginx, Caddy, lighttpd and Apache httpd. Each test starts a gateway as a child
 // process on a free loopback port, with the configuration users copy from
 // examples/ (the conventional addresses 127.0.0.1:8080 and 127.0.0.1:8090
 // replaced by free ports), runs a whole measurement through it with
@@ -18,6 +18,11 @@
 // The phase tests (phases_test.go) stream reasoning and tool calls through
 // haproxy and nginx, and measure the PhaseExamples' read timeout cutting a
 // silent think, and heartbeats keeping it alive (--heartbeat).
+//
+// Through each example the report and the check card must name the
+// gateway as what it is (its Server header, its process) and give its own
+// advice: lighttpd's default holds the whole response, and the advice
+// names server.stream-response-body = 2.
 //
 // TestGatewayReport, run by "make e2e-report", writes docs/gateways.md: it
 // only runs when SSE_LATENCY_GATEWAY_REPORT names the output file.

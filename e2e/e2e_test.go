@@ -19,6 +19,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/cli"
 	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -35,7 +36,8 @@ const (
 
 // e2eArgs are the sse-latency arguments besides -L and -t. -w bounds each
 // request well below e2eLimit.
-var e2eArgs = []string{"-r", "4", "-c", "2", "-n", "200", "-d", "2", "-w", "20000", "-q"}
+// --include-usage: the usage and its cache figures must pass unchanged.
+var e2eArgs = []string{"-r", "4", "-c", "2", "-n", "200", "-d", "2", "-w", "20000", "-q", "--include-usage"}
 
 // wantClass is the verdict each example must get; an example absent here
 // would only be observed (its figures logged).
@@ -53,6 +55,43 @@ var wantClass = map[string]verdict.Class{
 	// stream until its buffers fill or the response ends.
 	"nginx-gzip-buffered": verdict.Buffers,
 	"caddy":               verdict.Flushes, // flushes text/event-stream at once
+	// lighttpd's server.stream-response-body defaults to 0: the backend's
+	// whole response, then the client's; 2 streams it.
+	"lighttpd":           verdict.Buffers,
+	"lighttpd-streaming": verdict.Flushes,
+	// mod_proxy_http flushes each backend read; mod_deflate flushes its
+	// compressor with it.
+	"apache":         verdict.Flushes,
+	"apache-deflate": verdict.Flushes,
+}
+
+// wantAdvice is the setting each buffering example's advice must name:
+// its gateway's own.
+var wantAdvice = map[string]string{
+	"haproxy":             "option http-no-delay",
+	"nginx-gzip-buffered": "gzip_types",
+	"lighttpd":            "server.stream-response-body = 2",
+}
+
+// checkIdentity checks that the gateway was named as what it is, and
+// that every piece of advice is its own (or the generic one), naming the
+// setting wantAdvice gives.
+func checkIdentity(t *testing.T, ex Example, id *gateway.Identity, advice []gateway.Advice, what string) {
+	t.Helper()
+	if id == nil || string(id.Name) != ex.Gateway.Name {
+		t.Errorf("%s: the gateway is named %v, want %s", what, id, ex.Gateway.Name)
+		return
+	}
+	for _, a := range advice {
+		if a.Gateway != id.Name && a.Gateway != gateway.Unknown || len(a.Others) > 0 {
+			t.Errorf("%s: advice %+v: not %s's own", what, a, id.Name)
+		}
+	}
+	if want, ok := wantAdvice[ex.Name]; ok && !slices.ContainsFunc(advice, func(a gateway.Advice) bool {
+		return a.Gateway == id.Name && (strings.Contains(a.Setting, want) || strings.Contains(a.Snippet, want))
+	}) {
+		t.Errorf("%s: the advice %+v does not name %s's %q", what, advice, id.Name, want)
+	}
 }
 
 // Bounds of the behaviour assertions: far from what the gateways show
@@ -265,7 +304,7 @@ func TestExamplesUseConventionalAddresses(t *testing.T) {
 			t.Errorf("%s: %v", ex.File, err)
 			continue
 		}
-		if _, err := Render(b, "127.0.0.1:1", "127.0.0.1:2"); err != nil {
+		if _, err := ex.Gateway.render(b, "127.0.0.1:1", "127.0.0.1:2"); err != nil {
 			t.Errorf("%s: %v", ex.File, err)
 		}
 		if _, err := RenderPEM(b, "/x.pem"); (err == nil) != ex.PEM {
@@ -359,6 +398,12 @@ func TestGateways(t *testing.T) {
 				return
 			}
 			t.Logf("%s: %s", ex.File, m.figures())
+			checkCost(t, m)
+			// The usage the server sent, cache figures and all, arrives as
+			// it was sent: each object compared with the server's record.
+			if u := m.sum.Run.Gateway().Usage; u == nil || u.Compared != e2eRequests || u.Intact != e2eRequests {
+				t.Errorf("gateway usage %+v: want %d requests compared, all intact\n%s", u, e2eRequests, m)
+			}
 			if ex.Compressed {
 				// The calibration requests ask for as many tokens (at most
 				// 200) straight from the server, uncompressed.
@@ -368,6 +413,8 @@ func TestGateways(t *testing.T) {
 					t.Errorf("%.0f bytes per gateway request vs %.0f per calibration request: want the gateway's stream gzip-compressed to under half\n%s", gwBytes, loopBytes, m)
 				}
 			}
+			checkIdentity(t, ex, m.sum.Run.Identity, m.sum.Verdict.Advice, "run")
+			t.Logf("%s: gateway %s", ex.File, m.sum.Run.Identity)
 			want, judged := wantClass[ex.Name]
 			if !judged {
 				return // observed only

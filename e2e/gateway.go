@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,6 +56,19 @@ type Gateway struct {
 	CheckArgs func(conf, dir string) []string
 	// Env returns environment variables added to the gateway's (nil: none).
 	Env func(dir string) []string
+	// SplitAddrs: the configuration names each address's host and port
+	// apart (lighttpd's server.port, proxy.server's "port"): RenderPorts
+	// renders it, not Render.
+	SplitAddrs bool
+}
+
+// render renders example for gatewayAddr and backendAddr as g's
+// configurations name addresses (Render, or RenderPorts).
+func (g *Gateway) render(example []byte, gatewayAddr, backendAddr string) ([]byte, error) {
+	if g.SplitAddrs {
+		return RenderPorts(example, gatewayAddr, backendAddr)
+	}
+	return Render(example, gatewayAddr, backendAddr)
 }
 
 // HAProxy runs in the foreground (-db); it writes nothing.
@@ -113,6 +128,43 @@ var Caddy = &Gateway{
 	},
 }
 
+// Lighttpd runs in the foreground (-D), its error log on stderr (the
+// examples say so), writing nothing else.
+var Lighttpd = &Gateway{
+	Name:        "lighttpd",
+	Program:     "lighttpd",
+	Package:     "lighttpd",
+	ConfName:    "lighttpd.conf",
+	VersionArgs: []string{"-v"},
+	RunArgs:     func(conf, _ string) []string { return []string{"-D", "-f", conf} },
+	CheckArgs:   func(conf, _ string) []string { return []string{"-tt", "-f", conf} },
+	SplitAddrs:  true,
+}
+
+// Apache is Debian's apache2 run in the foreground on a whole
+// configuration of its own (the examples load their modules, log to
+// stderr), its runtime directory and pid file in dir. Under root its
+// children run as nobody: httpd refuses to serve as root.
+var Apache = &Gateway{
+	Name:        "apache",
+	Program:     "apache2",
+	Package:     "apache2",
+	ConfName:    "apache.conf",
+	VersionArgs: []string{"-v"},
+	RunArgs:     func(conf, dir string) []string { return append([]string{"-D", "FOREGROUND"}, apacheArgs(conf, dir)...) },
+	CheckArgs:   func(conf, dir string) []string { return append([]string{"-t"}, apacheArgs(conf, dir)...) },
+}
+
+// apacheArgs are the arguments of every apache2 command: the
+// configuration, and the directives that keep it in dir.
+func apacheArgs(conf, dir string) []string {
+	args := []string{"-f", conf, "-C", "DefaultRuntimeDir " + dir, "-C", "PidFile " + filepath.Join(dir, "apache2.pid")}
+	if os.Geteuid() == 0 {
+		args = append(args, "-C", "User #65534", "-C", "Group #65534")
+	}
+	return args
+}
+
 // Example is one configuration shipped in examples/.
 type Example struct {
 	Name       string // test name: "haproxy-no-delay"
@@ -131,6 +183,10 @@ var Examples = []Example{
 	{Name: "nginx-gzip", Gateway: Nginx, File: "examples/nginx/nginx-gzip.conf", Compressed: true},
 	{Name: "nginx-gzip-buffered", Gateway: Nginx, File: "examples/nginx/nginx-gzip-buffered.conf", Compressed: true},
 	{Name: "caddy", Gateway: Caddy, File: "examples/caddy/Caddyfile"},
+	{Name: "lighttpd", Gateway: Lighttpd, File: "examples/lighttpd/lighttpd.conf"},
+	{Name: "lighttpd-streaming", Gateway: Lighttpd, File: "examples/lighttpd/lighttpd-streaming.conf"},
+	{Name: "apache", Gateway: Apache, File: "examples/apache/apache.conf"},
+	{Name: "apache-deflate", Gateway: Apache, File: "examples/apache/apache-deflate.conf", Compressed: true},
 }
 
 // TransportExamples are the shipped configurations for real transports:
@@ -188,6 +244,31 @@ func Render(example []byte, gatewayAddr, backendAddr string) ([]byte, error) {
 	}
 	out := bytes.ReplaceAll(example, []byte(ExampleGatewayAddr), []byte(gatewayAddr))
 	return bytes.ReplaceAll(out, []byte(ExampleBackendAddr), []byte(backendAddr)), nil
+}
+
+// RenderPorts is Render for a configuration that names each address's
+// host and port apart: the ports of the conventional addresses (8080,
+// 8090) are replaced, as whole numbers, by those of gatewayAddr and
+// backendAddr, whose host must be the conventional one (127.0.0.1, as
+// FreePorts gives). Both ports must appear outside comments, and the host
+// too.
+func RenderPorts(example []byte, gatewayAddr, backendAddr string) ([]byte, error) {
+	out := string(example)
+	for _, a := range [][2]string{{ExampleGatewayAddr, gatewayAddr}, {ExampleBackendAddr, backendAddr}} {
+		host, port, _ := strings.Cut(a[0], ":")
+		newHost, newPort, ok := strings.Cut(a[1], ":")
+		if !ok || newHost != host {
+			return nil, fmt.Errorf("%s: want an address on %s", a[1], host)
+		}
+		re := regexp.MustCompile(`\b` + port + `\b`)
+		if !usedOutsideComments(example, host) || !slices.ContainsFunc(strings.Split(string(example), "\n"), func(l string) bool {
+			return !strings.HasPrefix(strings.TrimSpace(l), "#") && re.MatchString(l)
+		}) {
+			return nil, fmt.Errorf("the configuration does not use %s (host and port) outside comments", a[0])
+		}
+		out = re.ReplaceAllString(out, newPort)
+	}
+	return []byte(out), nil
 }
 
 // RenderPEM returns the example configuration with ExamplePEMPath replaced
@@ -309,6 +390,17 @@ func (p *Process) WaitListening(ctx context.Context, addr string) error {
 	}
 }
 
+// Signal sends sig to the gateway's whole process group: SIGKILL kills it
+// as a crash would, SIGSTOP stalls it (SIGCONT resumes it; Stop a stalled
+// gateway only after that).
+func (p *Process) Signal(sig syscall.Signal) error {
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+// Exited returns a channel closed once the gateway's leader has exited
+// and been reaped.
+func (p *Process) Exited() <-chan struct{} { return p.done }
+
 // Stop sends SIGTERM to the gateway's process group, waits up to grace for
 // the leader to exit, then sends SIGKILL; finally it kills what is left of
 // the group (workers whose master died). It returns an error only when the
@@ -386,9 +478,20 @@ type Launched struct {
 // tries once more with a new one. The error includes the command and the
 // gateway's log.
 func Launch(ctx context.Context, g *Gateway, bin string, example []byte, dir string, backend net.Listener) (*Launched, error) {
+	l, err := LaunchTo(ctx, g, bin, example, dir, backend.Addr().String())
+	if l != nil {
+		l.Backend = backend
+	}
+	return l, err
+}
+
+// LaunchTo is Launch with the gateway forwarding to backendAddr, whatever
+// is there: a refused address (testutil.RefusedAddr) makes a gateway whose
+// upstream is gone. Launched.Backend is nil.
+func LaunchTo(ctx context.Context, g *Gateway, bin string, example []byte, dir string, backendAddr string) (*Launched, error) {
 	var errs []error
 	for attempt := 1; attempt <= 2; attempt++ {
-		l, err := launchOnce(ctx, g, bin, example, dir, backend, attempt)
+		l, err := launchOnce(ctx, g, bin, example, dir, backendAddr, attempt)
 		if err == nil {
 			return l, nil
 		}
@@ -404,13 +507,12 @@ func Launch(ctx context.Context, g *Gateway, bin string, example []byte, dir str
 	return nil, errors.Join(errs...)
 }
 
-func launchOnce(ctx context.Context, g *Gateway, bin string, example []byte, dir string, backend net.Listener, attempt int) (*Launched, error) {
+func launchOnce(ctx context.Context, g *Gateway, bin string, example []byte, dir string, backendAddr string, attempt int) (*Launched, error) {
 	ports, err := FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	backendAddr := backend.Addr().String()
-	conf, err := Render(example, ports[0], backendAddr)
+	conf, err := g.render(example, ports[0], backendAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +525,7 @@ func launchOnce(ctx context.Context, g *Gateway, bin string, example []byte, dir
 	if err != nil {
 		return nil, err
 	}
-	l := &Launched{Process: p, Addr: ports[0], BackendAddr: backendAddr, Backend: backend, ConfPath: confPath}
+	l := &Launched{Process: p, Addr: ports[0], BackendAddr: backendAddr, ConfPath: confPath}
 	wctx, cancel := context.WithTimeout(ctx, ListenTimeout)
 	defer cancel()
 	return l, p.WaitListening(wctx, l.Addr)

@@ -36,6 +36,25 @@ func TestRender(t *testing.T) {
 	}
 }
 
+func TestRenderPorts(t *testing.T) {
+	example := []byte("# 127.0.0.1:8080 to 127.0.0.1:8090\nserver.bind = \"127.0.0.1\"\nserver.port = 8080\n" +
+		"proxy.server = (\"\" => ((\"host\" => \"127.0.0.1\", \"port\" => 8090)))\nkeep = 18080\n")
+	got, err := RenderPorts(example, "127.0.0.1:1111", "127.0.0.1:2222")
+	want := "# 127.0.0.1:1111 to 127.0.0.1:2222\nserver.bind = \"127.0.0.1\"\nserver.port = 1111\n" +
+		"proxy.server = (\"\" => ((\"host\" => \"127.0.0.1\", \"port\" => 2222)))\nkeep = 18080\n"
+	if err != nil || string(got) != want {
+		t.Errorf("RenderPorts = %q, %v; want %q", got, err, want)
+	}
+	for _, bad := range []string{"server.port = 8080\n# port 8090\n", "port = 8080\nport = 8090\n"} {
+		if _, err := RenderPorts([]byte(bad), "127.0.0.1:1", "127.0.0.1:2"); err == nil {
+			t.Errorf("RenderPorts(%q) succeeded; want an error: a port or the host only in a comment, or missing", bad)
+		}
+	}
+	if _, err := RenderPorts(example, "10.0.0.1:1", "127.0.0.1:2"); err == nil {
+		t.Error("RenderPorts to another host succeeded; want an error: the configuration names the host apart")
+	}
+}
+
 func TestRenderPEM(t *testing.T) {
 	example := []byte("# cert: /etc/haproxy/sse-latency.pem\nbind 127.0.0.1:8080 ssl crt /etc/haproxy/sse-latency.pem alpn h2\n")
 	got, err := RenderPEM(example, "/tmp/x/sse-latency.pem")

@@ -137,7 +137,11 @@ func renderReport(rows []*reportRow, now time.Time) []byte {
 			continue
 		}
 		if v := r.m.sum.Verdict; len(v.Causes) > 0 {
-			notes = append(notes, fmt.Sprintf("* `%s`: the likely causes sse-latency names:\n  * %s", r.ex.File, strings.Join(v.Causes, "\n  * ")))
+			gw := "the gateway"
+			if s := r.m.sum.Run; s != nil && s.Identity != nil {
+				gw = s.Identity.String()
+			}
+			notes = append(notes, fmt.Sprintf("* `%s`: sse-latency names %s and advises:\n  * %s", r.ex.File, gw, strings.Join(v.Causes, "\n  * ")))
 		}
 		if r.m.warned() {
 			notes = append(notes, fmt.Sprintf("* `%s`: sse-latency warned that it fell behind its own emission schedule (the machine was busy): take these figures with care.", r.ex.File))
@@ -146,7 +150,7 @@ func renderReport(rows []*reportRow, now time.Time) []byte {
 	if len(notes) > 0 {
 		p("Notes:\n\n%s\n\n", strings.Join(notes, "\n"))
 	}
-	p("Regenerate with `make e2e-report` on an otherwise idle machine with haproxy,\nnginx and caddy installed.\n")
+	p("Regenerate with `make e2e-report` on an otherwise idle machine with haproxy,\nnginx, caddy, lighttpd and apache2 installed.\n")
 	return b.Bytes()
 }
 
@@ -230,7 +234,7 @@ func TestRenderReport(t *testing.T) {
 	}}
 	rows := []*reportRow{
 		{ex: Examples[0], version: "2.6.12", m: &measurement{ex: Examples[0], gw: gw, sum: sum, stderr: "warning: sse-latency fell behind its own emission schedule"}},
-		{ex: Examples[len(Examples)-1], status: "not measured: caddy is not installed (apt-get install caddy)"},
+		{ex: exampleNamed(t, "caddy"), status: "not measured: caddy is not installed (apt-get install caddy)"},
 	}
 	doc := string(renderReport(rows, time.Date(2026, 11, 30, 1, 2, 0, 0, time.UTC)))
 	for _, want := range []string{
@@ -238,7 +242,7 @@ func TestRenderReport(t *testing.T) {
 		"sse-latency -L 127.0.0.1:8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 500 -q\n",
 		"| haproxy | 2.6.12 | [`examples/haproxy/haproxy.cfg`](../examples/haproxy/haproxy.cfg) | +0.000 | +0.000 | +0.000 | +0.000 | +0.000 | buffers | 18 tokens every 90 ms | +12.5 ms |\n",
 		"| caddy | — | [`examples/caddy/Caddyfile`](../examples/caddy/Caddyfile) | not measured: caddy is not installed (apt-get install caddy) | | | | | | | |\n",
-		"* `examples/haproxy/haproxy.cfg`: the likely causes sse-latency names:\n  * haproxy: option http-no-delay\n  * nginx: proxy_buffering off\n",
+		"* `examples/haproxy/haproxy.cfg`: sse-latency names the gateway and advises:\n  * haproxy: option http-no-delay\n  * nginx: proxy_buffering off\n",
 		"* `examples/haproxy/haproxy.cfg`: sse-latency warned that it fell behind",
 	} {
 		if !strings.Contains(doc, want) {

@@ -81,9 +81,9 @@ func (e *anthropicEncoder) appendHead(dst []byte, _, _ int, _ int64) []byte {
 	dst = append(dst, e.id...)
 	dst = append(dst, `","type":"message","role":"assistant","content":[],"model":`...)
 	dst = append(dst, e.model...)
-	dst = append(dst, `,"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":`...)
-	dst = strconv.AppendInt(dst, PromptTokens, 10)
-	return append(dst, `,"output_tokens":1}}}`+sseEnd...)
+	dst = append(dst, `,"stop_reason":null,"stop_sequence":null,"usage":`...)
+	dst = AppendUsage(dst, Anthropic, UsageStart, e.a.Usage())
+	return append(dst, `}}`+sseEnd...)
 }
 
 func (e *anthropicEncoder) leadEvents() int { return 1 }
@@ -149,9 +149,9 @@ func (e *anthropicEncoder) appendTail(dst []byte, i, _ int, _ int64) []byte {
 	dst = appendEventHead(dst, "message_delta")
 	dst = append(dst, `{"type":"message_delta","delta":{"stop_reason":"`...)
 	dst = append(dst, e.stopReason()...)
-	dst = append(dst, `","stop_sequence":null},"usage":{"output_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(e.a.Total()), 10)
-	return append(dst, `}}`+sseEnd...)
+	dst = append(dst, `","stop_sequence":null},"usage":`...)
+	dst = AppendUsage(dst, Anthropic, UsageDelta, e.a.Usage())
+	return append(dst, `}`+sseEnd...)
 }
 
 // appendBody appends the message: its content blocks (thinking with its
@@ -185,9 +185,7 @@ func (e *anthropicEncoder) appendBody(dst []byte) []byte {
 	}
 	dst = append(dst, `],"stop_reason":"`...)
 	dst = append(dst, e.stopReason()...)
-	dst = append(dst, `","stop_sequence":null,"usage":{"input_tokens":`...)
-	dst = strconv.AppendInt(dst, PromptTokens, 10)
-	dst = append(dst, `,"output_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(e.a.Total()), 10)
-	return append(dst, `}}`...)
+	dst = append(dst, `","stop_sequence":null,"usage":`...)
+	dst = AppendUsage(dst, Anthropic, UsageDelta, e.a.Usage())
+	return append(dst, '}')
 }

@@ -128,13 +128,13 @@ func (c ChatChunk) appendFinish(dst []byte, piTs int64, reason string) []byte {
 // ends with, as OpenAI sends it: no choices, and the usage of tokens
 // completion tokens.
 func (c ChatChunk) AppendUsage(dst []byte, piTs int64, tokens int) []byte {
-	return c.appendUsage(dst, piTs, tokens, 0)
+	return c.appendUsage(dst, piTs, PromptUsage{}, tokens, 0)
 }
 
-func (c ChatChunk) appendUsage(dst []byte, piTs int64, tokens, reasoning int) []byte {
+func (c ChatChunk) appendUsage(dst []byte, piTs int64, p PromptUsage, tokens, reasoning int) []byte {
 	dst = c.prefix(dst, piTs)
 	dst = append(dst, `,"choices":[],"usage":`...)
-	dst = appendOpenAIUsage(dst, tokens, reasoning)
+	dst = appendOpenAIUsage(dst, p, tokens, reasoning)
 	return append(dst, '}')
 }
 
@@ -183,7 +183,7 @@ func appendChatCompletion(dst []byte, a Answer, model []byte) []byte {
 	dst = append(dst, `},"finish_reason":"`...)
 	dst = append(dst, chatFinishReason(a)...)
 	dst = append(dst, `"}],"usage":`...)
-	dst = appendOpenAIUsage(dst, a.Total(), a.Reasoning)
+	dst = appendOpenAIUsage(dst, a.Prompt, a.Total(), a.Reasoning)
 	return append(dst, '}')
 }
 
@@ -290,7 +290,7 @@ func (e *chatEncoder) appendTail(dst []byte, i, _ int, ts int64) []byte {
 	case i == 0:
 		dst = e.chunk.appendFinish(dst, ts, chatFinishReason(e.a))
 	case i == 1 && e.a.IncludeUsage:
-		dst = e.chunk.appendUsage(dst, ts, e.a.Total(), e.a.Reasoning)
+		dst = e.chunk.appendUsage(dst, ts, e.a.Prompt, e.a.Total(), e.a.Reasoning)
 	default:
 		dst = append(dst, Done...)
 	}

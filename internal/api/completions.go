@@ -69,7 +69,7 @@ func (e *completionsEncoder) AppendEnd(dst []byte, i int, ts int64) []byte {
 	case i == 1 && e.a.IncludeUsage:
 		dst = e.prefix(dst, ts)
 		dst = append(dst, `,"choices":[],"usage":`...)
-		dst = appendOpenAIUsage(dst, e.a.Tokens, 0)
+		dst = appendOpenAIUsage(dst, e.a.Prompt, e.a.Tokens, 0)
 		return append(dst, "}"+sseEnd...)
 	}
 	return append(dst, sseData+Done+sseEnd...)
@@ -85,6 +85,6 @@ func (e *completionsEncoder) AppendBody(dst []byte) []byte {
 	dst = append(dst, `,"choices":[{"text":"`...)
 	dst = e.a.appendAllText(dst)
 	dst = append(dst, `","index":0,"logprobs":null,"finish_reason":"stop"}],"usage":`...)
-	dst = appendOpenAIUsage(dst, e.a.Tokens, 0)
+	dst = appendOpenAIUsage(dst, e.a.Prompt, e.a.Tokens, 0)
 	return append(dst, '}')
 }

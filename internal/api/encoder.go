@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"strconv"
 )
 
 // Answer describes one response of the dummy server: everything an Encoder
@@ -27,6 +26,9 @@ type Answer struct {
 	// Instance names the server instance in every event that carries
 	// pi_ts, right after it (NewInstanceField); nil: no such field.
 	Instance InstanceField
+	// Prompt is the prompt's accounting the usage objects report
+	// (AppendUsage): its tokens and the prefix cache's figures.
+	Prompt PromptUsage
 }
 
 // appendText appends the text of text token j in a's words.
@@ -59,8 +61,8 @@ func (a *Answer) appendAllText(dst []byte) []byte {
 // Tokens are numbered across the phases, in streaming order (Answer.Locate):
 // the Reasoning tokens first, then the ToolCall argument tokens, then the
 // Tokens text tokens; Answer.Total in all. Every dialect streams the same
-// texts (AppendPhaseToken, AppendArgumentDelta) and reports PromptTokens
-// input tokens and Answer.Total output tokens (the reasoning tokens among
+// texts (AppendPhaseToken, AppendArgumentDelta) and reports Answer.Prompt
+// input tokens (AppendUsage) and Answer.Total output tokens (the reasoning tokens among
 // them where the usage object has a field for them).
 type Encoder interface {
 	// StartEvents is the number of events sent before the first token.
@@ -121,20 +123,9 @@ func modelLiteral(model string) []byte {
 	return b
 }
 
-// appendOpenAIUsage appends the usage object of Chat and Completions:
-// tokens completion tokens, reasoning of them reasoning tokens (the
-// completion_tokens_details object, when there are any).
-func appendOpenAIUsage(dst []byte, tokens, reasoning int) []byte {
-	dst = append(dst, `{"prompt_tokens":`...)
-	dst = strconv.AppendInt(dst, PromptTokens, 10)
-	dst = append(dst, `,"completion_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(tokens), 10)
-	dst = append(dst, `,"total_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(tokens)+PromptTokens, 10)
-	if reasoning > 0 {
-		dst = append(dst, `,"completion_tokens_details":{"reasoning_tokens":`...)
-		dst = strconv.AppendInt(dst, int64(reasoning), 10)
-		dst = append(dst, '}')
-	}
-	return append(dst, '}')
+// appendOpenAIUsage appends the usage object of Chat and Completions
+// (AppendUsage's): tokens completion tokens, reasoning of them reasoning
+// tokens, the prompt p.
+func appendOpenAIUsage(dst []byte, p PromptUsage, tokens, reasoning int) []byte {
+	return AppendUsage(dst, Chat, UsageChunk, TokenUsage{Prompt: p, Output: tokens, Reasoning: reasoning})
 }

@@ -19,7 +19,7 @@ func TestEncoderEvents(t *testing.T) {
 	const cmplHead = `data: {"id":"cmpl-sse-latency-7","object":"text_completion","created":1700000000,"pi_ts":1700000000123456789,"model":"m",`
 	const respInProgress = `{"id":"resp_sselatency_7","object":"response","created_at":1700000000,"status":"in_progress","model":"m","output":[],"usage":null}`
 	const respItemDone = `{"id":"msg_sselatency_7","type":"message","status":"completed","role":"assistant","content":[{"type":"output_text","text":"ananhuhu","annotations":[]}]}`
-	const respCompleted = `{"id":"resp_sselatency_7","object":"response","created_at":1700000000,"status":"completed","model":"m","output":[` + respItemDone + `],"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":0},"output_tokens":2,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":7}}`
+	const respCompleted = `{"id":"resp_sselatency_7","object":"response","created_at":1700000000,"status":"completed","model":"m","output":[` + respItemDone + `],"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":null},"output_tokens":2,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":7}}`
 	withUsage := encAnswer
 	withUsage.IncludeUsage = true
 	tests := []encCase{
@@ -36,7 +36,7 @@ func TestEncoderEvents(t *testing.T) {
 				chatHead + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n",
 				"data: [DONE]\n\n",
 			},
-			body: `{"id":"chatcmpl-sse-latency-7","object":"chat.completion","created":1700000000,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ananhuhu"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
+			body: `{"id":"chatcmpl-sse-latency-7","object":"chat.completion","created":1700000000,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ananhuhu"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":null}}}`,
 		},
 		{
 			name:  "chat include_usage",
@@ -49,10 +49,10 @@ func TestEncoderEvents(t *testing.T) {
 			},
 			end: []string{
 				chatHead + `"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n",
-				chatHead + `"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}` + "\n\n",
+				chatHead + `"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":null}}}` + "\n\n",
 				"data: [DONE]\n\n",
 			},
-			body: `{"id":"chatcmpl-sse-latency-7","object":"chat.completion","created":1700000000,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ananhuhu"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
+			body: `{"id":"chatcmpl-sse-latency-7","object":"chat.completion","created":1700000000,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ananhuhu"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":null}}}`,
 		},
 		{
 			name: "completions include_usage",
@@ -64,10 +64,10 @@ func TestEncoderEvents(t *testing.T) {
 			},
 			end: []string{
 				cmplHead + `"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"stop"}]}` + "\n\n",
-				cmplHead + `"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}` + "\n\n",
+				cmplHead + `"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":null}}}` + "\n\n",
 				"data: [DONE]\n\n",
 			},
-			body: `{"id":"cmpl-sse-latency-7","object":"text_completion","created":1700000000,"model":"m","choices":[{"text":"ananhuhu","index":0,"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
+			body: `{"id":"cmpl-sse-latency-7","object":"text_completion","created":1700000000,"model":"m","choices":[{"text":"ananhuhu","index":0,"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":null}}}`,
 		},
 		{
 			name: "completions",
@@ -81,7 +81,7 @@ func TestEncoderEvents(t *testing.T) {
 				cmplHead + `"choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"stop"}]}` + "\n\n",
 				"data: [DONE]\n\n",
 			},
-			body: `{"id":"cmpl-sse-latency-7","object":"text_completion","created":1700000000,"model":"m","choices":[{"text":"ananhuhu","index":0,"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
+			body: `{"id":"cmpl-sse-latency-7","object":"text_completion","created":1700000000,"model":"m","choices":[{"text":"ananhuhu","index":0,"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":null}}}`,
 		},
 		{
 			name: "responses",
@@ -110,7 +110,7 @@ func TestEncoderEvents(t *testing.T) {
 			d:    Anthropic,
 			a:    encAnswer,
 			start: []string{
-				"event: message_start\ndata: " + `{"type":"message_start","message":{"id":"msg_sselatency_7","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}` + "\n\n",
+				"event: message_start\ndata: " + `{"type":"message_start","message":{"id":"msg_sselatency_7","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":null,"cache_read_input_tokens":null,"output_tokens":1}}}` + "\n\n",
 				"event: content_block_start\ndata: " + `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n",
 				"event: ping\ndata: " + `{"type":"ping"}` + "\n\n",
 			},
@@ -120,10 +120,10 @@ func TestEncoderEvents(t *testing.T) {
 			},
 			end: []string{
 				"event: content_block_stop\ndata: " + `{"type":"content_block_stop","index":0}` + "\n\n",
-				"event: message_delta\ndata: " + `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":2}}` + "\n\n",
+				"event: message_delta\ndata: " + `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":5,"cache_creation_input_tokens":null,"cache_read_input_tokens":null,"output_tokens":2}}` + "\n\n",
 				"event: message_stop\ndata: " + `{"type":"message_stop"}` + "\n\n",
 			},
-			body: `{"id":"msg_sselatency_7","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ananhuhu"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":2}}`,
+			body: `{"id":"msg_sselatency_7","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ananhuhu"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":null,"cache_read_input_tokens":null,"output_tokens":2}}`,
 		},
 	}
 	for _, tt := range tests {
@@ -207,7 +207,7 @@ func TestEncoderLongAnswer(t *testing.T) {
 		{Completions, `"text":"` + Token(n-1) + `"`, []string{`"completion_tokens":60,"total_tokens":65`}},
 		{Responses, `"sequence_number":63,` + `"item_id":"msg_sselatency_1","output_index":0,"content_index":0,"delta":"` + Token(n-1) + `"`,
 			[]string{`"sequence_number":64,`, `"text":"` + all.String() + `"`, `"sequence_number":67,`, `"output_tokens":60,`}},
-		{Anthropic, `"text":"` + Token(n-1) + `"`, []string{`"usage":{"output_tokens":60}`}},
+		{Anthropic, `"text":"` + Token(n-1) + `"`, []string{`"usage":{"input_tokens":5,"cache_creation_input_tokens":null,"cache_read_input_tokens":null,"output_tokens":60}`}},
 	}
 	for _, tt := range tests {
 		e := NewEncoder(tt.d, a)

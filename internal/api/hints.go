@@ -29,8 +29,17 @@ type Hints struct {
 	// HeartbeatMs sends a heartbeat after every HeartbeatMs of silence on
 	// the stream, 0 none (key "heartbeat"; see AppendHeartbeat).
 	HeartbeatMs *float64
-	Faults      Faults // upstream faults to inject (keys "cut_after", "status", …)
+	// Cached sets the prompt tokens the usage reports as read from the
+	// prefix cache, in place of the server's simulated cache (key
+	// "cached"); NoCacheFigure makes the cache fields null (the server
+	// has no figure: "cached=none").
+	Cached *int64
+	Faults Faults // upstream faults to inject (keys "cut_after", "status", …)
 }
+
+// NoCacheFigure is the Cached hint that makes the usage's cache fields
+// null: "cached=none", "pi_cached_tokens":"none".
+const NoCacheFigure = -1
 
 // HintHeader is the request header that carries the hints
 // ("id=gw-3-k2f9; tokens=200; think=0; delay=5; reasoning=50; tool_call=20").
@@ -49,7 +58,7 @@ const maxMarkerBytes = 512
 // Empty reports whether no hint is set.
 func (h Hints) Empty() bool {
 	return h.ID == "" && h.Tokens == nil && h.ThinkMs == nil && h.DelayMs == nil && h.Reasoning == nil && h.ToolCall == nil &&
-		h.HeartbeatMs == nil && h.Faults.Empty()
+		h.HeartbeatMs == nil && h.Cached == nil && h.Faults.Empty()
 }
 
 // Merge fills the hints h lacks from o (h wins where both have one).
@@ -74,6 +83,9 @@ func (h Hints) Merge(o Hints) Hints {
 	}
 	if h.HeartbeatMs == nil {
 		h.HeartbeatMs = o.HeartbeatMs
+	}
+	if h.Cached == nil {
+		h.Cached = o.Cached
 	}
 	h.Faults = h.Faults.Merge(o.Faults)
 	return h
@@ -117,6 +129,10 @@ func (h Hints) appendPairs(dst []byte, sep string) []byte {
 	if h.HeartbeatMs != nil {
 		add("heartbeat")
 		dst = strconv.AppendFloat(dst, *h.HeartbeatMs, 'f', -1, 64)
+	}
+	if h.Cached != nil {
+		add("cached")
+		dst = appendCached(dst, *h.Cached)
 	}
 	return h.Faults.appendPairs(dst, sep, first)
 }
@@ -187,6 +203,10 @@ func (h *Hints) set(k, v string) {
 		default:
 			h.ToolCall = &n
 		}
+	case "cached":
+		if n, ok := parseCached(v); ok {
+			h.Cached = &n
+		}
 	case "think", "delay", "heartbeat":
 		f, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
@@ -218,4 +238,25 @@ func ValidID(s string) bool {
 		}
 	}
 	return true
+}
+
+// appendCached appends a Cached hint's value: a count, or "none".
+func appendCached(dst []byte, n int64) []byte {
+	if n < 0 {
+		return append(dst, "none"...)
+	}
+	return strconv.AppendInt(dst, n, 10)
+}
+
+// parseCached reads a Cached hint's value: "none" (NoCacheFigure) or a
+// count from 0 to 2³¹−1.
+func parseCached(v string) (int64, bool) {
+	if v == "none" {
+		return NoCacheFigure, true
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt32 {
+		return 0, false
+	}
+	return n, true
 }

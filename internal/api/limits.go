@@ -150,6 +150,9 @@ func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
 			}
 			h.HeartbeatMs = c.HeartbeatMs
 		}
+		if h.Cached == nil {
+			h.Cached = c.Cached
+		}
 	}
 	var err error
 	h.Faults, err = l.resolveFaults(json.Faults, header.Faults, prompt.Faults)

@@ -45,12 +45,12 @@ func TestEncoderPhaseEvents(t *testing.T) {
 			},
 			end: []string{
 				sse("", chatHead+`{},"finish_reason":"tool_calls"}]}`),
-				sse("", `{"id":"chatcmpl-sse-latency-7","object":"chat.completion.chunk","created":1700000000,`+ts+`,"model":"m","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11,"completion_tokens_details":{"reasoning_tokens":2}}}`),
+				sse("", `{"id":"chatcmpl-sse-latency-7","object":"chat.completion.chunk","created":1700000000,`+ts+`,"model":"m","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":null},"completion_tokens_details":{"reasoning_tokens":2}}}`),
 				"data: [DONE]\n\n",
 			},
 			body: `{"id":"chatcmpl-sse-latency-7","object":"chat.completion","created":1700000000,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ananhuhu","` + field + `":"ANANHUHU",` +
 				`"tool_calls":[{"id":"call_sselatency_7","type":"function","function":{"name":"sse_latency_words","arguments":"` + argsJSON + `"}}]},"finish_reason":"tool_calls"}],` +
-				`"usage":{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11,"completion_tokens_details":{"reasoning_tokens":2}}}`,
+				`"usage":{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11,"prompt_tokens_details":{"cached_tokens":null},"completion_tokens_details":{"reasoning_tokens":2}}}`,
 		}
 	}
 
@@ -80,7 +80,7 @@ func TestEncoderPhaseEvents(t *testing.T) {
 			partJSON = `{"type":"reasoning_text","text":"`
 		}
 		completed := `{"id":"resp_sselatency_7","object":"response","created_at":1700000000,"status":"completed","model":"m","output":[` +
-			rsItem + `,` + fcItem + `,` + msgItem + `],"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":0},"output_tokens":6,"output_tokens_details":{"reasoning_tokens":2},"total_tokens":11}}`
+			rsItem + `,` + fcItem + `,` + msgItem + `],"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":null},"output_tokens":6,"output_tokens_details":{"reasoning_tokens":2},"total_tokens":11}}`
 		return encCase{
 			name: "responses " + field.String(), d: Responses, field: field,
 			start: []string{
@@ -133,17 +133,17 @@ func TestEncoderPhaseEvents(t *testing.T) {
 			},
 			end: []string{
 				sse("", `{"id":"cmpl-sse-latency-7","object":"text_completion","created":1700000000,`+ts+`,"model":"m","choices":[{"text":"","index":0,"logprobs":null,"finish_reason":"stop"}]}`),
-				sse("", `{"id":"cmpl-sse-latency-7","object":"text_completion","created":1700000000,`+ts+`,"model":"m","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`),
+				sse("", `{"id":"cmpl-sse-latency-7","object":"text_completion","created":1700000000,`+ts+`,"model":"m","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":null}}}`),
 				"data: [DONE]\n\n",
 			},
-			body: `{"id":"cmpl-sse-latency-7","object":"text_completion","created":1700000000,"model":"m","choices":[{"text":"ananhuhu","index":0,"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
+			body: `{"id":"cmpl-sse-latency-7","object":"text_completion","created":1700000000,"model":"m","choices":[{"text":"ananhuhu","index":0,"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":null}}}`,
 		},
 		respCase(ReasoningContent),
 		respCase(ReasoningPlain),
 		{
 			name: "anthropic", d: Anthropic,
 			start: []string{
-				sse("message_start", `{"type":"message_start","message":{"id":"msg_sselatency_7","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1}}}`),
+				sse("message_start", `{"type":"message_start","message":{"id":"msg_sselatency_7","type":"message","role":"assistant","content":[],"model":"m","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":null,"cache_read_input_tokens":null,"output_tokens":1}}}`),
 				block("content_block_start", 0, `,"content_block":{"type":"thinking","thinking":"","signature":""}`),
 				sse("ping", `{"type":"ping"}`),
 			},
@@ -162,13 +162,13 @@ func TestEncoderPhaseEvents(t *testing.T) {
 			},
 			end: []string{
 				block("content_block_stop", 2, ""),
-				sse("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":6}}`),
+				sse("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"input_tokens":5,"cache_creation_input_tokens":null,"cache_read_input_tokens":null,"output_tokens":6}}`),
 				sse("message_stop", `{"type":"message_stop"}`),
 			},
 			body: `{"id":"msg_sselatency_7","type":"message","role":"assistant","model":"m","content":[` +
 				`{"type":"thinking","thinking":"ANANHUHU","signature":"c3NlLWxhdGVuY3k="},` +
 				`{"type":"tool_use","id":"toolu_sselatency_7","name":"sse_latency_words","input":{"words":"AnanHuhu"}},` +
-				`{"type":"text","text":"ananhuhu"}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":6}}`,
+				`{"type":"text","text":"ananhuhu"}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":null,"cache_read_input_tokens":null,"output_tokens":6}}`,
 		},
 	}
 	for _, tt := range tests {

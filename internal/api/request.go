@@ -25,6 +25,12 @@ type RequestBody struct {
 	// large conversation for the gateway to read, which the server reads
 	// and ignores. At most MaxPromptBytes.
 	PromptBytes int
+	// Blocks, when set, lays the prompt of PromptBytes bytes out in blocks
+	// of BlockBytes, block j's words chosen by Blocks[j]
+	// (AppendBlockPrompt): a trace's prefix blocks, shared between the
+	// requests that share them.
+	Blocks     []uint64
+	BlockBytes int
 }
 
 // MaxPromptBytes is the largest prompt RequestBody.PromptBytes asks for:
@@ -84,7 +90,7 @@ func AppendPaddedPrompt(dst []byte, h Hints, size int) []byte {
 // tool fields when the hints ask for those phases (appendPhaseFields),
 // then the hint fields that are set, in the order pi_id, pi_tokens,
 // pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens,
-// pi_heartbeat_ms, then the faults' (Faults).
+// pi_heartbeat_ms, pi_cached_tokens, then the faults' (Faults).
 // Without hints or options a chat body is byte for byte the reference's
 // (SPEC §4).
 func AppendRequestBody(dst []byte, d Dialect, r RequestBody) []byte {
@@ -121,7 +127,9 @@ func appendBody(dst []byte, d Dialect, r RequestBody, create bool) []byte {
 	}
 	var prompt [128]byte
 	p := AppendPrompt(prompt[:0], r.Hints)
-	if r.PromptBytes > len(p) {
+	if r.Blocks != nil {
+		p = AppendBlockPrompt(make([]byte, 0, min(r.PromptBytes, MaxPromptBytes)+len(p)), r.Hints, r.PromptBytes, r.Blocks, r.BlockBytes)
+	} else if r.PromptBytes > len(p) {
 		p = AppendPaddedPrompt(make([]byte, 0, min(r.PromptBytes, MaxPromptBytes)), r.Hints, r.PromptBytes)
 	}
 	switch d {
@@ -169,6 +177,14 @@ func appendBody(dst []byte, d Dialect, r RequestBody, create bool) []byte {
 	if h.HeartbeatMs != nil {
 		dst = append(dst, `,"pi_heartbeat_ms":`...)
 		dst = strconv.AppendFloat(dst, *h.HeartbeatMs, 'f', -1, 64)
+	}
+	if h.Cached != nil {
+		dst = append(dst, `,"pi_cached_tokens":`...)
+		if *h.Cached < 0 {
+			dst = append(dst, `"none"`...)
+		} else {
+			dst = strconv.AppendInt(dst, *h.Cached, 10)
+		}
 	}
 	dst = h.Faults.appendJSON(dst)
 	return append(dst, '}')

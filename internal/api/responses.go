@@ -116,15 +116,9 @@ func (e *responsesEncoder) appendResponse(dst []byte, completed bool) []byte {
 		}
 		dst = e.appendItem(dst, e.ps[q], true)
 	}
-	dst = append(dst, `],"usage":{"input_tokens":`...)
-	dst = strconv.AppendInt(dst, PromptTokens, 10)
-	dst = append(dst, `,"input_tokens_details":{"cached_tokens":0},"output_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(e.a.Total()), 10)
-	dst = append(dst, `,"output_tokens_details":{"reasoning_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(max(e.a.Reasoning, 0)), 10)
-	dst = append(dst, `},"total_tokens":`...)
-	dst = strconv.AppendInt(dst, int64(e.a.Total())+PromptTokens, 10)
-	return append(dst, `}}`...)
+	dst = append(dst, `],"usage":`...)
+	dst = AppendUsage(dst, Responses, UsageCompleted, e.a.Usage())
+	return append(dst, '}')
 }
 
 // appendItem appends the output item of phase p: in progress and empty, or

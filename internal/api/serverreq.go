@@ -13,7 +13,7 @@ type ServerRequest struct {
 	Stream       bool   // "stream": true
 	Model        string // "model"; "" when absent or null
 	IncludeUsage bool   // "stream_options":{"include_usage":true} (Chat, Completions)
-	Hints        Hints  // the JSON hint fields pi_id, pi_tokens, pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens, pi_heartbeat_ms, and the faults'
+	Hints        Hints  // the JSON hint fields pi_id, pi_tokens, pi_think_ms, pi_delay_ms, pi_reasoning_tokens, pi_tool_call_tokens, pi_heartbeat_ms, pi_cached_tokens, and the faults'
 }
 
 // ParseServerRequest decodes a request body. An empty body is a
@@ -42,6 +42,7 @@ func ParseServerRequest(body []byte) (ServerRequest, error) {
 		PiReason  json.RawMessage `json:"pi_reasoning_tokens"`
 		PiTool    json.RawMessage `json:"pi_tool_call_tokens"`
 		PiBeat    json.RawMessage `json:"pi_heartbeat_ms"`
+		PiCached  json.RawMessage `json:"pi_cached_tokens"`
 		faultFields
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
@@ -78,10 +79,30 @@ func ParseServerRequest(body []byte) (ServerRequest, error) {
 	if req.Hints.HeartbeatMs, err = floatHint("pi_heartbeat_ms", raw.PiBeat); err != nil {
 		return req, err
 	}
+	if req.Hints.Cached, err = cachedHint(raw.PiCached); err != nil {
+		return req, err
+	}
 	if req.Hints.Faults, err = raw.faults(); err != nil {
 		return req, err
 	}
 	return req, nil
+}
+
+// cachedHint reads pi_cached_tokens: absent or null is no hint; else a
+// count of tokens (0 to 2³¹−1), or the string "none" (NoCacheFigure).
+func cachedHint(raw json.RawMessage) (*int64, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	v := string(raw)
+	if v == `"none"` {
+		v = "none"
+	}
+	n, ok := parseCached(v)
+	if !ok {
+		return nil, fmt.Errorf(`%w: pi_cached_tokens must be a count of tokens or "none", got %.40s`, ErrBadHint, raw)
+	}
+	return &n, nil
 }
 
 // idHint reads pi_id: absent or null is no id; otherwise a string that

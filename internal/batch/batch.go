@@ -68,6 +68,21 @@ type Spec struct {
 	// requests after W warm-ups, ask for N+W.
 	Warmup int
 
+	// Shape, when set, gives request i (from 0) its own size — a trace
+	// line's, a length distribution's draw — in place of Request's
+	// (result.Shape; the client applies it to that request alone). It is
+	// called once per request, before the request starts, from the
+	// batch's goroutine.
+	Shape func(i int) *result.Shape
+	// Offsets, when set, makes the batch replay a trace: open loop,
+	// request i due Offsets[i]/Speed after the batch's start
+	// (schedule.Offsets, ns), whatever the earlier requests do; a request
+	// due while Concurrency requests are in flight waits and starts late,
+	// which its Start − Scheduled shows. Requests is then at most
+	// len(Offsets). Not with Rate.
+	Offsets []int64
+	Speed   float64
+
 	Request *client.Request // the prepared request
 }
 
@@ -86,6 +101,15 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("batch: %d warm-up requests", s.Warmup)
 	case s.Rate < 0 || math.IsNaN(s.Rate):
 		return fmt.Errorf("batch: rate %v", s.Rate)
+	case s.Offsets != nil && s.Rate > 0:
+		return errors.New("batch: a trace's offsets and a rate exclude each other")
+	case s.Offsets != nil && s.Requests > len(s.Offsets):
+		return fmt.Errorf("batch: %d requests, the trace has %d", s.Requests, len(s.Offsets))
+	}
+	if s.Offsets != nil {
+		if _, err := schedule.NewOffsets(0, s.Offsets, s.Speed); err != nil {
+			return fmt.Errorf("batch: %w", err)
+		}
 	}
 	if err := schedule.CheckArrival(s.Arrival); err != nil {
 		return fmt.Errorf("batch: %w", err)
@@ -168,7 +192,7 @@ func Run(ctx context.Context, spec Spec, sink Sink, progress func(Progress)) err
 			}
 		})
 	}
-	if spec.Rate > 0 {
+	if spec.Rate > 0 || spec.Offsets != nil {
 		r.openLoop(ctx, stop, start)
 	} else {
 		r.closedLoop(ctx, stop)
@@ -188,7 +212,11 @@ type runner struct {
 
 // record returns the record of the request started i-th.
 func (r *runner) record(i int) *result.Request {
-	return &result.Request{Batch: r.spec.Name, Index: i, Warmup: i < r.spec.Warmup}
+	rec := &result.Request{Batch: r.spec.Name, Index: i, Warmup: i < r.spec.Warmup}
+	if r.spec.Shape != nil {
+		rec.Shape = r.spec.Shape(i)
+	}
+	return rec
 }
 
 // slot is one concurrency slot: a session, kept for all the requests the
@@ -305,7 +333,13 @@ func (r *runner) closedLoop(ctx, stop context.Context) {
 // exist, or else on the first slot to become free — then the request
 // starts late. Each slot keeps one session for all its requests.
 func (r *runner) openLoop(ctx, stop context.Context, start int64) {
-	arrivals, err := schedule.NewArrivals(r.spec.Arrival, start, r.spec.Rate, r.spec.Seed)
+	var arrivals schedule.Arrivals
+	var err error
+	if r.spec.Offsets != nil {
+		arrivals, err = schedule.NewOffsets(start, r.spec.Offsets, r.spec.Speed)
+	} else {
+		arrivals, err = schedule.NewArrivals(r.spec.Arrival, start, r.spec.Rate, r.spec.Seed)
+	}
 	if err != nil {
 		panic("batch: spec validated but " + err.Error()) // Run validated the spec
 	}
@@ -330,6 +364,9 @@ func (r *runner) openLoop(ctx, stop context.Context, start int64) {
 	defer p.close()
 	for i := 0; r.spec.Requests == 0 || i < r.spec.Requests; i++ {
 		due := arrivals.Next()
+		if due == math.MaxInt64 { // past a trace's last request
+			return
+		}
 		if due >= end || !sleepUntil(stop, w, due) {
 			return
 		}

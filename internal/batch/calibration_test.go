@@ -1,6 +1,9 @@
 package batch
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 func TestCalibrationFor(t *testing.T) {
 	tests := []struct {
@@ -33,7 +36,7 @@ func TestWithWarmup(t *testing.T) {
 		{Spec{Duration: 1e9, Rate: 10}, 4, Spec{Duration: 1e9, Rate: 10, Warmup: 4}}, // no count to add to
 	}
 	for _, tt := range tests {
-		if got := tt.spec.WithWarmup(tt.warmup); got != tt.want {
+		if got := tt.spec.WithWarmup(tt.warmup); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%+v.WithWarmup(%d) = %+v, want %+v", tt.spec, tt.warmup, got, tt.want)
 		}
 	}

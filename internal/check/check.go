@@ -27,9 +27,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/advice"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/evloop"
+	gwid "github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
@@ -46,30 +48,43 @@ const (
 
 // Row is the result of one scenario.
 type Row struct {
-	Name     string   `json:"name"`               // the scenario's name, as --only and --skip take it
-	Title    string   `json:"title"`              // what it checks: "flushes every event"
-	Status   Status   `json:"status"`             // PASS, WARN or FAIL
-	Evidence string   `json:"evidence"`           // what was seen, in one line
-	Fix      string   `json:"fix,omitempty"`      // the likely fix (WARN and FAIL)
-	Seconds  float64  `json:"duration_s"`         // how long the scenario took
-	Requests int      `json:"requests"`           // requests it made
-	Failures []string `json:"failures,omitempty"` // the failure texts of its requests, when they matter
+	Name     string `json:"name"`          // the scenario's name, as --only and --skip take it
+	Title    string `json:"title"`         // what it checks: "flushes every event"
+	Status   Status `json:"status"`        // PASS, WARN or FAIL
+	Evidence string `json:"evidence"`      // what was seen, in one line
+	Fix      string `json:"fix,omitempty"` // the likely fix (WARN and FAIL): the advice in one line each, "; "-joined
+	// Advice is the fix for the identified gateway (package advice), or
+	// the generic one with the known gateways' as "if your gateway is …";
+	// absent for a row that passed, or whose fix is no gateway's setting.
+	Advice   []gwid.Advice `json:"advice,omitempty"`
+	Seconds  float64       `json:"duration_s"`         // how long the scenario took
+	Requests int           `json:"requests"`           // requests it made
+	Failures []string      `json:"failures,omitempty"` // the failure texts of its requests, when they matter (sanitised)
+	// FailureKinds are what went wrong with them, as the run's failure
+	// summary names it (failures.Kind: "closed_mid_stream", …).
+	FailureKinds []string `json:"failure_kinds,omitempty"`
 
 	// Signature is the verdict's signature of the scenario's streams (the
 	// flush and compression scenarios).
 	Signature *verdict.Signature `json:"signature,omitempty"`
+
+	advise []advice.Key // what the row calls for: Run makes Advice and Fix of them
 }
 
 // Report is a whole check.
 type Report struct {
-	SchemaVersion int       `json:"schema_version"` // SchemaVersion
-	Target        string    `json:"target"`         // the gateway, as given
-	Dialect       string    `json:"api"`            // the API dialect of the requests
-	Server        string    `json:"server"`         // where the dummy server listened
-	Long          bool      `json:"long"`           // the long scenarios ran
-	Start         time.Time `json:"start"`
-	End           time.Time `json:"end"`
-	Rows          []Row     `json:"rows"`
+	SchemaVersion int    `json:"schema_version"` // SchemaVersion
+	Target        string `json:"target"`         // the gateway, as given
+	Dialect       string `json:"api"`            // the API dialect of the requests
+	Server        string `json:"server"`         // where the dummy server listened
+	Long          bool   `json:"long"`           // the long scenarios ran
+	// Gateway names the gateway (package gateway): from the pre-flight
+	// response's headers, the local owner of the target's socket,
+	// --gateway. Absent from documents written before it.
+	Gateway *gwid.Identity `json:"gateway,omitempty"`
+	Start   time.Time      `json:"start"`
+	End     time.Time      `json:"end"`
+	Rows    []Row          `json:"rows"`
 }
 
 // SchemaVersion is the version of the check's JSON document.
@@ -108,6 +123,13 @@ type Options struct {
 	Only, Skip []string
 	// Long runs the long scenarios too.
 	Long bool
+	// Gateway is what is known of the gateway besides its responses:
+	// --gateway, the local owners of the target's socket. The check names
+	// it (gateway.Identify) with the pre-flight response's headers.
+	Gateway gwid.Evidence
+	// Identified, when set, receives the gateway's identity once the
+	// pre-flight request has named it, before the first scenario.
+	Identified func(*gwid.Identity)
 	// Progress, when set, receives each row as it finishes.
 	Progress func(Row)
 	// Logf, when set, receives debug lines (the server's among them).
@@ -166,7 +188,8 @@ type checker struct {
 	runID  string
 	seq    atomic.Int64
 
-	flushStreams streams // the signature streams, once run (flush, first-token)
+	flushStreams streams        // the signature streams, once run (flush, first-token)
+	id           *gwid.Identity // the gateway, named by the pre-flight request
 }
 
 // Run runs the check: the server on o.Listener, the pre-flight request,
@@ -193,6 +216,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := c.preflight(ctx); err != nil {
 		return nil, err
 	}
+	rep.Gateway = c.id
+	if o.Identified != nil {
+		o.Identified(c.id)
+	}
 	for _, s := range scenarios {
 		if ctx.Err() != nil {
 			break
@@ -200,9 +227,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		start := time.Now()
 		row := s.run(c, ctx)
 		row.Name, row.Title, row.Seconds = s.name, s.title, time.Since(start).Seconds()
-		if row.Status == Pass {
-			row.Fix = ""
-		}
+		c.advise(&row)
 		rep.Rows = append(rep.Rows, row)
 		if o.Progress != nil {
 			o.Progress(row)
@@ -210,6 +235,25 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep.End = time.Now()
 	return rep, ctx.Err()
+}
+
+// advise gives a row that did not pass the identified gateway's advice
+// on what it calls for, and its fix in one line; a row that passed has
+// neither.
+func (c *checker) advise(row *Row) {
+	if row.Status == Pass {
+		row.Fix, row.Advice = "", nil
+		return
+	}
+	if len(row.advise) == 0 {
+		return // a fix of its own (the tool's overload)
+	}
+	row.Advice = advice.ForAll(c.id, row.advise...)
+	lines := make([]string, len(row.Advice))
+	for i, a := range row.Advice {
+		lines[i] = a.Line()
+	}
+	row.Fix = strings.Join(lines, "; or ")
 }
 
 // loopbackAddr is the host:port to reach a listener at: its own address,

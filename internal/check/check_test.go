@@ -1,17 +1,22 @@
 package check
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/advice"
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -90,7 +95,7 @@ func TestDirect(t *testing.T) {
 	for _, d := range api.Dialects {
 		var only []string
 		if d != api.Chat {
-			only = []string{"utf8-split", "line-endings", "usage", "terminal", "upstream-cut", "error-status"}
+			only = []string{"utf8-split", "line-endings", "sse-framing", "usage", "usage-fidelity", "terminal", "upstream-cut", "error-status"}
 		}
 		rep, err := check(t, nil, d, only...)
 		for name, r := range rows(t, rep, err) {
@@ -178,13 +183,21 @@ func TestGatewayMishandlings(t *testing.T) {
 		row      string
 		status   Status
 		evidence string
+		kinds    []string // the failure kinds of the row, as the run's failure summary names them (nil: not checked)
 	}{
-		{"ReverseProxy signals a cut", flushingProxy, "upstream-cut", Pass, "cut after 3 tokens"},
-		{"hides an upstream cut", relay(hideCut), "upstream-cut", Fail, "ended its response cleanly after 3 of 10 tokens"},
-		{"ReverseProxy passes the cancel", flushingProxy, "cancel", Pass, "the upstream saw its client go"},
+		{"ReverseProxy signals a cut", flushingProxy, "upstream-cut", Pass, "cut after 3 tokens", nil},
+		{"hides an upstream cut", relay(hideCut), "upstream-cut", Fail, "ended its response cleanly after 3 of 10 tokens", []string{"no_terminal_event"}},
+		{"ReverseProxy passes the cancel", flushingProxy, "cancel", Pass, "the upstream saw its client go", nil},
 		{"does not propagate cancel", func(t *testing.T, backend string) string {
 			return relayGateway(t, backend, detached, keepReading)
-		}, "cancel", Fail, "tokens emitted after the cancel"},
+		}, "cancel", Fail, "emitted after the cancel", nil},
+		{"ReverseProxy passes the usage intact", flushingProxy, "usage-fidelity", Pass, "a cache figure (5987) and a null alike", nil},
+		{"zeroes null cache figures", rewriting(func(b []byte) []byte {
+			return bytes.ReplaceAll(b, []byte(`"cached_tokens":null`), []byte(`"cached_tokens":0`))
+		}), "usage-fidelity", Fail, "zeroed_from_null usage chunk prompt_tokens_details.cached_tokens (null -> 0)", nil},
+		{"drops prompt_tokens_details", rewriting(func(b []byte) []byte {
+			return regexp.MustCompile(`,"prompt_tokens_details":\{[^}]*\}`).ReplaceAll(b, nil)
+		}), "usage-fidelity", Fail, "dropped usage chunk prompt_tokens_details.cached_tokens (5987 -> absent)", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,7 +206,40 @@ func TestGatewayMishandlings(t *testing.T) {
 			if r.Status != tt.status || !strings.Contains(r.Evidence, tt.evidence) || (r.Status == Fail) == (r.Fix == "") {
 				t.Errorf("%s row: %s, %q, fix %q; want %s saying %q", tt.row, r.Status, r.Evidence, r.Fix, tt.status, tt.evidence)
 			}
+			if tt.kinds != nil && !slices.Equal(r.FailureKinds, tt.kinds) {
+				t.Errorf("%s row: failure kinds %q, want %q", tt.row, r.FailureKinds, tt.kinds)
+			}
 		})
+	}
+}
+
+// TestWholeResponseRows: through a gateway that holds the whole response,
+// the flush row fails with its signature, while the first-token and
+// cancel rows say, as warnings with the same advice, that the hold is
+// the flush row's finding: the first event is not held beyond the others,
+// and there was nothing to cancel before the stream ended.
+func TestWholeResponseRows(t *testing.T) {
+	rep, err := check(t, relay(whole), api.Chat, "flush", "first-token", "cancel")
+	got := rows(t, rep, err)
+	if r := got["flush"]; r.Status != Fail || r.Signature == nil || r.Signature.Kind != verdict.WholeResponse {
+		t.Errorf("flush row %s (%s); want FAIL, whole response", r.Status, r.Evidence)
+	}
+	if r := got["first-token"]; r.Status != Warn || !strings.Contains(r.Evidence, "the flush row") {
+		t.Errorf("first-token row %s (%s); want WARN naming the flush row", r.Status, r.Evidence)
+	}
+	r := got["cancel"]
+	if r.Status != Warn || !strings.Contains(r.Evidence, "cancel could not be tested: the gateway released") ||
+		len(r.Advice) != 1 || r.Advice[0].Key != string(advice.WholeResponse) {
+		t.Errorf("cancel row %s (%s), advice %+v; want WARN, untestable, with the whole response's advice", r.Status, r.Evidence, r.Advice)
+	}
+}
+
+// rewriting is an in-process gateway that rewrites every event's payload.
+func rewriting(f func([]byte) []byte) gateway {
+	return func(t *testing.T, backend string) string {
+		g := gatewaytest.Start(t, gatewaytest.Options{RewriteEvent: f})
+		g.SetUpstream(backend)
+		return g.Addr
 	}
 }
 
@@ -215,7 +261,7 @@ func TestNotAGateway(t *testing.T) {
 	defer func() { ostop(); <-odone }()
 	notHTTP := testutil.NotHTTP(t)
 	for _, tt := range []struct{ name, target, want string }{
-		{"refused", refused, "cannot connect to " + refused + ": connect(): Connection refused"},
+		{"refused", refused, "cannot connect to " + refused + ": connection refused (connect(): Connection refused)"},
 		{"redirect", redirect.Listener.Addr().String(), "answered with a redirect 301 to https://example.invalid/v1/chat/completions; check follows no redirect"},
 		{"another service", elsewhere.Listener.Addr().String(), "404 Not Found"},
 		{"not HTTP", notHTTP, "does not answer in HTTP"},
@@ -250,10 +296,10 @@ func TestSelection(t *testing.T) {
 	}{
 		{only: []string{"cancel", "flush"}, want: "flush cancel"},
 		{only: []string{"long-silence"}, want: "long-silence"},
-		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "usage", "terminal", "upstream-cut",
-			"error-status", "cancel", "large-body", "keepalive"}, want: "compression"},
-		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "usage", "terminal", "upstream-cut",
-			"error-status", "cancel", "large-body", "keepalive"}, long: true, want: "compression long-silence long-first-token"},
+		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "sse-framing", "usage", "usage-fidelity", "terminal",
+			"upstream-cut", "error-status", "cancel", "large-body", "keepalive"}, want: "compression"},
+		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "sse-framing", "usage", "usage-fidelity", "terminal",
+			"upstream-cut", "error-status", "cancel", "large-body", "keepalive"}, long: true, want: "compression long-silence long-first-token"},
 	} {
 		got, err := selected(tt.only, tt.skip, tt.long)
 		if err != nil || names(got) != tt.want {

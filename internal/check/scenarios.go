@@ -10,9 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/advice"
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/failures"
+	gwid "github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/result"
 )
 
@@ -45,17 +49,9 @@ const (
 	PreflightTimeout = 10 * time.Second
 )
 
-// The scenarios' thresholds.
+// The scenarios' thresholds. The first-token row's are the verdict's
+// (verdict.Hold): the run and the check judge a hold alike.
 const (
-	// FirstTokenHoldNs: a first event later than this after its emission
-	// (beyond the calibration's, p50 over the streams) is held — on its own
-	// (a first-token hold) when it is also this much and
-	// verdict.HoldFactor times later than the following tokens, else by the
-	// gateway's buffering. Five times the verdict's HoldMinNs: a gateway
-	// that holds the first event (to inspect, route, moderate it) holds it
-	// for hundreds of milliseconds, while a busy machine wakes a gateway's
-	// worker tens of milliseconds late.
-	FirstTokenHoldNs = 50_000_000
 	// LargeEventBytes is the large event's size: 64 KiB, the line limit of
 	// Go's bufio.Scanner and of many SSE parsers.
 	LargeEventBytes = 64 << 10
@@ -84,7 +80,9 @@ var battery = []scenario{
 	{name: "large-event", title: "a 64 KB event passes whole", run: (*checker).largeEvent},
 	{name: "utf8-split", title: "a UTF-8 character split across writes passes intact", run: (*checker).utf8Split},
 	{name: "line-endings", title: "CRLF and CR line endings and comments tolerated", run: (*checker).lineEndings},
+	{name: "sse-framing", title: "a BOM, multi-line data and the event line after the data tolerated", run: (*checker).sseFraming},
 	{name: "usage", title: "usage passes through when asked", run: (*checker).usage},
+	{name: "usage-fidelity", title: "usage and cache figures arrive as the server sent them", run: (*checker).usageFidelity},
 	{name: "terminal", title: "the terminal event passes", run: (*checker).terminal},
 	{name: "upstream-cut", title: "an upstream cut reaches the client", run: (*checker).upstreamCut},
 	{name: "error-status", title: "upstream 429 and 500 pass through with their body", run: (*checker).errorStatus},
@@ -103,6 +101,7 @@ type spec struct {
 	usage       bool
 	keepAlive   bool
 	promptBytes int
+	cached      *int64   // the usage's cache figure the server reports (api.NoCacheFigure: null)
 	headers     []string // besides Options.Client's
 	direct      bool     // straight to the server, not through the gateway
 	noRegistry  bool     // leave the server's record of the stream for the scenario to look up
@@ -117,7 +116,7 @@ func (c *checker) request(sp spec, tag string) *client.Request {
 		o = client.Options{Dialect: o.Dialect, Model: o.Model, Engine: o.Engine, Addr: c.direct}
 	}
 	o.Tokens, o.ExpectTokens = sp.tokens, sp.tokens
-	o.Faults, o.IncludeUsage, o.KeepAlive, o.PromptBytes = sp.faults, sp.usage, sp.keepAlive, sp.promptBytes
+	o.Faults, o.IncludeUsage, o.KeepAlive, o.PromptBytes, o.Cached = sp.faults, sp.usage, sp.keepAlive, sp.promptBytes, sp.cached
 	o.ExtraHeaders = slices.Concat(o.ExtraHeaders, sp.headers)
 	o.Registry, o.IDPrefix, o.Received = c.reg, c.runID+"-"+tag, sp.received
 	if sp.noRegistry {
@@ -156,6 +155,10 @@ func (c *checker) preflight(ctx context.Context) error {
 	seen := c.reg.Lookup(rec.ID) != nil
 	f := rec.Failure
 	where := fmt.Sprintf("%s (sse-latency's server listens on %s)", c.o.Target, c.o.Listener.Addr())
+	ev := c.o.Gateway
+	ev.Headers = rec.GatewayHeaders
+	id := gwid.Identify(ev)
+	c.id = &id
 	switch {
 	case seen && f.Kind != result.Timeout:
 		return nil // a gateway to the server: the scenarios judge the rest
@@ -165,20 +168,20 @@ func (c *checker) preflight(ctx context.Context) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case f.Kind == result.Connect:
-		return fmt.Errorf("%w: cannot connect to %s: %s", ErrNotGateway, c.o.Target, f.Error())
+		return fmt.Errorf("%w: cannot connect to %s: %s", ErrNotGateway, c.o.Target, failures.Describe(rec))
 	case f.Kind == result.Redirect:
 		return fmt.Errorf("%w: %s answered with a %s; check follows no redirect: give it the address that serves the API",
 			ErrNotGateway, c.o.Target, f.Error())
 	case f.Kind == result.Timeout:
 		return fmt.Errorf("%w: no answer from %s within %v", ErrNotGateway, c.o.Target, PreflightTimeout)
 	case rec.HeadAt == 0:
-		return fmt.Errorf("%w: %s does not answer in HTTP (%s)", ErrNotGateway, c.o.Target, f.Error())
+		return fmt.Errorf("%w: %s does not answer in HTTP: %s", ErrNotGateway, c.o.Target, failures.Describe(rec))
 	case f.Kind == result.BadStatus:
 		return fmt.Errorf("%w: %s answered %q without reaching the server: does it forward %s there?",
 			ErrNotGateway, where, f.Error(), c.path())
 	}
 	return fmt.Errorf("%w: %s answered without reaching the server (%s): does it forward %s there?",
-		ErrNotGateway, where, f.Error(), c.path())
+		ErrNotGateway, where, failures.Describe(rec), c.path())
 }
 
 // path is the request path through the gateway.
@@ -189,116 +192,166 @@ func (c *checker) path() string {
 	return c.o.Client.Dialect.Path()
 }
 
-// failures returns the distinct failure texts of recs, "" for none.
-func failures(recs ...*result.Request) []string {
+// failureTexts returns the distinct failure texts of recs (sanitised),
+// nil for none.
+func failureTexts(recs ...*result.Request) []string {
+	return distinct(recs, func(r *result.Request) string { return failures.Sanitize(r.Failure.Error()) })
+}
+
+// failureKinds returns the distinct kinds of the failures of recs, as the
+// run's failure summary names them (failures.Kind), nil for none.
+func failureKinds(recs ...*result.Request) []string {
+	return distinct(recs, func(r *result.Request) string { return failures.Of(r).String() })
+}
+
+// distinct returns the distinct values of f over the failed requests of
+// recs, in their order.
+func distinct(recs []*result.Request, f func(*result.Request) string) []string {
 	var out []string
 	for _, r := range recs {
-		if !r.OK() && !slices.Contains(out, r.Failure.Error()) {
-			out = append(out, r.Failure.Error())
+		if v := f(r); !r.OK() && !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
 	return out
 }
 
-// failed is the row of a scenario whose requests failed where they should
-// not have.
-func failed(recs []*result.Request, what, fix string) Row {
-	f := failures(recs...)
-	return Row{Status: Fail, Evidence: what + ": " + strings.Join(f, "; "), Fix: fix, Requests: len(recs), Failures: f}
+// withKinds is row with the failure kinds of recs, the requests its
+// failures came from (none when the row names no failure).
+func withKinds(row Row, recs ...*result.Request) Row {
+	if len(row.Failures) > 0 {
+		row.FailureKinds = failureKinds(recs...)
+	}
+	return row
 }
 
 func (c *checker) largeEvent(ctx context.Context) Row {
 	size := int64(LargeEventBytes)
 	rec := c.do(ctx, spec{tokens: ShortTokens, faults: api.Faults{EventBytes: &size}}, "big")
-	const fix = "raise the gateway's limit on one SSE line or event above 64 KB " +
-		"(Go's bufio.Scanner stops at 64 KB unless given a larger buffer)"
-	switch {
-	case !rec.OK():
-		return failed([]*result.Request{rec}, "the stream with a 64 KB event failed", fix)
-	case rec.Bytes < LargeEventBytes:
-		return Row{Status: Warn, Requests: 1, Evidence: fmt.Sprintf("the tokens arrived, but the stream was %d bytes: the gateway rebuilt the 64 KB event", rec.Bytes),
-			Fix: "the gateway re-serialises events (dropping fields it does not know): fine for the tokens, not for extension fields"}
-	}
-	return Row{Status: Pass, Requests: 1, Evidence: fmt.Sprintf("all tokens, %d bytes: the 64 KB event arrived whole", rec.Bytes)}
+	return withKinds(largeEventRow(rec.OK(), rec.Bytes, failureTexts(rec)), rec)
 }
 
 func (c *checker) utf8Split(ctx context.Context) Row {
 	gap := 2.0
 	rec := c.do(ctx, spec{tokens: 8, faults: api.Faults{Text: api.TextUTF8, Split: []int{api.SplitInChar}, SplitGapMs: &gap}}, "utf8")
-	if !rec.OK() {
-		fix := fixRelay
-		if rec.Failure.Kind == result.Integrity {
-			fix = "decode UTF-8 incrementally across reads (a streaming decoder), never each read on its own"
-		}
-		return failed([]*result.Request{rec}, "each token's event split inside its first character, 2 ms apart", fix)
-	}
-	return Row{Status: Pass, Requests: 1, Evidence: "8 tokens of 2-byte characters, each event split inside one, arrived intact"}
+	return withKinds(utf8Row(rec.OK(), rec.Failure.Kind == result.Integrity, failureTexts(rec)), rec)
 }
 
 func (c *checker) lineEndings(ctx context.Context) Row {
 	on := true
 	crlf := c.do(ctx, spec{tokens: ShortTokens, faults: api.Faults{LineEnd: api.LineEndCRLF, Comments: &on}}, "crlf")
 	cr := c.do(ctx, spec{tokens: ShortTokens, faults: api.Faults{LineEnd: api.LineEndCR, Comments: &on}}, "cr")
-	recs := []*result.Request{crlf, cr}
-	if len(failures(recs...)) > 0 {
-		var what []string
-		if !crlf.OK() {
-			what = append(what, "CRLF")
-		}
-		if !cr.OK() {
-			what = append(what, "CR")
-		}
-		return failed(recs, "the stream with "+strings.Join(what, " and ")+" line endings failed",
-			"parse SSE per the specification: lines end in CRLF, LF or CR; lines starting with ':' are comments")
+	return withKinds(lineEndingsRow(crlf.OK(), cr.OK(), crlf.Comments > 0 && cr.Comments > 0, failureTexts(crlf, cr)), crlf, cr)
+}
+
+// framingCases are the spec-valid framings of the sse-framing scenario:
+// what each fault writes, and whether a response's record shows it arrived
+// so (else the gateway re-framed the stream, which is no failure).
+var framingCases = []struct {
+	what   string
+	faults func() api.Faults
+	kept   func(r *result.Request) bool
+}{
+	{"a byte order mark before the first event", func() api.Faults { on := true; return api.Faults{BOM: &on} },
+		func(r *result.Request) bool { return r.Framing.BOMs == 1 }},
+	{"each JSON payload over two data lines", func() api.Faults { n := int64(2); return api.Faults{MultilineData: &n} },
+		func(r *result.Request) bool { return r.Framing.MultiLineEvents >= len(r.Tokens) }},
+	{"the event line after the data", func() api.Faults { on := true; return api.Faults{EventAfterData: &on} },
+		func(*result.Request) bool { return true }}, // the record cannot tell the order of the lines
+}
+
+// sseFraming streams the same answer framed each spec-valid way, and
+// plainly: each must arrive whole and make as many events as the plain
+// one (a gateway that dispatches every data line, or loses the event a
+// BOM precedes, does not).
+func (c *checker) sseFraming(ctx context.Context) Row {
+	plain := c.do(ctx, spec{tokens: ShortTokens}, "framing")
+	recs := []*result.Request{plain}
+	if !plain.OK() {
+		return withKinds(failedRow(1, "the plain stream the framings are compared with", failureTexts(plain), advice.StreamBroken), plain)
 	}
-	comments := "the comments were dropped"
-	if crlf.Comments > 0 && cr.Comments > 0 {
-		comments = "the comments passed"
+	var broken, reframed []string
+	for i, fc := range framingCases {
+		r := c.do(ctx, spec{tokens: ShortTokens, faults: fc.faults()}, "framing"+strconv.Itoa(i))
+		recs = append(recs, r)
+		switch {
+		case !r.OK():
+			broken = append(broken, fc.what+" ("+failures.Sanitize(r.Failure.Error())+")")
+		case r.Events != plain.Events:
+			broken = append(broken, fmt.Sprintf("%s (%d events, the plain stream %d: the gateway read its lines otherwise)",
+				fc.what, r.Events, plain.Events))
+		case !fc.kept(r):
+			reframed = append(reframed, fc.what)
+		}
 	}
-	return Row{Status: Pass, Requests: 2, Evidence: "CRLF and CR line endings, a comment before every event: all tokens; " + comments}
+	return withKinds(sseFramingRow(len(recs), broken, reframed, failureTexts(recs...)), recs...)
 }
 
 func (c *checker) usage(ctx context.Context) Row {
 	rec := c.do(ctx, spec{tokens: ShortTokens, usage: true}, "usage")
-	if !rec.OK() {
-		return failed([]*result.Request{rec}, "a stream asking for usage", "pass the usage request upstream (stream_options.include_usage) "+
-			"and the usage event back")
+	return withKinds(usageRow(rec.OK(), failureTexts(rec)), rec)
+}
+
+// FieldReportCached is the cache figure of the usage-fidelity scenario:
+// the 5,987 cache-read tokens of the field report in shared/seeds.
+const FieldReportCached = 5987
+
+// usageFidelity streams twice with usage, once with a cache figure and
+// once without (null), and compares what arrived with the server's
+// record: a gateway that changes, drops, zeroes from null or recomputes a
+// usage field misbills its users.
+func (c *checker) usageFidelity(ctx context.Context) Row {
+	none, known := int64(api.NoCacheFigure), int64(FieldReportCached)
+	recs := []*result.Request{
+		c.do(ctx, spec{tokens: ShortTokens, usage: true, cached: &known}, "ufk"),
+		c.do(ctx, spec{tokens: ShortTokens, usage: true, cached: &none}, "ufn"),
 	}
-	return Row{Status: Pass, Requests: 1, Evidence: "the usage arrived with the stream that asked for it"}
+	var found []string
+	ok, compared := true, true
+	for _, rec := range recs {
+		switch {
+		case !rec.OK():
+			ok = false
+		case rec.Usage == nil || !rec.Usage.Compared:
+			compared = false
+		default:
+			for _, f := range rec.Usage.Findings {
+				field := f.Field
+				if field == "" {
+					field = "the whole object"
+				}
+				sent, got := f.Sent, f.Got
+				if got == "" {
+					got = "absent"
+				}
+				found = append(found, fmt.Sprintf("%s %s %s (%s -> %s)", f.Kind, f.Part, field, sent, got))
+			}
+		}
+	}
+	return withKinds(usageFidelityRow(ok, compared, found, failureTexts(recs...)), recs...)
 }
 
 func (c *checker) terminal(ctx context.Context) Row {
 	rec := c.do(ctx, spec{tokens: ShortTokens}, "term")
-	if !rec.OK() {
-		return failed([]*result.Request{rec}, "a plain stream", "pass the upstream's end events ([DONE], message_stop, response.completed) unchanged")
-	}
-	return Row{Status: Pass, Requests: 1, Evidence: "the stream ended with its terminal event, every token intact"}
+	return withKinds(terminalRow(rec.OK(), failureTexts(rec)), rec)
 }
 
 func (c *checker) upstreamCut(ctx context.Context) Row {
-	cut := int64(3)
-	rec := c.do(ctx, spec{tokens: 10, faults: api.Faults{CutAfter: &cut}}, "cut")
-	row := Row{Requests: 1, Failures: failures(rec)}
-	const fix = "when the upstream fails mid-stream, send an error event or abort the client's connection — never end the response normally"
+	cut := int64(cutAfter)
+	rec := c.do(ctx, spec{tokens: cutTokens, faults: api.Faults{CutAfter: &cut}}, "cut")
 	f := rec.Failure
+	o := cutOther
 	switch {
 	case f.Kind == result.StreamError:
-		row.Status, row.Evidence = Pass, fmt.Sprintf("an error event after %d tokens: %s", len(rec.Tokens), f.Detail)
+		o = cutErrorEvent
 	case f.Kind == result.ClosedBeforeDone && !rec.BodyEnded, f.Kind == result.RecvError:
-		row.Status, row.Evidence = Pass, fmt.Sprintf("the response was cut after %d tokens, without a terminal event", len(rec.Tokens))
+		o = cutAborted
 	case f.Kind == result.ClosedBeforeDone:
-		row.Status, row.Fix = Fail, fix
-		row.Evidence = fmt.Sprintf("the gateway ended its response cleanly after %d of 10 tokens — no error event, no terminal event: "+
-			"a client cannot tell the answer was cut", len(rec.Tokens))
+		o = cutCleanEnd
 	case f.Kind == result.Integrity || f.Kind == result.OK:
-		row.Status, row.Fix = Fail, fix
-		row.Evidence = fmt.Sprintf("the gateway ended the stream with a terminal event after %d of 10 tokens: it hides the cut (%s)",
-			len(rec.Tokens), f.Error())
-	default:
-		row.Status, row.Fix = Warn, fix
-		row.Evidence = "the stream cut upstream after 3 tokens ended as: " + f.Error()
+		o = cutTerminal
 	}
-	return row
+	return withKinds(upstreamCutRow(o, len(rec.Tokens), failures.Sanitize(f.Error()), f.Detail), rec)
 }
 
 func (c *checker) errorStatus(ctx context.Context) Row {
@@ -323,11 +376,7 @@ func (c *checker) errorStatus(ctx context.Context) Row {
 			good = append(good, strconv.FormatInt(code, 10))
 		}
 	}
-	if len(bad) > 0 {
-		return Row{Status: Fail, Requests: len(recs), Failures: failures(recs...), Evidence: strings.Join(bad, "; "),
-			Fix: "pass the upstream's status and error body through: clients retry a 429 or a 529 and show the message"}
-	}
-	return Row{Status: Pass, Requests: len(recs), Evidence: strings.Join(good, ", ") + " passed through with the upstream's error body"}
+	return withKinds(errorStatusRow(good, bad, failureTexts(recs...)), recs...)
 }
 
 // statusOf reads the status code of a failed request's status failure, and
@@ -347,53 +396,115 @@ func statusOf(rec *result.Request) (code int, body bool) {
 // faultBodyMarker is what the server's injected error bodies say.
 const faultBodyMarker = "sse-latency: injected upstream fault"
 
+// cancel streams CancelTokens tokens and cancels the request once
+// CancelAfterTokens have arrived while the upstream is still emitting:
+// then it watches the server's record of the stream for the client
+// going away. A gateway that releases nothing before the stream ends
+// (it holds the whole response) leaves nothing to cancel: the row says
+// so, and the flush row has the hold.
 func (c *checker) cancel(ctx context.Context) Row {
 	var received atomic.Int64
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
 	q := c.request(spec{tokens: CancelTokens, received: &received, noRegistry: true}, "cancel")
 	rec := &result.Request{Batch: "gw", Index: int(c.seq.Add(1))}
+	id := q.ID(rec.Batch, rec.Index)
 	done := make(chan struct{})
 	go func() { defer close(done); q.Do(rctx, rec) }()
-	// Cancel once the stream runs: a few tokens in.
+	f := cancelFacts{outcome: cancelEnded}
 	var cancelled int64
-	for cancelled == 0 {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+watch:
+	for {
 		select {
 		case <-done:
-			return failed([]*result.Request{rec}, "the stream to cancel ended first", fixRelay)
-		case <-time.After(time.Millisecond):
-			if received.Load() >= CancelAfterTokens {
+			f.received, f.failures = received.Load(), failureTexts(rec)
+			if tm := c.reg.Lookup(id); tm.Finished() {
+				f.outcome, f.emitted, f.received = cancelUntestable, emittedBy(tm, clock.Now()), releasedBefore(rec, tm)
+			}
+			if len(f.failures) == 0 && f.outcome == cancelEnded {
+				f.failures = []string{"it ended without a failure before the cancel"}
+			}
+			return withKinds(cancelRow(f, c.flushAdvice()), rec)
+		case <-tick.C:
+			tm := c.reg.Lookup(id)
+			n := received.Load()
+			switch {
+			case tm.Finished(): // the upstream is done: nothing left to cancel
+				stop()
+				<-done
+				f.outcome, f.received, f.emitted = cancelUntestable, releasedBefore(rec, tm), emittedBy(tm, clock.Now())
+				return cancelRow(f, c.flushAdvice())
+			case n >= CancelAfterTokens && tm != nil:
 				cancelled = clock.Now()
-				cancel()
+				f.received, f.emitted = n, emittedBy(tm, cancelled)
+				stop()
+				break watch
 			}
 		}
 	}
 	<-done
 	deadline := time.Now().Add(CancelWithin)
 	for {
-		tm := c.reg.Lookup(rec.ID)
+		tm := c.reg.Lookup(id)
 		gone, finished := tm.GoneAt(), tm.Finished()
+		f.after = emittedAfter(tm, cancelled)
 		switch {
 		case gone != 0 && gone-cancelled <= int64(CancelWithin):
-			return Row{Status: Pass, Requests: 1, Evidence: fmt.Sprintf("the upstream saw its client go %.1f ms after the cancel", ms(gone-cancelled))}
-		case gone == 0 && finished || time.Now().After(deadline):
-			const fix = "close the upstream connection (or cancel the upstream request) when the client goes away: " +
-				"otherwise the upstream generates, and bills, the whole answer"
-			emitted := 0
-			for k := range tm.Len() {
-				if at := tm.At(k); at > cancelled {
-					emitted++
-				}
-			}
-			what := fmt.Sprintf("the upstream still streamed %v after the client cancelled", CancelWithin)
-			if finished && gone == 0 {
-				what = "the gateway read the upstream's whole stream after the client cancelled"
-			}
-			return Row{Status: Fail, Requests: 1, Fix: fix,
-				Evidence: fmt.Sprintf("%s: %d tokens emitted after the cancel", what, emitted)}
+			f.outcome, f.goneIn = cancelSeen, time.Duration(gone-cancelled)
+			return cancelRow(f, nil)
+		case gone == 0 && finished && f.after == 0:
+			f.outcome = cancelUntestable // its last token was out before the cancel
+			return cancelRow(f, c.flushAdvice())
+		case gone == 0 && finished:
+			f.outcome = cancelReadWhole
+			return cancelRow(f, nil)
+		case time.Now().After(deadline):
+			f.outcome = cancelStreaming
+			return cancelRow(f, nil)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// emittedBy counts the tokens of tm emitted by at.
+func emittedBy(tm *emission.Times, at int64) int {
+	n := 0
+	for k := range tm.Len() {
+		if e := tm.At(k); e != 0 && e <= at {
+			n++
+		}
+	}
+	return n
+}
+
+// releasedBefore counts the tokens of rec that arrived before the
+// upstream emitted its last one (tm): what the gateway let through while
+// the stream was still being emitted.
+func releasedBefore(rec *result.Request, tm *emission.Times) int64 {
+	var last int64
+	for k := range tm.Len() {
+		last = max(last, tm.At(k))
+	}
+	var n int64
+	for _, t := range rec.Tokens {
+		if t.Arrived < last {
+			n++
+		}
+	}
+	return n
+}
+
+// emittedAfter counts the tokens of tm emitted after at.
+func emittedAfter(tm *emission.Times, at int64) int {
+	n := 0
+	for k := range tm.Len() {
+		if tm.At(k) > at {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *checker) largeBody(ctx context.Context) Row {
@@ -401,24 +512,13 @@ func (c *checker) largeBody(ctx context.Context) Row {
 	rec := c.do(ctx, sp, "body")
 	sp.direct = true
 	ref := c.do(ctx, sp, "bodyref")
-	const fix = "let the gateway take request bodies of a few MB (nginx: client_max_body_size; its default 1m is tight) " +
-		"and forward them without re-reading them"
-	if !rec.OK() {
-		return failed([]*result.Request{rec}, "a 1 MB prompt", fix)
-	}
 	ttft := func(r *result.Request) time.Duration {
 		if len(r.Tokens) == 0 {
 			return 0
 		}
 		return time.Duration(r.Tokens[0].Arrived - r.Start)
 	}
-	g, d := ttft(rec), ttft(ref)
-	ev := fmt.Sprintf("first token %.1f ms after the request began (%.1f ms straight to the server)", ms(int64(g)), ms(int64(d)))
-	if ref.OK() && g-d > LargeBodyWarn && g > LargeBodyFactor*d {
-		return Row{Status: Warn, Requests: 2, Evidence: ev, Fix: "the gateway spends long on a large body: it reads, " +
-			"parses or logs the whole prompt before forwarding it"}
-	}
-	return Row{Status: Pass, Requests: 2, Evidence: ev}
+	return withKinds(largeBodyRow(rec.OK(), ttft(rec), ttft(ref), ref.OK(), failureTexts(rec)), rec, ref)
 }
 
 func (c *checker) keepalive(ctx context.Context) Row {
@@ -431,31 +531,17 @@ func (c *checker) keepalive(ctx context.Context) Row {
 		s.Do(ctx, rec)
 		recs = append(recs, rec)
 	}
-	if len(failures(recs...)) > 0 {
-		return failed(recs, "three requests on one connection", fixRelay)
-	}
-	reused, reuseFailed, poisoned := 0, false, false
+	f := keepaliveFacts{failures: failureTexts(recs...)}
 	for _, r := range recs[1:] {
 		if r.Reused {
-			reused++
+			f.reused++
 		}
-		reuseFailed = reuseFailed || r.ReuseFailed
+		f.reuseFailed = f.reuseFailed || r.ReuseFailed
 	}
 	for _, r := range recs {
-		poisoned = poisoned || r.Poisoned
+		f.poisoned = f.poisoned || r.Poisoned
 	}
-	switch {
-	case poisoned:
-		return Row{Status: Fail, Requests: 3, Evidence: "a response did not end at its framing (bytes after it, or no end): the connection could not be reused",
-			Fix: "end each response at its framing (the last chunk) and send nothing after it"}
-	case reuseFailed:
-		return Row{Status: Fail, Requests: 3, Evidence: "the gateway closed a kept connection under the next request",
-			Fix: "announce the close (Connection: close) or keep the connection open as long as its keep-alive timeout says"}
-	case reused < 2:
-		return Row{Status: Warn, Requests: 3, Evidence: fmt.Sprintf("%d of 2 requests reused the connection: the gateway closes it after a stream", reused),
-			Fix: "keep client connections alive after a stream (nginx keepalive_timeout, haproxy option http-keep-alive)"}
-	}
-	return Row{Status: Pass, Requests: 3, Evidence: "3 streams on one connection, each drained to its end"}
+	return withKinds(keepaliveRow(f), recs...)
 }
 
 func (c *checker) longSilence(ctx context.Context) Row {
@@ -473,13 +559,7 @@ func (c *checker) silent(ctx context.Context, sp spec, tag, where string) Row {
 	sp.timeout = LongSilence + RequestTimeout
 	start := time.Now()
 	rec := c.do(ctx, sp, tag)
-	if !rec.OK() {
-		row := failed([]*result.Request{rec}, fmt.Sprintf("a silence of %v %s ended the stream after %.1f s", LongSilence, where, time.Since(start).Seconds()),
-			"raise the gateway's upstream read or idle timeout above the longest silence of an answer "+
-				"(nginx: proxy_read_timeout, 60 s by default; haproxy: timeout server), or have the upstream send heartbeats")
-		return row
-	}
-	return Row{Status: Pass, Requests: 1, Evidence: fmt.Sprintf("the stream survived %v of silence %s", LongSilence, where)}
+	return withKinds(silenceRow(where, rec.OK(), time.Since(start), failureTexts(rec)), rec)
 }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }

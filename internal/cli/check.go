@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/pflag"
+
 	"github.com/sse-latency/sse-latency/internal/check"
 	"github.com/sse-latency/sse-latency/internal/client"
+	gwid "github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/report"
 )
 
@@ -45,6 +48,8 @@ Options:
   -H, --header <line>           extra request header "Name: value" (repeatable)
       --api-key <key>           send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
       --host-header <host>      Host header to send
+      --gateway <name>          the gateway under test, for its own fixes (names: sse-latency -h); def: named from
+                                its response headers and the local process listening at -t
       --insecure                https targets: do not verify the certificate
       --cacert <file>           https targets: trust the CAs of this PEM file
       --http2                   https targets: offer HTTP/2 (ALPN)
@@ -74,16 +79,21 @@ func CheckOn(ctx context.Context, ln net.Listener, args []string, stdout, stderr
 	return checkArgs(ctx, ln, args, stdout, stderr)
 }
 
-// checkArgs parses the arguments of check and runs it.
-func checkArgs(ctx context.Context, ln net.Listener, args []string, stdout, stderr io.Writer) int {
-	cfg := DefaultConfig()
+// checkOptions are check's own options, beside the Config it fills.
+type checkOptions struct {
+	only, skip []string
+	long       bool
+}
+
+// checkFlags is check's flag set, filling cfg and co.
+func checkFlags(cfg *Config, co *checkOptions) *pflag.FlagSet {
 	fs := newSubFlags("check")
 	fs.StringVarP(&cfg.Target, "target", "t", "", "")
 	fs.StringVarP(&cfg.Listen, "listen", "L", cfg.Listen, "")
 	fs.StringVar(&cfg.API, "api", cfg.API, "")
-	only := fs.StringSlice("only", nil, "")
-	skip := fs.StringSlice("skip", nil, "")
-	long := fs.Bool("long", false, "")
+	fs.StringSliceVar(&co.only, "only", nil, "")
+	fs.StringSliceVar(&co.skip, "skip", nil, "")
+	fs.BoolVar(&co.long, "long", false, "")
 	fs.StringVar(&cfg.JSONPath, "json", "", "")
 	fs.StringVar(&cfg.HTMLPath, "html", "", "")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
@@ -91,12 +101,21 @@ func checkArgs(ctx context.Context, ln net.Listener, args []string, stdout, stde
 	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "")
 	fs.StringVar(&cfg.APIKey, "api-key", "", "")
 	fs.StringVar(&cfg.HostHeader, "host-header", "", "")
+	fs.StringVar(&cfg.Gateway, "gateway", "", "")
 	fs.BoolVar(&cfg.Insecure, "insecure", false, "")
 	fs.StringVar(&cfg.CACert, "cacert", "", "")
 	fs.BoolVar(&cfg.HTTP2, "http2", false, "")
 	fs.BoolVar(&cfg.H2C, "h2c", false, "")
 	fs.StringVar(&cfg.Engine, "engine", cfg.Engine, "")
 	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
+	return fs
+}
+
+// checkArgs parses the arguments of check and runs it.
+func checkArgs(ctx context.Context, ln net.Listener, args []string, stdout, stderr io.Writer) int {
+	cfg := DefaultConfig()
+	var co checkOptions
+	fs := checkFlags(&cfg, &co)
 	if err := fs.Parse(args); err != nil {
 		return subUsage(stderr, checkHelp(), err)
 	}
@@ -116,7 +135,7 @@ func checkArgs(ctx context.Context, ln net.Listener, args []string, stdout, stde
 	if err != nil {
 		return subUsage(stderr, checkHelp(), err)
 	}
-	code, err := runCheck(ctx, ln, cfg, t, *only, *skip, *long, stdout, stderr)
+	code, err := runCheck(ctx, ln, cfg, t, co.only, co.skip, co.long, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "sse-latency check: %v\n", err)
 	}
@@ -154,13 +173,25 @@ func runCheck(ctx context.Context, ln net.Listener, cfg Config, t target, only, 
 			return ExitFailure, fmt.Errorf("--cacert: %w", err)
 		}
 	}
+	if e, note := client.New(o).ResolveEngine(); note != "" || cfg.Verbose {
+		if note != "" {
+			out.errorf("note: %s\n", note)
+		}
+		if cfg.Verbose {
+			out.debugf("client: %s engine", e)
+		}
+	}
 	if ln == nil {
 		if ln, err = net.Listen("tcp", addr); err != nil {
 			return ExitFailure, fmt.Errorf("cannot listen on %s: %w", cfg.Listen, err)
 		}
 	}
 	opts := check.Options{Client: o, Target: cfg.Target, Listener: ln, Engine: client.Engine(cfg.Engine), Only: only, Skip: skip,
-		Long: long, Progress: func(r check.Row) { out.print(func(w io.Writer) error { return report.WriteCheckRow(w, r) }) }}
+		Long: long, Gateway: gatewayEvidence(cfg.Gateway, gwAddr),
+		Identified: func(id *gwid.Identity) {
+			out.print(func(w io.Writer) error { return report.WriteCheckGateway(w, id) })
+		},
+		Progress: func(r check.Row) { out.print(func(w io.Writer) error { return report.WriteCheckRow(w, r) }) }}
 	if cfg.Verbose {
 		opts.Logf = out.debugf
 	}

@@ -49,7 +49,7 @@ func TestCheckUsage(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"-t,", "--target", "-L,", "--listen", "--api", "--only", "--skip", "--long", "--json", "--html",
-		"--model", "--path", "-H,", "--header", "--api-key", "--host-header", "--insecure", "--cacert", "--http2", "--h2c",
+		"--model", "--path", "-H,", "--header", "--api-key", "--host-header", "--gateway", "--insecure", "--cacert", "--http2", "--h2c",
 		"--engine", "-v,", "--verbose", "-h,", "--help"} {
 		found := false
 		for _, f := range flags {

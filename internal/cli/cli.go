@@ -11,14 +11,19 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	gwid "github.com/sse-latency/sse-latency/internal/gateway"
+	"github.com/sse-latency/sse-latency/internal/procstat"
 	"github.com/sse-latency/sse-latency/internal/report"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
@@ -26,6 +31,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/slo"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/trace"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -72,6 +78,24 @@ func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 // target). The server closes ln when the run ends; a run that ends before
 // starting its server leaves ln to the caller. A nil ln is Measure.
 func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stderr io.Writer) (int, *Summary) {
+	return MeasureWith(ctx, Options{Listener: ln}, args, stdout, stderr)
+}
+
+// Options are what a caller of MeasureWith hands a measurement besides its
+// arguments: tests that drive a real gateway while it runs.
+type Options struct {
+	// Listener is MeasureOn's ln: the dummy server's, bound by the caller;
+	// nil binds -L.
+	Listener net.Listener
+	// Received, when set, counts the content tokens the gateway batch's
+	// requests receive, as they arrive: a test awaits it to act on the
+	// gateway mid-stream (kill it, stop it) rather than sleep.
+	Received *atomic.Int64
+}
+
+// MeasureWith is MeasureOn with the options opt.
+func MeasureWith(ctx context.Context, opt Options, args []string, stdout, stderr io.Writer) (int, *Summary) {
+	ln := opt.Listener
 	if len(args) > 0 {
 		if cmd, ok := subcommands[args[0]]; ok {
 			return cmd(args[1:], stdout, stderr), nil
@@ -106,7 +130,7 @@ func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stde
 		text = stderr // stdout carries the JSON document
 	}
 	r := &run{commandLine: cl, cfg: cl.cfg, out: &console{stdout: text, stderr: stderr, tty: isTerminal(stderr)},
-		sum: &Summary{Config: cl.cfg}, docOut: stdout, ln: ln}
+		sum: &Summary{Config: cl.cfg}, docOut: stdout, ln: ln, received: opt.Received}
 	return r.main(ctx), r.sum
 }
 
@@ -166,15 +190,28 @@ type run struct {
 	outs       *outputs           // the files the run writes, open from before its first request
 	goodput    *slo.Goodput       // counts the gateway requests that meet every per-request --slo; nil without one
 	ln         net.Listener       // the listener handed to MeasureOn; nil: bind -L
+	received   *atomic.Int64      // Options.Received: counts the gateway batch's tokens as they arrive; nil: none
+
+	gwSeen gwid.Evidence   // what is known of the gateway besides its responses (--gateway, its local process)
+	trace  *trace.Trace    // --trace: the trace the gateway batch replays; nil without one
+	replay *summary.Replay // its description in the report
 
 	remote   *remote               // across hosts (--server): the servers' control endpoints; nil when the server runs here
 	instance string                // the instance id of the server here (--instance-id, or a default with --control); "" none
 	observe  func(*result.Request) // sees every finished record too (the probe's metrics); nil: nothing does
+
+	cost     *costMeter // samples each batch's CPU (the tool's, the gateway's, the host's); nil: only the tool's
+	toolCPUs []int      // --cpus, applied; nil when the tool is not pinned
 }
 
 // main runs the measurement and returns the exit status.
 func (r *run) main(ctx context.Context) int {
 	r.start = time.Now()
+	restore, err := r.pinTool()
+	if err != nil {
+		return r.fail(err)
+	}
+	defer restore()
 	if err := r.setUp(); err != nil {
 		return r.fail(err)
 	}
@@ -216,11 +253,17 @@ func (r *run) fail(err error) int {
 // server: everything that can fail before the first request, so that a
 // path that cannot be written fails now, not after the measurement.
 func (r *run) setUp() error {
+	if err := r.loadTrace(); err != nil {
+		return err
+	}
 	cfg := r.cfg
 	if cfg.Target != "" {
 		if err := checkOpenFiles(cfg.Concurrency); err != nil {
 			return err
 		}
+	}
+	if err := checkGatewayPIDs(procstat.Proc, cfg.GatewayPIDs, r.out.errorf); err != nil {
+		return err
 	}
 	tc, fingerprint, err := server.TLSConfig(cfg.TLSCert, cfg.TLSKey, cfg.TLSSelfSigned)
 	if err != nil {
@@ -260,7 +303,7 @@ func (r *run) startServer() error {
 	srvCfg := server.Config{Instance: r.instance, Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
 		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(), HeartbeatMs: cfg.HeartbeatMs,
-		Engine: client.Engine(cfg.Engine), Faults: cfg.ServerFaults()}
+		Engine: client.Engine(cfg.Engine), Faults: cfg.ServerFaults(), CacheBlockTokens: cfg.CacheBlock}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
@@ -327,16 +370,46 @@ func (r *run) resolve(ctx context.Context) error {
 	if r.gwAddr, err = destAddr(ctx, r.target.hostPort); err != nil {
 		return fmt.Errorf("-t: %w", err)
 	}
+	r.gwSeen = gatewayEvidence(r.cfg.Gateway, r.gwAddr)
 	// The calibration goes to the listen address as the server really
 	// bound it (so -L :0 works), the wildcard meaning loopback; across
 	// hosts there is none.
 	if r.srv == nil {
+		r.meterCost()
 		return nil
 	}
 	if r.selfAddr, err = destAddr(ctx, boundAddr(r.listenHost, r.srv.Addr())); err != nil {
 		return fmt.Errorf("-L: %w", err)
 	}
+	r.meterCost()
 	return nil
+}
+
+// meterCost sets up the sampling of each batch's CPU, and says which
+// gateway process it accounts.
+func (r *run) meterCost() {
+	gwAddr := r.gwAddr
+	if gwAddr == r.selfAddr {
+		gwAddr = "" // -t is the dummy server: no gateway
+	}
+	r.cost = newCostMeter(procstat.Proc, r.cfg.GatewayPIDs, gwAddr, findListener)
+	if line := r.cost.describe(); line != "" {
+		r.out.errorf("%s\n", line)
+	}
+}
+
+// pinTool pins the tool's threads to --cpus; restore undoes it.
+func (r *run) pinTool() (restore func(), err error) {
+	if r.cfg.CPUs == "" {
+		return func() {}, nil
+	}
+	cpus, _ := parseCPUList(r.cfg.CPUs) // Validate has checked it
+	if restore, err = pinCPUs(cpus); err != nil {
+		return nil, err
+	}
+	r.toolCPUs = cpus
+	r.out.errorf("--cpus: the tool's threads run on CPUs %s (GOMAXPROCS %d)\n", formatCPUList(cpus), runtime.GOMAXPROCS(0))
+	return restore, nil
 }
 
 // calibrates reports whether the run has a loopback side: not with -l, nor
@@ -365,11 +438,15 @@ func (r *run) calibrate(ctx context.Context) (*summary.Collector, error) {
 		return nil, nil
 	}
 	c := batch.CalibrationFor(cfg.Requests, cfg.Concurrency, cfg.Tokens)
-	r.out.errorf("loop: calibrating the noise floor with %d request(s) of %d tokens to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
-		c.Requests, c.Tokens, r.selfAddr, c.Concurrency, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-	col := summary.NewCollector()
-	err := r.runBatch(ctx, batch.Spec{Name: "loop", Requests: c.Requests, Concurrency: c.Concurrency,
-		Request: r.calibrationRequest(c.Tokens)}, col, nil, 0)
+	size := fmt.Sprintf("%d tokens", c.Tokens)
+	if r.shaper(0, false) != nil {
+		size = fmt.Sprintf("the run's sizes (at most %d tokens)", batch.CalibrationMaxTokens)
+	}
+	r.out.errorf("loop: calibrating the noise floor with %d request(s) of %s to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
+		c.Requests, size, r.selfAddr, max(c.Concurrency, 1), fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+	col := r.newCollector()
+	_, err := r.runBatch(ctx, r.shapeBatch(batch.Spec{Name: "loop", Requests: c.Requests, Concurrency: c.Concurrency,
+		Request: r.calibrationRequest(c.Tokens)}, true), col, nil, 0)
 	return col, err
 }
 
@@ -382,26 +459,42 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 	r.announce("gw: ", r.gwAddr)
 	req := r.gatewayRequest()
 	r.engineNote(req)
-	col := summary.NewCollector()
-	err := r.runBatch(ctx, r.batchSpec("gw", req), col, nil, 0)
+	col := r.newCollector()
+	_, err := r.runBatch(ctx, r.batchSpec("gw", req), col, nil, 0)
 	return col, err
 }
 
 // announce prints the line that starts a batch of the run's load to addr,
 // after prefix ("gw: ", "round 2/6: loop: "), and for a long closed-loop
-// batch the duration it is expected to take.
+// batch the duration it is expected to take. The count is what is sent:
+// the --warmup requests and the -r measured ones after them.
 func (r *run) announce(prefix, addr string) {
 	cfg := r.cfg
+	if r.trace != nil {
+		r.out.errorf("%sreplaying %d request(s) of %s (%s trace, speed %s) to %s (%s, think=%sms, delay=%sms) ...\n",
+			prefix, cfg.Requests, cfg.Trace, r.trace.Format, fmtMs(cfg.TraceSpeed), addr, capText(cfg), fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		return
+	}
+	if cfg.Rate == 0 && cfg.Duration == 0 && (cfg.TokensDist != "" || cfg.PromptBytesDist != "") {
+		r.out.errorf("%ssending %d request(s) to %s (concurrency=%d, %s, seed=%d, think=%sms, delay=%sms) ...\n",
+			prefix, cfg.Requests, addr, cfg.Concurrency, sizeText(cfg), cfg.Seed, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		return
+	}
 	if cfg.Rate == 0 && cfg.Duration == 0 {
-		r.out.errorf("%ssending %d request(s) to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
-			prefix, cfg.Requests, addr, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
-		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, cfg.Requests, cfg.Concurrency); ok {
+		// What is sent: the warm-up requests, then -r measured ones.
+		sent, warm := cfg.Requests+cfg.Warmup, ""
+		if cfg.Warmup > 0 {
+			warm = fmt.Sprintf(" (%d warm-up, then %d measured)", cfg.Warmup, cfg.Requests)
+		}
+		r.out.errorf("%ssending %d request(s)%s to %s (concurrency=%d, tokens=%d, think=%sms, delay=%sms) ...\n",
+			prefix, sent, warm, addr, cfg.Concurrency, cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+		if line, ok := report.ExpectLine(cfg.ThinkMs, cfg.DelayMs, cfg.Tokens, sent, cfg.Concurrency); ok {
 			r.out.errorf("%s\n", line)
 		}
 		return
 	}
-	r.out.errorf("%ssending %s to %s (%s, tokens=%d, think=%sms, delay=%sms) ...\n",
-		prefix, loadShape(cfg), addr, capText(cfg), cfg.Tokens, fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
+	r.out.errorf("%ssending %s to %s (%s, %s, think=%sms, delay=%sms) ...\n",
+		prefix, loadShape(cfg), addr, capText(cfg), sizeText(cfg), fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
 }
 
 // batchSpec is the batch of the run's load (-r, -c, --rate, --duration,
@@ -409,8 +502,8 @@ func (r *run) announce(prefix, addr string) {
 func (r *run) batchSpec(name string, req *client.Request) batch.Spec {
 	cfg := r.cfg
 	spec := batch.Spec{Name: name, Requests: cfg.Requests, Concurrency: cfg.Concurrency, Request: req,
-		Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: 1, Duration: cfg.Duration}
-	return spec.WithWarmup(cfg.Warmup)
+		Rate: cfg.Rate, Arrival: cfg.Arrival, Seed: cfg.Seed, Duration: cfg.Duration}
+	return r.shapeBatch(spec.WithWarmup(cfg.Warmup), false)
 }
 
 // finish summarises the run, checks its objectives, prints its report and
@@ -421,14 +514,23 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 	// The batches are over: the records of their requests, most of the
 	// heap of a large run, are garbage the collector has not taken yet.
 	// Taking it now (a few milliseconds, after the CPU times above) lets
-	// the summary's allocations (MBs of histogram snapshots) reuse that
-	// memory instead of raising the peak resident size (docs/PERF.md,
-	// "Memory at -c 4000").
-	runtime.GC()
-	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr,
-		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary(), Replicas: r.replicaInfos()})
+	// the summary's allocations reuse that memory instead of raising the
+	// peak resident size (docs/PERF.md, "Memory at -c 4000"). A small
+	// heap is left alone: the collection cost a -c 1 run 15 ms of CPU, a
+	// third of its start and end (issue 21).
+	if heapBytes() > gcBeforeSummary {
+		runtime.GC()
+	}
+	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Identify: r.gwSeen,
+		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary(), Replicas: r.replicaInfos(),
+		PageBytes: os.Getpagesize(), Pin: r.cost.pin(r.toolCPUs)})
 	if len(r.cfg.SLOs) > 0 {
 		sum.SLO = slo.Check(r.cfg.Objectives(), sum, r.goodput)
+	}
+	if r.replay != nil {
+		rp := *r.replay
+		rp.Replayed = gw.Stats.Requests + gw.Stats.Warmup
+		sum.Replay = &rp
 	}
 	if loop != nil {
 		r.sum.Loop = loop.Stats
@@ -442,13 +544,28 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 		code = max(code, ExitFailure)
 	}
 	doc := rundoc.NewDocument(rundoc.RunInfo{Config: r.cfg.Redacted().Config, Start: r.start, End: time.Now(),
-		EndReason: reason, ExitCode: code, Version: Version()}, sum)
+		EndReason: reason, ExitCode: code, Version: Version(), Request: r.sentRequest()}, sum)
 	r.out.report(doc, r.cfg.Compat)
 	if r.cfg.Verbose && late != nil {
 		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
 			late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
 	}
 	return r.conclude(doc, code)
+}
+
+// gcBeforeSummary is the heap above which finish collects before the
+// summary.
+const gcBeforeSummary = 16 << 20
+
+// heapBytes returns the bytes of the heap's objects, live or not yet
+// collected.
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // conclude prints doc's warnings, writes its files and returns code, or
@@ -486,14 +603,19 @@ func exitStatus(interrupted bool, gwFailed int, sloMet bool) (int, string) {
 // line, and folds its records into c, and into round when not nil (a
 // round of an interleaved run), their indices offset by offset (the
 // requests of the earlier rounds of the batch). The gateway's records
-// also go to the goodput, when the run counts one.
-func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collector, round *stats.Batch, offset int) error {
+// also go to the goodput, when the run counts one. What the batch cost
+// in CPU, sampled before and after it, goes to c too, and is returned.
+func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collector, round *stats.Batch, offset int) (summary.CostSample, error) {
 	var progress func(batch.Progress)
 	if r.out.tty {
 		progress = r.out.progress
 	}
 	gateway := spec.Name == "gw" && r.goodput != nil
+	var tokens int64 // every token received, warm-ups and failures included: the cost's divisor
+	streams := 0
 	sink, wait := r.resolving(func(rec *result.Request) {
+		tokens += int64(len(rec.Tokens))
+		streams++
 		rec.Index += offset
 		c.Add(rec) // counts a warm-up request apart, outside the statistics
 		if r.observe != nil {
@@ -517,11 +639,14 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collecto
 			r.out.debugf("%s", report.TimelineLine(rec))
 		}
 	})
+	before := r.cost.sample()
 	err := batch.Run(ctx, spec, sink, progress)
 	wait()
+	cost := r.cost.since(before, tokens, streams)
+	c.AddCost(cost)
 	r.out.clearProgress()
 	if err != nil {
-		return err
+		return cost, err
 	}
 	if r.cfg.Verbose {
 		b := c.Stats
@@ -532,7 +657,7 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collecto
 			spec.Name, ms(b.InterToken.Percentile(0.01)), ms(b.InterToken.Percentile(0.50)), ms(b.InterToken.Percentile(0.99)),
 			ms(b.EmitRecv.Percentile(0.50)), ms(b.EmitRecv.Percentile(0.99)), ms(b.EmitRecv.Percentile(0.999)))
 	}
-	return nil
+	return cost, nil
 }
 
 // newServer returns the dummy server on the listener handed to MeasureOn,

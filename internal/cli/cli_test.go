@@ -67,7 +67,7 @@ func TestUsagePinned(t *testing.T) {
 // set: every long and short name must appear in it.
 func TestUsageNamesEveryFlag(t *testing.T) {
 	for _, name := range []string{"listen", "target", "requests", "concurrency", "tokens", "think", "delay",
-		"timeout", "no-loopback", "quiet", "verbose", "compat", "compressed", "api", "model", "path", "include-usage", "json", "html", "csv", "idle-timeout", "keepalive", "server-close", "max-streams", "header", "api-key", "host-header", "insecure", "cacert", "http2", "h2c", "tls-cert", "tls-key", "tls-self-signed", "rate", "arrival", "duration", "warmup", "rounds", "prompt-bytes", "slo", "control", "control-token", "server", "help", "version"} {
+		"timeout", "no-loopback", "quiet", "verbose", "compat", "compressed", "api", "model", "path", "include-usage", "json", "html", "csv", "idle-timeout", "keepalive", "server-close", "max-streams", "header", "api-key", "host-header", "gateway", "insecure", "cacert", "http2", "h2c", "tls-cert", "tls-key", "tls-self-signed", "rate", "arrival", "duration", "warmup", "rounds", "prompt-bytes", "slo", "control", "control-token", "server", "help", "version"} {
 		if !strings.Contains(usage, "--"+name) {
 			t.Errorf("usage does not mention --%s", name)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
+	gwid "github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/slo"
@@ -52,6 +53,9 @@ func DefaultConfig() Config {
 		ReasoningField: api.ReasoningContent.String(),
 		Arrival:        "constant",
 		Engine:         string(client.EngineAuto),
+		Seed:           DefaultSeed,
+		TraceSpeed:     1,
+		CacheBlock:     DefaultCacheBlock,
 	}}
 }
 
@@ -98,13 +102,13 @@ func (c *Config) Validate() error {
 		return errors.New("-T and -d must be finite numbers of milliseconds")
 	}
 	switch {
-	case c.Duration > 0 && c.Requests <= 0:
-		c.Requests = 0 // as many as --duration allows
+	case c.Duration > 0 && c.Requests <= 0, c.Trace != "" && c.Requests <= 0:
+		c.Requests = 0 // as many as --duration allows, or the trace has
 	default:
 		c.Requests = max(c.Requests, 1)
 	}
 	switch {
-	case c.Rate > 0:
+	case c.Rate > 0, c.Trace != "":
 		c.Concurrency = max(c.Concurrency, 0) // a cap on requests in flight; 0 = the batch's default
 	case c.Requests > 0:
 		c.Concurrency = min(max(c.Concurrency, 1), c.Requests)
@@ -129,14 +133,15 @@ func (c *Config) Validate() error {
 	if c.Path != "" && (!strings.HasPrefix(c.Path, "/") || strings.ContainsAny(c.Path, " \t\r\n")) {
 		return fmt.Errorf("--path: %q must start with / and contain no spaces", c.Path)
 	}
-	for _, h := range c.Headers {
-		name, _, ok := strings.Cut(h, ":")
-		if !ok || strings.TrimSpace(name) == "" || strings.ContainsAny(h, "\r\n") || strings.ContainsAny(strings.TrimSpace(name), " \t") {
-			return fmt.Errorf("-H: %q is not a header line (want \"Name: value\")", client.Redact(h))
-		}
+	if err := c.validateHeaders(); err != nil {
+		return err
 	}
-	if strings.ContainsAny(c.APIKey, "\r\n") || strings.ContainsAny(c.HostHeader, " \t\r\n") {
-		return errors.New("--api-key and --host-header must be single tokens on one line")
+	if c.Gateway != "" {
+		n, err := gwid.ParseName(c.Gateway)
+		if err != nil {
+			return fmt.Errorf("--gateway: %v", err)
+		}
+		c.Gateway = string(n)
 	}
 	if c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0) {
 		return errors.New("--rate: must be a positive number of requests per second")
@@ -146,6 +151,19 @@ func (c *Config) Validate() error {
 	}
 	if c.Tokens > server.DefaultMaxTokens {
 		return fmt.Errorf("-n %d is above the server's limit of %d tokens per response", c.Tokens, server.DefaultMaxTokens)
+	}
+	if c.TokensDist != "" {
+		if _, err := tokensDist(c.TokensDist); err != nil {
+			return fmt.Errorf("-n: %v", err)
+		}
+	}
+	if c.PromptBytesDist != "" {
+		if _, err := promptDist(c.PromptBytesDist); err != nil {
+			return fmt.Errorf("--prompt-bytes: %v", err)
+		}
+	}
+	if err := c.validateShape(nil); err != nil {
+		return err
 	}
 	for _, f := range []struct {
 		name string
@@ -190,11 +208,45 @@ func (c *Config) Validate() error {
 	if err := c.validateGates(); err != nil {
 		return err
 	}
+	if err := c.validateCost(); err != nil {
+		return err
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
 	if c.TLSSelfSigned && c.TLSCert != "" {
 		return errors.New("--tls-self-signed and --tls-cert exclude each other")
+	}
+	return nil
+}
+
+// ownHeaders are the header fields a -H may not set: the request's
+// framing and connection, which the tool manages, and its hints.
+var ownHeaders = []string{"Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "Sec-WebSocket-Key",
+	"Sec-WebSocket-Version", api.HintHeader}
+
+// validateHeaders checks -H, --api-key and --host-header: header lines
+// "Name: value" on one line, none of ownHeaders, and a -H Host agreeing
+// with --host-header (a -H named Host, Content-Type or Accept replaces
+// the tool's own line).
+func (c *Config) validateHeaders() error {
+	for _, h := range c.Headers {
+		name, value, ok := strings.Cut(h, ":")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(h, "\r\n") || strings.ContainsAny(name, " \t") {
+			return fmt.Errorf("-H: %q is not a header line (want \"Name: value\")", client.Redact(h))
+		}
+		for _, own := range ownHeaders {
+			if strings.EqualFold(name, own) {
+				return fmt.Errorf("-H: %s is the tool's own header (it frames the request, or carries its hints): not settable", name)
+			}
+		}
+		if strings.EqualFold(name, "Host") && c.HostHeader != "" && strings.TrimSpace(value) != c.HostHeader {
+			return fmt.Errorf("-H %q and --host-header %q name two hosts", h, c.HostHeader)
+		}
+	}
+	if strings.ContainsAny(c.APIKey, "\r\n") || strings.ContainsAny(c.HostHeader, " \t\r\n") {
+		return errors.New("--api-key and --host-header must be single tokens on one line")
 	}
 	return nil
 }
@@ -218,10 +270,31 @@ func (c *Config) validateGates() error {
 		if err != nil {
 			return fmt.Errorf("--slo: %v (want %s)", err, slo.Syntax)
 		}
-		if o.Scope != slo.ScopeGateway && c.NoLoopback {
+		if (o.Scope == slo.ScopeLoopback || o.Scope == slo.ScopeAdded) && c.NoLoopback {
 			return fmt.Errorf("--slo %q: %s figures need the loopback calibration: not with -l", s, o.Scope)
 		}
 		c.SLOs[i] = o.String()
+	}
+	return nil
+}
+
+// validateCost checks --gateway-pid and --cpus, and writes the CPU list
+// as formatCPUList does ("0,2-3").
+func (c *Config) validateCost() error {
+	for _, pid := range c.GatewayPIDs {
+		if pid <= 0 {
+			return fmt.Errorf("--gateway-pid %d: want a process id (a positive number)", pid)
+		}
+	}
+	if len(c.GatewayPIDs) > 0 && c.Target == "" {
+		return errors.New("--gateway-pid needs -t: the gateway's cost is sampled around the batches through it")
+	}
+	if c.CPUs != "" {
+		cpus, err := parseCPUList(c.CPUs)
+		if err != nil {
+			return fmt.Errorf("--cpus %q: %v", c.CPUs, err)
+		}
+		c.CPUs = formatCPUList(cpus)
 	}
 	return nil
 }
@@ -346,7 +419,7 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	} else {
 		fs.StringVarP(&lists.concurrency, "concurrency", "c", "", "")
 	}
-	fs.IntVarP(&cfg.Tokens, "tokens", "n", cfg.Tokens, "")
+	fs.VarP(tokensValue{&cfg}, "tokens", "n", "")
 	fs.Float64VarP(&cfg.ThinkMs, "think", "T", cfg.ThinkMs, "")
 	fs.Float64VarP(&cfg.DelayMs, "delay", "d", cfg.DelayMs, "")
 	fs.IntVarP(&cfg.TimeoutMs, "timeout", "w", cfg.TimeoutMs, "")
@@ -380,6 +453,7 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "")
 	fs.StringVar(&cfg.APIKey, "api-key", "", "")
 	fs.StringVar(&cfg.HostHeader, "host-header", "", "")
+	fs.StringVar(&cfg.Gateway, "gateway", "", "")
 	if lists == nil {
 		fs.Float64Var(&cfg.Rate, "rate", 0, "")
 	} else {
@@ -391,6 +465,12 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	fs.IntVar(&cfg.Rounds, "rounds", 0, "")
 	fs.StringVar(&promptBytes, "prompt-bytes", "", "")
 	fs.StringArrayVar(&slos, "slo", nil, "")
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "")
+	fs.StringVar(&cfg.Trace, "trace", "", "")
+	fs.Float64Var(&cfg.TraceSpeed, "trace-speed", cfg.TraceSpeed, "")
+	fs.IntVar(&cfg.TraceLimit, "trace-limit", 0, "")
+	fs.BoolVar(&cfg.TraceSkipBad, "trace-skip-bad", false, "")
+	fs.IntVar(&cfg.CacheBlock, "cache-block", cfg.CacheBlock, "")
 	if lists != nil {
 		fs.Float64Var(&lists.kneeMs, "knee-threshold", sweep.DefaultKneeThresholdMs, "")
 	}
@@ -401,6 +481,9 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	fs.StringVar(&cfg.ControlToken, "control-token", "", "")
 	fs.StringSliceVar(&cfg.Servers, "server", nil, "")
 	fs.StringVar(&cfg.Instance, "instance-id", "", "")
+	fs.StringVar(&cfg.Corpus, "corpus", "", "")
+	fs.IntSliceVar(&cfg.GatewayPIDs, "gateway-pid", nil, "")
+	fs.StringVar(&cfg.CPUs, "cpus", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	for _, f := range extra {
@@ -411,15 +494,31 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	}
 	cfg.SLOs = slos
 	cfg.Server = strings.Join(cfg.Servers, ",")
+	if err := applyCorpus(&cfg, fs.Changed); err != nil {
+		return commandLine{cfg: cfg}, err
+	}
 	switch {
 	case lists != nil:
 		lists.promptBytes, lists.changed = promptBytes, fs.Changed
 	case promptBytes != "":
-		n, err := sweep.ParseSize(promptBytes)
-		if err != nil {
-			return commandLine{cfg: cfg}, fmt.Errorf("--prompt-bytes: %v", err)
+		if err := cfg.setPromptBytes(promptBytes); err != nil {
+			return commandLine{cfg: cfg}, err
 		}
-		cfg.PromptBytes = n
+	}
+	if lists != nil && cfg.TokensDist != "" {
+		return commandLine{cfg: cfg}, errors.New("-n: a sweep's steps take a number of tokens, not a distribution")
+	}
+	if lists != nil && cfg.Trace != "" {
+		return commandLine{cfg: cfg}, errors.New("--trace: a sweep's steps are closed or open loops of their own, not a trace replay")
+	}
+	if cfg.Trace != "" {
+		if err := cfg.validateShape(fs.Changed); err != nil {
+			return commandLine{cfg: cfg}, err
+		}
+		if !fs.Changed("concurrency") {
+			cfg.Concurrency = 0 // the trace's arrivals: no cap unless -c gives one
+		}
+		cfg.Requests = 0 // as many as the trace and the run's bounds allow
 	}
 	if cfg.Duration > 0 && !fs.Changed("requests") {
 		cfg.Requests = 0 // --duration instead of -r
@@ -451,7 +550,8 @@ Options:
   -t, --target <[ip:]port>   gateway address; empty = server only
   -r, --requests <n>         number of requests (def 1)
   -c, --concurrency <n>      concurrency (def 1)
-  -n, --tokens <n>           tokens per response (def 1000)
+  -n, --tokens <n|dist>      tokens per response (def 1000), or a distribution each request draws from:
+                             fixed:200, uniform:50-500, normal:300,50, lognormal:300,0.5 (median, sigma), file:PATH
   -T, --think <ms>           think delay before first token (def 0)
   -d, --delay <ms>           inter-token delay (def 5, float ok)
   -w, --timeout <ms>         per-request timeout (def 300000)
@@ -476,9 +576,14 @@ Options:
       --max-streams <n>      the server answers 429 beyond n concurrent streams (def 10000; -1: no limit)
       --fault <spec>         the server injects upstream faults into every answer, e.g. "cut_after=5" or
                              "stall_after=10; stall_ms=2000" (repeatable; keys in README.md, "Fault hints")
+      --corpus <name>        a preset stream: responses (the field reports' relay corpus: --api responses, 1024
+                             text deltas, 256 reasoning, a function call of 4 argument deltas, 16 KiB upstream writes)
   -H, --header <line>        extra request header "Name: value" (repeatable)
       --api-key <key>        send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
       --host-header <host>   Host header to send
+      --gateway <name>       the gateway under test, for its own advice: haproxy, nginx, caddy, apache, lighttpd, varnish,
+                             squid, h2o, trafficserver, envoy, traefik, kong, node, go, litellm, portkey, cloudflare
+                             (def: named from its response headers and the local process listening at -t)
       --insecure             https targets: do not verify the certificate
       --cacert <file>        https targets: trust the CAs of this PEM file
       --http2                https targets: offer HTTP/2 (ALPN)
@@ -494,9 +599,22 @@ Options:
       --warmup <n>           the first n requests are reported but left out of the statistics
       --rounds <n>           alternate n loopback and n gateway rounds (L G G L ...); the overhead is
                              the difference of the rounds' medians (def 0: one calibration, as the reference)
-      --prompt-bytes <size>  pad the prompt to this size: bytes, or k/m (64k, 1m; def: the short prompt)
+      --prompt-bytes <size>  pad the prompt to this size: bytes, or k/m (64k, 1m; def: the short prompt),
+                             or a distribution of sizes as for -n (uniform:1k-64k)
+      --seed <n>             seed of the distributions' draws and the Poisson arrivals (def 1)
+      --trace <file>         replay a trace, Mooncake JSONL or BurstGPT CSV: each request's arrival, prompt
+                             (its prefix blocks shared) and output length; -c caps the requests in flight
+      --trace-speed <x>      replay the trace x times as fast (def 1)
+      --trace-limit <n>      replay at most the trace's first n requests (def 0: all; --duration bounds it too)
+      --trace-skip-bad       skip the trace's bad lines (counted in the report) instead of stopping
+      --cache-block <tokens> block of the server's simulated prefix cache, and of a trace's hash_ids (def 512;
+                             0: no cache, the usage's cache fields are null)
       --slo <objective>      check after the run, e.g. 'gateway emit->recv p99 < 1ms' or 'added TTFT p50 < 2ms'
                              (repeatable); exit 3 when one is not met
+      --gateway-pid <pid>    account this gateway process's CPU, writes and memory per batch, children included
+                             (repeatable; def: the process listening on -t's address, when it is on this host)
+      --cpus <list>          pin the tool's threads and GOMAXPROCS to these CPUs (e.g. 0 or 0,2-3); the cost block
+                             prints the taskset line that pins the gateway to the others
       --json <file>          write the run as a JSON document ("-": stdout; the text report then goes to stderr)
       --html <file>          write a self-contained HTML report with plots
       --csv <file>           stream one row per token (batch, request, token, emitted, arrived, delay, read)

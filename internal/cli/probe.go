@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -33,6 +35,21 @@ const (
 // small round; the command line's own values come after and win.
 var probeDefaults = []string{"-r", "5", "-c", "5", "-n", "100"}
 
+// probeDefaultsFor are the probe's defaults for its command line args: a
+// --corpus sets the tokens itself, and a default -n would read as the
+// user's (which the corpus refuses).
+func probeDefaultsFor(args []string) []string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--corpus" || strings.HasPrefix(a, "--corpus=") {
+			return slices.Clone(probeDefaults[:4])
+		}
+	}
+	return slices.Clone(probeDefaults)
+}
+
 const probeUsage = `usage: sse-latency probe -t GATEWAY [--every 30s] [--metrics ADDR] [-r 5 -c 5 -n 100] [flags of sse-latency]
 
 Measures the gateway in rounds, one every --every, until it is stopped, and
@@ -47,8 +64,8 @@ signal at once.
   --metrics <addr>   listen address of the metrics endpoint: GET /metrics, GET /healthz (def :9464)
 
 The flags of sse-latency set up the measurement (see sse-latency -h); the
-probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --duration,
---rounds and --slo do not apply to a probe.
+probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --compat,
+--duration, --rounds and --slo do not apply to a probe.
 `
 
 // probeCmd runs `sse-latency probe`.
@@ -75,14 +92,19 @@ func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // validated command line, --every and --metrics.
 func parseProbe(args []string) (cl commandLine, every time.Duration, metricsAddr string, err error) {
 	every, metricsAddr = DefaultProbeEvery, DefaultProbeMetrics
-	cl, err = parseArgs(append(slices.Clone(probeDefaults), args...), func(fs *pflag.FlagSet) {
-		fs.DurationVar(&every, "every", every, "")
-		fs.StringVar(&metricsAddr, "metrics", metricsAddr, "")
-	})
+	cl, err = parseArgs(append(probeDefaultsFor(args), args...), probeFlags(&every, &metricsAddr))
 	if err == nil {
 		err = checkProbe(cl.cfg, every, metricsAddr)
 	}
 	return cl, every, metricsAddr, err
+}
+
+// probeFlags adds the probe's own flags to the run's.
+func probeFlags(every *time.Duration, metricsAddr *string) func(*pflag.FlagSet) {
+	return func(fs *pflag.FlagSet) {
+		fs.DurationVar(every, "every", *every, "")
+		fs.StringVar(metricsAddr, "metrics", *metricsAddr, "")
+	}
 }
 
 // checkProbe refuses what a probe cannot do.
@@ -92,12 +114,16 @@ func checkProbe(cfg Config, every time.Duration, metricsAddr string) error {
 		return errors.New("a probe measures a gateway: give -t")
 	case cfg.JSONPath != "" || cfg.HTMLPath != "" || cfg.CSVPath != "":
 		return errors.New("--json, --html and --csv: a probe serves metrics, it writes no files")
+	case cfg.Compat:
+		return errors.New("--compat: a probe prints a line per round, not the reference's report")
 	case cfg.Duration > 0:
 		return errors.New("--duration: a probe's round is -r requests; --every sets how often")
 	case cfg.Rounds > 0:
 		return errors.New("--rounds: a probe's round is one calibration and -r requests; --every sets how often")
 	case len(cfg.SLOs) > 0:
 		return errors.New("--slo: a probe exports its figures as metrics; check objectives on them where they are scraped")
+	case cfg.Trace != "":
+		return errors.New("--trace: a probe's round is -r requests of one shape; replay a trace in a run")
 	case every <= 0:
 		return fmt.Errorf("--every %v: want a positive duration", every)
 	}
@@ -120,6 +146,11 @@ type prober struct {
 func (p *prober) main(ctx context.Context) int {
 	r := p.run
 	r.start = time.Now()
+	restore, err := r.pinTool()
+	if err != nil {
+		return r.fail(err)
+	}
+	defer restore()
 	if err := r.setUp(); err != nil {
 		return r.fail(err)
 	}
@@ -182,7 +213,8 @@ func (p *prober) round(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary(), Replicas: r.replicaInfos()})
+	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary(), Replicas: r.replicaInfos(),
+		Identify: r.gwSeen, PageBytes: os.Getpagesize()})
 	p.metrics.Commit(rd, s, time.Now())
 	r.out.errorf("probe: round %d: %s\n", n, roundLine(s))
 	return nil

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/rundoc"
 )
 
 // gatewayRequest prepares the gateway batch's requests to the resolved
@@ -31,7 +33,20 @@ func (r *run) gatewayRequest() *client.Request {
 	o.HTTP2, o.H2C = r.cfg.HTTP2 && t.scheme == "https", r.cfg.H2C && t.scheme != "https"
 	r.remoteOptions(&o)
 	o.WebSocket = r.cfg.WebSocket
+	o.Received = r.received
 	return client.New(o)
+}
+
+// sentRequest is the head of the gateway batch's first request as it
+// goes on the wire, secrets redacted, for the document; nil before the
+// target is resolved.
+func (r *run) sentRequest() *rundoc.SentRequest {
+	if r.gwAddr == "" {
+		return nil
+	}
+	q := r.gatewayRequest()
+	s := q.SentHead(q.ID("gw", 0))
+	return &rundoc.SentRequest{Proto: s.Proto, Method: s.Method, Path: s.Path, Headers: s.Headers}
 }
 
 // calibrationRequest prepares the calibration's requests of tokens tokens
@@ -102,12 +117,19 @@ func (r *run) engineNote(req *client.Request) {
 	}
 }
 
-// extraHeaders are the request headers the flags add to the reference's.
+// extraHeaders are the request headers the flags add to the reference's:
+// Accept-Encoding: gzip with --compressed (unless a -H sets it), then
+// every -H, in order. The calibration sends them too, so that both sides
+// send the same request.
 func (r *run) extraHeaders() []string {
-	if r.cfg.Compressed {
-		return []string{"Accept-Encoding: gzip"}
+	var out []string
+	if r.cfg.Compressed && !slices.ContainsFunc(r.cfg.Headers, func(h string) bool {
+		name, _, _ := strings.Cut(h, ":")
+		return strings.EqualFold(strings.TrimSpace(name), "Accept-Encoding")
+	}) {
+		out = append(out, "Accept-Encoding: gzip")
 	}
-	return nil
+	return append(out, r.cfg.Headers...)
 }
 
 // runIDLen is the length of a run id: 30 random bits, enough for the runs

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -36,7 +37,8 @@ p99), the verdict, and two flags: the gateway's knee, the first step whose
 added emit->recv p99 exceeds the threshold or grows faster than the load;
 and the tool's own saturation (its emission lateness p99 above 1 ms, or
 its loopback adding more than the threshold), which makes a step's figures
-the tool's, not the gateway's.
+the tool's, not the gateway's. A step where more than 1% of the gateway
+requests failed is marked FAILING, with what went wrong.
 
       --knee-threshold <ms>   the knee's threshold on the added emit->recv p99 (def 1)
       --json <file>, --html <file>   every step, re-rendered by sse-latency report
@@ -101,6 +103,8 @@ func parseSweep(args []string) (sweepPlan, error) {
 		return p, errors.New("sweep needs -t: the gateway to measure")
 	case cfg.CSVPath != "":
 		return p, errors.New("--csv: not with sweep (its steps' tokens would share the file's request numbers)")
+	case cfg.Compat:
+		return p, errors.New("--compat: not with sweep (the reference has no sweep: its table is the Go tool's)")
 	case cfg.Server != "":
 		return p, errors.New("--server: a sweep measures each step against its own loopback, which needs the server here")
 	case cfg.NoLoopback:
@@ -164,6 +168,11 @@ func sweepMain(ctx context.Context, ln net.Listener, args []string, stdout, stde
 // reports them.
 func (r *run) sweep(ctx context.Context, p *sweepPlan) int {
 	r.start = time.Now()
+	restore, err := r.pinTool()
+	if err != nil {
+		return r.fail(err)
+	}
+	defer restore()
 	if p.axis == sweep.AxisConcurrency { // setUp checks the first step's
 		if err := checkOpenFiles(int(p.values[len(p.values)-1])); err != nil {
 			return r.fail(err)
@@ -198,6 +207,7 @@ func (r *run) sweep(ctx context.Context, p *sweepPlan) int {
 		sw.Steps = append(sw.Steps, *step)
 	}
 	sw.Knee = sweep.FindKnee(p.axis, sw.Steps, p.kneeMs)
+	sw.GatewaySaturated = sweep.GatewaySaturation(sw.Steps)
 	return r.finishSweep(ctx, sw, failed)
 }
 
@@ -219,13 +229,15 @@ func (r *run) sweepStep(ctx context.Context, p *sweepPlan, i int, v float64, pai
 		return nil, err
 	}
 	user, sys := cpuTimes()
-	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr,
-		Lateness: stats.Since(r.srv.Lateness(), lateBefore), UserS: user - userBefore, SystemS: sys - sysBefore, Rounds: rounds})
+	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Identify: r.gwSeen,
+		Lateness: stats.Since(r.srv.Lateness(), lateBefore), UserS: user - userBefore, SystemS: sys - sysBefore, Rounds: rounds,
+		PageBytes: os.Getpagesize(), Pin: r.cost.pin(r.toolCPUs)})
 	for j := range sum.Batches { // the run report's plots are not drawn for steps
 		sum.Batches[j].Samples = summary.NormSamples(summary.Samples{})
 	}
 	step := &sweep.Step{Value: v, Requests: cfg.Requests, Run: *sum}
 	step.ToolSaturated, step.ToolReason = sweep.Saturation(sum, p.kneeMs)
+	step.Failing, step.FailingReason = sweep.Failing(sum)
 	r.out.errorf("%s\n", report.SweepStepLine(p.axis, step))
 	return step, nil
 }
@@ -237,7 +249,7 @@ func (r *run) finishSweep(ctx context.Context, sw *sweep.Sweep, failed int) int 
 	whole := summary.New(summary.Inputs{Lateness: r.srv.Lateness(), UserS: user, SystemS: sys})
 	code, reason := exitStatus(ctx.Err() != nil, failed, true)
 	doc := rundoc.NewDocument(rundoc.RunInfo{Config: r.cfg.Redacted().Config, Start: r.start, End: time.Now(),
-		EndReason: reason, ExitCode: code, Version: Version()}, whole)
+		EndReason: reason, ExitCode: code, Version: Version(), Request: r.sentRequest()}, whole)
 	doc.Sweep = sw
 	r.out.sweep(doc)
 	return r.conclude(doc, code)

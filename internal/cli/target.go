@@ -75,23 +75,27 @@ func loadShape(c Config) string {
 		parts = append(parts, "requests")
 	}
 	if c.Requests > 0 {
-		parts = append(parts, fmt.Sprintf("up to %d", c.Requests))
+		parts = append(parts, fmt.Sprintf("up to %d", c.Requests+c.Warmup))
 	}
 	if c.Duration > 0 {
 		parts = append(parts, "for "+c.Duration.String())
 	}
-	if c.Warmup > 0 {
-		parts = append(parts, fmt.Sprintf("after %d warm-up", c.Warmup))
+	switch {
+	case c.Warmup > 0 && c.Requests > 0:
+		parts = append(parts, fmt.Sprintf("(%d warm-up, then %d measured)", c.Warmup, c.Requests))
+	case c.Warmup > 0:
+		parts = append(parts, fmt.Sprintf("(the first %d warm-up)", c.Warmup))
 	}
 	return strings.Join(parts, " ")
 }
 
 // capText describes the concurrency of a batch.
 func capText(c Config) string {
+	open := c.Rate > 0 || c.Trace != ""
 	switch {
-	case c.Rate > 0 && c.Concurrency > 0:
+	case open && c.Concurrency > 0:
 		return fmt.Sprintf("at most %d in flight", c.Concurrency)
-	case c.Rate > 0:
+	case open:
 		return "no cap on requests in flight"
 	}
 	return fmt.Sprintf("concurrency=%d", c.Concurrency)

@@ -56,6 +56,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -160,6 +161,15 @@ type Options struct {
 	// PromptBytes pads the prompt to that many bytes (--prompt-bytes,
 	// api.RequestBody.PromptBytes); 0 sends the reference's short prompt.
 	PromptBytes int
+	// Blocks, when set, lays the prompt of PromptBytes out in blocks of
+	// BlockBytes, block j's words chosen by Blocks[j]
+	// (api.AppendBlockPrompt): a trace's prefix blocks.
+	Blocks     []uint64
+	BlockBytes int
+	// Cached, when set, asks the server to report that many prompt
+	// tokens as read from its cache (api.NoCacheFigure: no figure), in
+	// place of its simulated cache's (the pi_cached_tokens hint).
+	Cached *int64
 	// Faults ask the server for upstream faults (api.Faults), sent with
 	// the hints; their Text also sets the words the text is matched
 	// against (the UTF-8 ones for api.TextUTF8).
@@ -276,7 +286,7 @@ func (q *Request) ID(batch string, index int) string {
 // hints returns what the request tells the server besides its body's
 // fixed fields.
 func (q *Request) hints(id string) api.Hints {
-	h := api.Hints{ID: id, ThinkMs: q.ThinkMs, DelayMs: q.DelayMs, Faults: q.Faults}
+	h := api.Hints{ID: id, ThinkMs: q.ThinkMs, DelayMs: q.DelayMs, Faults: q.Faults, Cached: q.Cached}
 	if q.Tokens >= 0 {
 		n := int64(q.Tokens)
 		h.Tokens = &n
@@ -308,19 +318,82 @@ func (q *Request) expectedTokens() int {
 // body returns the request body for hints h.
 func (q *Request) body(h api.Hints) []byte {
 	return api.AppendRequestBody(make([]byte, 0, 256+min(max(q.PromptBytes, 0), api.MaxPromptBytes)), q.Dialect,
-		api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage, PromptBytes: q.PromptBytes})
+		q.requestBody(h))
 }
 
-// target returns the request path and the Host header.
+// requestBody describes the body of a request with hints h.
+func (q *Request) requestBody(h api.Hints) api.RequestBody {
+	return api.RequestBody{Model: q.Model, Hints: h, IncludeUsage: q.IncludeUsage, PromptBytes: q.PromptBytes,
+		Blocks: q.Blocks, BlockBytes: q.BlockBytes}
+}
+
+// shaped returns q with the size of shape sh: its tokens asked for and
+// expected, its prompt's bytes and blocks. A copy per request, made
+// before it starts (never on the per-token path).
+func (q *Request) shaped(sh *result.Shape) *Request {
+	c := *q
+	c.Tokens, c.ExpectTokens = sh.Tokens, sh.Tokens
+	c.PromptBytes, c.Blocks, c.BlockBytes = sh.PromptBytes, sh.Blocks, sh.BlockBytes
+	return &c
+}
+
+// prepare readies the session for rec: its own size when rec has a
+// Shape (else the session's Request's), recorded in rec for the breakdown
+// by size.
+func (s *Session) prepare(rec *result.Request) {
+	if s.base == nil {
+		s.base = s.q
+	}
+	s.q = s.base
+	if rec.Shape != nil {
+		s.q = s.base.shaped(rec.Shape)
+	}
+	rec.PromptBytes, rec.AskedTokens = s.q.PromptBytes, max(s.q.ExpectTokens, 0)
+	if rec.PromptBytes <= len(api.ChatPrompt) {
+		rec.PromptBytes = len(api.ChatPrompt)
+	}
+}
+
+// target returns the request path and the Host header: Host, else an
+// extra "Host:" header's value, else Addr.
 func (q *Request) target() (path, host string) {
 	path, host = q.Path, q.Host
 	if path == "" {
 		path = q.Dialect.Path()
 	}
 	if host == "" {
+		host = q.extraValue("Host")
+	}
+	if host == "" {
 		host = q.Addr
 	}
 	return path, host
+}
+
+// extraValue returns the value of the extra header named name (any
+// case), "" when none names it.
+func (q *Request) extraValue(name string) string {
+	for _, x := range q.ExtraHeaders {
+		if n, v, ok := strings.Cut(x, ":"); ok && strings.EqualFold(strings.TrimSpace(n), name) {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// replaced are the standard header lines an extra header of the same
+// name replaces (curl's habit): the extra one is sent in their place.
+var replaced = []string{"Host", "Content-Type", "Accept"}
+
+// replacedBy reports whether an extra header replaces the standard line
+// name.
+func (q *Request) replacedBy(name string) bool {
+	for _, x := range q.ExtraHeaders {
+		if n, _, ok := strings.Cut(x, ":"); ok && strings.EqualFold(strings.TrimSpace(n), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // authHeader returns the header that carries the API key ("" without
@@ -348,6 +421,10 @@ func (q *Request) authHeader() (name, value string) {
 //	anthropic-version: 2023-06-01   (Anthropic)
 //	Authorization: Bearer <key>     (APIKey; x-api-key: <key> for Anthropic)
 //	<extra headers>
+//
+// An extra header named Host, Content-Type or Accept replaces the
+// standard line (Host: the value of Host, else of that header, else
+// Addr).
 func (q *Request) AppendHTTP(dst []byte, id string) []byte {
 	h := q.hints(id)
 	body := q.body(h)
@@ -356,7 +433,13 @@ func (q *Request) AppendHTTP(dst []byte, id string) []byte {
 	dst = append(dst, path...)
 	dst = append(dst, " HTTP/1.1\r\nHost: "...)
 	dst = append(dst, host...)
-	dst = append(dst, "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: "...)
+	if !q.replacedBy("Content-Type") {
+		dst = append(dst, "\r\nContent-Type: application/json"...)
+	}
+	if !q.replacedBy("Accept") {
+		dst = append(dst, "\r\nAccept: text/event-stream"...)
+	}
+	dst = append(dst, "\r\nContent-Length: "...)
 	dst = strconv.AppendInt(dst, int64(len(body)), 10)
 	if q.KeepAlive {
 		dst = append(dst, "\r\n"...)
@@ -387,6 +470,9 @@ func (q *Request) appendHeaders(dst []byte, h api.Hints) []byte {
 		dst = append(dst, "\r\n"...)
 	}
 	for _, x := range q.ExtraHeaders {
+		if n, _, _ := strings.Cut(x, ":"); strings.EqualFold(strings.TrimSpace(n), "Host") {
+			continue // the Host line is target's
+		}
 		dst = append(dst, x...)
 		dst = append(dst, "\r\n"...)
 	}
@@ -419,6 +505,9 @@ func (q *Request) fillEmitted(rec *result.Request) {
 			Arrived: times.Arrived(), Start: times.StreamStart(), ThinkEnd: times.ThinkEnd(),
 			Heartbeats: times.Heartbeats(), EmittedAt: times.At,
 		})
+		if u, ok := times.Usage(); ok {
+			CompareUsage(rec, q.Dialect, q.IncludeUsage, u)
+		}
 	}
 }
 
@@ -469,9 +558,25 @@ func (q *Request) classify(ctx context.Context, err error, fallback result.Failu
 }
 
 // connectFailure is the reference's "connect(): <reason>", the reason
-// worded like C's strerror.
+// worded like C's strerror, with the system error behind it.
 func connectFailure(err error) result.Failure {
-	return result.Failure{Kind: result.Connect, Detail: errText(err)}
+	return sysFailure(result.Connect, "", err)
+}
+
+// sysFailure is the failure of kind k that err caused: its detail prefix
+// followed by err's text (errText), its Errno the system error behind err
+// (0 when none is).
+func sysFailure(k result.Kind, prefix string, err error) result.Failure {
+	return result.Failure{Kind: k, Detail: prefix + errText(err), Errno: errnoOf(err)}
+}
+
+// errnoOf returns the system error behind err, 0 when there is none.
+func errnoOf(err error) syscall.Errno {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return 0
 }
 
 // errText returns the system error text of err, capitalised like C's

@@ -8,13 +8,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 )
@@ -271,14 +274,14 @@ func text(from, to int) string {
 
 // TestSplitEverywhere feeds the response parser the same chunked stream
 // cut at every byte: every token must be found whatever the cut, and count
-// in the Read that completed its event's data line.
+// in the Read that completed its event (the blank line after its data).
 func TestSplitEverywhere(t *testing.T) {
 	body := chunk(chatRole+event(100, "anan")) + chunk(event(200, "huhu")+event(300, "obob")) + chunk(chatFinish+done) + "0\r\n\r\n"
 	full := sseHead + "Transfer-Encoding: chunked\r\n\r\n" + body
-	var lineEnds []int // where the data line of each token ends
+	var lineEnds []int // where the blank line after each token's data line ends
 	for _, w := range []string{"anan", "huhu", "obob"} {
 		i := strings.Index(full, `"content":"`+w)
-		lineEnds = append(lineEnds, i+strings.IndexByte(full[i:], '\n'))
+		lineEnds = append(lineEnds, i+strings.Index(full[i:], "\n\n")+1)
 	}
 	for cut := 1; cut < len(full); cut++ {
 		rec := &result.Request{Batch: "gw"}
@@ -303,7 +306,7 @@ func TestSplitEverywhere(t *testing.T) {
 				want = 1
 			}
 			if rec.TokenRead(i) != want || tok.Arrived != int64(want+1) {
-				t.Errorf("cut at %d: token %d in read %d (arrived %d), want read %d: its line ends at byte %d", cut, i, rec.TokenRead(i), tok.Arrived, want, lineEnds[i])
+				t.Errorf("cut at %d: token %d in read %d (arrived %d), want read %d: its event ends at byte %d", cut, i, rec.TokenRead(i), tok.Arrived, want, lineEnds[i])
 			}
 		}
 	}
@@ -385,6 +388,11 @@ func TestConnectFailure(t *testing.T) {
 	rec := do(t, testutil.RefusedAddr(t))
 	if got := rec.Failure.Error(); got != "connect(): Connection refused" {
 		t.Errorf("closed port: %q, want connect(): Connection refused", got)
+	}
+	// The raw fact beside the reference's text: what the failure summary
+	// groups by.
+	if rec.Failure.Errno != syscall.ECONNREFUSED || failures.Of(rec) != failures.Refused {
+		t.Errorf("closed port: errno %d (%v), kind %s; want ECONNREFUSED, connection_refused", int(rec.Failure.Errno), rec.Failure.Errno, failures.Of(rec))
 	}
 }
 
@@ -475,6 +483,14 @@ func TestRequestBytes(t *testing.T) {
 			"POST /v1/messages HTTP/1.1\r\nHost: h:1\r\n" + std + "Content-Length: N\r\nConnection: close\r\n" +
 				"anthropic-version: 2023-06-01\r\nx-api-key: sk-ant\r\n\r\n" +
 				`{"model":"sse-latency-1","stream":true,"max_tokens":4096,"messages":[{"role":"user","content":"Say 4-letter words"}]}`},
+		{"extra headers replace Host, Content-Type and Accept", Options{Addr: "h:1", Tokens: -1,
+			ExtraHeaders: []string{"host: gw.example", "Content-Type: application/json; charset=utf-8", "X-B: c", "ACCEPT: */*"}},
+			"POST /v1/chat/completions HTTP/1.1\r\nHost: gw.example\r\nContent-Length: N\r\nConnection: close\r\n" +
+				"Content-Type: application/json; charset=utf-8\r\nX-B: c\r\nACCEPT: */*\r\n\r\n" +
+				`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words"}]}`},
+		{"Host beats an extra Host header", Options{Addr: "h:1", Host: "flag.example", Tokens: -1, ExtraHeaders: []string{"Host: hdr.example"}},
+			"POST /v1/chat/completions HTTP/1.1\r\nHost: flag.example\r\n" + std + "Content-Length: 99\r\nConnection: close\r\n\r\n" +
+				`{"model":"sse-latency-1","stream":true,"messages":[{"role":"user","content":"Say 4-letter words"}]}`},
 		{"anthropic with an extra header", Options{Dialect: api.Anthropic, Addr: "h:1", Tokens: 5, IDPrefix: "r", ExtraHeaders: []string{"X-A: b"}},
 			"POST /v1/messages HTTP/1.1\r\nHost: h:1\r\n" + std + "Content-Length: N\r\nConnection: close\r\n" +
 				"X-SSE-Latency: id=r-gw-3; tokens=5\r\nanthropic-version: 2023-06-01\r\nX-A: b\r\n\r\n" +
@@ -790,7 +806,10 @@ func TestReserialised(t *testing.T) {
 
 // TestRequestLargerThanTheSocket: a request too large for one write (a
 // 16 MB model name: more than loopback's socket buffers take at once) goes
-// out whole, in several writes, and the response is read after it.
+// out whole, in several writes, and the response is read after it. Its -w
+// is a minute, not hostileOptions' 10 s: under -race, encoding and copying
+// 16 MB takes seconds, more than ten on a busy machine, and the test is
+// about the request arriving whole, not how fast.
 func TestRequestLargerThanTheSocket(t *testing.T) {
 	chat := dialectStreams[0]
 	okStream := chat.events(false, chat.tokens(3, true)...)
@@ -806,7 +825,7 @@ func TestRequestLargerThanTheSocket(t *testing.T) {
 		}
 	})
 	o := hostileOptions(addr)
-	o.Model = model
+	o.Model, o.Timeout = model, time.Minute
 	rec := &result.Request{Batch: "gw"}
 	New(o).Do(context.Background(), rec)
 	if rec.Failure.Kind != result.OK || len(rec.Tokens) != 3 {
@@ -816,5 +835,31 @@ func TestRequestLargerThanTheSocket(t *testing.T) {
 	_, body, _ := strings.Cut(req, "\r\n\r\n")
 	if body != wantBody {
 		t.Errorf("the gateway received a body of %d bytes, want the request's %d", len(body), len(wantBody))
+	}
+}
+
+// TestSentHead: the head a report records is the one on the wire, secrets
+// redacted: HTTP/1.1, the WebSocket upgrade, HTTP/2's fields.
+func TestSentHead(t *testing.T) {
+	base := Options{Addr: "h:1", Tokens: 5, IDPrefix: "r", APIKey: "sk-123", ExtraHeaders: []string{"X-Team: a", "X-Api-Key: k2", "Host: gw.example"}}
+	h1 := New(base).SentHead("r-gw-0")
+	want := []string{"Host: gw.example", "Content-Type: application/json", "Accept: text/event-stream", "Content-Length: 163", "Connection: close",
+		"X-SSE-Latency: id=r-gw-0; tokens=5", "Authorization: Bearer REDACTED", "X-Team: a", "X-Api-Key: REDACTED"}
+	if h1.Proto != ProtoHTTP1 || h1.Method != "POST" || h1.Path != "/v1/chat/completions" || !slices.Equal(h1.Headers, want) {
+		t.Errorf("HTTP/1.1 head %+v, want headers %q", h1, want)
+	}
+	ws := base
+	ws.Dialect, ws.WebSocket = api.Responses, true
+	s := New(ws).SentHead("")
+	if s.Proto != "websocket" || s.Method != "GET" || !slices.Contains(s.Headers, "Upgrade: websocket") || !slices.Contains(s.Headers, "X-Team: a") ||
+		!slices.Contains(s.Headers, "Authorization: Bearer REDACTED") {
+		t.Errorf("WebSocket head %+v", s)
+	}
+	h2 := base
+	h2.H2C = true
+	s = New(h2).SentHead("r-gw-0")
+	if s.Proto != ProtoH2C || s.Headers[0] != ":authority: gw.example" || !slices.Contains(s.Headers, "x-team: a") ||
+		!slices.Contains(s.Headers, "authorization: Bearer REDACTED") || slices.Contains(s.Headers, "Connection: close") {
+		t.Errorf("h2c head %+v", s)
 	}
 }

@@ -104,6 +104,7 @@ func (q *Request) onLoop() bool { return q.loopEngine() != "" }
 // goroutine of its own. The session belongs to the request until done is
 // called: no other Start, Do or Close meanwhile.
 func (s *Session) Start(ctx context.Context, rec *result.Request, done func(*result.Request)) {
+	s.prepare(rec)
 	if s.q.onLoop() {
 		s.startLoop(ctx, rec, done)
 		return

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -28,7 +29,7 @@ func (s *Session) startH2(ctx context.Context, rec *result.Request, proto string
 	cc, err := s.q.state().h2.NewClientConn(s.stamp)
 	if err != nil {
 		s.Close()
-		rec.Failure = s.q.classify(ctx, err, result.Failure{Kind: result.Connect, Detail: "HTTP/2: " + errText(err)})
+		rec.Failure = s.q.classify(ctx, err, sysFailure(result.Connect, "HTTP/2: ", err))
 		return false
 	}
 	s.cc, s.proto = cc, proto
@@ -78,7 +79,7 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 		if reused && ctx.Err() == nil && sctx.Err() == nil {
 			return deadConn
 		}
-		rec.Failure = h2Failure(ctx, sctx, q, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+		rec.Failure = h2Failure(ctx, sctx, q, err, sysFailure(result.RecvError, "send: ", err))
 		return finished
 	}
 	now := clock.Now()
@@ -90,7 +91,7 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 	}
 	r := newReader(rec, &q.Options)
 	defer r.close()
-	if r.h2Head(resp.StatusCode, resp.Proto+" "+resp.Status, resp.Header.Values, now) {
+	if r.h2Head(resp.StatusCode, resp.Proto+" "+resp.Status, resp.Header, now) {
 		rec.End = now
 		keep = q.KeepAlive // closing the body resets the stream only
 		return finished
@@ -295,8 +296,10 @@ func (q *Request) newHTTPRequest(ctx context.Context, id, scheme string) (*http.
 		}
 		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
 		if strings.EqualFold(name, "Host") {
-			host = value
-			continue
+			continue // target's :authority
+		}
+		if slices.ContainsFunc(replaced, func(r string) bool { return strings.EqualFold(r, name) }) {
+			hdr.Del(name)
 		}
 		hdr.Add(name, value)
 	}

@@ -21,7 +21,8 @@ import (
 // without, each request has a connection of its own, closed after it. A
 // Session is not safe for concurrent use; Close it when done.
 type Session struct {
-	q *Request
+	q    *Request // the current request's: base, or a copy of its own size (prepare)
+	base *Request // the Request that made the session
 
 	// The open connection, kept between requests: conn for HTTP/1.1 (the
 	// TLS connection over https), cc over it for HTTP/2; raw is the TCP
@@ -43,7 +44,7 @@ type Session struct {
 
 // NewSession returns a Session that sends q's requests.
 func (q *Request) NewSession() *Session {
-	return &Session{q: q}
+	return &Session{q: q, base: q}
 }
 
 // Close closes the session's connection, if one is open.
@@ -108,6 +109,7 @@ const (
 // again, once, on a new connection, and its Start stays that of the first
 // try.
 func (s *Session) Do(ctx context.Context, rec *result.Request) {
+	s.prepare(rec)
 	q := s.q
 	if q.onLoop() {
 		s.doLoop(ctx, rec)
@@ -233,7 +235,7 @@ func (s *Session) connect(ctx context.Context, rec *result.Request, deadline tim
 	stop()
 	if err != nil {
 		s.Close()
-		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.Connect, Detail: "TLS handshake: " + errText(err)})
+		rec.Failure = q.classify(ctx, err, sysFailure(result.Connect, "TLS handshake: ", err))
 		return false
 	}
 	rec.TLSDone = clock.Now()
@@ -332,7 +334,7 @@ func (q *Request) send(ctx context.Context, rec *result.Request, conn net.Conn, 
 		if reused && ctx.Err() == nil && isClosed(err) {
 			return deadConn, false
 		}
-		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+		rec.Failure = q.classify(ctx, err, sysFailure(result.RecvError, "send: ", err))
 		return finished, false
 	}
 	rec.Sent = clock.Now()

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 )
 
 // TestTimingHeaders: the timing headers a gateway adds to the response
-// head reach the record raw, over HTTP/1.1 and h2c, every Server-Timing
+// head reach the record raw, and its identifying headers cleaned, over HTTP/1.1 and h2c, every Server-Timing
 // field of the head joined; a head without them leaves the record's empty.
 func TestTimingHeaders(t *testing.T) {
 	addr, reg := ourServer(t)
@@ -27,6 +28,9 @@ func TestTimingHeaders(t *testing.T) {
 		r.Header.Set("X-Kong-Upstream-Latency", "40")
 		r.Header.Add("Server-Timing", `gw;dur=0.5`)
 		r.Header.Add("Server-Timing", `upstream;desc="model, eu";dur=41`)
+		r.Header.Set("Server", "lighttpd/1.4.69\u202e\u200b")
+		r.Header.Set("Via", "1.1 varnish (Varnish/7.1)")
+		r.Header.Set("X-Portkey-Trace-Id", strings.Repeat("a", 300))
 		return nil
 	}
 	gw := httptest.NewUnstartedServer(p)
@@ -44,10 +48,23 @@ func TestTimingHeaders(t *testing.T) {
 		if !rec.OK() || rec.Timing != want || h2 != (rec.Proto == ProtoH2C) {
 			t.Errorf("h2c=%v: failure %q, protocol %s, timing %+v; want ok and %+v", h2, rec.Failure.Error(), rec.Proto, rec.Timing, want)
 		}
+		// The identifying headers, cleaned and bounded, in the head's
+		// order (HTTP/2: by name).
+		got := map[string]string{}
+		for _, h := range rec.GatewayHeaders {
+			got[h.Name] = h.Value
+		}
+		if got["server"] != "lighttpd/1.4.69" || got["via"] != "1.1 varnish (Varnish/7.1)" ||
+			got["x-portkey-trace-id"] != strings.Repeat("a", 128) || got["x-kong-proxy-latency"] != "2" || got["date"] != "" {
+			t.Errorf("h2c=%v: gateway headers %v", h2, rec.GatewayHeaders)
+		}
+		if len(rec.GatewayHeaders) > 8 {
+			t.Errorf("h2c=%v: %d gateway headers kept, want at most 8", h2, len(rec.GatewayHeaders))
+		}
 	}
 	rec := &result.Request{Batch: "gw"}
 	New(Options{Dialect: api.Chat, Addr: addr, Tokens: 3, ExpectTokens: 3, Timeout: 10 * time.Second}).Do(context.Background(), rec)
-	if !rec.OK() || !rec.Timing.Empty() {
-		t.Errorf("straight to the server: failure %q, timing %+v; want ok and none", rec.Failure.Error(), rec.Timing)
+	if !rec.OK() || !rec.Timing.Empty() || rec.GatewayHeaders != nil {
+		t.Errorf("straight to the server: failure %q, timing %+v, gateway headers %v; want ok and none", rec.Failure.Error(), rec.Timing, rec.GatewayHeaders)
 	}
 }

@@ -96,7 +96,7 @@ func (q *Request) AppendUpgrade(dst []byte, key string) []byte {
 // AppendCreate appends the response.create message of the request with id
 // id ("" for none), as a masked text frame.
 func (q *Request) AppendCreate(dst []byte, id string) []byte {
-	msg := api.AppendResponseCreate(make([]byte, 0, 256), api.RequestBody{Model: q.Model, Hints: q.hints(id), IncludeUsage: q.IncludeUsage})
+	msg := api.AppendResponseCreate(make([]byte, 0, 256+min(max(q.PromptBytes, 0), api.MaxPromptBytes)), q.requestBody(q.hints(id)))
 	return wire.AppendWSFrame(dst, wire.WSText, msg, wsMask())
 }
 
@@ -194,7 +194,7 @@ func (w *wsExchange) frames(p []byte, now int64) {
 			if w.ended {
 				w.stray = true // it belongs to no request
 			} else {
-				w.ended = r.dataEvent(m.Payload, now)
+				w.ended = r.dataEvent(nil, m.Payload, now)
 			}
 		case wire.WSBinary:
 			w.fail(result.Failure{Kind: result.BadFraming, Detail: "websocket: binary message (the Responses API sends text)"}, wire.WSCloseUnsupported)
@@ -352,7 +352,7 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 				_, werr := conn.Write(w.out)
 				w.out = w.out[:0]
 				if werr != nil && !ended {
-					rec.Failure = q.classify(ctx, werr, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(werr)})
+					rec.Failure = q.classify(ctx, werr, sysFailure(result.RecvError, "send: ", werr))
 					return finished
 				}
 			}
@@ -378,7 +378,7 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 			} else {
 				err = werr
 			}
-			rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+			rec.Failure = q.classify(ctx, err, sysFailure(result.RecvError, "send: ", err))
 		case byPing && isTimeout(err):
 			rec.Failure = q.noPong()
 		case reused && rec.Bytes == 0 && isClosed(err):

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sse-latency/sse-latency/internal/api"
 )
 
 // Defaults of a Registry.
@@ -52,6 +54,29 @@ type Times struct {
 	heartbeats atomic.Int64
 	// streamStart and thinkEnd are what Begin recorded.
 	streamStart, thinkEnd atomic.Int64
+	// usage is the token accounting the server reported (SetUsage).
+	usage atomic.Pointer[api.TokenUsage]
+}
+
+// SetUsage records the token accounting the server put in the stream's
+// usage objects (api.AppendUsage): what the client compares the usage
+// that reached it with.
+func (t *Times) SetUsage(u api.TokenUsage) {
+	if t != nil {
+		t.usage.Store(&u)
+	}
+}
+
+// Usage returns what SetUsage recorded; false when nothing was (or for
+// nil).
+func (t *Times) Usage() (api.TokenUsage, bool) {
+	if t == nil {
+		return api.TokenUsage{}, false
+	}
+	if u := t.usage.Load(); u != nil {
+		return *u, true
+	}
+	return api.TokenUsage{}, false
 }
 
 // Begin records when the server began the stream — the instant (process

@@ -11,6 +11,7 @@ package gatewaytest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -44,6 +45,10 @@ type Options struct {
 	// gateway that rebuilds the events, so that the client must measure
 	// by content and find the replica by the request's id.
 	Strip bool
+	// RewriteEvent, when set, rewrites the payload of every SSE data line
+	// of the responses (a gateway that re-serialises events: one that
+	// rewrites their usage, say); it returns the new payload.
+	RewriteEvent func(payload []byte) []byte
 }
 
 // Gateway is a running gateway.
@@ -76,10 +81,17 @@ func Start(t testing.TB, o Options) *Gateway {
 		},
 		FlushInterval: -1, // flush every event
 	}
-	if o.Strip {
+	if o.Strip || o.RewriteEvent != nil {
 		rp.ModifyResponse = func(resp *http.Response) error {
-			resp.Header.Del(instanceHeader)
-			resp.Body = &stripReader{body: resp.Body, br: bufio.NewReader(resp.Body)}
+			if o.Strip {
+				resp.Header.Del(instanceHeader)
+				resp.Body = &stripReader{body: resp.Body, br: bufio.NewReader(resp.Body)}
+			}
+			if o.RewriteEvent != nil {
+				resp.Body = &eventRewriter{src: bufio.NewReaderSize(resp.Body, 64<<10), body: resp.Body, rewrite: o.RewriteEvent}
+				resp.Header.Del("Content-Length")
+				resp.ContentLength = -1
+			}
 			return nil
 		}
 	}
@@ -176,3 +188,34 @@ func (g *Gateway) UpstreamFrom(text string) bool {
 
 // Requests returns the number of requests received so far.
 func (g *Gateway) Requests() int64 { return g.n.Load() }
+
+// eventRewriter is a response body that rewrites the payload of each SSE
+// data line as it passes, one line per Read (the proxy flushes each).
+type eventRewriter struct {
+	src     *bufio.Reader
+	body    io.Closer
+	rewrite func([]byte) []byte
+	out     []byte
+	partial bool // the last line read was cut by the buffer: its rest is not rewritten
+}
+
+func (e *eventRewriter) Read(p []byte) (int, error) {
+	for len(e.out) == 0 {
+		line, err := e.src.ReadSlice('\n')
+		whole := !e.partial
+		e.partial = err == bufio.ErrBufferFull
+		if payload, ok := bytes.CutPrefix(line, []byte("data: ")); ok && whole && !e.partial {
+			payload = bytes.TrimRight(payload, "\r\n")
+			line = append(append([]byte("data: "), e.rewrite(bytes.Clone(payload))...), '\n')
+		}
+		e.out = append(e.out[:0], line...)
+		if err != nil && err != bufio.ErrBufferFull && len(e.out) == 0 {
+			return 0, err
+		}
+	}
+	n := copy(p, e.out)
+	e.out = e.out[n:]
+	return n, nil
+}
+
+func (e *eventRewriter) Close() error { return e.body.Close() }

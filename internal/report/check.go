@@ -5,13 +5,19 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/check"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 )
 
-// checkHTMLTemplate is the page of a check's report.
-var checkHTMLTemplate = template.Must(template.New("check.html.tmpl").ParseFS(htmlTemplateFS, "templates/check.html.tmpl"))
+// checkHTMLTemplate is the page of a check's report, parsed at its first
+// use (as htmlTemplate).
+var checkHTMLTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("check.html.tmpl").ParseFS(htmlTemplateFS, "templates/check.html.tmpl", "templates/advice.html.tmpl"))
+})
 
 // checkNameWidth is the width of the name column of the text rows: the
 // longest scenario name.
@@ -25,18 +31,47 @@ func WriteCheckHeader(w io.Writer, target, api, server string) error {
 	return err
 }
 
+// WriteCheckGateway writes the line that names the gateway, after the
+// header once the pre-flight request has named it:
+//
+//	gateway: lighttpd/1.4.69 (Server header; local process 1234 lighttpd)
+func WriteCheckGateway(w io.Writer, id *gateway.Identity) error {
+	if id == nil {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "gateway: %s\n", id.String())
+	return err
+}
+
 // WriteCheckRow writes one row of a check: its status, name, what it
-// checks and the evidence, then, for a row that did not pass, the likely
-// fix on a line of its own.
+// checks and the evidence, then, for a row that did not pass, the fix on
+// a line of its own — the identified gateway's setting, with the
+// documentation that says so, or the generic fix and the known
+// gateways' settings as "if your gateway is …".
 //
 //	PASS  flush             flushes every event: each token arrived on its own, 0.061 ms after its emission (p50)
-//	FAIL  upstream-cut      an upstream cut reaches the client: the gateway ended its response cleanly after 3 of 10 tokens …
-//	                        fix: when the upstream fails mid-stream, send an error event or abort …
+//	FAIL  flush             flushes every event: buffered, whole response: 100% of the tokens arrived after …
+//	                        fix: lighttpd: set server.stream-response-body = 2: …
+//	                             https://redmine.lighttpd.net/projects/lighttpd/wiki/Server_stream-response-bodyDetails
 func WriteCheckRow(w io.Writer, r check.Row) error {
 	p := printer{w: w}
 	p.printf("%-4s  %-*s  %s: %s\n", r.Status, checkNameWidth, r.Name, r.Title, r.Evidence)
-	if r.Fix != "" {
-		p.printf("%*s  fix: %s\n", 4+2+checkNameWidth, "", r.Fix)
+	indent := 4 + 2 + checkNameWidth
+	if len(r.Advice) == 0 && r.Fix != "" {
+		p.printf("%*s  fix: %s\n", indent, "", r.Fix)
+	}
+	for i, a := range r.Advice {
+		lead := "fix:"
+		if i > 0 {
+			lead = " or:"
+		}
+		p.printf("%*s  %s %s\n", indent, "", lead, a.Line())
+		if a.Reference != "" {
+			p.printf("%*s       %s\n", indent, "", a.Reference)
+		}
+		for _, o := range a.Others {
+			p.printf("%*s       if your gateway is %s\n", indent, "", o.Line())
+		}
 	}
 	return p.err
 }
@@ -60,6 +95,9 @@ func WriteCheckText(w io.Writer, rep *check.Report) error {
 	if err := WriteCheckHeader(w, rep.Target, rep.Dialect, rep.Server); err != nil {
 		return err
 	}
+	if err := WriteCheckGateway(w, rep.Gateway); err != nil {
+		return err
+	}
 	for _, r := range rep.Rows {
 		if err := WriteCheckRow(w, r); err != nil {
 			return err
@@ -73,7 +111,13 @@ type checkView struct {
 	Title   string
 	Meta    []string
 	Summary string
-	Rows    []check.Row
+	Rows    []checkRowView
+}
+
+// checkRowView is a row and its advice in words.
+type checkRowView struct {
+	check.Row
+	Advice adviceText
 }
 
 // WriteCheckHTML writes a check's report as one self-contained, offline
@@ -88,10 +132,26 @@ func WriteCheckHTML(w io.Writer, rep *check.Report) error {
 			fmt.Sprintf("check schema version %d", rep.SchemaVersion),
 		},
 		Summary: checkSummary(rep),
-		Rows:    rep.Rows,
+	}
+	if rep.Gateway != nil {
+		v.Meta = slices.Insert(v.Meta, 0, "gateway: "+rep.Gateway.String())
+	}
+	for _, r := range rep.Rows {
+		rv := checkRowView{Row: r}
+		if len(r.Advice) > 0 {
+			rv.Advice.Heading = "fix:"
+			for _, a := range r.Advice {
+				it := adviceItemOf(a)
+				if a.Gateway != gateway.Unknown {
+					it.Setting = a.Line()
+				}
+				rv.Advice.Items = append(rv.Advice.Items, it)
+			}
+		}
+		v.Rows = append(v.Rows, rv)
 	}
 	var b bytes.Buffer
-	if err := checkHTMLTemplate.Execute(&b, v); err != nil {
+	if err := checkHTMLTemplate().Execute(&b, v); err != nil {
 		return fmt.Errorf("html report: %w", err)
 	}
 	_, err := w.Write(b.Bytes())

@@ -11,8 +11,12 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/failures"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/report/svg"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/stats"
@@ -20,14 +24,20 @@ import (
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-//go:embed templates/report.html.tmpl templates/check.html.tmpl templates/sweep.html.tmpl templates/style.html.tmpl
+//go:embed templates/report.html.tmpl templates/check.html.tmpl templates/sweep.html.tmpl templates/style.html.tmpl templates/advice.html.tmpl
 var htmlTemplateFS embed.FS
 
 // htmlTemplate is the run's page, sweepTemplate the sweep's; the views
-// hold every string they print. Both share the style.
+// hold every string they print. Both share the style. They are parsed at
+// their first use: at the process's start they were a tenth of the CPU
+// of a run that writes no HTML (issue 21).
 var (
-	htmlTemplate  = template.Must(template.New("report.html.tmpl").ParseFS(htmlTemplateFS, "templates/report.html.tmpl", "templates/style.html.tmpl"))
-	sweepTemplate = template.Must(template.New("sweep.html.tmpl").ParseFS(htmlTemplateFS, "templates/sweep.html.tmpl", "templates/style.html.tmpl"))
+	htmlTemplate = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("report.html.tmpl").ParseFS(htmlTemplateFS, "templates/report.html.tmpl", "templates/style.html.tmpl", "templates/advice.html.tmpl"))
+	})
+	sweepTemplate = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("sweep.html.tmpl").ParseFS(htmlTemplateFS, "templates/sweep.html.tmpl", "templates/style.html.tmpl"))
+	})
 )
 
 // WriteHTML writes the report of d as one self-contained, offline HTML page
@@ -46,7 +56,7 @@ func WriteHTML(w io.Writer, d *rundoc.Document) error {
 		return writeSweepHTML(w, d)
 	}
 	var b bytes.Buffer
-	if err := htmlTemplate.Execute(&b, newHTMLView(d)); err != nil {
+	if err := htmlTemplate().Execute(&b, newHTMLView(d)); err != nil {
 		return fmt.Errorf("html report: %w", err)
 	}
 	_, err := w.Write(b.Bytes())
@@ -65,20 +75,37 @@ type htmlView struct {
 	Overhead []htmlOverheadRow // nil without calibration
 	Rounds   *htmlRounds       // nil without rounds
 	Declared []htmlDeclaredRow // nil when no head declared timings
+	Cost     []htmlCostRow     // nil when the gateway batch's CPU was not sampled
 	SLO      *htmlSLO          // nil without objectives
-	Failures []htmlFailureRow
-	Stream   []htmlStreamRow
-	Phases   *htmlPhases // nil when no batch's timeline is notable (html_timeline.go)
-	Self     htmlSelf
-	Charts   []htmlChart
-	Config   string
+	// FailureGroups are the failures by kind (failures.Summary), Failures
+	// their texts by the tool's failure kind.
+	FailureGroups []htmlFailureGroup
+	Failures      []htmlFailureRow
+	Stream        []htmlStreamRow
+	Phases        *htmlPhases // nil when no batch's timeline is notable (html_timeline.go)
+	Self          htmlSelf
+	Charts        []htmlChart
+	Config        string
 }
 
 type htmlVerdict struct {
-	Class    string // "flushes", "buffers" or "unknown": the box's colour
-	Headline string
-	Lines    []string
-	Causes   []string
+	Class string // "flushes", "buffers" or "unknown", or "failed" when requests failed: the box's colour
+	// Failure leads when requests failed, with the advice about them.
+	Failure       string
+	FailureAdvice []string
+	Headline      string
+	Lines         []string
+	Advice        adviceText
+}
+
+// htmlFailureGroup is one group of a batch's failure summary, as the text
+// block words it.
+type htmlFailureGroup struct {
+	Batch, Title       string
+	Count              int
+	Share, First, Last string
+	After              string // tokens and age p50 (max); "" for a group of requests that got no stream
+	Example            string
 }
 
 // htmlClock describes the clock offset of a run across hosts.
@@ -141,7 +168,7 @@ func newHTMLView(d *rundoc.Document) htmlView {
 		Title:    fmt.Sprintf("%s %s — run of %s", name, cmp.Or(d.Tool.Version, "(unknown version)"), htmlTime(d.Start)),
 		Meta:     htmlMeta(d),
 		Warnings: Warnings(d),
-		Verdict:  newHTMLVerdict(d.Verdict, d.Clock),
+		Verdict:  newHTMLVerdict(d.Verdict, d.Identity, d.Clock, gatewayFailures(d)),
 		Clock:    newHTMLClock(d.Clock),
 		Replicas: newHTMLReplicas(d),
 		Self:     newHTMLSelf(&d.Self),
@@ -169,6 +196,7 @@ func newHTMLView(d *rundoc.Document) htmlView {
 			hb.Rows = append(hb.Rows, newHTMLMetricRow("request leg (sent → server received)", b.RequestLeg, d.Clock))
 		}
 		v.Batches = append(v.Batches, hb)
+		v.FailureGroups = append(v.FailureGroups, newHTMLFailureGroups(b)...)
 		for _, f := range b.Failures {
 			row := htmlFailureRow{Batch: b.Name, Kind: f.Kind, Count: f.Count}
 			for _, t := range f.Texts {
@@ -201,8 +229,30 @@ func newHTMLView(d *rundoc.Document) htmlView {
 	}
 	v.Rounds = newHTMLRounds(d.Rounds)
 	v.Declared = newHTMLDeclared(&d.Run)
+	v.Cost = newHTMLCost(&d.Run)
 	v.SLO = newHTMLSLO(d.SLO)
 	return v
+}
+
+// htmlCostRow is one line of the cost block: its label and its text.
+type htmlCostRow struct{ Label, Text string }
+
+// newHTMLCost is the cost block's lines (WriteCost), the same words as
+// the text report's; nil without a sampled gateway batch.
+func newHTMLCost(r *summary.Run) []htmlCostRow {
+	var b strings.Builder
+	if WriteCost(&b, r) != nil || b.Len() == 0 {
+		return nil
+	}
+	var rows []htmlCostRow
+	for i, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		if i == 0 { // the title: the template has its own
+			continue
+		}
+		label, text := strings.TrimSpace(line[:min(len(line), costLabelWidth)]), strings.TrimSpace(line[min(len(line), costLabelWidth):])
+		rows = append(rows, htmlCostRow{Label: label, Text: text})
+	}
+	return rows
 }
 
 // htmlMeta describes the run: when, how it ended, where.
@@ -331,20 +381,52 @@ func newHTMLReplicas(d *rundoc.Document) []htmlReplicaRow {
 }
 
 // newHTMLVerdict words the verdict as the text block does: the same
-// sentences (verdictWords), each figure after its label and a colon.
-func newHTMLVerdict(v *verdict.Verdict, c *summary.Clock) *htmlVerdict {
+// sentences (verdictWords, withFailures: led by the failures of the
+// gateway batch fs), each figure after its label and a colon.
+func newHTMLVerdict(v *verdict.Verdict, id *gateway.Identity, c *summary.Clock, fs *failures.Summary) *htmlVerdict {
 	if v == nil {
 		return nil
 	}
-	t := verdictWords(*v, c)
-	hv := &htmlVerdict{Class: t.Class.String(), Headline: t.Headline, Causes: t.Causes}
+	t := withFailures(verdictWords(*v, id, c), *v, fs)
+	hv := &htmlVerdict{Class: t.Class.String(), Failure: t.Failure, FailureAdvice: t.FailureAdvice, Headline: t.Headline, Advice: t.Advice}
+	if t.Failure != "" {
+		hv.Class = "failed"
+	}
 	for _, l := range t.Lines {
 		hv.Lines = append(hv.Lines, l.Label+": "+l.Text)
 	}
-	if t.Note != "" {
-		hv.Lines = append(hv.Lines, t.Note)
+	for _, n := range []string{t.Note, t.FailureNote} {
+		if n != "" {
+			hv.Lines = append(hv.Lines, n)
+		}
 	}
 	return hv
+}
+
+// gatewayFailures is the failure summary of d's gateway batch, nil
+// without one.
+func gatewayFailures(d *rundoc.Document) *failures.Summary {
+	if g := d.Gateway(); g != nil {
+		return g.FailureSummary
+	}
+	return nil
+}
+
+// newHTMLFailureGroups are the rows of b's failure groups (none without a
+// summary, or failures), worded as the text block's.
+func newHTMLFailureGroups(b *summary.Batch) []htmlFailureGroup {
+	fs := b.FailureSummary
+	if fs == nil {
+		return nil
+	}
+	var out []htmlFailureGroup
+	for i := range fs.Groups {
+		g := &fs.Groups[i]
+		out = append(out, htmlFailureGroup{Batch: b.Name, Title: failures.Sanitize(g.Title), Count: g.Count,
+			Share: fmt.Sprintf("%.1f%%", 100*share(g.Count, fs.Requests)), First: failures.At(g.FirstNs), Last: failures.At(g.LastNs),
+			After: strings.TrimPrefix(afterText(g), "  after "), Example: failures.Sanitize(g.Example)})
+	}
+	return out
 }
 
 func newHTMLSelf(s *summary.Self) htmlSelf {
@@ -403,7 +485,53 @@ func htmlCharts(bs []summary.Batch) []htmlChart {
 	add(gaps, "Gaps between consecutive token arrivals, as a share of each batch's gaps. "+
 		"A flushing gateway keeps the emission gap; a buffering one gives many gaps near 0 and a few as long as its period."+gapNote)
 	add(htmlTTFTChart(bs), "Time to first token of each request, by request index.")
+	if c := htmlSizeChart(bs); c != nil {
+		add(c, "Time to first token against the prompt's size, by size bucket (powers of 4 from 1 KiB): the median (solid) "+
+			"and the 99th percentile (dashed) of each bucket's requests. A gateway whose cost grows with the body it reads climbs to the right.")
+	}
 	return out
+}
+
+// htmlSizeChart plots each batch's TTFT, p50 and p99, against the prompt
+// size of its size buckets (at the bucket's geometric middle), nil when no
+// batch has a breakdown by size.
+func htmlSizeChart(bs []summary.Batch) *svg.Chart {
+	c := &svg.Chart{
+		Title: "TTFT by prompt size",
+		X:     svg.Axis{Label: "prompt size (bytes, log scale)", Log: true},
+		Y:     svg.Axis{Label: "TTFT (ms)", Zero: true},
+	}
+	for i, b := range bs {
+		if b.Sizes == nil || len(b.Sizes.Prompt) == 0 {
+			continue
+		}
+		var p50, p99 []svg.Point
+		for _, k := range b.Sizes.Prompt {
+			x := bucketMiddle(k)
+			p50 = append(p50, svg.Point{X: x, Y: k.TTFT.P50Ms})
+			p99 = append(p99, svg.Point{X: x, Y: k.TTFT.P99Ms})
+		}
+		c.Series = append(c.Series,
+			svg.Series{Name: b.Name + " p50", Kind: svg.Line, Color: htmlColor(i, b.Name), Markers: true, Points: p50},
+			svg.Series{Name: b.Name + " p99", Kind: svg.Line, Color: htmlColor(i, b.Name), Dashed: true, Markers: true, Points: p99})
+	}
+	if len(c.Series) == 0 {
+		return nil
+	}
+	return c
+}
+
+// bucketMiddle is where a size bucket sits on a log axis: the geometric
+// middle of its bounds, half its upper bound for the first, twice its lower
+// bound for the last.
+func bucketMiddle(k summary.SizeBucket) float64 {
+	switch {
+	case k.Lo == 0:
+		return float64(k.Hi) / 2
+	case k.Hi == 0:
+		return 2 * float64(k.Lo)
+	}
+	return math.Sqrt(float64(k.Lo) * float64(k.Hi))
 }
 
 // htmlCDFChart is the CDF of emit->recv (tokens after the first) per batch: the

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/advice"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -175,8 +177,11 @@ func simDocument(buffering bool) *rundoc.Document {
 			BurstSizeP50: 18, BurstSizeMax: 18, Bursts: 200, BurstPeriodMs: 90.01, EmitGapMs: 5,
 			AddedMeanMs: g.EmitRecv.MeanMs - l.EmitRecv.MeanMs, AddedP50Ms: g.EmitRecv.P50Ms - l.EmitRecv.P50Ms,
 			AddedP99Ms: g.EmitRecv.P99Ms - l.EmitRecv.P99Ms, Relative: true,
-			Causes: []string{verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+			Signature: &verdict.Signature{Kind: verdict.TimePeriod, Evidence: "released every ~90 ms (quartile spread 0.00), ~18 tokens at a time",
+				Tokens: 18, MaxTokens: 18, PeriodMs: 90.01},
 		}
+		d.Identity = &gateway.Identity{Name: gateway.HAProxy, Product: "haproxy", Sources: []string{"local process 4242 haproxy"}}
+		summary.Advise(d.Verdict, d.Identity)
 		d.Self.Lateness = simMetric(simLateness(4000, 2_500_000))
 		d.Self.Warning = "the tool's own emissions were late (p99 2.43 ms > 1 ms): the figures describe its overload, not the gateway"
 	} else {
@@ -261,10 +266,12 @@ func htmlSVGCharts(t *testing.T, page string) (charts []string, counts []map[str
 	return charts, counts
 }
 
-// htmlCheckOffline fails when page refers to anything outside itself.
+// htmlCheckOffline fails when page refers to anything outside itself: a
+// link, a script, a resource to load. (The advice names its documentation
+// in text, which loads nothing.)
 func htmlCheckOffline(t *testing.T, name, page string) {
 	t.Helper()
-	for _, bad := range []string{"http://", "https://", "<script", " src=", " href=", "@import", "url("} {
+	for _, bad := range []string{`"http:`, `"https:`, `'http`, "<script", " src=", " href=", "@import", "url("} {
 		if strings.Contains(page, bad) {
 			i := strings.Index(page, bad)
 			t.Errorf("%s: the page holds %q: %s", name, bad, page[max(i-80, 0):min(i+80, len(page))])
@@ -316,7 +323,10 @@ func TestHTMLStructure(t *testing.T) {
 		`<div class="verdict buffers">`,
 		"gateway buffers: 99.8% of 3980 tokens in bursts (loopback 0.2%)",
 		"bursts: typical 18 tokens, max 18, one every ~90.01 ms; tokens emitted every 5.00 ms", // Bursts: 200 in the verdict
-		"<li>" + htmlEscape(verdict.CauseHAProxy) + "</li>",
+		"gateway: haproxy (local process 4242 haproxy)",
+		"<p class=\"advice-heading\">advice for HAProxy:</p>",
+		"<li>time period: " + htmlEscape(advice.For(gateway.HAProxy, advice.TimePeriod).Setting),
+		`<code>https://docs.haproxy.org/2.6/configuration.html#4.2-option%20http-no-delay</code>`,
 		`<td class="text">timeout</td><td>1</td><td class="text">timeout after 300000ms (×1)</td>`,
 		`<p class="warning">warning: the tool&#39;s own emissions were late`, // Warnings, as the text report prints them
 		"gap between consecutive arrivals (ms)<",                             // linear bins: gaps of 0 and of ~90 ms
@@ -522,11 +532,12 @@ func TestHTMLVerdictWords(t *testing.T) {
 	cases["no reason"] = verdict.Verdict{Class: verdict.Unknown, LoopCoalesced: -1}
 	for name, v := range cases {
 		var text bytes.Buffer
-		if err := WriteVerdict(&text, v); err != nil {
+		id := summarytest.Identities[name]
+		if err := WriteVerdict(&text, v, id); err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSuffix(text.String(), "\n"), "\n")[1:] // after "=== verdict ==="
-		h := newHTMLVerdict(&v, nil)
+		h := newHTMLVerdict(&v, id, nil, nil)
 		var html []string
 		html = append(html, h.Headline)
 		for _, l := range h.Lines {
@@ -536,11 +547,10 @@ func TestHTMLVerdictWords(t *testing.T) {
 			label, rest, _ := strings.Cut(l, ": ")
 			html = append(html, fmt.Sprintf("%-24s %s", label, rest))
 		}
-		if len(h.Causes) > 0 {
-			html = append(html, "likely causes, most likely first:")
-			for _, c := range h.Causes {
-				html = append(html, "  - "+c)
-			}
+		var adv bytes.Buffer
+		writeAdvice(&printer{w: &adv}, h.Advice) // the box's advice, laid out as the text's
+		if adv.Len() > 0 {
+			html = append(html, strings.Split(strings.TrimSuffix(adv.String(), "\n"), "\n")...)
 		}
 		for _, l := range h.Lines {
 			if strings.HasPrefix(l, "note: ") {
@@ -564,22 +574,21 @@ func TestHTMLVerdictWords(t *testing.T) {
 		{"one burst per response", "emit->recv (gateway): mean +497.500ms  p50 +497.500ms  p99 +990.100ms  (no calibration to subtract)"},
 		{"buffers_signature", "signature: compression (gzip, whole response): " +
 			"100% of the tokens arrived after their response's last token was emitted"},
-		{"buffers_signature", "signature fix: " + verdict.CauseCompression},
 	} {
 		v := cases[c.name]
-		if h := newHTMLVerdict(&v, nil); !slices.Contains(h.Lines, c.want) {
+		if h := newHTMLVerdict(&v, nil, nil, nil); !slices.Contains(h.Lines, c.want) {
 			t.Errorf("newHTMLVerdict(%s).Lines = %q, want %q among them", c.name, h.Lines, c.want)
 		}
 	}
 	v := cases["no reason"]
-	if h := newHTMLVerdict(&v, nil); h.Headline != "verdict: unknown — no reason given" {
+	if h := newHTMLVerdict(&v, nil, nil, nil); h.Headline != "verdict: unknown — no reason given" {
 		t.Errorf("unknown verdict without a reason: headline %q", h.Headline)
 	}
 	// No bursts counted, no bursts line (the text's condition), whatever
 	// the largest burst says.
 	v = summarytest.Verdicts["buffers"]
 	v.Bursts = 0
-	if h := newHTMLVerdict(&v, nil); strings.HasPrefix(h.Lines[0], "bursts") {
+	if h := newHTMLVerdict(&v, nil, nil, nil); strings.HasPrefix(h.Lines[0], "bursts") {
 		t.Errorf("a buffering verdict without bursts has a bursts line: %q", h.Lines)
 	}
 }

@@ -207,10 +207,12 @@ func writeReport(w io.Writer, s *summary.Run, c *summary.Clock) error {
 
 // WriteText writes everything a run prints on stdout after its per-request
 // lines, and `sse-latency report` prints again from a saved run: WriteReport,
-// then, unless compat (the reference's output only), WriteRounds for an
+// then, unless compat (the reference's output only), WriteFailures when
+// requests failed, WriteRounds for an
 // interleaved run, WriteVerdict when the run has a verdict, WriteStream,
 // WriteLegs when the run has a request leg, WriteTimeline, WriteDeclared
-// when the gateway declared timings, WriteSLO when the run checked
+// when the gateway declared timings, WriteCost when the gateway batch's
+// CPU was sampled, WriteSLO when the run checked
 // objectives, and WriteClock and WriteReplicas across hosts. Across hosts (s.Clock), the
 // two-clock figures within the clock's bound are marked with a *, unless
 // compat. A run without a gateway batch writes nothing.
@@ -228,13 +230,16 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 	if compat {
 		return nil
 	}
+	if err := WriteFailures(w, s); err != nil {
+		return err
+	}
 	if s.Rounds != nil {
 		if err := WriteRounds(w, s.Rounds); err != nil {
 			return err
 		}
 	}
 	if s.Verdict != nil {
-		if err := writeVerdict(w, *s.Verdict, c); err != nil {
+		if err := writeVerdict(w, *s.Verdict, s.Identity, c, s.Gateway().FailureSummary); err != nil {
 			return err
 		}
 	}
@@ -244,10 +249,16 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 	if err := WriteLegs(w, s); err != nil {
 		return err
 	}
+	if err := WriteSizes(w, s); err != nil {
+		return err
+	}
 	if err := WriteTimeline(w, s); err != nil {
 		return err
 	}
 	if err := WriteDeclared(w, s); err != nil {
+		return err
+	}
+	if err := WriteCost(w, s); err != nil {
 		return err
 	}
 	if s.SLO != nil {

@@ -7,6 +7,7 @@ package result
 import (
 	"iter"
 	"strconv"
+	"syscall"
 )
 
 // Kind classifies how a request ended. The zero value is OK.
@@ -74,9 +75,16 @@ func ParseKind(s string) (Kind, bool) {
 // the kinds that carry one (the status line, the timeout, the connect reason,
 // the terminal event a stream lacked, what an integrity check found, the
 // idle timeout, a redirect's "<code> to <Location>").
+//
+// Errno is the system error that ended the request, when one did
+// (ECONNREFUSED from a connect, ECONNRESET from a read, EMFILE when the
+// process ran out of descriptors); 0 otherwise. It is a raw fact beside
+// the text, which words it as the reference does ("Connection refused"):
+// what the failure summary groups by (package failures), never printed.
 type Failure struct {
 	Kind   Kind
 	Detail string
+	Errno  syscall.Errno
 }
 
 // Error returns the failure text exactly as the reference tool prints it
@@ -308,7 +316,7 @@ type Request struct {
 	TokenRuns []TokenRun // the tokens' indexes and Reads (AppendTokens, TokenIndex, TokenRead)
 	Reads     int        // number of Reads that returned data after the request was sent
 	Bytes     int64      // response bytes received, head included
-	Events    int        // SSE data payloads received (one per event in every dialect)
+	Events    int        // SSE events dispatched, WebSocket text messages (one data payload each)
 
 	// The phases of the answer the request asked for: Reasoning reasoning
 	// tokens, then a tool call of ToolCall argument tokens, then the text.
@@ -345,6 +353,15 @@ type Request struct {
 	// frames received during the request (Pings).
 	Comments int
 	Pings    int
+	// Framing is what the response's SSE framing looked like, beyond
+	// one data line per event; LastEventID the stream's last event ID
+	// (its last id field before a blank line, "" when none), and RetryMs
+	// the reconnection time its last valid retry field set (when
+	// Framing.RetryFields > 0).
+	Framing     Framing
+	LastEventID string
+	RetryMs     int64
+
 	// ServerHeartbeats is how many heartbeats the in-process server wrote
 	// on this request's stream (its emission record, the pings among
 	// Anthropic's start events included), known when ServerRecord: the
@@ -384,13 +401,70 @@ type Request struct {
 	// MaxTokensPerRead is the largest number of tokens one Read delivered.
 	MaxTokensPerRead int
 
+	// Usage is the usage the response carried and how it compared with
+	// what the server reported; nil when no usage object arrived.
+	Usage *Usage
+
+	// Shape, when set, is this request's own size — a trace line's or a
+	// distribution's draw — in place of the batch's (see Shape).
+	Shape *Shape
+	// PromptBytes is the size of the prompt text the request sent, and
+	// AskedTokens the text tokens it asked for (its output size), for the
+	// breakdown by size; 0 when unknown (a record of before they were
+	// kept).
+	PromptBytes int
+	AskedTokens int
+
 	// Timing holds the timing headers the response head declared (a
 	// gateway's own account of its overhead), raw; the summary parses
 	// them.
 	Timing TimingHeaders
+	// GatewayHeaders are the response head's headers that help name the
+	// gateway (Server, Via, vendor headers: gateway.Identifying), cleaned
+	// and bounded by the client; nil when it had none.
+	GatewayHeaders []HeaderField
 
 	Failure Failure // Kind OK when the request succeeded
 }
+
+// Framing counts what the SSE framing of a response looked like, as the
+// client read it by the WHATWG rules (wire.Framing, field for field): a
+// stream written one data line per event counts zero in every field, so a
+// gateway that re-frames it shows here.
+type Framing struct {
+	BOMs            int // 1 when the body began with a UTF-8 byte order mark (stripped)
+	MultiLineEvents int // events whose data came on two or more data lines
+	NoDataBlocks    int // blocks of fields a blank line ended without data: nothing dispatched
+	BareCRLines     int // lines ended by a bare CR
+	InvalidUTF8     int // ill-formed UTF-8 sequences, each replaced by U+FFFD
+	IDFields        int // id fields that set the last event ID
+	RetryFields     int // retry fields that set the reconnection time
+}
+
+// Add adds o's counts to f.
+func (f *Framing) Add(o Framing) {
+	f.BOMs += o.BOMs
+	f.MultiLineEvents += o.MultiLineEvents
+	f.NoDataBlocks += o.NoDataBlocks
+	f.BareCRLines += o.BareCRLines
+	f.InvalidUTF8 += o.InvalidUTF8
+	f.IDFields += o.IDFields
+	f.RetryFields += o.RetryFields
+}
+
+// Plain reports whether every count is zero: one data line per event, no
+// BOM, no CR-only line ends, no ids, no retry.
+func (f Framing) Plain() bool { return f == Framing{} }
+
+// HeaderField is one response header as a record keeps it: its name in
+// lower case and its value, both made safe to print.
+type HeaderField struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// String is "name: value".
+func (h HeaderField) String() string { return h.Name + ": " + h.Value }
 
 // TimingHeaders are the values of the timing headers gateways publish in
 // a response head, as received ("" when absent): what a gateway declares
@@ -408,3 +482,67 @@ func (t TimingHeaders) Empty() bool { return t == TimingHeaders{} }
 // OK reports whether the request ended with its stream's terminal event
 // ([DONE] and the like) after at least one token, its content intact.
 func (r *Request) OK() bool { return r.Failure.Kind == OK }
+
+// Shape is one request's own size: its output tokens, its prompt's bytes
+// and, for a trace's requests, the prefix blocks its prompt is laid out
+// in (requests sharing blocks share those bytes), and where it sits in the
+// trace.
+type Shape struct {
+	Tokens      int      // text tokens to ask for
+	PromptBytes int      // the prompt's size in bytes; 0: the short prompt
+	Blocks      []uint64 // the prompt's blocks, in order (nil: the padded prompt of --prompt-bytes)
+	BlockBytes  int      // the size of each block, bytes
+	Line        int      // the trace line it comes from (0: not from a trace)
+}
+
+// Usage is the usage a response carried: each usage object as it arrived
+// (raw JSON), and once compared with what the server reported, what
+// differed.
+type Usage struct {
+	Received []UsageObject
+	// Compared is set once the objects were compared with the server's
+	// record of the request (in process); Findings is then what differed,
+	// empty when the usage arrived intact.
+	Compared bool
+	Findings []UsageFinding
+}
+
+// UsageObject is one usage object of a response: the event that carried it
+// (Part: "usage chunk", "response.completed", "message_start",
+// "message_delta") and its payload as it arrived, raw.
+type UsageObject struct {
+	Part    string
+	Payload []byte
+}
+
+// UsageKind is what a gateway did to a usage field.
+type UsageKind int
+
+// The findings of the usage comparison.
+const (
+	UsageChanged    UsageKind = iota // another value than the server's
+	UsageDropped                     // a field (or object) the server sent did not arrive, or arrived null
+	UsageZeroed                      // the server had no figure (null) and 0 arrived: zeroed from null
+	UsageRecomputed                  // another value, the gateway's figures consistent among themselves: it counted the tokens itself
+	NumUsageKinds
+)
+
+var usageKindNames = [...]string{"changed", "dropped", "zeroed_from_null", "recomputed"}
+
+// String is the kind's snake_case name, as the reports key it.
+func (k UsageKind) String() string {
+	if k >= 0 && k < NumUsageKinds {
+		return usageKindNames[k]
+	}
+	return "usage_kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// UsageFinding is one usage field that did not arrive as the server sent
+// it: in which object, its path ("prompt_tokens_details.cached_tokens"),
+// what the server sent and what arrived, as JSON ("" for absent).
+type UsageFinding struct {
+	Kind      UsageKind
+	Part      string
+	Field     string
+	Sent, Got string
+}

@@ -33,6 +33,7 @@ type Config struct {
 	Compressed  bool    `json:"compressed" merge:"same"`      // --compressed: ask for gzip (Accept-Encoding: gzip); gzip bodies are always decoded
 
 	API          string `json:"api" merge:"same"`           // --api: chat, completions, responses or anthropic
+	Corpus       string `json:"corpus" merge:"same"`        // --corpus: the preset stream shape that set --api, -n, --reasoning, --tool-call and the write shape ("" = none)
 	Model        string `json:"model" merge:"same"`         // --model: model name the requests ask for
 	Path         string `json:"path" merge:"instance"`      // --path: request path through the gateway; "" = the dialect's
 	IncludeUsage bool   `json:"include_usage" merge:"same"` // --include-usage: ask chat/completions streams for usage and check it
@@ -59,6 +60,7 @@ type Config struct {
 	Headers       []string `json:"headers" merge:"same"`         // -H: extra request headers ("Name: value"); secrets redacted
 	APIKey        string   `json:"api_key" merge:"same"`         // --api-key: Authorization: Bearer (x-api-key for anthropic); redacted
 	HostHeader    string   `json:"host_header" merge:"gateway"`  // --host-header: Host header to send
+	Gateway       string   `json:"gateway" merge:"gateway"`      // --gateway: the gateway as the user named it (package gateway's names); "" = named from what it shows
 	Engine        string   `json:"engine" merge:"instance"`      // --engine: how this instance did its I/O, auto, epoll or goroutine (not what it measured)
 	Faults        string   `json:"faults" merge:"same"`          // --fault: upstream faults the server injects into every answer (api.Faults, "key=value; …"); "" = none
 
@@ -66,6 +68,10 @@ type Config struct {
 	Control  string `json:"control" merge:"instance"`  // --control: listen address of the server's control endpoints (its timing records); "" = none
 	Instance string `json:"instance" merge:"instance"` // --instance-id: the id of the server here, in its events and heads and on its control endpoints (with --control; "" = none)
 	Server   string `json:"server" merge:"instance"`   // --server: the control endpoints (URLs, comma-separated: one per server replica, or a name resolving to each) of the servers on other hosts; "" = the server runs in this process
+
+	// The host's CPUs.
+	GatewayPIDs []int  `json:"gateway_pids" merge:"instance"` // --gateway-pid: the gateway's processes whose CPU is accounted, children included (none: the one that owns the target's listening socket, when on this host)
+	CPUs        string `json:"cpus" merge:"instance"`         // --cpus: the CPUs the tool's threads were pinned to ("0,2-3"; "" = not pinned)
 
 	// Load shape.
 	Rate     float64       `json:"rate" merge:"sum"`         // --rate: requests per second (open loop); 0 = closed loop
@@ -77,6 +83,17 @@ type Config struct {
 	Rounds      int      `json:"rounds" merge:"same"`       // --rounds: loopback/gateway pairs of rounds, alternated (0 = the reference's single calibration)
 	PromptBytes int      `json:"prompt_bytes" merge:"same"` // --prompt-bytes: the prompt padded to this many bytes (0 = the reference's short prompt)
 	SLOs        []string `json:"slos" merge:"console"`      // --slo: service-level objectives checked after the run, as package slo writes them
+
+	// Production-shaped traffic: length distributions, trace replay, the
+	// server's simulated prefix cache.
+	TokensDist      string  `json:"tokens_dist" merge:"same"`        // -n as a distribution (package lengths: "uniform:50-500"); "" = the fixed -n
+	PromptBytesDist string  `json:"prompt_bytes_dist" merge:"same"`  // --prompt-bytes as a distribution ("lognormal:4k,1"); "" = the fixed --prompt-bytes
+	Seed            uint64  `json:"seed" merge:"instance"`           // --seed: the draws of the distributions and the Poisson arrivals (one seed, one run)
+	Trace           string  `json:"trace" merge:"instance"`          // --trace: the trace file replayed (Mooncake JSONL or BurstGPT CSV; a path on each machine); "" = none
+	TraceSpeed      float64 `json:"trace_speed" merge:"same"`        // --trace-speed: the replay's speed (2: twice as fast)
+	TraceLimit      int     `json:"trace_limit" merge:"same"`        // --trace-limit: replay at most this many of the trace's requests (0 = all)
+	TraceSkipBad    bool    `json:"trace_skip_bad" merge:"same"`     // --trace-skip-bad: skip the trace's bad lines, counted, instead of failing
+	CacheBlock      int     `json:"cache_block_tokens" merge:"same"` // --cache-block: the server's simulated prefix cache block, tokens (0 = none: the usage's cache fields null); a trace's hash block size
 }
 
 // MissingSettings are the values a document that lacks a setting is read
@@ -84,7 +101,7 @@ type Config struct {
 // schema_version 1 began (a run made before one existed had it so). With
 // them, documents of before and after a setting compare equal when it was
 // not used. cli.DefaultConfig agrees (a test checks it).
-var MissingSettings = Config{Arrival: "constant", ReasoningField: "reasoning_content", Engine: "auto"}
+var MissingSettings = Config{Arrival: "constant", ReasoningField: "reasoning_content", Engine: "auto", Seed: 1, TraceSpeed: 1, CacheBlock: 512}
 
 // Rule is what merge (and compare) does with a configuration field in
 // which the runs differ.

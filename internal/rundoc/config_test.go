@@ -18,8 +18,8 @@ func TestConfigRules(t *testing.T) {
 		byRule[f.rule] = append(byRule[f.rule], f.name)
 	}
 	want := map[Rule][]string{
-		RuleGateway:  {"target", "host_header"},
-		RuleInstance: {"listen", "path", "cacert", "tls_cert", "tls_key", "engine", "control", "instance", "server"},
+		RuleGateway:  {"target", "host_header", "gateway"},
+		RuleInstance: {"listen", "path", "cacert", "tls_cert", "tls_key", "engine", "control", "instance", "server", "gateway_pids", "cpus", "seed", "trace"},
 		RuleSum:      {"requests", "concurrency", "rate", "warmup"},
 		RuleConsole:  {"quiet", "verbose", "compat", "slos"},
 	}
@@ -28,7 +28,7 @@ func TestConfigRules(t *testing.T) {
 			t.Errorf("fields of rule %s = %q, want %q", r, byRule[r], names)
 		}
 	}
-	if n := len(configFields()); n != reflect.TypeFor[Config]().NumField() || len(byRule[RuleSame]) != n-19 {
+	if n := len(configFields()); n != reflect.TypeFor[Config]().NumField() || len(byRule[RuleSame]) != n-24 {
 		t.Errorf("%d fields with rules, %d of them same", n, len(byRule[RuleSame]))
 	}
 	// The JSON keys are the fields' names in the messages.

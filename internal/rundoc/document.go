@@ -35,6 +35,11 @@ type Document struct {
 	EndReason     string      `json:"end_reason"` // "done", "interrupted" or "setup_failed"
 	ExitCode      int         `json:"exit_code"`
 	Runs          int         `json:"runs"` // 1, or how many runs were merged into this one
+	// Request is the head of the gateway's requests as the run sent it
+	// (the first one's; the others differ in their id only), secrets
+	// redacted: what -H, --api-key, --host-header and the other flags put
+	// on the wire. Absent from documents written before it.
+	Request *SentRequest `json:"request,omitempty"`
 
 	// The summary of the run (batches, overhead, verdict, self), as the
 	// run computed it and the reports render it.
@@ -57,6 +62,14 @@ type Document struct {
 // Compat reports whether the run was made with --compat (the reference's
 // output only).
 func (d *Document) Compat() bool { return d.Config.Compat }
+
+// SentRequest is the head of a request as it went on the wire.
+type SentRequest struct {
+	Proto   string   `json:"proto"`   // "HTTP/1.1", "h2" (offered by ALPN; HTTP/1.1 if the gateway refused it), "h2c", "websocket"
+	Method  string   `json:"method"`  // "POST"; "GET" for the WebSocket upgrade
+	Path    string   `json:"path"`    // the request target
+	Headers []string `json:"headers"` // "Name: value" in the order sent, secrets redacted
+}
 
 // ToolInfo identifies the program that wrote the document.
 type ToolInfo struct {

@@ -44,7 +44,8 @@ type RunInfo struct {
 	Start, End time.Time
 	EndReason  string // EndDone, EndInterrupted or EndSetupFailed
 	ExitCode   int
-	Version    string // the tool's version (cli.Version())
+	Version    string       // the tool's version (cli.Version())
+	Request    *SentRequest // the head of the gateway's requests, redacted; nil: none was sent
 }
 
 // NewDocument builds the document of one run: the tool and the environment
@@ -68,6 +69,7 @@ func NewDocument(ri RunInfo, s *summary.Run) *Document {
 		EndReason: ri.EndReason,
 		ExitCode:  ri.ExitCode,
 		Runs:      1,
+		Request:   ri.Request,
 	}
 	if s == nil {
 		s = summary.New(summary.Inputs{})
@@ -259,8 +261,15 @@ func validateBatch(b *summary.Batch) error {
 	}
 	s := &b.Stream
 	if s.ByPiTs < 0 || s.ByContent < 0 || s.Unmeasured < 0 || s.Reads < 0 || s.Events < 0 || s.Bytes < 0 ||
-		s.MaxTokensPerRead < 0 || s.Unstamped < 0 {
+		s.MaxTokensPerRead < 0 || s.Unstamped < 0 || s.FailedTokens < 0 {
 		return errors.New("stream: negative counter")
+	}
+	if f := s.Framing; f != nil && (f.BOMStreams < 0 || f.MultiLineEvents < 0 || f.NoDataBlocks < 0 || f.BareCRLines < 0 ||
+		f.InvalidUTF8 < 0 || f.IDFields < 0 || f.RetryFields < 0 || f.RetryMaxMs < 0) {
+		return errors.New("stream.framing: negative counter")
+	}
+	if s.FailedTokens > s.Received() {
+		return fmt.Errorf("stream.failed_tokens is %d, more than the %d tokens received", s.FailedTokens, s.Received())
 	}
 	if s.IntegrityErrors != integrity {
 		return fmt.Errorf("stream.integrity_errors is %d but %d requests failed with kind integrity", s.IntegrityErrors, integrity)
@@ -311,6 +320,14 @@ func validateBatch(b *summary.Batch) error {
 	}
 	if err := validateReplicas(b); err != nil {
 		return err
+	}
+	if fs := b.FailureSummary; fs != nil {
+		if _, err := fs.Tally(); err != nil {
+			return fmt.Errorf("failure_summary: %w", err)
+		}
+		if fs.Requests != b.Requests || fs.Failed != b.Failed {
+			return fmt.Errorf("failure_summary: %d requests, %d failed; the batch has %d and %d", fs.Requests, fs.Failed, b.Requests, b.Failed)
+		}
 	}
 	if b.Timeline != nil {
 		return b.Timeline.Validate()

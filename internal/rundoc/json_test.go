@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/sse-latency/sse-latency/internal/procstat"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -386,12 +388,27 @@ var badDocuments = []struct {
 		`failures[1]: unknown failure kind "gremlins"`, true},
 	{"failed count", func(m map[string]any) { at(m, "batches", 1)["failed"] = 3.0; at(m, "batches", 1)["requests"] = 5.0 },
 		"batches[1] (gateway): failures count 2 requests, failed says 3", false},
+	{"failure group kind", func(m map[string]any) { at(m, "batches", 1, "failure_summary", "groups", 0)["kind"] = "gremlins" },
+		`batches[1] (gateway): failure_summary: invalid failure summary: groups[0] (gremlins): unknown kind "gremlins"`, true},
+	{"failure group example", func(m map[string]any) {
+		at(m, "batches", 1, "failure_summary", "groups", 0)["example"] = "\x1b[2Jgone"
+	}, `failure_summary: invalid failure summary: groups[0] (closed_mid_stream): example "[2Jgone": longer than 240 bytes, or with control characters`, false},
+	{"failure group count", func(m map[string]any) { at(m, "batches", 1, "failure_summary", "groups", 0)["count"] = 2 },
+		"failure_summary: invalid failure summary: groups[0] (closed_mid_stream): tokens: n is 1 for 2 failures", false},
+	{"failure summary of another batch", func(m map[string]any) { at(m, "batches", 1, "failure_summary")["requests"] = 9 },
+		"batches[1] (gateway): failure_summary: 9 requests, 2 failed; the batch has 4 and 2", false},
+	{"failed tokens", func(m map[string]any) { at(m, "batches", 1, "stream")["failed_tokens"] = 1e9 },
+		"batches[1] (gateway): stream.failed_tokens is 1000000000, more than the", false},
 	{"lateness", func(m map[string]any) { at(m, "self", "emission_lateness", "histogram")["max_ns"] = 1 },
 		"self.emission_lateness: histogram: invalid metric snapshot", false},
 	{"config", func(m map[string]any) { m["config"] = []any{1} }, "config: a JSON array where an object is wanted", true},
 	{"config field", func(m map[string]any) { at(m, "config")["tokens"] = "many" }, "config.tokens: a JSON string where an integer is wanted", false},
 	{"tool", func(m map[string]any) { at(m, "tool")["name"] = "other" }, `tool.name is "other"`, true},
 	{"runs", func(m map[string]any) { m["runs"] = 0 }, "runs is 0", true},
+	{"negative framing count", func(m map[string]any) {
+		at(m, "batches", 1, "stream")["framing"] = map[string]any{"bom_streams": 0, "multi_line_events": -1, "no_data_blocks": 0,
+			"bare_cr_lines": 0, "invalid_utf8": 0, "id_fields": 0, "retry_fields": 0, "retry_max_ms": 0}
+	}, "batches[1] (gateway): stream.framing: negative counter", true},
 }
 
 func TestReadJSONErrors(t *testing.T) {
@@ -463,6 +480,12 @@ func TestSchema(t *testing.T) {
 		t.Fatalf("forced merge: %v, forced %q", err, forced.Forced)
 	}
 	good["forced merge"] = forced
+	loopS, gwS := randomRun(rand.New(rand.NewPCG(1, 2)), 0, 15) // with re-framed streams
+	good["reframed"] = fixEnv(newFixture(loopS, gwS).doc())
+	if good["reframed"].Gateway().Stream.Framing == nil {
+		t.Fatal("the reframed document has no stream.framing")
+	}
+	good["cost"] = costDoc(t)
 	for name, d := range good {
 		if err := validate(sch, marshal(t, d)); err != nil {
 			t.Errorf("the %s document does not validate: %v", name, err)
@@ -489,6 +512,20 @@ func TestSchema(t *testing.T) {
 			at(m, "self", "emission_lateness", "histogram", "histogram")["significant_figures"] = 2
 		}},
 	}
+	costJS := marshal(t, good["cost"])
+	for _, tt := range []struct {
+		name   string
+		mutate func(m map[string]any)
+	}{
+		{"a share above 1", func(m map[string]any) { at(m, "batches", 1, "cost", "host")["busy_share"] = 1.5 }},
+		{"an unknown culprit", func(m map[string]any) { at(m, "self", "host")["culprit"] = "cosmic rays" }},
+		{"an unknown gateway cost field", func(m map[string]any) { at(m, "batches", 1, "cost", "gateway")["extra"] = 1 }},
+		{"a gateway found otherwise", func(m map[string]any) { at(m, "batches", 1, "cost", "gateway")["found"] = "guess" }},
+	} {
+		if err := validate(sch, mutate(t, costJS, tt.mutate)); err == nil {
+			t.Errorf("a document with %s validates against the schema, want an error", tt.name)
+		}
+	}
 	for _, tt := range badDocuments {
 		if tt.schema {
 			bad = append(bad, struct {
@@ -502,6 +539,25 @@ func TestSchema(t *testing.T) {
 			t.Errorf("a document with %s validates against the schema, want an error", tt.name)
 		}
 	}
+}
+
+// costDoc is the full document with the costs a run through a gateway
+// on this host records: each batch's, the host's over the run, the pin.
+func costDoc(t *testing.T) *Document {
+	d := fixedDoc(t, "full")
+	host := &procstat.Host{All: procstat.CPUTimes{User: 120, System: 40, Idle: 40},
+		CPUs: []procstat.CPU{{ID: 0, CPUTimes: procstat.CPUTimes{User: 60, System: 20, Idle: 20}},
+			{ID: 1, CPUTimes: procstat.CPUTimes{User: 60, System: 20, Idle: 20}}}}
+	gw := &summary.GatewaySample{PIDs: []int{1234}, Name: "haproxy", Exe: "/usr/sbin/haproxy", Found: "listener",
+		Usage: procstat.Usage{CPUNs: 300e6, UserTicks: 10, SystemTicks: 20, Writes: 100, WriteBytes: 10000, WritesKnown: true,
+			Processes: 1, Threads: 2, Exited: []procstat.Exited{{PID: 1234, Comm: "haproxy"}}}}
+	for i := range d.Batches {
+		d.Batches[i].Cost = summary.NewCost(summary.CostSample{WallNs: 1e9, Tokens: 2000, Streams: 4, ToolUserS: 0.2, ToolSystemS: 0.1,
+			Host: host, Gateway: gw}, 4096)
+	}
+	d.Self.Host = d.Batches[1].Cost.Host
+	d.Self.Pin = &summary.Pin{ToolCPUs: "0", Gateway: "taskset -a -cp 1 1234"}
+	return d
 }
 
 func TestJoinLeaves(t *testing.T) {

@@ -1,12 +1,14 @@
 package rundoc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/slo"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -65,7 +67,8 @@ type MergeOptions struct {
 //     the "slowest", the median among the "median" (the first run's for
 //     another label), each request's series once;
 //   - the verdict cannot be recomputed without the token records: it is
-//     kept only if every run has one and they agree on the class, with the
+//     kept only if every run has one and they agree on the class and the
+//     basis (completed requests, or partial streams), with the
 //     tokens, bursts, hold requests and share of tokens in bursts summed or
 //     weighted exactly, the added delay recomputed from the merged
 //     emit->recv histograms as the classifier computes it
@@ -79,7 +82,11 @@ type MergeOptions struct {
 //     bound, the estimates summed, the first run's offset;
 //   - timelines are merged exactly (histograms and counts), a batch's only
 //     when every run's has one, and a kept verdict's findings are those of
-//     the merged gateway timeline (summary.Findings).
+//     the merged gateway timeline (summary.Findings);
+//   - failure summaries are merged exactly (failures.Tally.Merge: counts
+//     summed, each group's first time the earliest with its example, its
+//     last the latest, its distributions merged), a batch's only when
+//     every run's has one (a note says when one was dropped).
 func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	name := func(i int) string {
 		if i < len(opt.Names) && opt.Names[i] != "" {
@@ -112,6 +119,7 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 		End:           first.End,
 		EndReason:     EndDone,
 		Forced:        forced,
+		Request:       first.Request,
 	}
 	out.Config.Headers = slices.Clone(first.Config.Headers)
 	out.Config.SLOs = slices.Clone(first.Config.SLOs)
@@ -133,6 +141,10 @@ func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	if b := out.Gateway(); out.Verdict != nil && b != nil {
 		out.Verdict.Findings = summary.Findings(b.Timeline)
 	}
+	// One gateway (merge refuses runs of another target): the first
+	// run's identity, and its advice on the merged verdict.
+	out.Identity = first.Identity
+	summary.Advise(out.Verdict, out.Identity)
 	out.Clock, notes = mergeClocks(docs, name)
 	out.Notes = append(out.Notes, notes...)
 	out.MarkBelowBound()
@@ -172,6 +184,40 @@ func (m *timelineMerge) summary() *summary.Timeline {
 	}
 	t := m.ts.Summary()
 	return &t
+}
+
+// failureMerge merges the failure summaries of one batch of several runs
+// (failures.Tally.Merge, exact): all of them, or none when a run has none
+// (a document written before them).
+type failureMerge struct {
+	t       *failures.Tally
+	missing bool
+}
+
+// add merges s in (nil: that run has none).
+func (m *failureMerge) add(s *failures.Summary) error {
+	if s == nil {
+		m.missing = true
+		return nil
+	}
+	t, err := s.Tally()
+	if err != nil {
+		return err
+	}
+	if m.t == nil {
+		m.t = t
+	} else {
+		m.t.Merge(t)
+	}
+	return nil
+}
+
+// summary returns the merged summary, nil when a run had none.
+func (m *failureMerge) summary() *failures.Summary {
+	if m.t == nil || m.missing {
+		return nil
+	}
+	return m.t.Summary()
 }
 
 // mergeable checks the configurations and batches of docs against the
@@ -300,13 +346,17 @@ func (out *Document) mergeRuns(docs []*Document, name func(int) string) error {
 func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop, gw *stats.Batch, err error) {
 	out.Batches = []summary.Batch{}
 	merged := make(map[string]*stats.Batch)
+	costs := false
 	for _, bn := range []string{summary.LoopbackBatch, summary.GatewayBatch} {
 		var sb *stats.Batch
 		var targets []string
 		var samples []summary.Samples
 		var declared []*summary.DeclaredTimings
 		var replicas [][]summary.Replica
+		var sizes []*summary.Sizes
+		var usage []*summary.Usage
 		tl := &timelineMerge{}
+		fails := &failureMerge{}
 		offset := 0
 		for i, d := range docs {
 			db := d.Batch(bn)
@@ -324,13 +374,18 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			if err := tl.add(db.Timeline); err != nil {
 				return nil, nil, fmt.Errorf("cannot merge %s: %s batch: %w", name(i), bn, err)
 			}
+			if err := fails.add(db.FailureSummary); err != nil {
+				return nil, nil, fmt.Errorf("cannot merge %s: %s batch: failure_summary: %w", name(i), bn, err)
+			}
 			targets = appendDistinct(targets, db.Target)
 			samples = append(samples, offsetSamples(db.Samples, offset))
 			declared = append(declared, db.Declared)
 			if db.Replicas != nil {
 				replicas = append(replicas, db.Replicas)
 			}
+			sizes, usage = append(sizes, db.Sizes), append(usage, db.Usage)
 			offset += db.Requests
+			costs = costs || db.Cost != nil
 		}
 		if sb != nil {
 			merged[bn] = sb
@@ -341,12 +396,23 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 					return nil, nil, fmt.Errorf("cannot merge the %s batches: %w", bn, err)
 				}
 			}
+			nb.FailureSummary = fails.summary()
+			if fails.missing && fails.t != nil {
+				out.Notes = append(out.Notes, fmt.Sprintf("failure summary of the %s batch dropped: not every run has one", bn))
+			}
 			var ok bool
 			if nb.Declared, ok = summary.MergeDeclared(declared); !ok {
 				out.Notes = append(out.Notes, fmt.Sprintf("declared timings of the %s batch dropped: not every run has them", bn))
 			}
+			if nb.Sizes, ok = summary.MergeSizes(sizes); !ok {
+				return nil, nil, fmt.Errorf("cannot merge the %s batch's sizes: a histogram is damaged", bn)
+			}
+			nb.Usage = summary.MergeUsage(usage)
 			out.Batches = append(out.Batches, nb)
 		}
+	}
+	if costs {
+		out.Notes = append(out.Notes, "the batches' costs are left out: each run saw the whole gateway's and host's CPU, not its own share")
 	}
 	return merged[summary.LoopbackBatch], merged[summary.GatewayBatch], nil
 }
@@ -474,11 +540,19 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 			return nil, []string{"verdict dropped: the runs disagree (" + strings.Join(classes, ", ") + ")"}
 		}
 	}
+	if slices.ContainsFunc(docs, func(d *Document) bool { return d.Verdict.Basis != first.Basis }) {
+		var bases []string
+		for i, d := range docs {
+			bases = append(bases, fmt.Sprintf("%s: %s", name(i), cmp.Or(d.Verdict.Basis, "unknown")))
+		}
+		return nil, []string{"verdict dropped: the runs judged different requests (" + strings.Join(bases, ", ") + ")"}
+	}
 
-	v := &verdict.Verdict{Class: first.Class, Reason: first.Reason, Causes: []string{}}
+	v := &verdict.Verdict{Class: first.Class, Reason: first.Reason, Causes: []string{}, Basis: first.Basis}
 	var coalesced float64
 	var loopShares, sizes, periods, gaps, holds, following []float64
 	holdRuns := 0
+	var levels []string
 	for _, d := range docs {
 		dv := d.Verdict
 		v.Tokens += dv.Tokens
@@ -486,6 +560,7 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 		v.Bursts += dv.Bursts
 		v.BurstSizeMax = max(v.BurstSizeMax, dv.BurstSizeMax)
 		v.HoldRequests += dv.HoldRequests
+		v.BasisRequests += dv.BasisRequests
 		loopShares = append(loopShares, dv.LoopCoalesced)
 		sizes = append(sizes, dv.BurstSizeP50)
 		periods = append(periods, dv.BurstPeriodMs)
@@ -494,9 +569,7 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 		following = append(following, dv.FollowingMs)
 		if dv.FirstTokenHold {
 			holdRuns++
-		}
-		for _, c := range dv.Causes {
-			v.Causes = appendDistinct(v.Causes, c)
+			levels = append(levels, dv.FirstTokenHoldLevel)
 		}
 	}
 	if v.Tokens > 0 {
@@ -511,16 +584,30 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 	v.FirstTokenHoldMs, v.FollowingMs = median(holds), median(following)
 	v.SetAddedDelay(loop, gw)
 
+	var mixed []string
+	for i, d := range docs {
+		if g := d.Gateway(); g != nil && g.Stream.FailedTokens > 0 && d.Verdict.Basis != "" {
+			mixed = append(mixed, name(i))
+		}
+	}
 	notes := []string{fmt.Sprintf("verdict: the %d merged runs all found %q; tokens, bursts, hold requests, the share of tokens "+
 		"in bursts and the added delay are exact over all of them; the burst size, burst period, emission gap, loopback share "+
 		"and first-token figures are the median of the runs' values", len(docs), v.Class.String())}
+	if len(mixed) > 0 {
+		notes = append(notes, "verdict: the added delay is recomputed over the tokens of every request, failed ones included ("+
+			strings.Join(mixed, ", ")+" had failed requests with tokens); each run judged its own on the requests of its basis")
+	}
 	sig, sigNotes := mergeSignatures(docs, name)
 	v.Signature = sig
 	notes = append(notes, sigNotes...)
 	v.FirstTokenHold = holdRuns == len(docs)
-	if holdRuns > 0 && !v.FirstTokenHold {
-		v.Causes = slices.DeleteFunc(v.Causes, func(c string) bool { return c == verdict.CauseFirstTokenHold })
+	switch {
+	case holdRuns > 0 && !v.FirstTokenHold:
 		notes = append(notes, fmt.Sprintf("first-token hold flagged by %d of %d runs: not kept", holdRuns, len(docs)))
+	case v.FirstTokenHold && slices.Contains(levels, verdict.HoldWarn):
+		v.FirstTokenHoldLevel = verdict.HoldWarn // a failure only when every run failed
+	case v.FirstTokenHold && slices.Contains(levels, verdict.HoldFail):
+		v.FirstTokenHoldLevel = verdict.HoldFail
 	}
 	return v, notes
 }

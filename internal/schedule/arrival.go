@@ -155,3 +155,44 @@ func addSat(start int64, off uint64) int64 {
 	}
 	return start + int64(off)
 }
+
+// Offsets is the schedule of a replayed trace: arrival k is due at the
+// start plus its offset (ns from the trace's first request) divided by
+// the speed, rounded — computed from the offset, never by adding up
+// gaps, so that lateness does not accumulate. Past the last offset every
+// deadline is math.MaxInt64 (never due).
+type Offsets struct {
+	start   int64
+	offsets []int64
+	speed   float64
+	k       int
+}
+
+// NewOffsets returns the schedule of offsets (non-decreasing ns) replayed
+// at speed (> 0: 2 replays twice as fast) from start.
+func NewOffsets(start int64, offsets []int64, speed float64) (*Offsets, error) {
+	if !(speed > 0) || math.IsInf(speed, 1) {
+		return nil, fmt.Errorf("schedule: trace speed %v: want a positive finite number", speed)
+	}
+	return &Offsets{start: start, offsets: offsets, speed: speed}, nil
+}
+
+// Deadline returns when arrival k (from 0) is due; math.MaxInt64 past the
+// last.
+func (o *Offsets) Deadline(k int) int64 {
+	if k < 0 || k >= len(o.offsets) {
+		return math.MaxInt64
+	}
+	v := math.Round(float64(o.offsets[k]) / o.speed)
+	if v >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return addSat(o.start, uint64(max(v, 0)))
+}
+
+// Next returns the deadline of the next arrival.
+func (o *Offsets) Next() int64 {
+	d := o.Deadline(o.k)
+	o.k++
+	return d
+}

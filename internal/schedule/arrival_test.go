@@ -179,3 +179,31 @@ func TestPoissonSaturates(t *testing.T) {
 		t.Errorf("arrival past the int64 range at %d, want saturation at MaxInt64", d)
 	}
 }
+
+func TestOffsets(t *testing.T) {
+	offsets := []int64{0, 100_500_000, 100_500_000, 250_000_000}
+	for _, tc := range []struct {
+		speed float64
+		want  []int64
+	}{
+		{1, []int64{1000, 100_501_000, 100_501_000, 250_001_000, math.MaxInt64}},
+		{2, []int64{1000, 50_251_000, 50_251_000, 125_001_000, math.MaxInt64}},
+		{0.5, []int64{1000, 201_001_000, 201_001_000, 500_001_000, math.MaxInt64}},
+	} {
+		o, err := NewOffsets(1000, offsets, tc.speed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, w := range tc.want {
+			if got := o.Next(); got != w {
+				t.Errorf("speed %v: arrival %d due at %d, want %d", tc.speed, k, got, w)
+			}
+		}
+	}
+	for _, bad := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		if _, err := NewOffsets(0, offsets, bad); err == nil {
+			t.Errorf("NewOffsets(speed %v): no error", bad)
+		}
+	}
+	var _ Arrivals = (*Offsets)(nil)
+}

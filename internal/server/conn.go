@@ -499,7 +499,8 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		return nil
 	}
 	no := s.streamNo.Add(1)
-	a := api.Answer{No: no, Model: sr.Model, IncludeUsage: sr.IncludeUsage, ReasoningField: s.cfg.ReasoningField, Instance: s.instance}
+	a := api.Answer{No: no, Model: sr.Model, IncludeUsage: sr.IncludeUsage, ReasoningField: s.cfg.ReasoningField, Instance: s.instance,
+		Prompt: s.promptUsage(req.body, h)}
 	if !sr.Stream {
 		defer s.leaveAnswer()
 		p := s.plan(clock.Now(), d, h, &a)
@@ -510,6 +511,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	p := s.plan(start, d, h, &a)
 	a.Created = start / 1e9
 	st := newStream(t, api.NewEncoder(d, a), p)
+	st.firsts = [2]int{a.Reasoning, a.Reasoning + a.ToolCall}
 	st.w = wrapFaults(t, h.Faults, st.enc.StartEvents())
 	sc := getScratch()
 	out := t.startStream(sc.out[:0])
@@ -526,6 +528,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	}
 	st.times = s.cfg.Emissions.StartAt(h.ID, p.Tokens, p.Deadline)
 	st.times.SetArrived(req.arrived)
+	st.times.SetUsage(a.Usage())
 	st.begin(d, s.heartbeatNs(h), start)
 	s.logf("server: %s: %s stream %d (id %q): %d tokens (%d reasoning, %d tool call), think %dns, delay %dns%s",
 		t, d, no, h.ID, p.Tokens, a.Reasoning, a.ToolCall, p.Think, p.Delay, faultsHeader(h.Faults))

@@ -6,7 +6,10 @@ package server
 // the tokens from the K-th on: planFaults), the answer itself (an error
 // status instead of a stream: writeFaultStatus), the bytes of each event
 // (faultWriter: padding, line endings, comments, splits and trickles), and
-// its end (a cut or an end without the end events: faultEnd).
+// its end (a cut or an end without the end events: faultEnd). The framing
+// faults (a byte order mark, several data lines, the event line after the
+// data) rewrite an event as another that reads the same by the SSE
+// specification (reframe).
 
 import (
 	"bytes"
@@ -134,22 +137,34 @@ type faultWriter struct {
 	gap    time.Duration // between the pieces of a split or trickled event
 	events int           // events appended so far
 	first  int           // index of the first token's event (the start events come before it)
+	pad    []byte        // the first token's event, padded
 	// cuts are the offsets, in the bytes being put together for the next
 	// write, where a piece ends and the next one is to be written after
 	// gap.
 	cuts []int
 	tmp  []byte
+	// coalesce is the write_bytes fault: after the first write, the bytes
+	// are held and written coalesce at a time, the rest with the end
+	// (appendEnd sets ending). 0 is off.
+	coalesce int
+	held     []byte
+	started  bool
+	ending   bool
 }
 
 // wrapFaults returns the writer of an answer with faults f on transport t:
 // t itself when no fault concerns the stream's bytes or its end.
 func wrapFaults(t streamWriter, f api.Faults, startEvents int) streamWriter {
+	coalesce := 0
+	if f.WriteBytes != nil {
+		coalesce = int(*f.WriteBytes)
+	}
 	byteFaults := api.On(f.Trickle) || len(f.Split) > 0 || f.EventBytes != nil ||
-		(f.LineEnd != api.LineEndDefault && f.LineEnd != api.LineEndLF) || api.On(f.Comments)
+		(f.LineEnd != api.LineEndDefault && f.LineEnd != api.LineEndLF) || api.On(f.Comments) || api.On(f.BOM) || reframes(f) || coalesce > 0
 	if !byteFaults && f.CutAfter == nil && !api.On(f.NoTerminal) {
 		return t
 	}
-	return &faultWriter{streamWriter: t, f: f, bytes: byteFaults, gap: f.SplitGap(), first: startEvents}
+	return &faultWriter{streamWriter: t, f: f, bytes: byteFaults, gap: f.SplitGap(), first: startEvents, coalesce: coalesce}
 }
 
 // h1connOf returns the HTTP/1.x connection under a stream's writer.
@@ -169,19 +184,30 @@ const commentLine = ": sse-latency comment\n\n"
 // padField opens the field the event_bytes fault pads an event with.
 const padField = `,"pi_pad":"`
 
-// appendEvent rewrites ev — the first token's event padded, a comment
-// before it, the line endings replaced — and appends it framed by the
-// transport, in pieces where it is to be split.
+// utf8BOM is the byte order mark the bom fault starts the body with.
+const utf8BOM = "\xEF\xBB\xBF"
+
+// appendEvent rewrites ev — a byte order mark before the first, a comment
+// before it, the first token's event padded, reframed, the line endings
+// replaced — and appends it framed by the transport, in pieces where it
+// is to be split.
 func (w *faultWriter) appendEvent(dst, ev []byte) []byte {
 	if !w.bytes {
 		return w.streamWriter.appendEvent(dst, ev)
 	}
 	e := w.tmp[:0]
+	if api.On(w.f.BOM) && w.events == 0 {
+		e = append(e, utf8BOM...)
+	}
 	if api.On(w.f.Comments) {
 		e = append(e, commentLine...)
 	}
 	if w.events == w.first && w.f.EventBytes != nil {
-		e = appendPadded(e, ev, int(*w.f.EventBytes))
+		w.pad = appendPadded(w.pad[:0], ev, int(*w.f.EventBytes))
+		ev = w.pad
+	}
+	if reframes(w.f) {
+		e = appendReframed(e, ev, w.f)
 	} else {
 		e = append(e, ev...)
 	}
@@ -193,11 +219,98 @@ func (w *faultWriter) appendEvent(dst, ev []byte) []byte {
 		e = bytes.ReplaceAll(e, []byte("\n"), []byte("\r"))
 	}
 	w.tmp = e[:0]
+	if w.coalesce > 0 { // the coalesced writes cut the stream: no split, no trickle
+		return w.streamWriter.appendEvent(dst, e)
+	}
 	for i, piece := range splitEvent(e, w.f) {
 		if i > 0 && len(w.cuts) < maxPieces {
 			w.cuts = append(w.cuts, len(dst))
 		}
 		dst = w.streamWriter.appendEvent(dst, piece)
+	}
+	return dst
+}
+
+// reframes reports whether f rewrites the lines of each event.
+func reframes(f api.Faults) bool {
+	return api.On(f.EventAfterData) || (f.MultilineData != nil && *f.MultilineData > 1)
+}
+
+// appendReframed appends the SSE events of ev (lines ending in '\n', each
+// event ended by a blank line, as the encoders write them) framed as f
+// says, each reading the same by the SSE specification: every JSON object
+// payload over f.MultilineData data lines, cut after commas between its
+// tokens (the joined payload is the same JSON with line feeds as white
+// space); the event line after the data lines (event_after_data), spelled
+// "event: message" for an event that had none. Comments and events
+// without data keep their lines.
+func appendReframed(dst, ev []byte, f api.Faults) []byte {
+	lines := 1
+	if f.MultilineData != nil {
+		lines = int(*f.MultilineData)
+	}
+	after := api.On(f.EventAfterData)
+	for len(ev) > 0 {
+		block, rest, _ := bytes.Cut(ev, []byte("\n\n"))
+		ev = rest
+		var name []byte
+		data := false
+		for len(block) > 0 {
+			var line []byte
+			line, block, _ = bytes.Cut(block, []byte{'\n'})
+			switch payload, ok := wire.DataPayload(line); {
+			case after && bytes.HasPrefix(line, []byte("event:")):
+				name = line
+			case ok:
+				data = true
+				dst = appendDataLines(dst, payload, lines)
+			default:
+				dst = append(append(dst, line...), '\n')
+			}
+		}
+		if after && data && name == nil {
+			name = []byte("event: message")
+		}
+		if name != nil {
+			dst = append(append(dst, name...), '\n')
+		}
+		dst = append(dst, '\n')
+	}
+	return dst
+}
+
+// appendDataLines appends payload as data lines: a JSON object cut after
+// up to n-1 of its commas outside strings, spread over its length; any
+// other payload ([DONE]) on one line.
+func appendDataLines(dst, payload []byte, n int) []byte {
+	var cuts []int // offsets just after the commas between JSON tokens
+	if n > 1 && len(payload) > 0 && payload[0] == '{' {
+		inString, escaped := false, false
+		for i, c := range payload {
+			switch {
+			case escaped:
+				escaped = false
+			case inString && c == '\\':
+				escaped = true
+			case c == '"':
+				inString = !inString
+			case !inString && c == ',':
+				cuts = append(cuts, i+1)
+			}
+		}
+	}
+	if k := min(n-1, len(cuts)); k < len(cuts) { // keep k of them, evenly spread
+		kept := cuts[:0:0]
+		for j := range k {
+			kept = append(kept, cuts[(j+1)*len(cuts)/(k+1)])
+		}
+		cuts = kept
+	}
+	prev := 0
+	for _, c := range append(cuts, len(payload)) {
+		dst = append(dst, "data: "...)
+		dst = append(append(dst, payload[prev:c]...), '\n')
+		prev = c
 	}
 	return dst
 }
@@ -271,9 +384,19 @@ func splitEvent(e []byte, f api.Faults) [][]byte {
 	return append(pieces, e[prev:])
 }
 
+// appendEnd appends the transport's end, and marks the write that carries
+// it as the last: it takes whatever the write_bytes fault holds.
+func (w *faultWriter) appendEnd(dst []byte) []byte {
+	w.ending = true
+	return w.streamWriter.appendEnd(dst)
+}
+
 // write writes b, piece by piece where appendEvent cut it, pausing gap
-// between the pieces.
+// between the pieces; under the write_bytes fault, coalesced (writeHeld).
 func (w *faultWriter) write(b []byte) error {
+	if w.coalesce > 0 {
+		return w.writeHeld(b)
+	}
 	cuts := w.cuts
 	w.cuts = w.cuts[:0]
 	prev := 0
@@ -290,6 +413,32 @@ func (w *faultWriter) write(b []byte) error {
 		}
 	}
 	return w.streamWriter.write(b[prev:])
+}
+
+// writeHeld is write under the write_bytes fault: the first write goes as
+// it is (the head and the start events), the others are held and written
+// w.coalesce bytes at a time, and the last one (the end) takes the rest.
+func (w *faultWriter) writeHeld(b []byte) error {
+	if !w.started {
+		w.started = true
+		return w.streamWriter.write(b)
+	}
+	w.held = append(w.held, b...)
+	n := 0
+	for len(w.held)-n >= w.coalesce {
+		if err := w.streamWriter.write(w.held[n : n+w.coalesce]); err != nil {
+			return err
+		}
+		n += w.coalesce
+	}
+	if w.ending && n < len(w.held) {
+		if err := w.streamWriter.write(w.held[n:]); err != nil {
+			return err
+		}
+		n = len(w.held)
+	}
+	w.held = append(w.held[:0], w.held[n:]...)
+	return nil
 }
 
 // faultEnd ends a stream with faults instead of finish, when they say so:

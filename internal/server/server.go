@@ -105,10 +105,13 @@ type Config struct {
 	// under load, tokens due within this window are written in one pass
 	// (0 means DefaultWakeInterval). A quiet stream is never delayed by it.
 	WakeInterval time.Duration
-	// SpinAhead is how long before a deadline a shard's timer fires; the
-	// rest is spun (0 means DefaultSpinAhead, negative disables spinning).
-	// It trades a little CPU for emission accuracy on machines whose idle
-	// CPUs wake slowly.
+	// SpinAhead bounds how long before a deadline a quiet shard's timer
+	// fires, the rest being spun: within the bound the shard learns how
+	// late this host wakes it and fires that much early (0 means
+	// DefaultSpinAhead, negative disables spinning). It trades a little
+	// CPU for emission accuracy on machines whose idle CPUs wake slowly;
+	// a busy shard writes on a grid instead, without spinning (see
+	// shard.wakeFor).
 	SpinAhead time.Duration
 	// WriteTimeout bounds how long a stream may wait for its client to
 	// accept bytes before it is dropped (0 means DefaultWriteTimeout).
@@ -170,6 +173,14 @@ type Config struct {
 	// its own defaults).
 	Faults api.Faults
 
+	// CacheBlockTokens, when > 0, simulates a prefix cache over the
+	// prompts in blocks of that many tokens (see prefixCache): the usage
+	// objects report, for each request, the prompt tokens read from it
+	// (the blocks whose whole prefix an earlier request sent) and written
+	// to it. 0: no cache, the usage's cache fields are null — the server
+	// has no figure. A request's pi_cached_tokens hint overrides both.
+	CacheBlockTokens int
+
 	// Engine is how the emission shards wait for their deadlines (see
 	// evloop.Engine): on the event loops, which the client's requests
 	// share ("", evloop.Auto or evloop.Epoll, on Linux), or each on a
@@ -214,6 +225,7 @@ type Server struct {
 	panics      atomic.Int64      // panics recovered in connection goroutines
 	limits      api.Limits        // the hint caps of Config
 	instance    api.InstanceField // Config.Instance, encoded once for every event
+	cache       *prefixCache      // the simulated prefix cache; nil without Config.CacheBlockTokens
 	// heads are the response heads of a stream on HTTP/1.x: closing its
 	// connection and keeping it (streamHead, streamHeadKeepAlive, with
 	// Config.Instance's field).
@@ -290,7 +302,8 @@ func New(ln net.Listener, cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, ln: ln, start: time.Now(), conns: make(map[net.Conn]net.Conn), quit: make(chan struct{}),
 		limits:   api.Limits{MaxTokens: int64(cfg.MaxTokens), MaxDelay: cfg.MaxDelay},
-		instance: api.NewInstanceField(cfg.Instance), head: streamHead, headKeepAlive: streamHeadKeepAlive}
+		instance: api.NewInstanceField(cfg.Instance), head: streamHead, headKeepAlive: streamHeadKeepAlive,
+		cache: newPrefixCache(cfg.CacheBlockTokens, 0)}
 	if cfg.Instance != "" {
 		s.head, s.headKeepAlive = withInstanceHeader(streamHead, cfg.Instance), withInstanceHeader(streamHeadKeepAlive, cfg.Instance)
 	}

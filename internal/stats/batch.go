@@ -30,12 +30,24 @@ type Batch struct {
 	// through the emission registry, or not at all.
 	ByPiTs, ByContent, Unmeasured int64
 
+	// FailedTokens counts the tokens (all phases) received by the failed
+	// requests: of the tokens received, those the title's count (Tokens,
+	// ok requests only) leaves out.
+	FailedTokens int64
+
 	// The shape of the streams, over all requests: the Reads that returned
 	// data, the SSE data events and the response bytes (heads included),
 	// and the most tokens one Read delivered.
 	Reads, Events    int64
 	Bytes            int64
 	MaxTokensPerRead int
+
+	// Framing sums what the SSE framing of the responses looked like
+	// (result.Framing: BOMs, events of several data lines, CR-only line
+	// ends …), and RetryMaxMs is the largest reconnection time a retry
+	// field set (when Framing.RetryFields > 0).
+	Framing    result.Framing
+	RetryMaxMs int64
 
 	// IntegrityErrors counts the requests that failed with result.Integrity
 	// (their content differed from what was emitted). They are among Failed
@@ -173,6 +185,7 @@ func (b *Batch) Add(r *result.Request) {
 			b.IntegrityErrors++
 		}
 		b.tally(r.Failure.Kind, r.Failure.Error(), 1)
+		b.FailedTokens += int64(len(r.Tokens))
 	}
 	b.ByPiTs += int64(r.ByPiTs)
 	b.ByContent += int64(r.ByContent)
@@ -181,6 +194,10 @@ func (b *Batch) Add(r *result.Request) {
 	b.Events += int64(r.Events)
 	b.Bytes += r.Bytes
 	b.MaxTokensPerRead = max(b.MaxTokensPerRead, r.MaxTokensPerRead)
+	b.Framing.Add(r.Framing)
+	if r.Framing.RetryFields > 0 {
+		b.RetryMaxMs = max(b.RetryMaxMs, r.RetryMs)
+	}
 	b.addConnection(r)
 	b.addPhases(r)
 	first, prev := true, int64(0)
@@ -293,10 +310,13 @@ func (b *Batch) Merge(o *Batch) {
 	b.ByPiTs += o.ByPiTs
 	b.ByContent += o.ByContent
 	b.Unmeasured += o.Unmeasured
+	b.FailedTokens += o.FailedTokens
 	b.Reads += o.Reads
 	b.Events += o.Events
 	b.Bytes += o.Bytes
 	b.MaxTokensPerRead = max(b.MaxTokensPerRead, o.MaxTokensPerRead)
+	b.Framing.Add(o.Framing)
+	b.RetryMaxMs = max(b.RetryMaxMs, o.RetryMaxMs)
 	b.IntegrityErrors += o.IntegrityErrors
 	b.TTFT.Merge(o.TTFT)
 	b.FirstEmitRecv.Merge(o.FirstEmitRecv)

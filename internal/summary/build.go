@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	"github.com/sse-latency/sse-latency/internal/clocksync"
+	"github.com/sse-latency/sse-latency/internal/failures"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -23,9 +25,10 @@ func ms(ns int64) float64 { return float64(ns) / nsPerMs }
 
 // Collector gathers, as a batch's requests finish, what its summary needs:
 // the statistics (stats.Batch), the bursts the verdict is judged from
-// (verdict.Accumulator), the bounded samples the HTML report plots and the
-// timeline of the answers' phases (TimelineStats). Add is called once per
-// finished request, one call at a time.
+// (verdict.Accumulator), the bounded samples the HTML report plots, the
+// timeline of the answers' phases (TimelineStats) and the failures by kind
+// (failures.Tally). Add is called once per finished request, one call at
+// a time.
 type Collector struct {
 	Stats    *stats.Batch
 	Bursts   *verdict.Accumulator
@@ -33,17 +36,43 @@ type Collector struct {
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
 	Replicas *ReplicaCollector // the per-replica split, summarised across hosts only (Inputs.Replicas)
+	Failures *failures.Tally
+	Gateway  *GatewayHeaders
+	// Sizes, when set, gathers the breakdown by request size (a run whose
+	// sizes vary: a trace, a length distribution); nil leaves it out, as
+	// for a run of one size, where it would repeat the batch's figures
+	// at about 1 MB of histograms a batch.
+	Sizes *SizeCollector
+	Usage *UsageCollector
+	// Cost is what the batch's samples measured of the CPU (AddCost, once
+	// per batch or round); nil when nothing was sampled.
+	Cost *CostSample
+}
+
+// AddCost adds what one batch (or round) of the collector cost.
+func (c *Collector) AddCost(s CostSample) {
+	if c.Cost == nil {
+		c.Cost = &CostSample{}
+	}
+	c.Cost.Add(s)
 }
 
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Replicas: NewReplicaCollector()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Failures: failures.NewTally(), Gateway: NewGatewayHeaders(),
+		Usage: NewUsageCollector(), Replicas: NewReplicaCollector()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
-// which counts it apart from the statistics.
+// which counts it apart from the statistics. Before the first failed
+// request with tokens joins Stats, the verdict's accumulator starts
+// keeping the completed requests' emit->recv apart (verdict.Accumulator.
+// SplitFrom): the timing verdict is theirs.
 func (c *Collector) Add(r *result.Request) {
+	if !r.Warmup && !r.OK() && len(r.Tokens) > 0 {
+		c.Bursts.SplitFrom(c.Stats.EmitRecv)
+	}
 	c.Stats.Add(r)
 	if r.Warmup {
 		return
@@ -53,6 +82,12 @@ func (c *Collector) Add(r *result.Request) {
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
 	c.Replicas.Add(r)
+	c.Failures.Add(r)
+	c.Gateway.Add(r)
+	if c.Sizes != nil {
+		c.Sizes.Add(r)
+	}
+	c.Usage.Add(r)
 }
 
 // Inputs is what New summarises.
@@ -73,6 +108,17 @@ type Inputs struct {
 	// (their records are in Loop and Gateway too); nil for the
 	// reference's single calibration.
 	Rounds []Round
+	// PageBytes is the size of a memory page (os.Getpagesize), for the
+	// gateway's resident memory in the batches' costs (Collector.Cost).
+	PageBytes int
+	// Pin is how the tool and the gateway would run apart; nil when
+	// there is nothing to pin (one CPU, no gateway process).
+	Pin *Pin
+	// Identify is what is known of the gateway besides its responses'
+	// headers, which the gateway batch's collector gathers: --gateway,
+	// the local owners of the target's socket. The run's gateway is
+	// identified from both (gateway.Identify) when the gateway batch ran.
+	Identify gateway.Evidence
 }
 
 // New computes the summary of a run: one Batch per batch that ran
@@ -87,18 +133,31 @@ func New(in Inputs) *Run {
 		Lateness: NewMetric(in.Lateness),
 		UserS:    in.UserS,
 		SystemS:  in.SystemS,
-		Warning:  LatenessWarning(in.Lateness),
+		Pin:      in.Pin,
 	}}
+	var whole CostSample // the host over every batch, for the warning
+	var gwName *GatewayCost
+	for _, c := range []*Collector{in.Loop, in.Gateway} {
+		if c != nil && c.Cost != nil {
+			whole.Add(*c.Cost)
+		}
+	}
+	if whole.Host != nil {
+		r.Self.Host = NewCost(whole, in.PageBytes).Host
+	}
 	var loopStats *stats.Batch
 	var loopBursts *verdict.Accumulator
 	if l := in.Loop; l != nil {
 		loopStats, loopBursts = l.Stats, l.Bursts
-		r.Batches = append(r.Batches, l.batch(LoopbackBatch, in.LoopTarget))
+		r.Batches = append(r.Batches, l.batch(LoopbackBatch, in.LoopTarget, in.PageBytes))
 	}
 	if g := in.Gateway; g != nil {
-		gw := g.batch(GatewayBatch, in.GatewayTarget)
+		gw := g.batch(GatewayBatch, in.GatewayTarget, in.PageBytes)
 		if in.Replicas != nil && g.Replicas != nil {
 			gw.Replicas = g.Replicas.Replicas(in.Replicas)
+		}
+		if gw.Cost != nil {
+			gwName = gw.Cost.Gateway
 		}
 		r.Batches = append(r.Batches, gw)
 		r.Overhead = NewOverhead(loopStats, g.Stats)
@@ -108,10 +167,18 @@ func New(in Inputs) *Run {
 				r.Overhead = r.Rounds.Overhead()
 			}
 		}
+		ev := in.Identify
+		if g.Gateway != nil {
+			ev.Headers = g.Gateway.Headers()
+		}
+		id := gateway.Identify(ev)
+		r.Identity = &id
 		v := verdict.Classify(loopBursts, g.Bursts, loopStats, g.Stats)
 		v.Findings = Findings(gw.Timeline)
+		Advise(&v, r.Identity)
 		r.Verdict = NormVerdict(&v)
 	}
+	r.Self.Warning = OverloadWarning(in.Lateness, r.Self.Host, gwName, in.Pin)
 	if in.Clock != nil {
 		r.Clock = NewClock(*in.Clock)
 		r.MarkBelowBound()
@@ -119,15 +186,28 @@ func New(in Inputs) *Run {
 	return r
 }
 
-// batch summarises what c collected as the batch named name.
-func (c *Collector) batch(name, target string) Batch {
+// batch summarises what c collected as the batch named name (pageBytes
+// for its cost, see Inputs).
+func (c *Collector) batch(name, target string, pageBytes int) Batch {
 	b := NewBatch(name, target, c.Stats, c.Samples.Samples())
+	if c.Cost != nil {
+		b.Cost = NewCost(*c.Cost, pageBytes)
+	}
 	if c.Timeline != nil {
 		tl := c.Timeline.Summary()
 		b.Timeline = &tl
 	}
 	if c.Declared != nil {
 		b.Declared = c.Declared.Timings()
+	}
+	if c.Failures != nil {
+		b.FailureSummary = c.Failures.Summary()
+	}
+	if c.Sizes != nil {
+		b.Sizes = c.Sizes.Sizes()
+	}
+	if c.Usage != nil {
+		b.Usage = c.Usage.Usage()
 	}
 	return b
 }
@@ -144,14 +224,24 @@ func NormVerdict(v *verdict.Verdict) *verdict.Verdict {
 		c.Causes = []string{}
 	}
 	c.Findings = slices.Clone(v.Findings)
+	c.Advice = slices.Clone(v.Advice)
 	return &c
 }
 
 // LatenessWarning returns the warning the tool prints when it fell behind
-// its own emission schedule (the lateness p99 above LatenessWarnNs): its
-// figures then describe its overload, not the gateway. It returns "" when
-// the lateness is lower, or unknown (nil or without samples).
-func LatenessWarning(late *stats.Metric) string {
+// its own emission schedule (the lateness p99 above LatenessWarnNs) and
+// nothing says who took the CPU: its figures then describe its overload,
+// not the gateway. It returns "" when the lateness is lower, or unknown
+// (nil or without samples). OverloadWarning says who.
+func LatenessWarning(late *stats.Metric) string { return OverloadWarning(late, nil, nil, nil) }
+
+// OverloadWarning is LatenessWarning that says, from the host's CPUs over
+// the run (h; nil: unknown, LatenessWarning's text), who took the CPU the
+// tool lacked — the tool itself, the gateway (gw names it), other
+// processes, or the hypervisor — and what to do about it: lower the load,
+// pin the tool and the gateway apart (pin is the command for the
+// gateway's side), stop or avoid the others, or move.
+func OverloadWarning(late *stats.Metric, h *HostCost, gw *GatewayCost, pin *Pin) string {
 	if late == nil || late.N() == 0 {
 		return ""
 	}
@@ -159,8 +249,59 @@ func LatenessWarning(late *stats.Metric) string {
 	if p99 <= LatenessWarnNs {
 		return ""
 	}
-	return fmt.Sprintf("sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): "+
-		"these figures describe the tool's overload, not the gateway; lower -c or raise -d", ms(p99), ms(LatenessWarnNs))
+	head := fmt.Sprintf("sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): ", ms(p99), ms(LatenessWarnNs))
+	if h == nil {
+		return head + "these figures describe the tool's overload, not the gateway; lower -c or raise -d"
+	}
+	return head + HostShares(h, gw) + ": " + culpritAdvice(h.Culprit, gw, pin)
+}
+
+// HostShares says how busy the host's CPUs were and whose the time was:
+// "the host's 2 CPUs were 97% busy: the tool 30%, the gateway (haproxy
+// pid 1234) 7%, other processes 60%, steal 0%".
+func HostShares(h *HostCost, gw *GatewayCost) string {
+	return fmt.Sprintf("the host's %d %s were %.0f%% busy: the tool %.0f%%, %s %.0f%%, other processes %.0f%%, steal %.0f%%",
+		h.CPUs, plural(h.CPUs, "CPU"), 100*h.BusyShare, 100*h.ToolShare, GatewayName(gw), 100*h.GatewayShare,
+		100*h.OtherShare, 100*h.StealShare)
+}
+
+// GatewayName names the gateway's processes: "the gateway (haproxy pid
+// 1234)", or "the gateway (not seen)" when they were not accounted.
+func GatewayName(gw *GatewayCost) string {
+	switch {
+	case gw == nil || gw.Unseen != "":
+		return "the gateway (not seen)"
+	case len(gw.PIDs) == 0:
+		return "the gateway"
+	}
+	return fmt.Sprintf("the gateway (%s pid %d)", gw.Name, gw.PIDs[0])
+}
+
+// culpritAdvice says who took the CPU and what to do.
+func culpritAdvice(culprit string, gw *GatewayCost, pin *Pin) string {
+	apart := "pin the tool and the gateway apart (--cpus for the tool, taskset for the gateway)"
+	if pin != nil {
+		apart = "pin the tool and the gateway apart (" + pin.Text() + ")"
+	}
+	const move = "or run the client and the server on another host (--server)"
+	switch culprit {
+	case CulpritGateway:
+		return "the gateway took the CPU the tool needed, so these figures include that contention; " + apart + ", " + move
+	case CulpritOther:
+		return "other processes took the CPU the tool needed (it was starved, not overloaded); stop them, " +
+			"give the tool CPUs of its own (--cpus), or measure on a quieter host"
+	case CulpritSteal:
+		return "the hypervisor took the CPU (steal): the tool's virtual CPUs did not run; measure on a dedicated host or a larger instance"
+	}
+	return "the tool itself took the CPU: these figures describe its overload, not the gateway; lower -c or raise -d, " + apart + ", " + move
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // NewBatch summarises b, with its samples (whose nil slices become empty
@@ -180,7 +321,7 @@ func NewBatch(name, target string, b *stats.Batch, s Samples) Batch {
 			ByPiTs: b.ByPiTs, ByContent: b.ByContent, Unmeasured: b.Unmeasured,
 			Reads: b.Reads, Events: b.Events, Bytes: b.Bytes,
 			MaxTokensPerRead: b.MaxTokensPerRead, IntegrityErrors: b.IntegrityErrors,
-			Unstamped: b.Unstamped,
+			Unstamped: b.Unstamped, FailedTokens: b.FailedTokens, Framing: NewFraming(b.Framing, b.RetryMaxMs),
 		},
 		Samples: NormSamples(s),
 		Warmup:  b.Warmup,

@@ -144,7 +144,7 @@ func TestNew(t *testing.T) {
 		t.Errorf("New: overhead %+v, want %+v", r.Overhead, want)
 	}
 	v := verdict.Classify(loop.Bursts, gw.Bursts, loop.Stats, gw.Stats)
-	v.Causes = []string{}
+	v.Causes = []string{} // no advice for a gateway that flushes
 	if r.Verdict == nil || !reflect.DeepEqual(*r.Verdict, v) {
 		t.Errorf("New: verdict %+v, want %+v (causes an empty list)", r.Verdict, v)
 	}

@@ -21,8 +21,10 @@ func (b *Batch) Stats() (*stats.Batch, error) {
 	s := &b.Stream
 	sb.Unstamped = s.Unstamped
 	sb.ByPiTs, sb.ByContent, sb.Unmeasured = s.ByPiTs, s.ByContent, s.Unmeasured
+	sb.FailedTokens = s.FailedTokens
 	sb.Reads, sb.Events, sb.Bytes = s.Reads, s.Events, s.Bytes
 	sb.MaxTokensPerRead, sb.IntegrityErrors = s.MaxTokensPerRead, s.IntegrityErrors
+	sb.Framing, sb.RetryMaxMs = s.Framing.Counts()
 	sb.Warmup = b.Warmup
 	for i, f := range b.Failures {
 		k, ok := result.ParseKind(f.Kind)

@@ -14,6 +14,9 @@
 package summary
 
 import (
+	"github.com/sse-latency/sse-latency/internal/failures"
+	"github.com/sse-latency/sse-latency/internal/gateway"
+	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
@@ -32,11 +35,12 @@ const (
 
 // Run is the summary of one measurement, or of several merged.
 type Run struct {
-	Batches  []Batch          `json:"batches"`            // "loopback" first when it ran, then "gateway"
-	Overhead *Overhead        `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
-	Verdict  *verdict.Verdict `json:"verdict,omitempty"`  // absent when no gateway batch ran
-	Self     Self             `json:"self"`               // the tool's own behaviour: emission lateness, CPU
-	Clock    *Clock           `json:"clock,omitempty"`    // across hosts: the clock offset and its bound; absent in one process
+	Batches  []Batch           `json:"batches"`            // "loopback" first when it ran, then "gateway"
+	Overhead *Overhead         `json:"overhead,omitempty"` // gateway minus loopback; absent without calibration
+	Verdict  *verdict.Verdict  `json:"verdict,omitempty"`  // absent when no gateway batch ran
+	Identity *gateway.Identity `json:"gateway,omitempty"`  // the gateway, named (package gateway); absent when no gateway batch ran, and in documents written before
+	Self     Self              `json:"self"`               // the tool's own behaviour: emission lateness, CPU
+	Clock    *Clock            `json:"clock,omitempty"`    // across hosts: the clock offset and its bound; absent in one process
 
 	// Rounds are the rounds of an interleaved run (--rounds); absent for
 	// the reference's single calibration. The overhead is then theirs.
@@ -44,6 +48,25 @@ type Run struct {
 	// SLO is the check of the run's service-level objectives (--slo);
 	// absent without any.
 	SLO *SLOs `json:"slo,omitempty"`
+	// Replay is the trace the gateway batch replayed (--trace); absent
+	// without one. How far it fell behind its schedule is the gateway
+	// batch's start lateness.
+	Replay *Replay `json:"replay,omitempty"`
+}
+
+// Replay describes a trace replay: the file and its format, its requests
+// and how many the run's bounds let it start, the bad lines skipped, whether
+// its timestamps had to be sorted, the speed, and the bound that stopped
+// it before its end ("--trace-limit", "--duration"; "" when none did).
+type Replay struct {
+	File      string  `json:"file"`
+	Format    string  `json:"format"`
+	Entries   int     `json:"entries"`
+	Replayed  int     `json:"replayed"`
+	Skipped   int     `json:"skipped"`
+	Sorted    bool    `json:"sorted"`
+	Speed     float64 `json:"speed"`
+	StoppedBy string  `json:"stopped_by"`
 }
 
 // Batch returns the batch named name, nil when absent.
@@ -90,6 +113,19 @@ type Batch struct {
 	// that served each request (--server, one control endpoint per
 	// replica); absent in one process.
 	Replicas []Replica `json:"replicas,omitempty"`
+	// FailureSummary groups the failed requests by what went wrong
+	// (package failures): always present, its groups empty when none
+	// failed; absent from documents written before it.
+	FailureSummary *failures.Summary `json:"failure_summary,omitempty"`
+	// Sizes is the time to first token and token delay by request size
+	// (prompt bytes, output tokens); Usage how the usage objects arrived
+	// against what the server reported. Present when the batch has them.
+	Sizes *Sizes `json:"sizes,omitempty"`
+	Usage *Usage `json:"usage,omitempty"`
+	// Cost is what the batch cost in CPU, the tool's and the gateway's,
+	// and how busy the host was; absent when not sampled (documents
+	// before it, platforms without /proc, a merge).
+	Cost *Cost `json:"cost,omitempty"`
 
 	Samples Samples `json:"samples"`
 }
@@ -208,6 +244,55 @@ type Stream struct {
 	MaxTokensPerRead int   `json:"max_tokens_per_read"`
 	IntegrityErrors  int   `json:"integrity_errors"`
 	Unstamped        int64 `json:"unstamped"` // tokens without an emission time, left out of the emit->recv metrics
+	// FailedTokens are the tokens (all phases) that the failed requests
+	// received: among those received, the ones the title's count leaves
+	// out. Documents written before it read as 0.
+	FailedTokens int64 `json:"failed_tokens"`
+	// Framing is what the SSE framing of the responses looked like, when
+	// it was anything but one data line per event (nil then).
+	Framing *Framing `json:"framing,omitempty"`
+}
+
+// Framing counts, over a batch's responses, what their SSE framing looked
+// like as the client read it by the WHATWG rules (result.Framing): a
+// gateway that re-frames the stream — joins or splits data lines, adds a
+// byte order mark, ids, retry fields or events without data, ends lines
+// in a bare CR — is described as one.
+type Framing struct {
+	BOMStreams      int64   `json:"bom_streams"`       // responses whose body began with a UTF-8 byte order mark
+	MultiLineEvents int64   `json:"multi_line_events"` // events whose data came on two or more data lines
+	NoDataBlocks    int64   `json:"no_data_blocks"`    // blocks of fields a blank line ended without data (nothing dispatched)
+	BareCRLines     int64   `json:"bare_cr_lines"`     // lines ended by a bare CR
+	InvalidUTF8     int64   `json:"invalid_utf8"`      // ill-formed UTF-8 sequences, each read as U+FFFD
+	IDFields        int64   `json:"id_fields"`         // id fields that set the last event ID
+	RetryFields     int64   `json:"retry_fields"`      // retry fields that set the reconnection time
+	RetryMaxMs      float64 `json:"retry_max_ms"`      // the largest reconnection time they set, 0 without
+}
+
+// NewFraming returns the summary of f and the largest retry retryMaxMs,
+// nil when f counts nothing.
+func NewFraming(f result.Framing, retryMaxMs int64) *Framing {
+	if f.Plain() {
+		return nil
+	}
+	return &Framing{
+		BOMStreams: int64(f.BOMs), MultiLineEvents: int64(f.MultiLineEvents), NoDataBlocks: int64(f.NoDataBlocks),
+		BareCRLines: int64(f.BareCRLines), InvalidUTF8: int64(f.InvalidUTF8), IDFields: int64(f.IDFields),
+		RetryFields: int64(f.RetryFields), RetryMaxMs: float64(retryMaxMs),
+	}
+}
+
+// Counts returns the counts of f as a result.Framing and its largest
+// retry (zero for a nil f).
+func (f *Framing) Counts() (result.Framing, int64) {
+	if f == nil {
+		return result.Framing{}, 0
+	}
+	return result.Framing{
+		BOMs: int(f.BOMStreams), MultiLineEvents: int(f.MultiLineEvents), NoDataBlocks: int(f.NoDataBlocks),
+		BareCRLines: int(f.BareCRLines), InvalidUTF8: int(f.InvalidUTF8), IDFields: int(f.IDFields),
+		RetryFields: int(f.RetryFields),
+	}, int64(f.RetryMaxMs)
 }
 
 // Received returns the tokens received, by ok and failed requests alike.
@@ -259,7 +344,33 @@ type Self struct {
 	Lateness Metric  `json:"emission_lateness"`
 	UserS    float64 `json:"cpu_user_s"`
 	SystemS  float64 `json:"cpu_system_s"`
-	// Warning is the "fell behind" warning (LatenessWarning) when the run
+	// Warning is the "fell behind" warning (OverloadWarning) when the run
 	// printed it; a merge keeps its runs' warnings, one per line.
 	Warning string `json:"warning,omitempty"`
+	// Host is the host's CPUs over the run, attributed (the tool, the
+	// gateway, other processes, steal); absent where /proc/stat cannot be
+	// read, and from a merge.
+	Host *HostCost `json:"host,omitempty"`
+	// Pin is how the tool and the gateway would run on CPUs apart;
+	// absent when there is nothing to pin (one CPU, no gateway process).
+	Pin *Pin `json:"pin,omitempty"`
+}
+
+// Pin is how the tool and the gateway run, or would run, on CPUs apart.
+type Pin struct {
+	ToolCPUs string `json:"tool_cpus"` // the tool's CPUs, as --cpus takes them ("0")
+	Applied  bool   `json:"applied"`   // the tool ran pinned to them (--cpus); false: a suggestion
+	// Gateway is the command that pins the gateway's processes (each,
+	// all their threads) to the other CPUs: "taskset -a -cp 1 1234".
+	Gateway string `json:"gateway"`
+}
+
+// Text says how to pin both: "the tool runs on CPUs 0 (--cpus 0); for
+// the gateway: taskset -a -cp 1 1234", or as a suggestion "--cpus 0 for
+// the tool, taskset -a -cp 1 1234 for the gateway".
+func (p *Pin) Text() string {
+	if p.Applied {
+		return "the tool runs on CPUs " + p.ToolCPUs + " (--cpus " + p.ToolCPUs + "); for the gateway: " + p.Gateway
+	}
+	return "--cpus " + p.ToolCPUs + " for the tool, " + p.Gateway + " for the gateway"
 }

@@ -59,11 +59,19 @@ const (
 	// from the server should never share a Read.
 	NoisyLoopFraction = 0.1
 
-	// HoldMinNs is the typical first-token hold (ns, beyond the calibration
-	// batch's) from which the first token counts as held: AI gateways that
-	// inspect the first event hold it for tens of milliseconds, while
-	// loopback noise is below 1 ms.
-	HoldMinNs = 10_000_000
+	// HoldWarnNs is the typical first-token hold (ns, beyond the
+	// calibration batch's) from which the first token counts as held:
+	// AI gateways that inspect the first event hold it for tens of
+	// milliseconds, while loopback noise is below 1 ms. From HoldFailNs
+	// the hold is a failure: a gateway that holds the first event to
+	// inspect, route or moderate it holds it for hundreds of
+	// milliseconds, while a busy machine wakes a gateway's worker tens of
+	// milliseconds late. Between the two the hold is a warning
+	// (HoldWarn): `sse-latency check` says WARN, the run names the
+	// finding. The run and the check judge with Hold, these thresholds
+	// and HoldFactor alike.
+	HoldWarnNs = 10_000_000
+	HoldFailNs = 50_000_000
 
 	// HoldFactor is how many times the typical emit->recv of the following
 	// tokens the hold must also exceed: a buffering gateway delays the first
@@ -81,19 +89,6 @@ const (
 // timer (~40 ms) and the classic 200 ms one.
 var NagleTimingsMs = [...]float64{40, 200}
 
-// The likely causes, as Verdict.Causes lists them.
-const (
-	CauseNagle = "Nagle/delayed-ACK timing (~40/200 ms): the gateway's socket is corking small writes — " +
-		"haproxy: option http-no-delay; generally TCP_NODELAY on the client-side socket"
-	CauseHAProxy = "haproxy: option http-no-delay (without it haproxy merges small writes into full packets)"
-	CauseNginx   = "nginx: proxy_buffering off, or honour the backend's X-Accel-Buffering: no; " +
-		"and no gzip on text/event-stream"
-	CauseCompression = "response compression in general (gzip, br, zstd): the compressor holds output " +
-		"until its block fills — exclude text/event-stream"
-	CauseFirstTokenHold = "the gateway holds the first event (e.g. to inspect, route or moderate it) — " +
-		"check its streaming/guardrail settings"
-)
-
 const nsPerMs = 1e6
 
 // accumulator is the bounded state behind Accumulator.
@@ -107,6 +102,11 @@ type accumulator struct {
 	emitGap   *stats.Metric // ns between the emissions of consecutive stamped tokens
 	hold      *stats.Metric // per request: first token's emit->recv − median of the others'
 	following *stats.Metric // per request: median emit->recv of the tokens after the first
+	// emitRecv is the emit->recv of the stamped tokens after the first
+	// (stats.Batch.EmitRecv's samples) of the requests added, when they
+	// are kept apart from the batch's (Accumulator.SplitFrom); nil: not
+	// kept, the batch's are theirs.
+	emitRecv *stats.Metric
 
 	scratch []int64        // the others' emit->recv of one request, reused
 	text    []result.Token // the visible tokens of a request with other phases, reused
@@ -165,6 +165,9 @@ func (a *accumulator) add(r *result.Request) {
 			a.close(&b)
 			chain = 0
 			continue
+		}
+		if i > 0 && a.emitRecv != nil {
+			a.emitRecv.Record(t.Arrived - t.Emitted)
 		}
 		chain++
 		if chain >= 2 { // the previous token is stamped: judge the pair
@@ -234,6 +237,30 @@ func (a *accumulator) fraction() float64 {
 
 func msOf(ns int64) float64 { return float64(ns) / nsPerMs }
 
+// The levels of a first-token hold (Hold).
+const (
+	HoldNone = ""     // not held
+	HoldWarn = "warn" // held between HoldWarnNs and HoldFailNs
+	HoldFail = "fail" // held HoldFailNs or more
+)
+
+// Hold judges a first-token hold: the first token's emit->recv beyond the
+// calibration's, holdNs, against the typical emit->recv of the tokens
+// after it, followingNs. The first token is held when holdNs exceeds
+// HoldWarnNs and HoldFactor times followingNs (a gateway that buffers
+// delays every token alike: that is its buffering, not a hold); HoldFail
+// from HoldFailNs, else HoldWarn. The run's verdict and the check's
+// first-token row both judge with it.
+func Hold(holdNs, followingNs int64) string {
+	switch {
+	case holdNs <= HoldWarnNs || float64(holdNs) <= HoldFactor*float64(followingNs):
+		return HoldNone
+	case holdNs >= HoldFailNs:
+		return HoldFail
+	}
+	return HoldWarn
+}
+
 func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 	v := Verdict{LoopCoalesced: -1}
 	if gw == nil {
@@ -241,6 +268,11 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 		return v
 	}
 	g := &gw.impl
+	v.Basis, v.BasisRequests = BasisCompleted, gw.completed
+	if p := gw.partial; p != nil && (gw.completed == 0 || g.tokens < MinTokens && p.tokens >= MinTokens) {
+		g = p
+		v.Basis, v.BasisRequests = BasisPartial, gw.partials
+	}
 	v.Tokens = g.tokens
 	v.CoalescedFraction = g.fraction()
 	v.Bursts = g.bursts
@@ -258,9 +290,21 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 			loopHoldNs = max(loop.impl.hold.Percentile(0.5), 0)
 		}
 	}
-	v.SetAddedDelay(loopStats, gwStats)
+	if g.emitRecv != nil && gw.failedSamples { // the judged requests' own; else the batch's are theirs
+		var loopEmitRecv *stats.Metric
+		if loopStats != nil {
+			loopEmitRecv = loopStats.EmitRecv
+		}
+		v.setAddedDelay(loopEmitRecv, g.emitRecv)
+	} else {
+		v.SetAddedDelay(loopStats, gwStats)
+	}
 
-	if g.tokens < MinTokens {
+	switch {
+	case v.BasisRequests == 0 && gw.completed+gw.partials == 0 && gw.failed > 0:
+		v.Reason = "no request completed, nor received a token: nothing to judge"
+		return v
+	case g.tokens < MinTokens:
 		v.Reason = fmt.Sprintf("too few tokens to judge (%d analysable, need %d)", g.tokens, MinTokens)
 		return v
 	}
@@ -270,7 +314,8 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 		v.HoldRequests = n
 		v.FirstTokenHoldMs = msOf(holdNs)
 		v.FollowingMs = msOf(followingNs)
-		v.FirstTokenHold = holdNs-loopHoldNs > HoldMinNs && float64(holdNs) > HoldFactor*float64(followingNs)
+		v.FirstTokenHoldLevel = Hold(holdNs-loopHoldNs, followingNs)
+		v.FirstTokenHold = v.FirstTokenHoldLevel != HoldNone
 	}
 
 	switch gap := g.emitGap.Percentile(0.5); {
@@ -284,7 +329,7 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 		v.Class = Flushes
 	}
 	v.Signature = g.sig.signature(&v)
-	v.Causes = causes(v)
+	v.Causes = []string{} // the advice on the gateway's settings: package advice, once the gateway is named
 	return v
 }
 
@@ -293,44 +338,39 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 // has samples, the gateway's own otherwise; all zero when gwStats has none.
 // Classify calls it; a merge of runs calls it again on the merged batches.
 func (v *Verdict) SetAddedDelay(loopStats, gwStats *stats.Batch) {
+	var loop, gw *stats.Metric
+	if loopStats != nil {
+		loop = loopStats.EmitRecv
+	}
+	if gwStats != nil {
+		gw = gwStats.EmitRecv
+	}
+	v.setAddedDelay(loop, gw)
+}
+
+// setAddedDelay is SetAddedDelay from the emit->recv samples themselves
+// (nil: none).
+func (v *Verdict) setAddedDelay(loop, g *stats.Metric) {
 	v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms, v.Relative = 0, 0, 0, false
-	if gwStats == nil || gwStats.EmitRecv.N() == 0 {
+	if g == nil || g.N() == 0 {
 		return
 	}
-	g := gwStats.EmitRecv
 	v.AddedMeanMs = g.Mean() / nsPerMs
 	v.AddedP50Ms = msOf(g.Percentile(0.5))
 	v.AddedP99Ms = msOf(g.Percentile(0.99))
-	if loopStats == nil || loopStats.EmitRecv.N() == 0 {
+	if loop == nil || loop.N() == 0 {
 		return
 	}
-	l := loopStats.EmitRecv
 	v.Relative = true
-	v.AddedMeanMs -= l.Mean() / nsPerMs
-	v.AddedP50Ms -= msOf(l.Percentile(0.5))
-	v.AddedP99Ms -= msOf(l.Percentile(0.99))
+	v.AddedMeanMs -= loop.Mean() / nsPerMs
+	v.AddedP50Ms -= msOf(loop.Percentile(0.5))
+	v.AddedP99Ms -= msOf(loop.Percentile(0.99))
 }
 
-// causes lists the likely causes of a buffering verdict and of a
-// first-token hold, most likely first. (The signature names its own fix:
-// Signature.Cause.)
-func causes(v Verdict) []string {
-	var out []string
-	if v.Class == Buffers {
-		if nagleLike(v.BurstPeriodMs) {
-			out = append(out, CauseNagle)
-		}
-		out = append(out, CauseHAProxy, CauseNginx, CauseCompression)
-	}
-	if v.FirstTokenHold {
-		out = append(out, CauseFirstTokenHold)
-	}
-	return out
-}
-
-// nagleLike reports whether a burst period (ms) is within NagleTolerance of
-// one of NagleTimingsMs.
-func nagleLike(periodMs float64) bool {
+// NagleLike reports whether a burst period (ms) is within NagleTolerance
+// of one of NagleTimingsMs: Nagle's algorithm and delayed ACKs, rather
+// than the gateway's own timer, release the bursts.
+func NagleLike(periodMs float64) bool {
 	for _, t := range NagleTimingsMs {
 		if math.Abs(periodMs-t) <= NagleTolerance*t {
 			return true

@@ -24,8 +24,8 @@ func ExampleClassify() {
 
 	v := verdict.Classify(nil, acc, nil, st)
 	fmt.Printf("%s: %.0f%% in bursts of %.0f every %.0f ms\n", v.Class, 100*v.CoalescedFraction, v.BurstSizeP50, v.BurstPeriodMs)
-	fmt.Println(v.Causes[0])
+	fmt.Printf("%s: %s\n", v.Signature.Title(), v.Signature.Evidence)
 	// Output:
 	// buffers: 100% in bursts of 17 every 85 ms
-	// haproxy: option http-no-delay (without it haproxy merges small writes into full packets)
+	// time period: released every ~85 ms (quartile spread 0.00), ~17 tokens at a time
 }

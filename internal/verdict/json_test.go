@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 )
@@ -17,7 +18,10 @@ func TestVerdictJSON(t *testing.T) {
 	for _, v := range []Verdict{
 		{Class: Buffers, Tokens: 3996, CoalescedFraction: 0.99925, LoopCoalesced: 0.002, BurstSizeP50: 40, BurstSizeMax: 41,
 			Bursts: 100, BurstPeriodMs: 200.0448, EmitGapMs: 5.0001, AddedMeanMs: 97.52061, Relative: true,
-			FirstTokenHold: true, FirstTokenHoldMs: 12.5, FollowingMs: 0.03, HoldRequests: 20, Causes: []string{CauseHAProxy}},
+			FirstTokenHold: true, FirstTokenHoldLevel: HoldWarn, FirstTokenHoldMs: 12.5, FollowingMs: 0.03, HoldRequests: 20,
+			Causes: []string{"HAProxy: set option http-no-delay"},
+			Advice: []gateway.Advice{{Key: "time_period", Gateway: gateway.HAProxy, Setting: "set option http-no-delay", Snippet: "defaults\n    option http-no-delay",
+				Reference: "https://docs.haproxy.org/"}}},
 		{Class: Flushes, LoopCoalesced: -1, Causes: []string{}},
 		{Class: Unknown, Reason: "no gateway batch", LoopCoalesced: -1, Causes: []string{}},
 	} {

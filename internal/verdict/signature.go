@@ -122,20 +122,6 @@ func (k SignatureKind) Name() string {
 	return string(k)
 }
 
-// The fix each signature points to first, as Verdict.Causes lists it.
-const (
-	CauseByteThreshold = "a buffer released when it fills: turn response buffering off for text/event-stream " +
-		"(nginx: proxy_buffering off, or honour X-Accel-Buffering: no), or flush after every event instead of writing to a buffered writer"
-	CauseTimePeriod = "a periodic flush: set the gateway's flush interval to immediate " +
-		"(Caddy: flush_interval -1; Go httputil.ReverseProxy: FlushInterval -1; Traefik: flushInterval)"
-	CauseOneEventBehind = "the gateway's SSE parser releases an event only when the next one starts: " +
-		"it must end an event at its blank line, not at the next data: line"
-	CauseWholeResponse = "the gateway reads the whole upstream response before it answers: " +
-		"stream end to end (stream: true passed upstream, no response transformation or logging that needs the whole body)"
-	CauseDispatchBursts = "the gateway's event loop forwards chunks in batches: " +
-		"a busy or blocking async loop, or slow per-chunk work — forward each chunk as it comes, without awaiting other work"
-)
-
 // Signature is how a gateway releases the stream, with the evidence.
 type Signature struct {
 	Kind  SignatureKind `json:"kind"`
@@ -163,28 +149,6 @@ func (s *Signature) Title() string {
 		return s.Kind.Name() + " (" + s.Encoding + ", " + s.Shape.Name() + ")"
 	}
 	return s.Kind.Name()
-}
-
-// Cause returns the fix the signature points to first ("" for flush per
-// event).
-func (s *Signature) Cause() string {
-	k := s.Kind
-	if k == Compression {
-		return CauseCompression
-	}
-	switch k {
-	case ByteThreshold:
-		return CauseByteThreshold
-	case TimePeriod:
-		return CauseTimePeriod
-	case OneEventBehind:
-		return CauseOneEventBehind
-	case WholeResponse:
-		return CauseWholeResponse
-	case DispatchBursts:
-		return CauseDispatchBursts
-	}
-	return ""
 }
 
 // sigAccumulator gathers what the signature needs, in bounded memory: the
@@ -430,22 +394,22 @@ func (s *Signature) evidence(v *Verdict) string {
 		if s.SizeBytes > 0 {
 			e += " of ~" + sizeText(s.SizeBytes)
 		}
-		e += fmt.Sprintf(" (typical %.0f tokens)", s.Tokens) + periodText(s) + pauses
+		e += fmt.Sprintf(" (~%.0f tokens per release)", s.Tokens) + periodText(s) + pauses
 	case TimePeriod:
 		e = "released"
 		if s.PeriodMs > 0 {
 			e += fmt.Sprintf(" every ~%.0f ms (quartile spread %.2f),", s.PeriodMs, s.PeriodSpread)
 		}
-		e += fmt.Sprintf(" in bursts of ~%.0f tokens", s.Tokens)
+		e += fmt.Sprintf(" ~%.0f tokens at a time", s.Tokens)
 		if s.Pauses > 0 {
 			e += fmt.Sprintf("; the tokens before %d of %d pauses in the stream arrived during them", s.Pauses-s.HeldPauses, s.Pauses)
 		}
 	case DispatchBursts:
-		e = fmt.Sprintf("irregular bursts of ~%.0f tokens (max %d)", s.Tokens, s.MaxTokens)
+		e = fmt.Sprintf("irregular releases of ~%.0f tokens (max %d per release)", s.Tokens, s.MaxTokens)
 		if s.PeriodMs > 0 {
 			e += fmt.Sprintf(", ~%.0f ms apart (quartile spread %.2f)", s.PeriodMs, s.PeriodSpread)
 		}
-		e += fmt.Sprintf(", %.0f%% of the tokens in bursts", 100*v.CoalescedFraction)
+		e += fmt.Sprintf("; %.0f%% of the tokens arrived in bursts", 100*v.CoalescedFraction)
 	}
 	return e
 }

@@ -68,7 +68,7 @@ func TestSignature(t *testing.T) {
 		{name: "whole response", e: plain, rel: summarytest.Whole(100_000), class: verdict.Buffers, kind: verdict.WholeResponse,
 			evidence: "100% of the tokens arrived after their response's last token was emitted"},
 		{name: "dispatch bursts", e: plain, rel: summarytest.Dispatch(7, 2*ms, 30*ms), class: verdict.Buffers, kind: verdict.DispatchBursts,
-			evidence: "irregular bursts"},
+			evidence: "irregular releases"},
 		{name: "dispatch bursts, paused", e: paused, rel: summarytest.Dispatch(7, 2*ms, 30*ms), class: verdict.Buffers, kind: verdict.DispatchBursts},
 		{name: "gzip, whole", e: plain, rel: summarytest.Whole(100_000), encoding: "gzip", class: verdict.Buffers,
 			kind: verdict.Compression, shape: verdict.WholeResponse, evidence: "100% of the tokens arrived after"},
@@ -93,9 +93,6 @@ func TestSignature(t *testing.T) {
 		}
 		if !strings.Contains(s.Evidence, tt.evidence) {
 			t.Errorf("%s: evidence %q, want it to say %q", tt.name, s.Evidence, tt.evidence)
-		}
-		if (s.Cause() == "") != (tt.kind == verdict.FlushPerEvent) {
-			t.Errorf("%s: cause %q", tt.name, s.Cause())
 		}
 	}
 }

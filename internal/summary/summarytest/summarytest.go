@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sse-latency/sse-latency/internal/advice"
 	"github.com/sse-latency/sse-latency/internal/clocksync"
+	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -64,12 +66,16 @@ type Stream struct {
 	// If set, token i (from 1) takes Gaps[(i−1) mod len] and
 	// Delays[(i−1) mod len] instead of Gap and Delay.
 	Gaps, Delays []int64
+
+	// The SSE framing of the response (result.Request's fields).
+	Framing result.Framing
+	RetryMs int64
 }
 
 // Request builds the record: it starts at Base + Index s, is sent 0.1 ms
 // later and ends 0.2 ms after its last token.
 func (s Stream) Request() *result.Request {
-	r := &result.Request{Batch: s.Batch, Index: s.Index, Failure: s.Failure, Instance: s.Instance}
+	r := &result.Request{Batch: s.Batch, Index: s.Index, Failure: s.Failure, Framing: s.Framing, RetryMs: s.RetryMs, Instance: s.Instance}
 	r.Start = Base + int64(s.Index)*1e9
 	r.Sent = r.Start + 100_000
 	if s.Leg != 0 {
@@ -317,6 +323,16 @@ var (
 	GwGaps = append(Repeat(0, 39), Mid(200_000_000))
 )
 
+// The gateways the verdicts' advice is for.
+var (
+	haproxy = &gateway.Identity{Name: gateway.HAProxy, Product: "haproxy", Sources: []string{"local process 4242 haproxy"}}
+	nginx   = &gateway.Identity{Name: gateway.Nginx, Product: "nginx/1.22.1", Sources: []string{"Server header", "local process 77 nginx"}}
+)
+
+// Identities are the gateways of the Verdicts, by name: those whose
+// advice is a gateway's own (the others were not identified).
+var Identities = map[string]*gateway.Identity{"buffers_no_calibration": haproxy, "buffers_signature": nginx}
+
 // Verdicts are rendered by report's TestVerdictGolden into testdata/verdict_<name>.golden
 // (go test -update rewrites them). They are literal, so that the goldens pin
 // the layout, not the classifier's thresholds.
@@ -326,7 +342,7 @@ var Verdicts = map[string]verdict.Verdict{
 		Class: verdict.Buffers, Tokens: 3996, CoalescedFraction: 0.99925, LoopCoalesced: 0.002,
 		BurstSizeP50: 40, BurstSizeMax: 41, Bursts: 100, BurstPeriodMs: 200.0448, EmitGapMs: 5.0001,
 		AddedMeanMs: 97.52061, AddedP50Ms: 97.5, AddedP99Ms: 195.0123, Relative: true,
-		Causes: []string{verdict.CauseNagle, verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+		Causes: advice.Causes(advice.ForAll(nil, advice.Nagle)), Advice: advice.ForAll(nil, advice.Nagle),
 	},
 	// -l and a gateway that holds the whole response: one burst per request
 	// (the first token waits 995 ms, 497.5 ms longer than the typical one:
@@ -336,7 +352,7 @@ var Verdicts = map[string]verdict.Verdict{
 		BurstSizeP50: 200, BurstSizeMax: 200, Bursts: 5, EmitGapMs: 5,
 		AddedMeanMs: 497.5, AddedP50Ms: 497.5, AddedP99Ms: 990.1,
 		FirstTokenHoldMs: 497.5, FollowingMs: 497.5, HoldRequests: 5,
-		Causes: []string{verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+		Causes: advice.Causes(advice.ForAll(haproxy, advice.ByteThreshold)), Advice: advice.ForAll(haproxy, advice.ByteThreshold),
 	},
 	// nginx honouring X-Accel-Buffering: no.
 	"flushes": {
@@ -349,8 +365,8 @@ var Verdicts = map[string]verdict.Verdict{
 		Class: verdict.Flushes, Tokens: 4000, CoalescedFraction: 0.65, LoopCoalesced: 0.6, Noisy: true,
 		BurstSizeP50: 3, BurstSizeMax: 9, Bursts: 800, BurstPeriodMs: 25, EmitGapMs: 5,
 		AddedMeanMs: 0.7, AddedP50Ms: 0.02, AddedP99Ms: 30.5, Relative: true,
-		FirstTokenHold: true, FirstTokenHoldMs: 39.98, FollowingMs: 0.02, HoldRequests: 20,
-		Causes: []string{verdict.CauseFirstTokenHold},
+		FirstTokenHold: true, FirstTokenHoldLevel: verdict.HoldWarn, FirstTokenHoldMs: 39.98, FollowingMs: 0.02, HoldRequests: 20,
+		Causes: advice.Causes(advice.ForAll(nil, advice.FirstTokenHold)), Advice: advice.ForAll(nil, advice.FirstTokenHold),
 	},
 	"unknown": {
 		Class: verdict.Unknown, Reason: "too few tokens to judge (19 analysable, need 20)", Tokens: 19, LoopCoalesced: 0,
@@ -361,7 +377,7 @@ var Verdicts = map[string]verdict.Verdict{
 		Class: verdict.Buffers, Tokens: 398, CoalescedFraction: 1, LoopCoalesced: 0,
 		BurstSizeP50: 200, BurstSizeMax: 200, Bursts: 2, EmitGapMs: 5,
 		AddedMeanMs: 497.5, AddedP50Ms: 497.5, AddedP99Ms: 990.1, Relative: true,
-		Causes: []string{verdict.CauseHAProxy, verdict.CauseNginx, verdict.CauseCompression},
+		Causes: advice.Causes(advice.ForAll(nginx, advice.Compression)), Advice: advice.ForAll(nginx, advice.Compression),
 		Signature: &verdict.Signature{Kind: verdict.Compression, Shape: verdict.WholeResponse, Encoding: "gzip",
 			Evidence:      "100% of the tokens arrived after their response's last token was emitted",
 			WholeFraction: 1},
