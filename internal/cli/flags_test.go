@@ -78,7 +78,42 @@ type recorder struct {
 	alpn     []string        // per TLS connection, the protocol negotiated
 	arrived  chan struct{}   // one per connection accepted
 	wg       sync.WaitGroup  // the accept loop and the connections
-	open     sync.WaitGroup  // the connections
+	// open counts the connections being served; idle is closed when it
+	// falls to zero (a WaitGroup cannot be awaited while the accept loop
+	// may still add to it from zero).
+	open int
+	idle chan struct{}
+}
+
+// connOpened counts a connection accepted.
+func (r *recorder) connOpened() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open == 0 {
+		r.idle = make(chan struct{})
+	}
+	r.open++
+}
+
+// connClosed counts a connection served to its end.
+func (r *recorder) connClosed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open--; r.open == 0 {
+		close(r.idle)
+	}
+}
+
+// idleNow returns a channel closed once no connection is being served.
+func (r *recorder) idleNow() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open == 0 {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	return r.idle
 }
 
 // startRecorder starts a recording gateway (TLS-terminating with tc when
@@ -101,8 +136,8 @@ func startRecorder(t *testing.T, upstream func() string, tc *tls.Config, hold bo
 			cmu.Lock()
 			conns = append(conns, c)
 			cmu.Unlock()
-			r.open.Add(1)
-			r.wg.Go(func() { defer r.open.Done(); r.serve(c) })
+			r.connOpened()
+			r.wg.Go(func() { defer r.connClosed(); r.serve(c) })
 		}
 	})
 	t.Cleanup(func() {
@@ -454,10 +489,8 @@ func runRow(t *testing.T, row flagRow, cmd string, cert testCert) *observed {
 	{
 		// The client has closed its connections: let the relay finish
 		// copying what they carried.
-		closed := make(chan struct{})
-		go func() { rec.open.Wait(); close(closed) }()
 		select {
-		case <-closed:
+		case <-rec.idleNow():
 		case <-time.After(10 * time.Second):
 		}
 		o.reqs, o.conns = rec.requests()
