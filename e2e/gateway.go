@@ -390,6 +390,17 @@ func (p *Process) WaitListening(ctx context.Context, addr string) error {
 	}
 }
 
+// Signal sends sig to the gateway's whole process group: SIGKILL kills it
+// as a crash would, SIGSTOP stalls it (SIGCONT resumes it; Stop a stalled
+// gateway only after that).
+func (p *Process) Signal(sig syscall.Signal) error {
+	return syscall.Kill(-p.cmd.Process.Pid, sig)
+}
+
+// Exited returns a channel closed once the gateway's leader has exited
+// and been reaped.
+func (p *Process) Exited() <-chan struct{} { return p.done }
+
 // Stop sends SIGTERM to the gateway's process group, waits up to grace for
 // the leader to exit, then sends SIGKILL; finally it kills what is left of
 // the group (workers whose master died). It returns an error only when the
@@ -467,9 +478,20 @@ type Launched struct {
 // tries once more with a new one. The error includes the command and the
 // gateway's log.
 func Launch(ctx context.Context, g *Gateway, bin string, example []byte, dir string, backend net.Listener) (*Launched, error) {
+	l, err := LaunchTo(ctx, g, bin, example, dir, backend.Addr().String())
+	if l != nil {
+		l.Backend = backend
+	}
+	return l, err
+}
+
+// LaunchTo is Launch with the gateway forwarding to backendAddr, whatever
+// is there: a refused address (testutil.RefusedAddr) makes a gateway whose
+// upstream is gone. Launched.Backend is nil.
+func LaunchTo(ctx context.Context, g *Gateway, bin string, example []byte, dir string, backendAddr string) (*Launched, error) {
 	var errs []error
 	for attempt := 1; attempt <= 2; attempt++ {
-		l, err := launchOnce(ctx, g, bin, example, dir, backend, attempt)
+		l, err := launchOnce(ctx, g, bin, example, dir, backendAddr, attempt)
 		if err == nil {
 			return l, nil
 		}
@@ -485,12 +507,11 @@ func Launch(ctx context.Context, g *Gateway, bin string, example []byte, dir str
 	return nil, errors.Join(errs...)
 }
 
-func launchOnce(ctx context.Context, g *Gateway, bin string, example []byte, dir string, backend net.Listener, attempt int) (*Launched, error) {
+func launchOnce(ctx context.Context, g *Gateway, bin string, example []byte, dir string, backendAddr string, attempt int) (*Launched, error) {
 	ports, err := FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	backendAddr := backend.Addr().String()
 	conf, err := g.render(example, ports[0], backendAddr)
 	if err != nil {
 		return nil, err
@@ -504,7 +525,7 @@ func launchOnce(ctx context.Context, g *Gateway, bin string, example []byte, dir
 	if err != nil {
 		return nil, err
 	}
-	l := &Launched{Process: p, Addr: ports[0], BackendAddr: backendAddr, Backend: backend, ConfPath: confPath}
+	l := &Launched{Process: p, Addr: ports[0], BackendAddr: backendAddr, ConfPath: confPath}
 	wctx, cancel := context.WithTimeout(ctx, ListenTimeout)
 	defer cancel()
 	return l, p.WaitListening(wctx, l.Addr)

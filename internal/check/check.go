@@ -59,7 +59,10 @@ type Row struct {
 	Advice   []gwid.Advice `json:"advice,omitempty"`
 	Seconds  float64       `json:"duration_s"`         // how long the scenario took
 	Requests int           `json:"requests"`           // requests it made
-	Failures []string      `json:"failures,omitempty"` // the failure texts of its requests, when they matter
+	Failures []string      `json:"failures,omitempty"` // the failure texts of its requests, when they matter (sanitised)
+	// FailureKinds are what went wrong with them, as the run's failure
+	// summary names it (failures.Kind: "closed_mid_stream", …).
+	FailureKinds []string `json:"failure_kinds,omitempty"`
 
 	// Signature is the verdict's signature of the scenario's streams (the
 	// flush and compression scenarios).

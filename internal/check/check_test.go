@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,20 +183,21 @@ func TestGatewayMishandlings(t *testing.T) {
 		row      string
 		status   Status
 		evidence string
+		kinds    []string // the failure kinds of the row, as the run's failure summary names them (nil: not checked)
 	}{
-		{"ReverseProxy signals a cut", flushingProxy, "upstream-cut", Pass, "cut after 3 tokens"},
-		{"hides an upstream cut", relay(hideCut), "upstream-cut", Fail, "ended its response cleanly after 3 of 10 tokens"},
-		{"ReverseProxy passes the cancel", flushingProxy, "cancel", Pass, "the upstream saw its client go"},
+		{"ReverseProxy signals a cut", flushingProxy, "upstream-cut", Pass, "cut after 3 tokens", nil},
+		{"hides an upstream cut", relay(hideCut), "upstream-cut", Fail, "ended its response cleanly after 3 of 10 tokens", []string{"no_terminal_event"}},
+		{"ReverseProxy passes the cancel", flushingProxy, "cancel", Pass, "the upstream saw its client go", nil},
 		{"does not propagate cancel", func(t *testing.T, backend string) string {
 			return relayGateway(t, backend, detached, keepReading)
-		}, "cancel", Fail, "emitted after the cancel"},
-		{"ReverseProxy passes the usage intact", flushingProxy, "usage-fidelity", Pass, "a cache figure (5987) and a null alike"},
+		}, "cancel", Fail, "emitted after the cancel", nil},
+		{"ReverseProxy passes the usage intact", flushingProxy, "usage-fidelity", Pass, "a cache figure (5987) and a null alike", nil},
 		{"zeroes null cache figures", rewriting(func(b []byte) []byte {
 			return bytes.ReplaceAll(b, []byte(`"cached_tokens":null`), []byte(`"cached_tokens":0`))
-		}), "usage-fidelity", Fail, "zeroed_from_null usage chunk prompt_tokens_details.cached_tokens (null -> 0)"},
+		}), "usage-fidelity", Fail, "zeroed_from_null usage chunk prompt_tokens_details.cached_tokens (null -> 0)", nil},
 		{"drops prompt_tokens_details", rewriting(func(b []byte) []byte {
 			return regexp.MustCompile(`,"prompt_tokens_details":\{[^}]*\}`).ReplaceAll(b, nil)
-		}), "usage-fidelity", Fail, "dropped usage chunk prompt_tokens_details.cached_tokens (5987 -> absent)"},
+		}), "usage-fidelity", Fail, "dropped usage chunk prompt_tokens_details.cached_tokens (5987 -> absent)", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,6 +205,9 @@ func TestGatewayMishandlings(t *testing.T) {
 			r := rows(t, rep, err)[tt.row]
 			if r.Status != tt.status || !strings.Contains(r.Evidence, tt.evidence) || (r.Status == Fail) == (r.Fix == "") {
 				t.Errorf("%s row: %s, %q, fix %q; want %s saying %q", tt.row, r.Status, r.Evidence, r.Fix, tt.status, tt.evidence)
+			}
+			if tt.kinds != nil && !slices.Equal(r.FailureKinds, tt.kinds) {
+				t.Errorf("%s row: failure kinds %q, want %q", tt.row, r.FailureKinds, tt.kinds)
 			}
 		})
 	}
@@ -256,7 +261,7 @@ func TestNotAGateway(t *testing.T) {
 	defer func() { ostop(); <-odone }()
 	notHTTP := testutil.NotHTTP(t)
 	for _, tt := range []struct{ name, target, want string }{
-		{"refused", refused, "cannot connect to " + refused + ": connect(): Connection refused"},
+		{"refused", refused, "cannot connect to " + refused + ": connection refused (connect(): Connection refused)"},
 		{"redirect", redirect.Listener.Addr().String(), "answered with a redirect 301 to https://example.invalid/v1/chat/completions; check follows no redirect"},
 		{"another service", elsewhere.Listener.Addr().String(), "404 Not Found"},
 		{"not HTTP", notHTTP, "does not answer in HTTP"},

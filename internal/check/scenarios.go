@@ -14,6 +14,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/failures"
 	gwid "github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/result"
 )
@@ -165,20 +166,20 @@ func (c *checker) preflight(ctx context.Context) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case f.Kind == result.Connect:
-		return fmt.Errorf("%w: cannot connect to %s: %s", ErrNotGateway, c.o.Target, f.Error())
+		return fmt.Errorf("%w: cannot connect to %s: %s", ErrNotGateway, c.o.Target, failures.Describe(rec))
 	case f.Kind == result.Redirect:
 		return fmt.Errorf("%w: %s answered with a %s; check follows no redirect: give it the address that serves the API",
 			ErrNotGateway, c.o.Target, f.Error())
 	case f.Kind == result.Timeout:
 		return fmt.Errorf("%w: no answer from %s within %v", ErrNotGateway, c.o.Target, PreflightTimeout)
 	case rec.HeadAt == 0:
-		return fmt.Errorf("%w: %s does not answer in HTTP (%s)", ErrNotGateway, c.o.Target, f.Error())
+		return fmt.Errorf("%w: %s does not answer in HTTP: %s", ErrNotGateway, c.o.Target, failures.Describe(rec))
 	case f.Kind == result.BadStatus:
 		return fmt.Errorf("%w: %s answered %q without reaching the server: does it forward %s there?",
 			ErrNotGateway, where, f.Error(), c.path())
 	}
 	return fmt.Errorf("%w: %s answered without reaching the server (%s): does it forward %s there?",
-		ErrNotGateway, where, f.Error(), c.path())
+		ErrNotGateway, where, failures.Describe(rec), c.path())
 }
 
 // path is the request path through the gateway.
@@ -189,39 +190,61 @@ func (c *checker) path() string {
 	return c.o.Client.Dialect.Path()
 }
 
-// failures returns the distinct failure texts of recs, "" for none.
-func failures(recs ...*result.Request) []string {
+// failureTexts returns the distinct failure texts of recs (sanitised),
+// nil for none.
+func failureTexts(recs ...*result.Request) []string {
+	return distinct(recs, func(r *result.Request) string { return failures.Sanitize(r.Failure.Error()) })
+}
+
+// failureKinds returns the distinct kinds of the failures of recs, as the
+// run's failure summary names them (failures.Kind), nil for none.
+func failureKinds(recs ...*result.Request) []string {
+	return distinct(recs, func(r *result.Request) string { return failures.Of(r).String() })
+}
+
+// distinct returns the distinct values of f over the failed requests of
+// recs, in their order.
+func distinct(recs []*result.Request, f func(*result.Request) string) []string {
 	var out []string
 	for _, r := range recs {
-		if !r.OK() && !slices.Contains(out, r.Failure.Error()) {
-			out = append(out, r.Failure.Error())
+		if v := f(r); !r.OK() && !slices.Contains(out, v) {
+			out = append(out, v)
 		}
 	}
 	return out
 }
 
+// withKinds is row with the failure kinds of recs, the requests its
+// failures came from (none when the row names no failure).
+func withKinds(row Row, recs ...*result.Request) Row {
+	if len(row.Failures) > 0 {
+		row.FailureKinds = failureKinds(recs...)
+	}
+	return row
+}
+
 func (c *checker) largeEvent(ctx context.Context) Row {
 	size := int64(LargeEventBytes)
 	rec := c.do(ctx, spec{tokens: ShortTokens, faults: api.Faults{EventBytes: &size}}, "big")
-	return largeEventRow(rec.OK(), rec.Bytes, failures(rec))
+	return withKinds(largeEventRow(rec.OK(), rec.Bytes, failureTexts(rec)), rec)
 }
 
 func (c *checker) utf8Split(ctx context.Context) Row {
 	gap := 2.0
 	rec := c.do(ctx, spec{tokens: 8, faults: api.Faults{Text: api.TextUTF8, Split: []int{api.SplitInChar}, SplitGapMs: &gap}}, "utf8")
-	return utf8Row(rec.OK(), rec.Failure.Kind == result.Integrity, failures(rec))
+	return withKinds(utf8Row(rec.OK(), rec.Failure.Kind == result.Integrity, failureTexts(rec)), rec)
 }
 
 func (c *checker) lineEndings(ctx context.Context) Row {
 	on := true
 	crlf := c.do(ctx, spec{tokens: ShortTokens, faults: api.Faults{LineEnd: api.LineEndCRLF, Comments: &on}}, "crlf")
 	cr := c.do(ctx, spec{tokens: ShortTokens, faults: api.Faults{LineEnd: api.LineEndCR, Comments: &on}}, "cr")
-	return lineEndingsRow(crlf.OK(), cr.OK(), crlf.Comments > 0 && cr.Comments > 0, failures(crlf, cr))
+	return withKinds(lineEndingsRow(crlf.OK(), cr.OK(), crlf.Comments > 0 && cr.Comments > 0, failureTexts(crlf, cr)), crlf, cr)
 }
 
 func (c *checker) usage(ctx context.Context) Row {
 	rec := c.do(ctx, spec{tokens: ShortTokens, usage: true}, "usage")
-	return usageRow(rec.OK(), failures(rec))
+	return withKinds(usageRow(rec.OK(), failureTexts(rec)), rec)
 }
 
 // FieldReportCached is the cache figure of the usage-fidelity scenario:
@@ -260,12 +283,12 @@ func (c *checker) usageFidelity(ctx context.Context) Row {
 			}
 		}
 	}
-	return usageFidelityRow(ok, compared, found, failures(recs...))
+	return withKinds(usageFidelityRow(ok, compared, found, failureTexts(recs...)), recs...)
 }
 
 func (c *checker) terminal(ctx context.Context) Row {
 	rec := c.do(ctx, spec{tokens: ShortTokens}, "term")
-	return terminalRow(rec.OK(), failures(rec))
+	return withKinds(terminalRow(rec.OK(), failureTexts(rec)), rec)
 }
 
 func (c *checker) upstreamCut(ctx context.Context) Row {
@@ -283,7 +306,7 @@ func (c *checker) upstreamCut(ctx context.Context) Row {
 	case f.Kind == result.Integrity || f.Kind == result.OK:
 		o = cutTerminal
 	}
-	return upstreamCutRow(o, len(rec.Tokens), f.Error(), f.Detail)
+	return withKinds(upstreamCutRow(o, len(rec.Tokens), failures.Sanitize(f.Error()), f.Detail), rec)
 }
 
 func (c *checker) errorStatus(ctx context.Context) Row {
@@ -308,7 +331,7 @@ func (c *checker) errorStatus(ctx context.Context) Row {
 			good = append(good, strconv.FormatInt(code, 10))
 		}
 	}
-	return errorStatusRow(good, bad, failures(recs...))
+	return withKinds(errorStatusRow(good, bad, failureTexts(recs...)), recs...)
 }
 
 // statusOf reads the status code of a failed request's status failure, and
@@ -351,14 +374,14 @@ watch:
 	for {
 		select {
 		case <-done:
-			f.received, f.failures = received.Load(), failures(rec)
+			f.received, f.failures = received.Load(), failureTexts(rec)
 			if tm := c.reg.Lookup(id); tm.Finished() {
 				f.outcome, f.emitted, f.received = cancelUntestable, emittedBy(tm, clock.Now()), releasedBefore(rec, tm)
 			}
 			if len(f.failures) == 0 && f.outcome == cancelEnded {
 				f.failures = []string{"it ended without a failure before the cancel"}
 			}
-			return cancelRow(f, c.flushAdvice())
+			return withKinds(cancelRow(f, c.flushAdvice()), rec)
 		case <-tick.C:
 			tm := c.reg.Lookup(id)
 			n := received.Load()
@@ -450,7 +473,7 @@ func (c *checker) largeBody(ctx context.Context) Row {
 		}
 		return time.Duration(r.Tokens[0].Arrived - r.Start)
 	}
-	return largeBodyRow(rec.OK(), ttft(rec), ttft(ref), ref.OK(), failures(rec))
+	return withKinds(largeBodyRow(rec.OK(), ttft(rec), ttft(ref), ref.OK(), failureTexts(rec)), rec, ref)
 }
 
 func (c *checker) keepalive(ctx context.Context) Row {
@@ -463,7 +486,7 @@ func (c *checker) keepalive(ctx context.Context) Row {
 		s.Do(ctx, rec)
 		recs = append(recs, rec)
 	}
-	f := keepaliveFacts{failures: failures(recs...)}
+	f := keepaliveFacts{failures: failureTexts(recs...)}
 	for _, r := range recs[1:] {
 		if r.Reused {
 			f.reused++
@@ -473,7 +496,7 @@ func (c *checker) keepalive(ctx context.Context) Row {
 	for _, r := range recs {
 		f.poisoned = f.poisoned || r.Poisoned
 	}
-	return keepaliveRow(f)
+	return withKinds(keepaliveRow(f), recs...)
 }
 
 func (c *checker) longSilence(ctx context.Context) Row {
@@ -491,7 +514,7 @@ func (c *checker) silent(ctx context.Context, sp spec, tag, where string) Row {
 	sp.timeout = LongSilence + RequestTimeout
 	start := time.Now()
 	rec := c.do(ctx, sp, tag)
-	return silenceRow(where, rec.OK(), time.Since(start), failures(rec))
+	return withKinds(silenceRow(where, rec.OK(), time.Since(start), failureTexts(rec)), rec)
 }
 
 func ms(ns int64) float64 { return float64(ns) / 1e6 }

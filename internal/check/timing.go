@@ -82,7 +82,7 @@ func judge(loop *summary.Collector, gw []*result.Request) verdict.Verdict {
 // any failed (the gateway's streams are then judged without a noise
 // floor).
 func (s streams) calibration() *summary.Collector {
-	if len(failures(s.loop...)) > 0 {
+	if len(failureTexts(s.loop...)) > 0 {
 		return nil
 	}
 	return collect(s.loop)
@@ -90,8 +90,8 @@ func (s streams) calibration() *summary.Collector {
 
 func (c *checker) flush(ctx context.Context) Row {
 	s := c.signatureStreams(ctx)
-	if f := failures(s.gw...); len(f) > 0 {
-		return failedRow(len(s.gw), "the streams failed", f, advice.StreamBroken)
+	if f := failureTexts(s.gw...); len(f) > 0 {
+		return withKinds(failedRow(len(s.gw), "the streams failed", f, advice.StreamBroken), s.gw...)
 	}
 	return flushRow(judge(s.calibration(), s.gw), len(s.gw))
 }
@@ -100,7 +100,7 @@ func (c *checker) flush(ctx context.Context) Row {
 // (none when they did not, or did not buffer).
 func (c *checker) flushAdvice() []advice.Key {
 	s := c.flushStreams
-	if s.gw == nil || len(failures(s.gw...)) > 0 {
+	if s.gw == nil || len(failureTexts(s.gw...)) > 0 {
 		return nil
 	}
 	if r := flushRow(judge(s.calibration(), s.gw), len(s.gw)); r.Status == Fail {
@@ -111,8 +111,8 @@ func (c *checker) flushAdvice() []advice.Key {
 
 func (c *checker) firstToken(ctx context.Context) Row {
 	s := c.signatureStreams(ctx)
-	if f := failures(s.gw...); len(f) > 0 && len(f) == len(s.gw) {
-		return failedRow(len(s.gw), "no stream brought its first tokens", f, advice.StreamBroken)
+	if f := failureTexts(s.gw...); len(f) > 0 && len(f) == len(s.gw) {
+		return withKinds(failedRow(len(s.gw), "no stream brought its first tokens", f, advice.StreamBroken), s.gw...)
 	}
 	return firstTokenRow(judge(s.calibration(), s.gw), len(s.gw))
 }
@@ -121,8 +121,8 @@ func (c *checker) compression(ctx context.Context) Row {
 	sp := c.signatureSpec()
 	sp.headers = []string{"Accept-Encoding: gzip"}
 	s := c.runStreams(ctx, sp, "gzip")
-	if f := failures(s.gw...); len(f) > 0 {
-		return failedRow(len(s.gw), "the streams asking for gzip failed", f, advice.StreamBroken)
+	if f := failureTexts(s.gw...); len(f) > 0 {
+		return withKinds(failedRow(len(s.gw), "the streams asking for gzip failed", f, advice.StreamBroken), s.gw...)
 	}
 	enc := s.gw[0].Encoding
 	if enc == "" {

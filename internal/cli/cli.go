@@ -13,6 +13,7 @@ import (
 	"net"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/batch"
@@ -73,6 +74,24 @@ func Measure(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 // target). The server closes ln when the run ends; a run that ends before
 // starting its server leaves ln to the caller. A nil ln is Measure.
 func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stderr io.Writer) (int, *Summary) {
+	return MeasureWith(ctx, Options{Listener: ln}, args, stdout, stderr)
+}
+
+// Options are what a caller of MeasureWith hands a measurement besides its
+// arguments: tests that drive a real gateway while it runs.
+type Options struct {
+	// Listener is MeasureOn's ln: the dummy server's, bound by the caller;
+	// nil binds -L.
+	Listener net.Listener
+	// Received, when set, counts the content tokens the gateway batch's
+	// requests receive, as they arrive: a test awaits it to act on the
+	// gateway mid-stream (kill it, stop it) rather than sleep.
+	Received *atomic.Int64
+}
+
+// MeasureWith is MeasureOn with the options opt.
+func MeasureWith(ctx context.Context, opt Options, args []string, stdout, stderr io.Writer) (int, *Summary) {
+	ln := opt.Listener
 	if len(args) > 0 {
 		if cmd, ok := subcommands[args[0]]; ok {
 			return cmd(args[1:], stdout, stderr), nil
@@ -107,7 +126,7 @@ func MeasureOn(ctx context.Context, ln net.Listener, args []string, stdout, stde
 		text = stderr // stdout carries the JSON document
 	}
 	r := &run{commandLine: cl, cfg: cl.cfg, out: &console{stdout: text, stderr: stderr, tty: isTerminal(stderr)},
-		sum: &Summary{Config: cl.cfg}, docOut: stdout, ln: ln}
+		sum: &Summary{Config: cl.cfg}, docOut: stdout, ln: ln, received: opt.Received}
 	return r.main(ctx), r.sum
 }
 
@@ -148,6 +167,7 @@ type run struct {
 	outs       *outputs           // the files the run writes, open from before its first request
 	goodput    *slo.Goodput       // counts the gateway requests that meet every per-request --slo; nil without one
 	ln         net.Listener       // the listener handed to MeasureOn; nil: bind -L
+	received   *atomic.Int64      // Options.Received: counts the gateway batch's tokens as they arrive; nil: none
 
 	gwSeen gwid.Evidence   // what is known of the gateway besides its responses (--gateway, its local process)
 	trace  *trace.Trace    // --trace: the trace the gateway batch replays; nil without one

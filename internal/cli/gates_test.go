@@ -358,6 +358,39 @@ func TestSweepKnee(t *testing.T) {
 	}
 }
 
+// TestSweepFailing: through a gateway that answers 503 to every request
+// after the first step's, the second step is FAILING, with what went
+// wrong, in the table, on stderr as the step ends, and in the document.
+func TestSweepFailing(t *testing.T) {
+	var forwarded atomic.Int64
+	g := newGateway(t, hooks{respond: func(resp *http.Response) {
+		if forwarded.Add(1) > 2 { // step 1: its 2 gateway requests
+			resp.StatusCode, resp.Status = http.StatusServiceUnavailable, "503 Service Unavailable"
+		}
+	}})
+	jsonPath := filepath.Join(t.TempDir(), "sweep.json")
+	// The knee threshold is far off: the test is about failures, and a
+	// busy machine's delays are not.
+	code, out, errOut := g.run(t, nil, "sweep", "-r", "2", "-n", "5", "-d", "1", "-q", "--concurrency", "1,2", "--knee-threshold", "10000",
+		"--json", jsonPath)
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want 1 (requests failed)\n%s\n%s", code, out, errOut)
+	}
+	rows := regexp.MustCompile(`(?m)^ +(\d+) +(\d+/\d+) .*  (ok|KNEE|beyond|FAILING) +(ok|SATURATED)$`).FindAllStringSubmatch(out, -1)
+	if len(rows) != 2 || rows[0][2] != "2/0" || rows[0][3] == "FAILING" || rows[1][2] != "0/2" || rows[1][3] != "FAILING" {
+		t.Errorf("step rows %q, want concurrency 1 not failing, 2 FAILING with its 2 requests failed\n%s", rows, out)
+	}
+	const why = "gateway failed 2 of 2 requests: HTTP 503 Service Unavailable (100.0% > 1.0%)"
+	if !strings.Contains(out, "failing at concurrency 2: "+why+"\n") || !strings.Contains(errOut, "FAILING: "+why) {
+		t.Errorf("the failing step is not said so, with why:\n%s\n%s", out, errOut)
+	}
+	d, err := readDocument(jsonPath)
+	if err != nil || d.Sweep == nil || len(d.Sweep.Steps) != 2 || d.Sweep.Steps[0].Failing || !d.Sweep.Steps[1].Failing ||
+		d.Sweep.Steps[1].FailingReason != why {
+		t.Errorf("the sweep's document (%v): steps %+v", err, d.Sweep)
+	}
+}
+
 // TestSweepPromptBytes: through a gateway that spends 1 ms per KiB of
 // request body once it has read it (as one that parses and counts the
 // prompt does), the added TTFT (the median of five requests per step)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -322,5 +323,21 @@ func TestCompatOmitsVerdict(t *testing.T) {
 		if has := strings.Contains(stdout.String(), "=== verdict ==="); has == compat {
 			t.Errorf("compat=%v: verdict block present=%v\n%s", compat, has, stdout.String())
 		}
+	}
+}
+
+// TestMeasureWithReceived: Options.Received counts the gateway batch's
+// tokens as they arrive, those of the calibration left out.
+func TestMeasureWithReceived(t *testing.T) {
+	ln := testutil.Listen(t)
+	g := newGateway(t, hooks{})
+	var received atomic.Int64
+	args := []string{"-L", ln.Addr().String(), "-t", g.addr, "-r", "3", "-n", "40", "-d", "0.5", "-q"}
+	code, sum := MeasureWith(context.Background(), Options{Listener: ln, Received: &received}, args, io.Discard, g)
+	if code != ExitOK || sum == nil || sum.Loop == nil || sum.Gateway.OK != 3 {
+		t.Fatalf("exit %d, summary %+v: want a calibration and 3 requests ok", code, sum)
+	}
+	if got := received.Load(); got != 3*40 {
+		t.Errorf("Received counted %d tokens, want the gateway batch's %d", got, 3*40)
 	}
 }

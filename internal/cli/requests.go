@@ -33,6 +33,7 @@ func (r *run) gatewayRequest() *client.Request {
 	o.HTTP2, o.H2C = r.cfg.HTTP2 && t.scheme == "https", r.cfg.H2C && t.scheme != "https"
 	r.remoteOptions(&o)
 	o.WebSocket = r.cfg.WebSocket
+	o.Received = r.received
 	return client.New(o)
 }
 

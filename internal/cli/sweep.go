@@ -36,7 +36,8 @@ p99), the verdict, and two flags: the gateway's knee, the first step whose
 added emit->recv p99 exceeds the threshold or grows faster than the load;
 and the tool's own saturation (its emission lateness p99 above 1 ms, or
 its loopback adding more than the threshold), which makes a step's figures
-the tool's, not the gateway's.
+the tool's, not the gateway's. A step where more than 1% of the gateway
+requests failed is marked FAILING, with what went wrong.
 
       --knee-threshold <ms>   the knee's threshold on the added emit->recv p99 (def 1)
       --json <file>, --html <file>   every step, re-rendered by sse-latency report
@@ -228,6 +229,7 @@ func (r *run) sweepStep(ctx context.Context, p *sweepPlan, i int, v float64, pai
 	}
 	step := &sweep.Step{Value: v, Requests: cfg.Requests, Run: *sum}
 	step.ToolSaturated, step.ToolReason = sweep.Saturation(sum, p.kneeMs)
+	step.Failing, step.FailingReason = sweep.Failing(sum)
 	r.out.errorf("%s\n", report.SweepStepLine(p.axis, step))
 	return step, nil
 }

@@ -558,9 +558,25 @@ func (q *Request) classify(ctx context.Context, err error, fallback result.Failu
 }
 
 // connectFailure is the reference's "connect(): <reason>", the reason
-// worded like C's strerror.
+// worded like C's strerror, with the system error behind it.
 func connectFailure(err error) result.Failure {
-	return result.Failure{Kind: result.Connect, Detail: errText(err)}
+	return sysFailure(result.Connect, "", err)
+}
+
+// sysFailure is the failure of kind k that err caused: its detail prefix
+// followed by err's text (errText), its Errno the system error behind err
+// (0 when none is).
+func sysFailure(k result.Kind, prefix string, err error) result.Failure {
+	return result.Failure{Kind: k, Detail: prefix + errText(err), Errno: errnoOf(err)}
+}
+
+// errnoOf returns the system error behind err, 0 when there is none.
+func errnoOf(err error) syscall.Errno {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return 0
 }
 
 // errText returns the system error text of err, capitalised like C's

@@ -11,11 +11,13 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 )
@@ -386,6 +388,11 @@ func TestConnectFailure(t *testing.T) {
 	rec := do(t, testutil.RefusedAddr(t))
 	if got := rec.Failure.Error(); got != "connect(): Connection refused" {
 		t.Errorf("closed port: %q, want connect(): Connection refused", got)
+	}
+	// The raw fact beside the reference's text: what the failure summary
+	// groups by.
+	if rec.Failure.Errno != syscall.ECONNREFUSED || failures.Of(rec) != failures.Refused {
+		t.Errorf("closed port: errno %d (%v), kind %s; want ECONNREFUSED, connection_refused", int(rec.Failure.Errno), rec.Failure.Errno, failures.Of(rec))
 	}
 }
 

@@ -507,7 +507,7 @@ func (c *econn) write() {
 	case ls.reused && ls.ctx.Err() == nil && isClosed(err):
 		ls.retry()
 	default:
-		ls.failConn(ls.s.q.classify(ls.ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)}))
+		ls.failConn(ls.s.q.classify(ls.ctx, err, sysFailure(result.RecvError, "send: ", err)))
 	}
 }
 

@@ -29,7 +29,7 @@ func (s *Session) startH2(ctx context.Context, rec *result.Request, proto string
 	cc, err := s.q.state().h2.NewClientConn(s.stamp)
 	if err != nil {
 		s.Close()
-		rec.Failure = s.q.classify(ctx, err, result.Failure{Kind: result.Connect, Detail: "HTTP/2: " + errText(err)})
+		rec.Failure = s.q.classify(ctx, err, sysFailure(result.Connect, "HTTP/2: ", err))
 		return false
 	}
 	s.cc, s.proto = cc, proto
@@ -79,7 +79,7 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 		if reused && ctx.Err() == nil && sctx.Err() == nil {
 			return deadConn
 		}
-		rec.Failure = h2Failure(ctx, sctx, q, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+		rec.Failure = h2Failure(ctx, sctx, q, err, sysFailure(result.RecvError, "send: ", err))
 		return finished
 	}
 	now := clock.Now()

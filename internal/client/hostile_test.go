@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 )
@@ -99,6 +100,9 @@ type hostileCase struct {
 	want   string           // the failure text
 	prefix bool             // want is only its prefix
 	check  func(t *testing.T, rec *result.Request)
+	// kind is what the failure summary makes of the record (failures.Of);
+	// None: not checked (an ok case, or one it does not single out).
+	kind failures.Kind
 }
 
 // hostileOptions are the options of a hostile case before its own: a chat
@@ -142,6 +146,9 @@ func runHostile(t *testing.T, addr string, tt hostileCase) {
 	}
 	if tt.check != nil {
 		tt.check(t, rec)
+	}
+	if got := failures.Of(rec); tt.kind != failures.None && got != tt.kind {
+		t.Errorf("failure %q is of kind %s, want %s", rec.Failure.Error(), got, tt.kind)
 	}
 }
 
@@ -195,7 +202,7 @@ func TestHostileGateways(t *testing.T) {
 			chunk(prettyErr[:20]), chunk(prettyErr[20:])+"0\r\n\r\n"), opts: longDrain,
 			want: `status HTTP/1.1 529 Overloaded: { "error": { "message": "model overloaded", "code": 529 } }`},
 		{name: "502 with nginx's HTML page", serve: send(t, "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\n"+length(nginx502)),
-			want: "status HTTP/1.1 502 Bad Gateway: 502 Bad Gateway 502 Bad Gateway nginx/1.22.1"},
+			want: "status HTTP/1.1 502 Bad Gateway: 502 Bad Gateway 502 Bad Gateway nginx/1.22.1", kind: failures.HTTPStatus},
 		{name: "500 with a long body", serve: send(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\n"+longBody),
 			want: "status HTTP/1.1 500 Internal Server Err: " + longBody[:statusExcerptBytes] + "..."},
 		{name: "500 with terminal escapes and invalid UTF-8 in the body", serve: send(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\n"+length("\x1b[31mred\x1b[0m \xff\xfe\u202eok")),
@@ -210,7 +217,7 @@ func TestHostileGateways(t *testing.T) {
 			want: "status HTTP/1.1 500 Internal Server Err"},
 		{name: "502 with a body of no declared type (not quoted)", serve: send(t, "HTTP/1.1 502 Bad Gateway\r\n"+length("bad gateway")),
 			want: "status HTTP/1.1 502 Bad Gateway"},
-		{name: "503 with an empty body", serve: send(t, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"), want: "status HTTP/1.1 503 Service Unavailable"},
+		{name: "503 with an empty body", serve: send(t, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n"), want: "status HTTP/1.1 503 Service Unavailable", kind: failures.HTTPStatus},
 		{name: "500 with a broken chunked body", serve: send(t, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n"),
 			want: "status HTTP/1.1 500 Internal Server Err: hello"},
 
@@ -220,11 +227,11 @@ func TestHostileGateways(t *testing.T) {
 		{name: "100, 103 and the stream in pieces", serve: send(t, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Ea", "rly Hints\r\nLink: </a>\r\n\r\n", sseHead+"\r\n", okStream), want: "ok"},
 		{name: "101 Switching Protocols", serve: stall(t, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"),
 			want: "status HTTP/1.1 101 Switching Protocols"},
-		{name: "interim responses without end", serve: forever("", strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 200)), want: "response headers too large"},
+		{name: "interim responses without end", serve: forever("", strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 200)), want: "response headers too large", kind: failures.ToolLimit},
 
 		// Redirects: reported, not followed.
 		{name: "301", serve: send(t, "HTTP/1.1 301 Moved Permanently\r\nLocation: https://gw.example/v1/chat/completions\r\nContent-Length: 0\r\n\r\n"),
-			want: "redirect 301 to https://gw.example/v1/chat/completions"},
+			want: "redirect 301 to https://gw.example/v1/chat/completions", kind: failures.Redirect},
 		{name: "302 to a relative path, with a body", serve: send(t, "HTTP/1.1 302 Found\r\nLocation: /login?next=%2Fv1\r\nContent-Type: text/html\r\n\r\n<a href=\"/login\">Found</a>"),
 			want: "redirect 302 to /login?next=%2Fv1"},
 		{name: "307", serve: stall(t, "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:1/\r\n\r\n"), want: "redirect 307 to http://127.0.0.1:1/"},
@@ -233,19 +240,19 @@ func TestHostileGateways(t *testing.T) {
 		{name: "304 (no Location)", serve: send(t, "HTTP/1.1 304 Not Modified\r\n\r\n"), want: "status HTTP/1.1 304 Not Modified"},
 
 		// The chunked coding.
-		{name: "malformed chunk size", serve: send(t, chunkedHead+"zz\r\n"), want: `malformed response: wire: malformed chunked encoding: invalid byte 'z' at start of chunk size`},
+		{name: "malformed chunk size", serve: send(t, chunkedHead+"zz\r\n"), want: `malformed response: wire: malformed chunked encoding: invalid byte 'z' at start of chunk size`, kind: failures.Malformed},
 		{name: "negative chunk size", serve: send(t, chunkedHead+chunk(chatRole)+"-1\r\n"), want: `malformed response: wire: malformed chunked encoding: invalid byte '-' at start of chunk size`},
-		{name: "chunk size beyond the bound", serve: send(t, chunkedHead+"ffffffffffffffffff\r\n"), want: "malformed response: wire: chunk too large", prefix: true},
-		{name: "chunk larger than its data, then close", serve: send(t, chunkedHead+"1000\r\n"+chatRole), want: "connection closed before [DONE]"},
-		{name: "chunk larger than its data, then silence", serve: stall(t, chunkedHead+"1000\r\n"+chatRole), opts: shortIdle, want: "idle timeout after 100ms"},
+		{name: "chunk size beyond the bound", serve: send(t, chunkedHead+"ffffffffffffffffff\r\n"), want: "malformed response: wire: chunk too large", prefix: true, kind: failures.ToolLimit},
+		{name: "chunk larger than its data, then close", serve: send(t, chunkedHead+"1000\r\n"+chatRole), want: "connection closed before [DONE]", kind: failures.ClosedMidStream},
+		{name: "chunk larger than its data, then silence", serve: stall(t, chunkedHead+"1000\r\n"+chatRole), opts: shortIdle, want: "idle timeout after 100ms", kind: failures.IdleTimeout},
 		{name: "chunk data without its CRLF", serve: send(t, chunkedHead+"4\r\nabcdXX"), want: "malformed response: wire: malformed chunked encoding: missing CRLF after chunk data"},
 		{name: "trailers after the last chunk", serve: send(t, chunkedHead+chunk(okStream)+"0\r\nX-Trailer: a\r\nX-Other: b\r\n\r\n"), want: "ok"},
 		{name: "last chunk before the terminal event, connection open", serve: stall(t, chunkedHead+chunk(chatRole+chat.tok(1, "anan"))+"0\r\n\r\n"),
-			want: "connection closed before [DONE]"},
+			want: "connection closed before [DONE]", kind: failures.NoTerminal},
 
 		// The body and its events.
 		{name: "a 5 MB line without a newline", serve: send(t, sseHead+"\r\n"+bigLine), want: "malformed response: wire: SSE line too long",
-			check: maxBytes(2 << 20)},
+			check: maxBytes(2 << 20), kind: failures.ToolLimit},
 		{name: "a gzip bomb: 8 MB without a newline", serve: send(t, sseHead+"Content-Encoding: gzip\r\n\r\n"+gz(strings.Repeat("a", 8<<20))),
 			want: "malformed response: wire: SSE line too long", check: maxBytes(64 << 10)},
 		{name: "a gzip bomb: 2 MB of comments, then close", serve: send(t, sseHead+"Content-Encoding: gzip\r\n\r\n"+gz(chatRole+strings.Repeat(":\n", 1<<20))),
@@ -253,15 +260,15 @@ func TestHostileGateways(t *testing.T) {
 		{name: "gzip stream ending before the terminal event, connection open", serve: stall(t, sseHead+"Content-Encoding: gzip\r\n\r\n"+gz(chatRole+chat.tok(1, "anan"))),
 			want: "connection closed before [DONE]"},
 		{name: "invalid UTF-8 inside the content", serve: send(t, sseHead+"\r\n"+chat.events(false, chat.tok(1, "anan"), chat.tok(2, "h\xffh\xfe"), chat.tok(3, "obob"))),
-			want: `integrity: corrupted content at token 1 ("h\xffh\xfe")`},
+			want: `integrity: corrupted content at token 1 ("h\xffh\xfe")`, kind: failures.Integrity},
 		{name: "a lone surrogate escaped inside the content", serve: send(t, sseHead+"\r\n"+chat.events(false, chat.tok(1, `\ud800nan`), chat.tok(2, "huhu"), chat.tok(3, "obob"))),
 			want: `integrity: corrupted content at token 0 (`, prefix: true},
 		{name: "garbage between events", serve: send(t, sseHead+"\r\n"+chatRole+"garbage\n\n"+chat.tok(1, "anan")+": comment\nid: 7\nretry: soon\n{not sse}\n\n"+
 			chat.tok(2, "huhu")+"data: not json at all\n\n\x00\x01\xff\n\n"+chat.tok(3, "obob")+"event: \xff\xfe\n\n"+chatFinish+done), want: "ok"},
 		{name: "error event with terminal escapes", serve: send(t, sseHead+"\r\n"+chatRole+`data: {"error":{"message":"\u001b[2Jboom\nline 2","type":"server_error"}}`+"\n\n"),
-			want: `stream error: error: server_error: \x1b[2Jboom line 2`},
-		{name: "early close inside an event", serve: send(t, sseHead+"\r\n"+chatRole+`data: {"id":"chatcmpl-sse-latency-1","obj`), want: "connection closed before [DONE]"},
-		{name: "connection reset inside the stream", serve: reset(t, sseHead+"\r\n"+chatRole+chat.tok(1, "anan")), want: "recv error: Connection reset by peer"},
+			want: `stream error: error: server_error: \x1b[2Jboom line 2`, kind: failures.ErrorEvent},
+		{name: "early close inside an event", serve: send(t, sseHead+"\r\n"+chatRole+`data: {"id":"chatcmpl-sse-latency-1","obj`), want: "connection closed before [DONE]", kind: failures.ClosedMidStream},
+		{name: "connection reset inside the stream", serve: reset(t, sseHead+"\r\n"+chatRole+chat.tok(1, "anan")), want: "recv error: Connection reset by peer", kind: failures.ResetMidStream},
 		{name: "silence inside the stream", serve: stall(t, sseHead+"\r\n"+chatRole+chat.tok(1, "anan")), opts: shortIdle, want: "idle timeout after 100ms",
 			check: func(t *testing.T, rec *result.Request) {
 				if len(rec.Tokens) != 1 {
@@ -269,7 +276,7 @@ func TestHostileGateways(t *testing.T) {
 				}
 			}},
 		{name: "silence inside the stream, -w first", serve: stall(t, sseHead+"\r\n"+chatRole), opts: func(o *Options) { o.Timeout = 150 * time.Millisecond; o.IdleTimeout = time.Hour },
-			want: "timeout after 150ms"},
+			want: "timeout after 150ms", kind: failures.RequestTimeout},
 		{name: "Content-Length shorter than the stream", serve: send(t, sseHead+"Content-Length: 40\r\n\r\n"+okStream), want: "connection closed before [DONE]"},
 		{name: "Content-Length longer than the stream, then close", serve: send(t, sseHead+"Content-Length: 100000\r\n\r\n"+chatRole), want: "connection closed before [DONE]"},
 		{name: "empty comments without end", serve: forever(sseHead+"\r\n"+chatRole, ":\n"), opts: func(o *Options) { o.Timeout = 2 * time.Second; o.IdleTimeout = time.Second },

@@ -698,7 +698,7 @@ func (r *reader) endOfStream(err error) result.Failure {
 		return r.statusFailure()
 	}
 	if !errors.Is(err, io.EOF) {
-		return result.Failure{Kind: result.RecvError, Detail: errText(err)}
+		return sysFailure(result.RecvError, "", err)
 	}
 	if !r.gotHead {
 		return result.Failure{Kind: result.ShortResponse}

@@ -235,7 +235,7 @@ func (s *Session) connect(ctx context.Context, rec *result.Request, deadline tim
 	stop()
 	if err != nil {
 		s.Close()
-		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.Connect, Detail: "TLS handshake: " + errText(err)})
+		rec.Failure = q.classify(ctx, err, sysFailure(result.Connect, "TLS handshake: ", err))
 		return false
 	}
 	rec.TLSDone = clock.Now()
@@ -334,7 +334,7 @@ func (q *Request) send(ctx context.Context, rec *result.Request, conn net.Conn, 
 		if reused && ctx.Err() == nil && isClosed(err) {
 			return deadConn, false
 		}
-		rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+		rec.Failure = q.classify(ctx, err, sysFailure(result.RecvError, "send: ", err))
 		return finished, false
 	}
 	rec.Sent = clock.Now()

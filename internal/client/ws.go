@@ -352,7 +352,7 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 				_, werr := conn.Write(w.out)
 				w.out = w.out[:0]
 				if werr != nil && !ended {
-					rec.Failure = q.classify(ctx, werr, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(werr)})
+					rec.Failure = q.classify(ctx, werr, sysFailure(result.RecvError, "send: ", werr))
 					return finished
 				}
 			}
@@ -378,7 +378,7 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 			} else {
 				err = werr
 			}
-			rec.Failure = q.classify(ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+			rec.Failure = q.classify(ctx, err, sysFailure(result.RecvError, "send: ", err))
 		case byPing && isTimeout(err):
 			rec.Failure = q.noPong()
 		case reused && rec.Bytes == 0 && isClosed(err):

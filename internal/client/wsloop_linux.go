@@ -48,7 +48,7 @@ func (c *econn) feedWS(p []byte, now int64) bool {
 		err := c.sendWS(w.out)
 		w.out = w.out[:0]
 		if err != nil && !ended {
-			ls.rec.Failure = ls.s.q.classify(ls.ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)})
+			ls.rec.Failure = ls.s.q.classify(ls.ctx, err, sysFailure(result.RecvError, "send: ", err))
 			w.ended = true
 			return true
 		}
@@ -92,7 +92,7 @@ func (c *econn) flushWS() {
 			ls.failConn(result.Failure{Kind: result.RecvError, Detail: errLoopGone.Error()})
 		}
 	case err != nil && err != unix.EAGAIN && err != unix.EINTR:
-		ls.failConn(ls.s.q.classify(ls.ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)}))
+		ls.failConn(ls.s.q.classify(ls.ctx, err, sysFailure(result.RecvError, "send: ", err)))
 	}
 }
 
@@ -131,7 +131,7 @@ func (c *econn) pingDue(now int64) {
 	}
 	w.pingAt = clock.Now()
 	if err := c.sendWS(wire.AppendWSFrame(nil, wire.WSPing, nil, wsMask())); err != nil {
-		ls.failConn(ls.s.q.classify(ls.ctx, err, result.Failure{Kind: result.RecvError, Detail: "send: " + errText(err)}))
+		ls.failConn(ls.s.q.classify(ls.ctx, err, sysFailure(result.RecvError, "send: ", err)))
 		return
 	}
 	c.armPing(now)

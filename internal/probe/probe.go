@@ -19,7 +19,9 @@
 //	sse_latency_inter_token_seconds      histogram  gap between consecutive token arrivals
 //	sse_latency_request_leg_seconds      histogram  request sent -> the server had it (the gateway's request path)
 //	sse_latency_requests_total           counter    requests, ok or not
-//	sse_latency_failures_total           counter    failed requests, by kind (result.Kind: timeout, integrity, …)
+//	sse_latency_failures_total           counter    failed requests, by kind: what went wrong, as the failure summary of the
+//	                                                reports groups it (failures.Kind: connection_refused, reset_mid_stream,
+//	                                                http_status, request_timeout, …)
 //	sse_latency_added_emit_recv_seconds  gauge      the last round's added emit->recv, stat mean, p50 or p99
 //	                                                (gateway minus loopback; the gateway's own without calibration);
 //	                                                kept from the last round whose gateway tokens had emission times
@@ -40,6 +42,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -81,7 +84,8 @@ func New() *Metrics {
 		interToken: hist("sse_latency_inter_token_seconds", "Gap between the arrivals of consecutive tokens."),
 		leg:        hist("sse_latency_request_leg_seconds", "Request leg: request sent by the client to read whole by the server (the gateway's request path)."),
 		requests:   newFamily("sse_latency_requests_total", "Requests made, ok or failed.", counter, "batch"),
-		failures:   newFamily("sse_latency_failures_total", "Failed requests, by kind of failure.", counter, "batch", "kind"),
+		failures: newFamily("sse_latency_failures_total", "Failed requests, by what went wrong (the kinds of the reports' failure summary).",
+			counter, "batch", "kind"),
 		added: newFamily("sse_latency_added_emit_recv_seconds",
 			"The last round's emit->recv added by the gateway (gateway minus loopback; the gateway's own without calibration).", gauge, "stat"),
 		verdict: newFamily("sse_latency_verdict",
@@ -192,7 +196,7 @@ func (m *Metrics) Add(rd *Round, rec *result.Request) {
 	}
 	rd.requests[b]++
 	if !rec.OK() {
-		rd.failures[[2]string{b, rec.Failure.Kind.String()}]++
+		rd.failures[[2]string{b, failures.Of(rec).String()}]++
 	}
 	obs := func(h *family, ns int64) {
 		rd.obs = append(rd.obs, observation{h, b, float64(ns) / 1e9})

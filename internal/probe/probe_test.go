@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,7 +73,7 @@ func TestRoundsCommitted(t *testing.T) {
 		warm := request("gw", 50)
 		warm.Warmup = true
 		m.Add(rd, warm)
-		m.Add(rd, &result.Request{Batch: "gw", Failure: result.Failure{Kind: result.Connect, Detail: "refused"}})
+		m.Add(rd, &result.Request{Batch: "gw", Failure: result.Failure{Kind: result.Connect, Detail: "Connection refused", Errno: syscall.ECONNREFUSED}})
 		// Nothing shows before the round is committed.
 		if c := metric(scrape(t, m), "sse_latency_requests_total", "batch=gateway"); round == 1 && c != nil {
 			t.Fatalf("round 1 shows before its commit: %v", c)
@@ -105,8 +106,9 @@ func TestRoundsCommitted(t *testing.T) {
 		}{
 			{"sse_latency_requests_total", []string{"batch=gateway"}, float64(4 * r)},
 			{"sse_latency_requests_total", []string{"batch=loopback"}, float64(r)},
-			{"sse_latency_failures_total", []string{"batch=gateway", "kind=timeout"}, float64(r)},
-			{"sse_latency_failures_total", []string{"batch=gateway", "kind=connect"}, float64(r)},
+			// The kinds of the failure summary: a -w after the request was sent, a refused connect.
+			{"sse_latency_failures_total", []string{"batch=gateway", "kind=request_timeout"}, float64(r)},
+			{"sse_latency_failures_total", []string{"batch=gateway", "kind=connection_refused"}, float64(r)},
 			{"sse_latency_probe_rounds_total", nil, float64(r)},
 		} {
 			if got := metric(fams, c.name, c.labels...); got == nil || got.GetCounter().GetValue() != c.want {

@@ -11,8 +11,10 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/report/svg"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
@@ -66,19 +68,35 @@ type htmlView struct {
 	Rounds   *htmlRounds       // nil without rounds
 	Declared []htmlDeclaredRow // nil when no head declared timings
 	SLO      *htmlSLO          // nil without objectives
-	Failures []htmlFailureRow
-	Stream   []htmlStreamRow
-	Phases   *htmlPhases // nil when no batch's timeline is notable (html_timeline.go)
-	Self     htmlSelf
-	Charts   []htmlChart
-	Config   string
+	// FailureGroups are the failures by kind (failures.Summary), Failures
+	// their texts by the tool's failure kind.
+	FailureGroups []htmlFailureGroup
+	Failures      []htmlFailureRow
+	Stream        []htmlStreamRow
+	Phases        *htmlPhases // nil when no batch's timeline is notable (html_timeline.go)
+	Self          htmlSelf
+	Charts        []htmlChart
+	Config        string
 }
 
 type htmlVerdict struct {
-	Class    string // "flushes", "buffers" or "unknown": the box's colour
-	Headline string
-	Lines    []string
-	Advice   adviceText
+	Class string // "flushes", "buffers" or "unknown", or "failed" when requests failed: the box's colour
+	// Failure leads when requests failed, with the advice about them.
+	Failure       string
+	FailureAdvice []string
+	Headline      string
+	Lines         []string
+	Advice        adviceText
+}
+
+// htmlFailureGroup is one group of a batch's failure summary, as the text
+// block words it.
+type htmlFailureGroup struct {
+	Batch, Title       string
+	Count              int
+	Share, First, Last string
+	After              string // tokens and age p50 (max); "" for a group of requests that got no stream
+	Example            string
 }
 
 // htmlClock describes the clock offset of a run across hosts.
@@ -131,7 +149,7 @@ func newHTMLView(d *rundoc.Document) htmlView {
 		Title:    fmt.Sprintf("%s %s — run of %s", name, cmp.Or(d.Tool.Version, "(unknown version)"), htmlTime(d.Start)),
 		Meta:     htmlMeta(d),
 		Warnings: Warnings(d),
-		Verdict:  newHTMLVerdict(d.Verdict, d.Identity, d.Clock),
+		Verdict:  newHTMLVerdict(d.Verdict, d.Identity, d.Clock, gatewayFailures(d)),
 		Clock:    newHTMLClock(d.Clock),
 		Self:     newHTMLSelf(&d.Self),
 		Charts:   htmlCharts(d.Batches),
@@ -158,6 +176,7 @@ func newHTMLView(d *rundoc.Document) htmlView {
 			hb.Rows = append(hb.Rows, newHTMLMetricRow("request leg (sent → server received)", b.RequestLeg, d.Clock))
 		}
 		v.Batches = append(v.Batches, hb)
+		v.FailureGroups = append(v.FailureGroups, newHTMLFailureGroups(b)...)
 		for _, f := range b.Failures {
 			row := htmlFailureRow{Batch: b.Name, Kind: f.Kind, Count: f.Count}
 			for _, t := range f.Texts {
@@ -291,20 +310,52 @@ func newHTMLClock(c *summary.Clock) *htmlClock {
 }
 
 // newHTMLVerdict words the verdict as the text block does: the same
-// sentences (verdictWords), each figure after its label and a colon.
-func newHTMLVerdict(v *verdict.Verdict, id *gateway.Identity, c *summary.Clock) *htmlVerdict {
+// sentences (verdictWords, withFailures: led by the failures of the
+// gateway batch fs), each figure after its label and a colon.
+func newHTMLVerdict(v *verdict.Verdict, id *gateway.Identity, c *summary.Clock, fs *failures.Summary) *htmlVerdict {
 	if v == nil {
 		return nil
 	}
-	t := verdictWords(*v, id, c)
-	hv := &htmlVerdict{Class: t.Class.String(), Headline: t.Headline, Advice: t.Advice}
+	t := withFailures(verdictWords(*v, id, c), *v, fs)
+	hv := &htmlVerdict{Class: t.Class.String(), Failure: t.Failure, FailureAdvice: t.FailureAdvice, Headline: t.Headline, Advice: t.Advice}
+	if t.Failure != "" {
+		hv.Class = "failed"
+	}
 	for _, l := range t.Lines {
 		hv.Lines = append(hv.Lines, l.Label+": "+l.Text)
 	}
-	if t.Note != "" {
-		hv.Lines = append(hv.Lines, t.Note)
+	for _, n := range []string{t.Note, t.FailureNote} {
+		if n != "" {
+			hv.Lines = append(hv.Lines, n)
+		}
 	}
 	return hv
+}
+
+// gatewayFailures is the failure summary of d's gateway batch, nil
+// without one.
+func gatewayFailures(d *rundoc.Document) *failures.Summary {
+	if g := d.Gateway(); g != nil {
+		return g.FailureSummary
+	}
+	return nil
+}
+
+// newHTMLFailureGroups are the rows of b's failure groups (none without a
+// summary, or failures), worded as the text block's.
+func newHTMLFailureGroups(b *summary.Batch) []htmlFailureGroup {
+	fs := b.FailureSummary
+	if fs == nil {
+		return nil
+	}
+	var out []htmlFailureGroup
+	for i := range fs.Groups {
+		g := &fs.Groups[i]
+		out = append(out, htmlFailureGroup{Batch: b.Name, Title: failures.Sanitize(g.Title), Count: g.Count,
+			Share: fmt.Sprintf("%.1f%%", 100*share(g.Count, fs.Requests)), First: failures.At(g.FirstNs), Last: failures.At(g.LastNs),
+			After: strings.TrimPrefix(afterText(g), "  after "), Example: failures.Sanitize(g.Example)})
+	}
+	return out
 }
 
 func newHTMLSelf(s *summary.Self) htmlSelf {

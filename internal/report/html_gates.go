@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/report/svg"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -132,7 +133,7 @@ type sweepView struct {
 type sweepRow struct {
 	Value, OKFailed, Verdict, Gateway, Tool string
 	Cells                                   []string // added emit->recv p50, p99, TTFT p50, p99
-	Knee, Saturated                         bool
+	Knee, Saturated                         bool     // the gateway's cell marked bad (the knee, or a failing step), the tool's
 }
 
 // writeSweepHTML writes a sweep's page: the table of its steps (as
@@ -156,7 +157,10 @@ func writeSweepHTML(w io.Writer, d *rundoc.Document) error {
 		c := stepCells(&st.Run)
 		v.Rows = append(v.Rows, sweepRow{Value: sweep.FormatValue(s.Axis, st.Value), OKFailed: okFailed(&st.Run),
 			Verdict: verdictClass(&st.Run), Gateway: gatewayState(s, i), Tool: toolState(st), Cells: c[:],
-			Knee: s.Knee != nil && s.Knee.Step == i, Saturated: st.ToolSaturated})
+			Knee: s.Knee != nil && s.Knee.Step == i || st.Failing, Saturated: st.ToolSaturated})
+		if st.Failing {
+			v.Notes = append(v.Notes, fmt.Sprintf("failing at %s %s: %s", name, sweep.FormatValue(s.Axis, st.Value), failures.Sanitize(st.FailingReason)))
+		}
 		if st.ToolSaturated {
 			v.Notes = append(v.Notes, fmt.Sprintf("tool saturated at %s %s: %s; that step measured sse-latency's own load, not the gateway's",
 				name, sweep.FormatValue(s.Axis, st.Value), st.ToolReason))

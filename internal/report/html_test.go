@@ -537,7 +537,7 @@ func TestHTMLVerdictWords(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSuffix(text.String(), "\n"), "\n")[1:] // after "=== verdict ==="
-		h := newHTMLVerdict(&v, id, nil)
+		h := newHTMLVerdict(&v, id, nil, nil)
 		var html []string
 		html = append(html, h.Headline)
 		for _, l := range h.Lines {
@@ -576,19 +576,19 @@ func TestHTMLVerdictWords(t *testing.T) {
 			"100% of the tokens arrived after their response's last token was emitted"},
 	} {
 		v := cases[c.name]
-		if h := newHTMLVerdict(&v, nil, nil); !slices.Contains(h.Lines, c.want) {
+		if h := newHTMLVerdict(&v, nil, nil, nil); !slices.Contains(h.Lines, c.want) {
 			t.Errorf("newHTMLVerdict(%s).Lines = %q, want %q among them", c.name, h.Lines, c.want)
 		}
 	}
 	v := cases["no reason"]
-	if h := newHTMLVerdict(&v, nil, nil); h.Headline != "verdict: unknown — no reason given" {
+	if h := newHTMLVerdict(&v, nil, nil, nil); h.Headline != "verdict: unknown — no reason given" {
 		t.Errorf("unknown verdict without a reason: headline %q", h.Headline)
 	}
 	// No bursts counted, no bursts line (the text's condition), whatever
 	// the largest burst says.
 	v = summarytest.Verdicts["buffers"]
 	v.Bursts = 0
-	if h := newHTMLVerdict(&v, nil, nil); strings.HasPrefix(h.Lines[0], "bursts") {
+	if h := newHTMLVerdict(&v, nil, nil, nil); strings.HasPrefix(h.Lines[0], "bursts") {
 		t.Errorf("a buffering verdict without bursts has a bursts line: %q", h.Lines)
 	}
 }

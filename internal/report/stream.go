@@ -28,7 +28,9 @@ import (
 //	connections    gateway  5 opened, 4.0 requests each, 0 reuse failures; websocket 20
 //
 // The tokens are all those received, by ok and failed requests alike (the
-// batch title counts those of ok requests only): measured by the pi_ts of
+// batch title counts those of ok requests only; when requests failed, the
+// line says how many of them the failed requests received: "gateway
+// 36397 tokens (36397 of them in failed requests): …"): measured by the pi_ts of
 // the event that carried each alone, by content through the in-process
 // server's emission registry, or not at all. Reads, events and bytes (heads
 // included, in decimal kilo- or megabytes) cover whole responses. The
@@ -192,8 +194,12 @@ func streamLine(p *printer, b *summary.Batch, integrity bool) {
 	if b.Transport == summary.TransportWebSocket {
 		event = "websocket message"
 	}
-	p.printf("%-10s %d %s: %d by pi_ts, %d by content, %d unmeasured; %d %s, %d %s, %s; up to %d %s per read",
-		b.Name, tokens, plural(tokens, "token"), s.ByPiTs, s.ByContent, s.Unmeasured,
+	failed := ""
+	if b.Failed > 0 && tokens > 0 && b.FailureSummary != nil { // a document before failure summaries has no failed_tokens
+		failed = fmt.Sprintf(" (%d of them in failed requests)", s.FailedTokens)
+	}
+	p.printf("%-10s %d %s%s: %d by pi_ts, %d by content, %d unmeasured; %d %s, %d %s, %s; up to %d %s per read",
+		b.Name, tokens, plural(tokens, "token"), failed, s.ByPiTs, s.ByContent, s.Unmeasured,
 		s.Reads, plural(s.Reads, "read"), s.Events, plural(s.Events, event), byteSize(s.Bytes),
 		s.MaxTokensPerRead, plural(int64(s.MaxTokensPerRead), "token"))
 	if integrity {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/sweep"
@@ -14,8 +15,10 @@ import (
 // line per step done with the overhead at that load — gateway minus
 // loopback, in milliseconds, for the emit->recv of the tokens and the
 // TTFT, p50 and p99 — the verdict, the gateway's state (ok, the knee, or
-// beyond it) and the tool's (ok, or saturated: the step then measured the
-// tool); then the knee and the saturated steps in words.
+// beyond it; FAILING when more than sweep.FailingShare of the step's
+// requests failed) and the tool's (ok, or saturated: the step then
+// measured the tool); then the knee, the failing steps and the saturated
+// steps in words.
 //
 //	=== sweep: concurrency, 3 of 3 steps, each 1 loopback + 1 gateway round ===
 //	gateway: nginx/1.22.1 (Server header; local process 1398 nginx)
@@ -59,6 +62,11 @@ func WriteSweep(w io.Writer, d *rundoc.Document) error {
 		}
 	}
 	for i := range s.Steps {
+		if st := &s.Steps[i]; st.Failing {
+			p.printf("failing at %s %s: %s\n", name, sweep.FormatValue(s.Axis, st.Value), failures.Sanitize(st.FailingReason))
+		}
+	}
+	for i := range s.Steps {
 		if st := &s.Steps[i]; st.ToolSaturated {
 			p.printf("tool saturated at %s %s: %s; that step measured sse-latency's own load, not the gateway's\n",
 				name, sweep.FormatValue(s.Axis, st.Value), st.ToolReason)
@@ -70,8 +78,12 @@ func WriteSweep(w io.Writer, d *rundoc.Document) error {
 // SweepStepLine is the line a sweep prints on stderr as each step ends.
 func SweepStepLine(axis string, st *sweep.Step) string {
 	c := stepCells(&st.Run)
+	gw := verdictClass(&st.Run)
+	if st.Failing {
+		gw += ", FAILING: " + failures.Sanitize(st.FailingReason)
+	}
 	return fmt.Sprintf("  %s %s: %s ok/failed, added emit->recv p50 %s p99 %s ms, TTFT p50 %s p99 %s ms; gateway %s; tool %s",
-		axisName(axis), sweep.FormatValue(axis, st.Value), okFailed(&st.Run), c[0], c[1], c[2], c[3], verdictClass(&st.Run),
+		axisName(axis), sweep.FormatValue(axis, st.Value), okFailed(&st.Run), c[0], c[1], c[2], c[3], gw,
 		map[bool]string{true: "saturated (" + st.ToolReason + ")", false: "ok"}[st.ToolSaturated])
 }
 
@@ -124,10 +136,13 @@ func verdictClass(r *summary.Run) string {
 	return r.Verdict.Class.String()
 }
 
-// gatewayState is the gateway's state at step i: ok before the knee, KNEE
+// gatewayState is the gateway's state at step i: FAILING when it failed
+// too many requests there (sweep.Failing), else ok before the knee, KNEE
 // at it, beyond after it.
 func gatewayState(s *sweep.Sweep, i int) string {
 	switch k := s.Knee; {
+	case s.Steps[i].Failing:
+		return "FAILING"
 	case k == nil || i < k.Step:
 		return "ok"
 	case i == k.Step:

@@ -207,7 +207,8 @@ func writeReport(w io.Writer, s *summary.Run, c *summary.Clock) error {
 
 // WriteText writes everything a run prints on stdout after its per-request
 // lines, and `sse-latency report` prints again from a saved run: WriteReport,
-// then, unless compat (the reference's output only), WriteRounds for an
+// then, unless compat (the reference's output only), WriteFailures when
+// requests failed, WriteRounds for an
 // interleaved run, WriteVerdict when the run has a verdict, WriteStream,
 // WriteLegs when the run has a request leg, WriteTimeline, WriteDeclared
 // when the gateway declared timings, WriteSLO when the run checked
@@ -228,13 +229,16 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 	if compat {
 		return nil
 	}
+	if err := WriteFailures(w, s); err != nil {
+		return err
+	}
 	if s.Rounds != nil {
 		if err := WriteRounds(w, s.Rounds); err != nil {
 			return err
 		}
 	}
 	if s.Verdict != nil {
-		if err := writeVerdict(w, *s.Verdict, s.Identity, c); err != nil {
+		if err := writeVerdict(w, *s.Verdict, s.Identity, c, s.Gateway().FailureSummary); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -13,6 +14,14 @@ import (
 // verdictText is the wording of a verdict, produced once (verdictWords)
 // for the text block and the HTML box alike.
 type verdictText struct {
+	// Failure is the line that leads when requests of the batch failed
+	// (failures.Headline), FailureAdvice what to look at for them, and
+	// FailureNote says when the buffering advice was left out for them;
+	// all empty when none failed (withFailures).
+	Failure       string
+	FailureAdvice []string
+	FailureNote   string
+
 	Headline string        // "gateway buffers: …", "gateway flushes every event: …" or "verdict: unknown — <reason>"
 	Lines    []verdictLine // the gateway, then the figures: bursts, added delay, first-token hold, in this order
 	Advice   adviceText    // what to change
@@ -92,6 +101,29 @@ func addedLine(v verdict.Verdict, c *summary.Clock) verdictLine {
 		markMs(c, "%+.3fms", v.AddedMeanMs), markMs(c, "%+.3fms", v.AddedP50Ms), markMs(c, "%+.3fms", v.AddedP99Ms), what)}
 }
 
+// withFailures completes t, the words of verdict v, with the failures of
+// its batch (fs; nil or none failed: t as it is): the failure headline
+// leads, with its advice, and the timing headline says which requests it
+// was judged on (the completed ones, or the partial streams of the failed
+// ones when none completed). Judged on partial streams, the verdict keeps
+// its figures but not the buffering advice (the advice for the
+// signature's fix): the story is the failure, and a note says so.
+func withFailures(t verdictText, v verdict.Verdict, fs *failures.Summary) verdictText {
+	if fs == nil || fs.Failed == 0 {
+		return t
+	}
+	t.Failure = failures.Headline(fs)
+	t.FailureAdvice = failureAdvice(fs)
+	t.Headline = headlineWith(t.Headline, basisNote(v.Basis, v.BasisRequests))
+	if v.Basis == verdict.BasisPartial {
+		if t.Advice.Heading != "" {
+			t.FailureNote = "note: the buffering advice is left out: the streams judged were cut; fix the failures, then measure again"
+		}
+		t.Advice = adviceText{}
+	}
+	return t
+}
+
 // holdBand says which band of the shared thresholds a first-token hold
 // falls in ("" for a document written before the bands).
 func holdBand(level string) string {
@@ -129,16 +161,38 @@ func holdBand(level string) string {
 // report words its verdict with too). Without a calibration batch the
 // loopback share is left out and the delay line, named "emit->recv
 // (gateway)", gives the gateway's own figures.
+//
+// When requests of the gateway batch failed (WriteText), the block leads
+// with them, then the advice about them, and the timing headline says
+// which requests it was judged on (withFailures):
+//
+//	=== verdict ===
+//	gateway failed 400 of 400 requests: connection closed mid-stream after 1.9 s p50 (181 tokens p50) (200), connection refused (200)
+//	failure advice:
+//	  - connection closed mid-stream: every stream in flight was cut at once: the gateway went away — …
+//	  - connection refused: nothing accepted the connection: is the gateway running, …
+//	gateway buffers (judged on the partial streams of 200 failed requests: none completed): 99.2% of 36397 tokens in bursts (loopback 0.4%)
+//	…
 func WriteVerdict(w io.Writer, v verdict.Verdict, id *gateway.Identity) error {
-	return writeVerdict(w, v, id, nil)
+	return writeVerdict(w, v, id, nil, nil)
 }
 
 // writeVerdict is WriteVerdict with the figures within clock c's bound
-// marked (nil: one clock, nothing marked).
-func writeVerdict(w io.Writer, v verdict.Verdict, id *gateway.Identity, c *summary.Clock) error {
-	t := verdictWords(v, id, c)
+// marked (nil: one clock, nothing marked), led by the failures of the
+// gateway batch fs (nil: none).
+func writeVerdict(w io.Writer, v verdict.Verdict, id *gateway.Identity, c *summary.Clock, fs *failures.Summary) error {
+	t := withFailures(verdictWords(v, id, c), v, fs)
 	p := printer{w: w}
 	p.printf("=== verdict ===\n")
+	if t.Failure != "" {
+		p.printf("%s\n", t.Failure)
+	}
+	if len(t.FailureAdvice) > 0 {
+		p.printf("failure advice:\n")
+		for _, a := range t.FailureAdvice {
+			p.printf("  - %s\n", a)
+		}
+	}
 	p.printf("%s\n", t.Headline)
 	for _, l := range t.Lines {
 		p.printf("%-24s %s\n", l.Label, l.Text)
@@ -146,6 +200,9 @@ func writeVerdict(w io.Writer, v verdict.Verdict, id *gateway.Identity, c *summa
 	writeAdvice(&p, t.Advice)
 	if t.Note != "" {
 		p.printf("%s\n", t.Note)
+	}
+	if t.FailureNote != "" {
+		p.printf("%s\n", t.FailureNote)
 	}
 	return p.err
 }

@@ -129,7 +129,7 @@ func TestFindingLines(t *testing.T) {
 	if i, j := strings.Index(b.String(), "added emit->recv"), strings.Index(b.String(), "arguments held"); j < i {
 		t.Errorf("the findings come before the verdict's figures:\n%s", b.String())
 	}
-	hv := newHTMLVerdict(&v, nil, nil)
+	hv := newHTMLVerdict(&v, nil, nil, nil)
 	if n := len(hv.Lines); n < 2 || !strings.HasPrefix(hv.Lines[n-2], "arguments held: the tool-call argument deltas came 1.00 ms apart") {
 		t.Errorf("HTML verdict lines %q, want the findings last", hv.Lines)
 	}

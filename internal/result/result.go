@@ -7,6 +7,7 @@ package result
 import (
 	"iter"
 	"strconv"
+	"syscall"
 )
 
 // Kind classifies how a request ended. The zero value is OK.
@@ -74,9 +75,16 @@ func ParseKind(s string) (Kind, bool) {
 // the kinds that carry one (the status line, the timeout, the connect reason,
 // the terminal event a stream lacked, what an integrity check found, the
 // idle timeout, a redirect's "<code> to <Location>").
+//
+// Errno is the system error that ended the request, when one did
+// (ECONNREFUSED from a connect, ECONNRESET from a read, EMFILE when the
+// process ran out of descriptors); 0 otherwise. It is a raw fact beside
+// the text, which words it as the reference does ("Connection refused"):
+// what the failure summary groups by (package failures), never printed.
 type Failure struct {
 	Kind   Kind
 	Detail string
+	Errno  syscall.Errno
 }
 
 // Error returns the failure text exactly as the reference tool prints it

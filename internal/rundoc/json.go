@@ -260,8 +260,11 @@ func validateBatch(b *summary.Batch) error {
 	}
 	s := &b.Stream
 	if s.ByPiTs < 0 || s.ByContent < 0 || s.Unmeasured < 0 || s.Reads < 0 || s.Events < 0 || s.Bytes < 0 ||
-		s.MaxTokensPerRead < 0 || s.Unstamped < 0 {
+		s.MaxTokensPerRead < 0 || s.Unstamped < 0 || s.FailedTokens < 0 {
 		return errors.New("stream: negative counter")
+	}
+	if s.FailedTokens > s.Received() {
+		return fmt.Errorf("stream.failed_tokens is %d, more than the %d tokens received", s.FailedTokens, s.Received())
 	}
 	if s.IntegrityErrors != integrity {
 		return fmt.Errorf("stream.integrity_errors is %d but %d requests failed with kind integrity", s.IntegrityErrors, integrity)
@@ -308,6 +311,14 @@ func validateBatch(b *summary.Batch) error {
 	for _, m := range metrics {
 		if err := validateMetric(m.Metric); err != nil {
 			return fmt.Errorf("%s: %w", m.Name, err)
+		}
+	}
+	if fs := b.FailureSummary; fs != nil {
+		if _, err := fs.Tally(); err != nil {
+			return fmt.Errorf("failure_summary: %w", err)
+		}
+		if fs.Requests != b.Requests || fs.Failed != b.Failed {
+			return fmt.Errorf("failure_summary: %d requests, %d failed; the batch has %d and %d", fs.Requests, fs.Failed, b.Requests, b.Failed)
 		}
 	}
 	if b.Timeline != nil {

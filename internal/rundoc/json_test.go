@@ -378,6 +378,17 @@ var badDocuments = []struct {
 		`failures[1]: unknown failure kind "gremlins"`, true},
 	{"failed count", func(m map[string]any) { at(m, "batches", 1)["failed"] = 3.0; at(m, "batches", 1)["requests"] = 5.0 },
 		"batches[1] (gateway): failures count 2 requests, failed says 3", false},
+	{"failure group kind", func(m map[string]any) { at(m, "batches", 1, "failure_summary", "groups", 0)["kind"] = "gremlins" },
+		`batches[1] (gateway): failure_summary: invalid failure summary: groups[0] (gremlins): unknown kind "gremlins"`, true},
+	{"failure group example", func(m map[string]any) {
+		at(m, "batches", 1, "failure_summary", "groups", 0)["example"] = "\x1b[2Jgone"
+	}, `failure_summary: invalid failure summary: groups[0] (closed_mid_stream): example "[2Jgone": longer than 240 bytes, or with control characters`, false},
+	{"failure group count", func(m map[string]any) { at(m, "batches", 1, "failure_summary", "groups", 0)["count"] = 2 },
+		"failure_summary: invalid failure summary: groups[0] (closed_mid_stream): tokens: n is 1 for 2 failures", false},
+	{"failure summary of another batch", func(m map[string]any) { at(m, "batches", 1, "failure_summary")["requests"] = 9 },
+		"batches[1] (gateway): failure_summary: 9 requests, 2 failed; the batch has 4 and 2", false},
+	{"failed tokens", func(m map[string]any) { at(m, "batches", 1, "stream")["failed_tokens"] = 1e9 },
+		"batches[1] (gateway): stream.failed_tokens is 1000000000, more than the", false},
 	{"lateness", func(m map[string]any) { at(m, "self", "emission_lateness", "histogram")["max_ns"] = 1 },
 		"self.emission_lateness: histogram: invalid metric snapshot", false},
 	{"config", func(m map[string]any) { m["config"] = []any{1} }, "config: a JSON array where an object is wanted", true},

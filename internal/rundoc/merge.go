@@ -1,12 +1,14 @@
 package rundoc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/slo"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -65,7 +67,8 @@ type MergeOptions struct {
 //     the "slowest", the median among the "median" (the first run's for
 //     another label), each request's series once;
 //   - the verdict cannot be recomputed without the token records: it is
-//     kept only if every run has one and they agree on the class, with the
+//     kept only if every run has one and they agree on the class and the
+//     basis (completed requests, or partial streams), with the
 //     tokens, bursts, hold requests and share of tokens in bursts summed or
 //     weighted exactly, the added delay recomputed from the merged
 //     emit->recv histograms as the classifier computes it
@@ -75,7 +78,11 @@ type MergeOptions struct {
 //     every run flagged one. Notes say so, or why the verdict was dropped;
 //   - timelines are merged exactly (histograms and counts), a batch's only
 //     when every run's has one, and a kept verdict's findings are those of
-//     the merged gateway timeline (summary.Findings).
+//     the merged gateway timeline (summary.Findings);
+//   - failure summaries are merged exactly (failures.Tally.Merge: counts
+//     summed, each group's first time the earliest with its example, its
+//     last the latest, its distributions merged), a batch's only when
+//     every run's has one (a note says when one was dropped).
 func Merge(docs []*Document, opt MergeOptions) (*Document, error) {
 	name := func(i int) string {
 		if i < len(opt.Names) && opt.Names[i] != "" {
@@ -173,6 +180,40 @@ func (m *timelineMerge) summary() *summary.Timeline {
 	}
 	t := m.ts.Summary()
 	return &t
+}
+
+// failureMerge merges the failure summaries of one batch of several runs
+// (failures.Tally.Merge, exact): all of them, or none when a run has none
+// (a document written before them).
+type failureMerge struct {
+	t       *failures.Tally
+	missing bool
+}
+
+// add merges s in (nil: that run has none).
+func (m *failureMerge) add(s *failures.Summary) error {
+	if s == nil {
+		m.missing = true
+		return nil
+	}
+	t, err := s.Tally()
+	if err != nil {
+		return err
+	}
+	if m.t == nil {
+		m.t = t
+	} else {
+		m.t.Merge(t)
+	}
+	return nil
+}
+
+// summary returns the merged summary, nil when a run had none.
+func (m *failureMerge) summary() *failures.Summary {
+	if m.t == nil || m.missing {
+		return nil
+	}
+	return m.t.Summary()
 }
 
 // mergeable checks the configurations and batches of docs against the
@@ -309,6 +350,7 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 		var sizes []*summary.Sizes
 		var usage []*summary.Usage
 		tl := &timelineMerge{}
+		fails := &failureMerge{}
 		offset := 0
 		for i, d := range docs {
 			db := d.Batch(bn)
@@ -326,6 +368,9 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			if err := tl.add(db.Timeline); err != nil {
 				return nil, nil, fmt.Errorf("cannot merge %s: %s batch: %w", name(i), bn, err)
 			}
+			if err := fails.add(db.FailureSummary); err != nil {
+				return nil, nil, fmt.Errorf("cannot merge %s: %s batch: failure_summary: %w", name(i), bn, err)
+			}
 			targets = appendDistinct(targets, db.Target)
 			samples = append(samples, offsetSamples(db.Samples, offset))
 			declared = append(declared, db.Declared)
@@ -336,6 +381,10 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			merged[bn] = sb
 			nb := summary.NewBatch(bn, strings.Join(targets, ", "), sb, mergeSamples(samples))
 			nb.Timeline = tl.summary()
+			nb.FailureSummary = fails.summary()
+			if fails.missing && fails.t != nil {
+				out.Notes = append(out.Notes, fmt.Sprintf("failure summary of the %s batch dropped: not every run has one", bn))
+			}
 			var ok bool
 			if nb.Declared, ok = summary.MergeDeclared(declared); !ok {
 				out.Notes = append(out.Notes, fmt.Sprintf("declared timings of the %s batch dropped: not every run has them", bn))
@@ -473,8 +522,15 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 			return nil, []string{"verdict dropped: the runs disagree (" + strings.Join(classes, ", ") + ")"}
 		}
 	}
+	if slices.ContainsFunc(docs, func(d *Document) bool { return d.Verdict.Basis != first.Basis }) {
+		var bases []string
+		for i, d := range docs {
+			bases = append(bases, fmt.Sprintf("%s: %s", name(i), cmp.Or(d.Verdict.Basis, "unknown")))
+		}
+		return nil, []string{"verdict dropped: the runs judged different requests (" + strings.Join(bases, ", ") + ")"}
+	}
 
-	v := &verdict.Verdict{Class: first.Class, Reason: first.Reason, Causes: []string{}}
+	v := &verdict.Verdict{Class: first.Class, Reason: first.Reason, Causes: []string{}, Basis: first.Basis}
 	var coalesced float64
 	var loopShares, sizes, periods, gaps, holds, following []float64
 	holdRuns := 0
@@ -486,6 +542,7 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 		v.Bursts += dv.Bursts
 		v.BurstSizeMax = max(v.BurstSizeMax, dv.BurstSizeMax)
 		v.HoldRequests += dv.HoldRequests
+		v.BasisRequests += dv.BasisRequests
 		loopShares = append(loopShares, dv.LoopCoalesced)
 		sizes = append(sizes, dv.BurstSizeP50)
 		periods = append(periods, dv.BurstPeriodMs)
@@ -509,9 +566,19 @@ func mergeVerdicts(docs []*Document, name func(int) string, loop, gw *stats.Batc
 	v.FirstTokenHoldMs, v.FollowingMs = median(holds), median(following)
 	v.SetAddedDelay(loop, gw)
 
+	var mixed []string
+	for i, d := range docs {
+		if g := d.Gateway(); g != nil && g.Stream.FailedTokens > 0 && d.Verdict.Basis != "" {
+			mixed = append(mixed, name(i))
+		}
+	}
 	notes := []string{fmt.Sprintf("verdict: the %d merged runs all found %q; tokens, bursts, hold requests, the share of tokens "+
 		"in bursts and the added delay are exact over all of them; the burst size, burst period, emission gap, loopback share "+
 		"and first-token figures are the median of the runs' values", len(docs), v.Class.String())}
+	if len(mixed) > 0 {
+		notes = append(notes, "verdict: the added delay is recomputed over the tokens of every request, failed ones included ("+
+			strings.Join(mixed, ", ")+" had failed requests with tokens); each run judged its own on the requests of its basis")
+	}
 	sig, sigNotes := mergeSignatures(docs, name)
 	v.Signature = sig
 	notes = append(notes, sigNotes...)

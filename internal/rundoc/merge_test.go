@@ -93,7 +93,7 @@ func TestMergeExact(t *testing.T) {
 	} {
 		counts := func(b *stats.Batch) []int64 {
 			return []int64{int64(b.Requests), int64(b.OK), int64(b.Failed), b.Tokens, b.Unstamped, b.ByPiTs, b.ByContent,
-				b.Unmeasured, b.Reads, b.Events, b.Bytes, int64(b.MaxTokensPerRead), int64(b.IntegrityErrors)}
+				b.Unmeasured, b.Reads, b.Events, b.Bytes, int64(b.MaxTokensPerRead), int64(b.IntegrityErrors), b.FailedTokens}
 		}
 		if g, w := counts(c.got), counts(c.want); !reflect.DeepEqual(g, w) {
 			t.Errorf("merged %s counts = %v, want %v", c.name, g, w)
@@ -134,6 +134,17 @@ func TestMergeExact(t *testing.T) {
 	}
 	if g, w := mergedGw.Failures(), runGw.Failures(); !reflect.DeepEqual(g, w) {
 		t.Errorf("merged gateway failures = %+v, want those of stats.Batch.Merge %+v", g, w)
+	}
+	// The failure summaries, exactly those of one run of all the requests:
+	// counts, times (and the example of the first), distributions.
+	for _, name := range []string{summary.LoopbackBatch, summary.GatewayBatch} {
+		got, want := merged.Batch(name).FailureSummary, all.run.Batch(name).FailureSummary
+		if got == nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("merged %s failure summary:\n got %+v\nwant %+v", name, got, want)
+		}
+	}
+	if fs := merged.Gateway().FailureSummary; fs == nil || len(fs.Groups) < 2 {
+		t.Errorf("merged gateway failure summary %+v: the test wants failures of several kinds", fs)
 	}
 	if got, want := merged.Overhead, summary.NewOverhead(all.loop, all.gw); !reflect.DeepEqual(got, want) {
 		t.Errorf("merged overhead = %+v, want %+v", got, want)
@@ -377,8 +388,10 @@ func TestMergeRunFields(t *testing.T) {
 			t.Errorf("Merge(%s): end_reason %q, exit_code %d, target %q, warning %q; want %q, %d, %q, %q", tt.name,
 				m.EndReason, m.ExitCode, m.Batches[1].Target, m.Self.Warning, tt.reason, tt.exit, tt.target, tt.warning)
 		}
-		if len(m.Notes) != tt.notesCount+2 { // + the verdict's and its signature's
-			t.Errorf("Merge(%s): notes %q, want %d", tt.name, m.Notes, tt.notesCount+2)
+		// + the verdict's, its added delay's (the fixture's failed requests
+		// have tokens) and its signature's
+		if len(m.Notes) != tt.notesCount+3 {
+			t.Errorf("Merge(%s): notes %q, want %d", tt.name, m.Notes, tt.notesCount+3)
 		}
 		for _, n := range tt.notesWith {
 			if !strings.Contains(strings.Join(m.Notes, "\n"), n) {
@@ -634,4 +647,22 @@ func findingNames(fs []verdict.Finding) []string {
 		out = append(out, f.Name)
 	}
 	return out
+}
+
+// TestMergeFailureSummaryMissing: a run without failure summary (a
+// document written before them) drops the merged batch's, with a note.
+func TestMergeFailureSummaryMissing(t *testing.T) {
+	old := fixedDoc(t, "full")
+	old.Gateway().FailureSummary = nil
+	m, err := Merge([]*Document{fixedDoc(t, "full"), old}, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Gateway().FailureSummary != nil || m.Loop().FailureSummary == nil {
+		t.Errorf("merged failure summaries: gateway %+v, loopback %+v; want the gateway's dropped, the loopback's kept",
+			m.Gateway().FailureSummary, m.Loop().FailureSummary)
+	}
+	if !slices.Contains(m.Notes, "failure summary of the gateway batch dropped: not every run has one") {
+		t.Errorf("notes %q: want the dropped failure summary named", m.Notes)
+	}
 }

@@ -30,6 +30,11 @@ type Batch struct {
 	// through the emission registry, or not at all.
 	ByPiTs, ByContent, Unmeasured int64
 
+	// FailedTokens counts the tokens (all phases) received by the failed
+	// requests: of the tokens received, those the title's count (Tokens,
+	// ok requests only) leaves out.
+	FailedTokens int64
+
 	// The shape of the streams, over all requests: the Reads that returned
 	// data, the SSE data events and the response bytes (heads included),
 	// and the most tokens one Read delivered.
@@ -173,6 +178,7 @@ func (b *Batch) Add(r *result.Request) {
 			b.IntegrityErrors++
 		}
 		b.tally(r.Failure.Kind, r.Failure.Error(), 1)
+		b.FailedTokens += int64(len(r.Tokens))
 	}
 	b.ByPiTs += int64(r.ByPiTs)
 	b.ByContent += int64(r.ByContent)
@@ -293,6 +299,7 @@ func (b *Batch) Merge(o *Batch) {
 	b.ByPiTs += o.ByPiTs
 	b.ByContent += o.ByContent
 	b.Unmeasured += o.Unmeasured
+	b.FailedTokens += o.FailedTokens
 	b.Reads += o.Reads
 	b.Events += o.Events
 	b.Bytes += o.Bytes

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sse-latency/sse-latency/internal/clocksync"
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
@@ -24,15 +25,17 @@ func ms(ns int64) float64 { return float64(ns) / nsPerMs }
 
 // Collector gathers, as a batch's requests finish, what its summary needs:
 // the statistics (stats.Batch), the bursts the verdict is judged from
-// (verdict.Accumulator), the bounded samples the HTML report plots and the
-// timeline of the answers' phases (TimelineStats). Add is called once per
-// finished request, one call at a time.
+// (verdict.Accumulator), the bounded samples the HTML report plots, the
+// timeline of the answers' phases (TimelineStats) and the failures by kind
+// (failures.Tally). Add is called once per finished request, one call at
+// a time.
 type Collector struct {
 	Stats    *stats.Batch
 	Bursts   *verdict.Accumulator
 	Samples  *SampleCollector
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
+	Failures *failures.Tally
 	Gateway  *GatewayHeaders
 	// Sizes, when set, gathers the breakdown by request size (a run whose
 	// sizes vary: a trace, a length distribution); nil leaves it out, as
@@ -45,12 +48,19 @@ type Collector struct {
 // NewCollector returns an empty Collector.
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
-		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Gateway: NewGatewayHeaders(), Usage: NewUsageCollector()}
+		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Failures: failures.NewTally(), Gateway: NewGatewayHeaders(),
+		Usage: NewUsageCollector()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
-// which counts it apart from the statistics.
+// which counts it apart from the statistics. Before the first failed
+// request with tokens joins Stats, the verdict's accumulator starts
+// keeping the completed requests' emit->recv apart (verdict.Accumulator.
+// SplitFrom): the timing verdict is theirs.
 func (c *Collector) Add(r *result.Request) {
+	if !r.Warmup && !r.OK() && len(r.Tokens) > 0 {
+		c.Bursts.SplitFrom(c.Stats.EmitRecv)
+	}
 	c.Stats.Add(r)
 	if r.Warmup {
 		return
@@ -59,6 +69,7 @@ func (c *Collector) Add(r *result.Request) {
 	c.Samples.Add(r)
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
+	c.Failures.Add(r)
 	c.Gateway.Add(r)
 	if c.Sizes != nil {
 		c.Sizes.Add(r)
@@ -145,6 +156,9 @@ func (c *Collector) batch(name, target string) Batch {
 	if c.Declared != nil {
 		b.Declared = c.Declared.Timings()
 	}
+	if c.Failures != nil {
+		b.FailureSummary = c.Failures.Summary()
+	}
 	if c.Sizes != nil {
 		b.Sizes = c.Sizes.Sizes()
 	}
@@ -203,7 +217,7 @@ func NewBatch(name, target string, b *stats.Batch, s Samples) Batch {
 			ByPiTs: b.ByPiTs, ByContent: b.ByContent, Unmeasured: b.Unmeasured,
 			Reads: b.Reads, Events: b.Events, Bytes: b.Bytes,
 			MaxTokensPerRead: b.MaxTokensPerRead, IntegrityErrors: b.IntegrityErrors,
-			Unstamped: b.Unstamped,
+			Unstamped: b.Unstamped, FailedTokens: b.FailedTokens,
 		},
 		Samples: NormSamples(s),
 		Warmup:  b.Warmup,

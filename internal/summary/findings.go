@@ -1,6 +1,7 @@
 package summary
 
 import (
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -33,10 +34,9 @@ const (
 	ArgsHeldFraction = 0.25
 
 	// IdleCutMinNs is the silence before a failed stream's end from which
-	// the end counts as an idle cut: gateways' idle timeouts are seconds
-	// (nginx's proxy_read_timeout 60 s, Cloudflare's 100 s), a stream cut
-	// for another reason ends between two tokens.
-	IdleCutMinNs = 1_000_000_000
+	// the end counts as an idle cut (failures.IdleCutMinNs, which the
+	// failure summary's idle_cut kind uses too).
+	IdleCutMinNs = failures.IdleCutMinNs
 
 	// FindingShare is the share of the judged requests that must show a
 	// held start, held arguments or dropped reasoning for the finding: a

@@ -21,6 +21,7 @@ func (b *Batch) Stats() (*stats.Batch, error) {
 	s := &b.Stream
 	sb.Unstamped = s.Unstamped
 	sb.ByPiTs, sb.ByContent, sb.Unmeasured = s.ByPiTs, s.ByContent, s.Unmeasured
+	sb.FailedTokens = s.FailedTokens
 	sb.Reads, sb.Events, sb.Bytes = s.Reads, s.Events, s.Bytes
 	sb.MaxTokensPerRead, sb.IntegrityErrors = s.MaxTokensPerRead, s.IntegrityErrors
 	sb.Warmup = b.Warmup

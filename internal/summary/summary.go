@@ -14,6 +14,7 @@
 package summary
 
 import (
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -107,6 +108,10 @@ type Batch struct {
 	// Declared are the timings the gateway declared in its response
 	// heads, present when any head did.
 	Declared *DeclaredTimings `json:"declared,omitempty"`
+	// FailureSummary groups the failed requests by what went wrong
+	// (package failures): always present, its groups empty when none
+	// failed; absent from documents written before it.
+	FailureSummary *failures.Summary `json:"failure_summary,omitempty"`
 	// Sizes is the time to first token and token delay by request size
 	// (prompt bytes, output tokens); Usage how the usage objects arrived
 	// against what the server reported. Present when the batch has them.
@@ -230,6 +235,10 @@ type Stream struct {
 	MaxTokensPerRead int   `json:"max_tokens_per_read"`
 	IntegrityErrors  int   `json:"integrity_errors"`
 	Unstamped        int64 `json:"unstamped"` // tokens without an emission time, left out of the emit->recv metrics
+	// FailedTokens are the tokens (all phases) that the failed requests
+	// received: among those received, the ones the title's count leaves
+	// out. Documents written before it read as 0.
+	FailedTokens int64 `json:"failed_tokens"`
 }
 
 // Received returns the tokens received, by ok and failed requests alike.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 )
@@ -433,25 +434,11 @@ func (t *TimelineStats) addStart(r *result.Request) {
 	}
 }
 
-// cutKinds are the ends of a stream that a gateway's idle timeout gives:
-// the connection closed or reset, an error event, an error status, a
-// response cut short. The tool's own timeouts and the content checks are
-// not among them.
-var cutKinds = map[result.Kind]bool{
-	result.ClosedBeforeDone: true, result.RecvError: true, result.StreamError: true,
-	result.BadStatus: true, result.ShortResponse: true,
-}
-
-// addCut judges a failed request: cut after a silence of IdleCutMinNs or
-// more? The silence before its end is the longer of the one from its last
-// Read to its end (the peer closed) and the one before its last Read (the
-// end came with data: an error event, a status).
+// addCut judges a failed request: cut by a gateway's idle timeout, after a
+// silence of IdleCutMinNs or more (failures.IdleCutEnd)?
 func (t *TimelineStats) addCut(r *result.Request) {
-	if r.OK() || !cutKinds[r.Failure.Kind] || r.Sent == 0 {
-		return
-	}
-	silence := endSilence(r)
-	if silence < IdleCutMinNs {
+	cut, silence := failures.IdleCutEnd(r)
+	if !cut {
 		return
 	}
 	t.Cut++
@@ -462,18 +449,6 @@ func (t *TimelineStats) addCut(r *result.Request) {
 	t.CutEvents += int64(r.Events)
 	t.CutTokens += int64(len(r.Tokens))
 	if t.CutFailure == "" {
-		t.CutFailure = r.Failure.Error()
+		t.CutFailure = failures.Sanitize(r.Failure.Error())
 	}
-}
-
-// endSilence is the silence that preceded r's end (see addCut).
-func endSilence(r *result.Request) int64 {
-	if r.LastReadAt == 0 {
-		return r.End - r.Sent
-	}
-	prev := r.PrevReadAt
-	if prev == 0 {
-		prev = r.Sent
-	}
-	return max(r.End-r.LastReadAt, r.LastReadAt-prev)
 }

@@ -1,8 +1,9 @@
 // Package sweep holds the pure logic of interleaved measurements: the order
 // of loopback and gateway rounds (Order), the axes a sweep walks and their
 // value lists (ParseValues, ParseSize), the sweep's record (Sweep, Step)
-// and the knee of its curve (FindKnee), and what says the tool itself
-// saturated at a step (Saturation). Package cli runs the batches; nothing
+// and the knee of its curve (FindKnee), what says the tool itself
+// saturated at a step (Saturation), and what says the gateway failed too
+// many requests at a step (Failing). Package cli runs the batches; nothing
 // here sleeps or sends.
 package sweep
 
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
@@ -202,6 +204,11 @@ type Step struct {
 	// how.
 	ToolSaturated bool   `json:"tool_saturated"`
 	ToolReason    string `json:"tool_reason,omitempty"`
+	// Failing says more than FailingShare of the step's gateway requests
+	// failed (Failing); FailingReason says what went wrong, as the
+	// verdict's failure line does. Documents before it read as false.
+	Failing       bool   `json:"failing"`
+	FailingReason string `json:"failing_reason,omitempty"`
 }
 
 // Knee is where the gateway's added delay starts to climb.
@@ -290,6 +297,28 @@ func AddedP99(r *summary.Run) (p99, spread float64, ok bool) {
 		return r.Gateway().Metrics.EmitRecv.P99Ms, 0, true
 	}
 	return 0, 0, false
+}
+
+// FailingShare is the share of a step's gateway requests above which,
+// failed, the step is failing (Failing): a gateway that drops one request
+// in a hundred at a load has reached a limit there, whatever its delays.
+const FailingShare = 0.01
+
+// Failing says whether more than FailingShare of a step's gateway
+// requests failed, and what went wrong: the failure line of the verdict
+// (failures.Headline), with the share — "gateway failed 12 of 400
+// requests: connection refused (3.0% > 1.0%)". A step without failure
+// summary (a document written before them) uses its counts alone.
+func Failing(r *summary.Run) (bool, string) {
+	g := r.Gateway()
+	if g == nil || g.Requests == 0 || float64(g.Failed) <= FailingShare*float64(g.Requests) {
+		return false, ""
+	}
+	what := fmt.Sprintf("%d of %d gateway requests failed", g.Failed, g.Requests)
+	if h := failures.Headline(g.FailureSummary); h != "" {
+		what = h
+	}
+	return true, fmt.Sprintf("%s (%.1f%% > %.1f%%)", what, 100*float64(g.Failed)/float64(g.Requests), 100*FailingShare)
 }
 
 // Saturation says whether the tool itself fell behind during a step, and

@@ -2,8 +2,11 @@ package sweep
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/sse-latency/sse-latency/internal/failures"
+	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
@@ -203,4 +206,38 @@ func FuzzParseValues(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestFailing(t *testing.T) {
+	step := func(requests, failed int, fs *failures.Summary) *summary.Run {
+		return &summary.Run{Batches: []summary.Batch{{Name: summary.GatewayBatch, Requests: requests, OK: requests - failed,
+			Failed: failed, FailureSummary: fs}}}
+	}
+	refused := func(n, of int) *failures.Summary {
+		t := failures.NewTally()
+		for i := range of {
+			r := &result.Request{Start: 1e9, End: 1e9 + 1}
+			if i < n {
+				r.Failure = result.Failure{Kind: result.Connect, Detail: "Connection refused", Errno: syscall.ECONNREFUSED}
+			}
+			t.Add(r)
+		}
+		return t.Summary()
+	}
+	for _, tt := range []struct {
+		name string
+		run  *summary.Run
+		want string // "" not failing
+	}{
+		{"none failed", step(400, 0, refused(0, 400)), ""},
+		{"1%: not beyond", step(400, 4, refused(4, 400)), ""},
+		{"beyond 1%", step(400, 12, refused(12, 400)), "gateway failed 12 of 400 requests: connection refused (3.0% > 1.0%)"},
+		{"a document before failure summaries", step(10, 10, nil), "10 of 10 gateway requests failed (100.0% > 1.0%)"},
+		{"no gateway batch", &summary.Run{}, ""},
+	} {
+		failing, why := Failing(tt.run)
+		if failing != (tt.want != "") || why != tt.want {
+			t.Errorf("%s: Failing = %v, %q; want %q", tt.name, failing, why, tt.want)
+		}
+	}
 }

@@ -102,6 +102,11 @@ type accumulator struct {
 	emitGap   *stats.Metric // ns between the emissions of consecutive stamped tokens
 	hold      *stats.Metric // per request: first token's emit->recv − median of the others'
 	following *stats.Metric // per request: median emit->recv of the tokens after the first
+	// emitRecv is the emit->recv of the stamped tokens after the first
+	// (stats.Batch.EmitRecv's samples) of the requests added, when they
+	// are kept apart from the batch's (Accumulator.SplitFrom); nil: not
+	// kept, the batch's are theirs.
+	emitRecv *stats.Metric
 
 	scratch []int64        // the others' emit->recv of one request, reused
 	text    []result.Token // the visible tokens of a request with other phases, reused
@@ -160,6 +165,9 @@ func (a *accumulator) add(r *result.Request) {
 			a.close(&b)
 			chain = 0
 			continue
+		}
+		if i > 0 && a.emitRecv != nil {
+			a.emitRecv.Record(t.Arrived - t.Emitted)
 		}
 		chain++
 		if chain >= 2 { // the previous token is stamped: judge the pair
@@ -260,6 +268,11 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 		return v
 	}
 	g := &gw.impl
+	v.Basis, v.BasisRequests = BasisCompleted, gw.completed
+	if p := gw.partial; p != nil && (gw.completed == 0 || g.tokens < MinTokens && p.tokens >= MinTokens) {
+		g = p
+		v.Basis, v.BasisRequests = BasisPartial, gw.partials
+	}
 	v.Tokens = g.tokens
 	v.CoalescedFraction = g.fraction()
 	v.Bursts = g.bursts
@@ -277,9 +290,21 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 			loopHoldNs = max(loop.impl.hold.Percentile(0.5), 0)
 		}
 	}
-	v.SetAddedDelay(loopStats, gwStats)
+	if g.emitRecv != nil && gw.failedSamples { // the judged requests' own; else the batch's are theirs
+		var loopEmitRecv *stats.Metric
+		if loopStats != nil {
+			loopEmitRecv = loopStats.EmitRecv
+		}
+		v.setAddedDelay(loopEmitRecv, g.emitRecv)
+	} else {
+		v.SetAddedDelay(loopStats, gwStats)
+	}
 
-	if g.tokens < MinTokens {
+	switch {
+	case v.BasisRequests == 0 && gw.completed+gw.partials == 0 && gw.failed > 0:
+		v.Reason = "no request completed, nor received a token: nothing to judge"
+		return v
+	case g.tokens < MinTokens:
 		v.Reason = fmt.Sprintf("too few tokens to judge (%d analysable, need %d)", g.tokens, MinTokens)
 		return v
 	}
@@ -313,22 +338,33 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 // has samples, the gateway's own otherwise; all zero when gwStats has none.
 // Classify calls it; a merge of runs calls it again on the merged batches.
 func (v *Verdict) SetAddedDelay(loopStats, gwStats *stats.Batch) {
+	var loop, gw *stats.Metric
+	if loopStats != nil {
+		loop = loopStats.EmitRecv
+	}
+	if gwStats != nil {
+		gw = gwStats.EmitRecv
+	}
+	v.setAddedDelay(loop, gw)
+}
+
+// setAddedDelay is SetAddedDelay from the emit->recv samples themselves
+// (nil: none).
+func (v *Verdict) setAddedDelay(loop, g *stats.Metric) {
 	v.AddedMeanMs, v.AddedP50Ms, v.AddedP99Ms, v.Relative = 0, 0, 0, false
-	if gwStats == nil || gwStats.EmitRecv.N() == 0 {
+	if g == nil || g.N() == 0 {
 		return
 	}
-	g := gwStats.EmitRecv
 	v.AddedMeanMs = g.Mean() / nsPerMs
 	v.AddedP50Ms = msOf(g.Percentile(0.5))
 	v.AddedP99Ms = msOf(g.Percentile(0.99))
-	if loopStats == nil || loopStats.EmitRecv.N() == 0 {
+	if loop == nil || loop.N() == 0 {
 		return
 	}
-	l := loopStats.EmitRecv
 	v.Relative = true
-	v.AddedMeanMs -= l.Mean() / nsPerMs
-	v.AddedP50Ms -= msOf(l.Percentile(0.5))
-	v.AddedP99Ms -= msOf(l.Percentile(0.99))
+	v.AddedMeanMs -= loop.Mean() / nsPerMs
+	v.AddedP50Ms -= msOf(loop.Percentile(0.5))
+	v.AddedP99Ms -= msOf(loop.Percentile(0.99))
 }
 
 // NagleLike reports whether a burst period (ms) is within NagleTolerance

@@ -52,8 +52,19 @@
 // # Memory
 //
 // An Accumulator keeps counters and stats.Metric distributions only (about
-// 1.4 MB, whatever the batch size), plus one scratch slice as long as the
-// longest request, reused to find a request's median delay.
+// 1.4 MB, whatever the batch size; about twice that once a failed request
+// brought tokens, its partial streams and the completed requests'
+// emit->recv being kept apart from then on), plus one scratch
+// slice as long as the longest request, reused to find a request's median
+// delay.
+//
+// # Completed requests and partial streams
+//
+// The timing verdict is judged on the requests that completed. When none
+// did — a gateway that died, or cut every stream — or they had too few
+// tokens while the failed ones had enough, it is judged on the partial
+// streams of the failed requests, and says so (Verdict.Basis): the reports
+// then lead with the failure and leave the buffering advice out.
 package verdict
 
 import (
@@ -134,6 +145,15 @@ type Verdict struct {
 	// written before it.
 	Advice []gateway.Advice `json:"advice,omitempty"`
 
+	// Basis is which requests the timing verdict — the class, the bursts,
+	// the added delay, the first-token hold and the signature — was judged
+	// on: BasisCompleted, the requests that completed, or, when too few
+	// did, BasisPartial, the partial streams of the failed ones
+	// (Classify); BasisRequests how many. Documents written before it have
+	// neither.
+	Basis         string `json:"basis,omitempty"`
+	BasisRequests int64  `json:"basis_requests,omitempty"`
+
 	// Signature is how the gateway releases the stream (signature.go);
 	// nil when the class is Unknown, and in documents written before it.
 	Signature *Signature `json:"signature,omitempty"`
@@ -145,20 +165,87 @@ type Verdict struct {
 // Accumulator gathers, in bounded memory, what Classify needs from the
 // records of one batch. Add is called once per finished request, by one
 // goroutine at a time; it does not keep the record.
+//
+// It keeps the requests that completed apart from the partial streams of
+// those that failed: the timing verdict is judged on the first, or, when
+// too few completed (see Classify), on the second, and says which
+// (Verdict.Basis). The added delay of the judged requests alone needs
+// their emit->recv apart from the batch's (stats.Batch.EmitRecv), which
+// mixes in the failed requests' once one brought tokens: SplitFrom starts
+// keeping it apart then, so that a batch where nothing failed pays no
+// second histogram per token.
 type Accumulator struct {
-	impl accumulator
+	impl    accumulator  // the requests that completed
+	partial *accumulator // the failed requests with tokens; nil until one
+	// completed and partials count the requests of impl and partial,
+	// failed all the failed requests; failedSamples says a failed request
+	// had emit->recv samples, which the batch's emit->recv then mixes in.
+	completed, partials, failed int64
+	failedSamples               bool
 }
 
 // NewAccumulator returns an empty Accumulator.
 func NewAccumulator() *Accumulator { return &Accumulator{impl: newAccumulator()} }
 
-// Add folds one finished request into the accumulator.
-func (a *Accumulator) Add(r *result.Request) { a.impl.add(r) }
+// SplitFrom keeps, from now on, the completed requests' emit->recv apart
+// from the batch's, starting from a copy of batch — the batch's
+// emit->recv so far, which must hold the completed requests' samples
+// alone (no failed request with tokens has joined it yet). Its caller
+// (summary.Collector) calls it before the first failed request with
+// tokens joins the batch's statistics; later calls do nothing. Without
+// it, a verdict whose failed requests had samples takes the batch's
+// emit->recv, theirs included, for its added delay.
+func (a *Accumulator) SplitFrom(batch *stats.Metric) {
+	if a.impl.emitRecv != nil {
+		return
+	}
+	m := stats.NewMetric()
+	m.Merge(batch)
+	a.impl.emitRecv = m
+}
+
+// Add folds one finished request into the accumulator: into the completed
+// requests when it is OK, else, when it received tokens, into the partial
+// streams.
+func (a *Accumulator) Add(r *result.Request) {
+	if r.OK() {
+		a.completed++
+		a.impl.add(r)
+		return
+	}
+	a.failed++
+	if len(r.Tokens) == 0 {
+		return
+	}
+	if a.partial == nil {
+		p := newAccumulator()
+		p.emitRecv = stats.NewMetric()
+		a.partial = &p
+	}
+	a.partials++
+	before := a.partial.emitRecv.N()
+	a.partial.add(r)
+	a.failedSamples = a.failedSamples || a.partial.emitRecv.N() > before
+}
+
+// The bases of a timing verdict (Verdict.Basis).
+const (
+	BasisCompleted = "completed" // the requests that completed
+	BasisPartial   = "partial"   // too few completed: the partial streams of the failed requests
+)
 
 // Classify decides the verdict for the gateway batch gw, using the
 // calibration batch loop (nil when there was none) as the noise floor.
 // gwStats and loopStats (nil when no calibration) give the emit->recv
 // figures for the added delay.
+//
+// The timing verdict is judged on the gateway requests that completed
+// (loop's too), unless none completed, or they had fewer than MinTokens
+// analysable tokens while the partial streams of the failed requests had
+// that many: then on those partial streams (Verdict.Basis says which).
+// When failed requests had emit->recv samples, the added delay is that of
+// the judged requests alone (see Accumulator.SplitFrom); otherwise
+// gwStats' (the same samples).
 func Classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 	return classify(loop, gw, loopStats, gwStats)
 }

@@ -523,3 +523,72 @@ func TestClassifyVisibleTokens(t *testing.T) {
 			v.Class, v.EmitGapMs, v.Tokens, v.CoalescedFraction, 3*text)
 	}
 }
+
+// TestClassifyBasis: the timing verdict is judged on the requests that
+// completed; when none did, on the partial streams of the failed ones; the
+// added delay is then the judged requests' own.
+func TestClassifyBasis(t *testing.T) {
+	cut := func(r *result.Request) *result.Request {
+		r.Failure = result.Failure{Kind: result.ClosedBeforeDone}
+		return r
+	}
+	flushed := func() *result.Request { return synth(100, 5*ms, flushing(100*us, 0, 1)) }
+	bursts := func() *result.Request { return cut(synth(100, 5*ms, released(50*ms, 0, 100*us))) }
+	classify := func(recs ...*result.Request) Verdict { // as summary.Collector does
+		a, b := NewAccumulator(), stats.NewBatch()
+		for _, r := range recs {
+			if !r.OK() && len(r.Tokens) > 0 {
+				a.SplitFrom(b.EmitRecv)
+			}
+			a.Add(r)
+			b.Add(r)
+		}
+		return Classify(nil, a, nil, b)
+	}
+
+	// Two flushed streams completed, one buffered stream was cut: the
+	// completed ones decide, and their delay alone is the added delay.
+	v := classify(flushed(), flushed(), bursts())
+	if v.Class != Flushes || v.Basis != BasisCompleted || v.BasisRequests != 2 || math.Abs(v.AddedP99Ms-0.1) > 0.001 {
+		t.Errorf("2 flushed completed, 1 buffered cut: %s on %s (%d requests), added p99 %.3f ms; want flushes on the 2 completed, 0.100 ms",
+			v.Class, v.Basis, v.BasisRequests, v.AddedP99Ms)
+	}
+	// Every stream cut: the partial streams, said so.
+	v = classify(bursts(), bursts(), bursts())
+	if v.Class != Buffers || v.Basis != BasisPartial || v.BasisRequests != 3 || v.Signature == nil {
+		t.Errorf("3 buffered streams cut: %s on %s (%d requests), signature %v; want buffers on the 3 partial streams, with a signature",
+			v.Class, v.Basis, v.BasisRequests, v.Signature)
+	}
+	// One stream completed, too short to judge; the cut ones are judged.
+	v = classify(synth(3, 5*ms, flushing(100*us, 0, 1)), bursts(), bursts())
+	if v.Class != Buffers || v.Basis != BasisPartial || v.BasisRequests != 2 {
+		t.Errorf("1 short stream completed, 2 cut: %s on %s (%d requests); want buffers on the 2 partial streams", v.Class, v.Basis, v.BasisRequests)
+	}
+	// Nothing completed nor arrived.
+	none := &result.Request{Batch: "gw", Start: base, End: base + ms, Failure: result.Failure{Kind: result.Connect, Detail: "Connection refused"}}
+	v = classify(none, none)
+	if v.Class != Unknown || v.BasisRequests != 0 || !strings.Contains(v.Reason, "no request completed, nor received a token") {
+		t.Errorf("2 refused: %s (%q), %d requests; want unknown, saying nothing completed or arrived", v.Class, v.Reason, v.BasisRequests)
+	}
+	// No failure: the batch's own emit->recv, as before.
+	v = classify(flushed(), flushed())
+	if v.Basis != BasisCompleted || v.BasisRequests != 2 || math.Abs(v.AddedP99Ms-0.1) > 0.001 {
+		t.Errorf("2 flushed: basis %s of %d, added p99 %.3f ms", v.Basis, v.BasisRequests, v.AddedP99Ms)
+	}
+	// The completed requests before the first failure count too: the
+	// split starts from the batch's samples so far.
+	v = classify(flushed(), bursts(), flushed())
+	if v.Class != Flushes || v.BasisRequests != 2 || math.Abs(v.AddedP99Ms-0.1) > 0.001 {
+		t.Errorf("flushed, cut, flushed: %s on %d requests, added p99 %.3f ms; want flushes on 2, 0.100 ms", v.Class, v.BasisRequests, v.AddedP99Ms)
+	}
+	// Without the split (an accumulator used alone), the batch's delay,
+	// the failed requests' included.
+	a, b := NewAccumulator(), stats.NewBatch()
+	for _, r := range []*result.Request{flushed(), flushed(), bursts()} {
+		a.Add(r)
+		b.Add(r)
+	}
+	if v := Classify(nil, a, nil, b); math.Abs(v.AddedP99Ms-float64(b.EmitRecv.Percentile(0.99))/1e6) > 0.001 {
+		t.Errorf("without SplitFrom: added p99 %.3f ms, want the batch's %.3f", v.AddedP99Ms, float64(b.EmitRecv.Percentile(0.99))/1e6)
+	}
+}
