@@ -8,6 +8,7 @@
 #   bench/compare.sh OLD_BINARY NEW_BINARY
 #   REPEAT=5 bench/compare.sh /work/ref/sse-latency-ref ./sse-latency
 #   CONFIGS="100 500" bench/compare.sh old new     # only these -c values
+#   NEW_ARGS="--gateway-pid $$" bench/compare.sh old new  # extra arguments for NEW only
 #
 # Columns:
 #   emit->recv p50/p99    ms, the "emit->recv (tokens)" line of the report
@@ -26,7 +27,9 @@
 # -c 1 runs -n 1000 tokens, the others -n 200. Every run is bounded by
 # `timeout` (TIMEOUT seconds, default 300). Traffic stays on 127.0.0.1. The
 # reference only knows -L -t -r -c -n -T -d -w -l -q -v -h, so nothing else
-# is passed to either binary (except -v to a Go binary at -c 1, for p1).
+# is passed to either binary (except -v to a Go binary at -c 1, for p1, and
+# NEW_ARGS, split as the shell splits words, to NEW: e.g. to time the cost
+# accounting of a gateway process against a binary without it).
 set -euo pipefail
 
 if [ $# -ne 2 ]; then
@@ -41,6 +44,7 @@ for b in "$old" "$new"; do
 	fi
 done
 repeat=${REPEAT:-3}
+read -r -a new_args <<<"${NEW_ARGS:-}"
 configs=${CONFIGS:-"1 100 300 500 800 1000 4000"}
 port=${BENCH_PORT:-18190}
 limit=${TIMEOUT:-300}
@@ -77,6 +81,9 @@ run() {
 	if [ "$c" = 1 ] && isgo "$bin"; then
 		args+=(-v)
 	fi
+	if [ "$bin" = "$new" ]; then
+		args+=("${new_args[@]}")
+	fi
 	timeout "$limit" /usr/bin/time -v -o "$tm" "$bin" "${args[@]}" >"$log" 2>&1 || true
 	awk -v label="$label" -v c="$c" -v load="$load" -v tm="$tm" '
 		function field(name,   i) {
@@ -104,7 +111,7 @@ run() {
 
 echo "Machine: $(nproc) CPUs, $(uname -sr); load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "OLD = $label_old ($old)"
-echo "NEW = $label_new ($new)"
+echo "NEW = $label_new ($new${NEW_ARGS:+ $NEW_ARGS})"
 echo
 echo "| -c | binary | emit->recv p50 / p99 ms | inter-token p50 / p99 ms | CPU us/token | RSS MB | ok/failed | warning | load |"
 echo "|---|---|---|---|---|---|---|---|---|"

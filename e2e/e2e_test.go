@@ -398,6 +398,7 @@ func TestGateways(t *testing.T) {
 				return
 			}
 			t.Logf("%s: %s", ex.File, m.figures())
+			checkCost(t, m)
 			// The usage the server sent, cache figures and all, arrives as
 			// it was sent: each object compared with the server's record.
 			if u := m.sum.Run.Gateway().Usage; u == nil || u.Compared != e2eRequests || u.Intact != e2eRequests {

@@ -32,6 +32,7 @@ import (
 //	pi_line_end      line_end           "lf", "crlf" or "cr": the SSE line ending
 //	pi_comments      comments           1: an SSE comment line before every event
 //	pi_text          text               "ascii" or "utf8": the text tokens' words (see AppendText)
+//	pi_write_bytes   write_bytes        B: the body after the first write is coalesced into writes of B bytes (0: off)
 type Faults struct {
 	CutAfter   *int64
 	NoTerminal *bool
@@ -49,6 +50,12 @@ type Faults struct {
 	LineEnd    LineEnd
 	Comments   *bool
 	Text       TextWords
+	// WriteBytes coalesces the events into writes of this many bytes,
+	// cut wherever the count falls (inside an event too), as an upstream
+	// that buffers its output does; the stream's first write (its head
+	// and start events) and its last (the rest, with the end) go as they
+	// are. 0 is off.
+	WriteBytes *int64
 }
 
 // SplitInChar, in Faults.Split, is the offset just after the leading byte
@@ -103,6 +110,7 @@ const (
 	MinFaultStatus  = 400
 	MaxFaultStatus  = 599
 	MaxEventBytes   = 1 << 20 // the padded event: it is built in memory
+	MaxWriteBytes   = 1 << 20 // the coalesced writes: held in memory per stream
 	MaxSplitOffsets = 16
 	MaxSplitGap     = time.Second
 )
@@ -116,7 +124,7 @@ const DefaultSplitGap = time.Millisecond
 func (f Faults) Empty() bool {
 	return f.CutAfter == nil && f.NoTerminal == nil && f.Status == nil && f.StallAfter == nil && f.StallMs == nil &&
 		f.Trickle == nil && f.EventBytes == nil && f.Split == nil && f.SplitGapMs == nil && f.LineEnd == LineEndDefault &&
-		f.Comments == nil && f.Text == TextDefault
+		f.Comments == nil && f.Text == TextDefault && f.WriteBytes == nil
 }
 
 // Merge fills the faults f lacks from o (f wins where both have one).
@@ -139,6 +147,7 @@ func (f Faults) Merge(o Faults) Faults {
 	if f.Text == TextDefault {
 		f.Text = o.Text
 	}
+	or(&f.WriteBytes, o.WriteBytes)
 	return f
 }
 
@@ -166,7 +175,7 @@ func (f Faults) SplitGap() time.Duration {
 // faultKeys are the keys of the faults in the header and the prompt marker,
 // in the order they are written; the JSON field is "pi_" and the key.
 var faultKeys = [...]string{"cut_after", "no_terminal", "status", "stall_after", "stall_ms", "trickle",
-	"event_bytes", "split", "split_gap_ms", "line_end", "comments", "text"}
+	"event_bytes", "split", "split_gap_ms", "line_end", "comments", "text", "write_bytes"}
 
 // set records one key=value fault of the header or the prompt marker if
 // the value is valid; it reports whether k is a fault's key. A malformed
@@ -251,6 +260,8 @@ func (f *Faults) parse(k, v string) error {
 			}
 		}
 		return fmt.Errorf("text=%s: want ascii or utf8", v)
+	case "write_bytes":
+		return count(&f.WriteBytes)
 	default:
 		return errUnknownFault
 	}
@@ -340,6 +351,7 @@ func (f Faults) values() [len(faultKeys)]string {
 		v[7] = splitString(f.Split)
 	}
 	v[8], v[9], v[10], v[11] = ms(f.SplitGapMs), f.LineEnd.String(), flag(f.Comments), f.Text.String()
+	v[12] = num(f.WriteBytes)
 	return v
 }
 
@@ -418,6 +430,7 @@ type faultFields struct {
 	PiLineEnd    json.RawMessage `json:"pi_line_end"`
 	PiComments   json.RawMessage `json:"pi_comments"`
 	PiText       json.RawMessage `json:"pi_text"`
+	PiWriteBytes json.RawMessage `json:"pi_write_bytes"`
 }
 
 // faults decodes the fault fields: numbers (not booleans) where the
@@ -428,7 +441,7 @@ type faultFields struct {
 func (ff *faultFields) faults() (Faults, error) {
 	var f Faults
 	for i, raw := range [...]json.RawMessage{ff.PiCutAfter, ff.PiNoTerminal, ff.PiStatus, ff.PiStallAfter, ff.PiStallMs,
-		ff.PiTrickle, ff.PiEventBytes, ff.PiSplit, ff.PiSplitGapMs, ff.PiLineEnd, ff.PiComments, ff.PiText} {
+		ff.PiTrickle, ff.PiEventBytes, ff.PiSplit, ff.PiSplitGapMs, ff.PiLineEnd, ff.PiComments, ff.PiText, ff.PiWriteBytes} {
 		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
@@ -457,7 +470,7 @@ func jsonFaultValue(k string, raw json.RawMessage) (string, error) {
 	var b bool
 	if json.Unmarshal(raw, &b) == nil {
 		switch k {
-		case "cut_after", "status", "stall_after", "stall_ms", "event_bytes", "split_gap_ms":
+		case "cut_after", "status", "stall_after", "stall_ms", "event_bytes", "split_gap_ms", "write_bytes":
 			// A count or a duration: true is not "1 token" or "1 ms".
 			return "", errors.New("a boolean where a number is wanted")
 		}
@@ -526,6 +539,7 @@ func (l Limits) checkFaults(src HintSource, have, c Faults) error {
 		count("cut_after", have.CutAfter, c.CutAfter, l.MaxTokens),
 		count("stall_after", have.StallAfter, c.StallAfter, l.MaxTokens),
 		count("event_bytes", have.EventBytes, c.EventBytes, MaxEventBytes),
+		count("write_bytes", have.WriteBytes, c.WriteBytes, MaxWriteBytes),
 	}
 	if have.Status == nil && c.Status != nil && (*c.Status < MinFaultStatus || *c.Status > MaxFaultStatus) {
 		checks = append(checks, hintErr(src, "status", strconv.FormatInt(*c.Status, 10),

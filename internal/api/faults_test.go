@@ -15,7 +15,7 @@ func ptr[T any](v T) *T { return &v }
 var allFaults = Faults{
 	CutAfter: ptr[int64](5), NoTerminal: ptr(true), Status: ptr[int64](429), StallAfter: ptr[int64](3),
 	StallMs: ptr(250.5), Trickle: ptr(false), EventBytes: ptr[int64](65536), Split: []int{SplitInChar, 7},
-	SplitGapMs: ptr(0.5), LineEnd: LineEndCRLF, Comments: ptr(true), Text: TextUTF8,
+	SplitGapMs: ptr(0.5), LineEnd: LineEndCRLF, Comments: ptr(true), Text: TextUTF8, WriteBytes: ptr[int64](16384),
 }
 
 func TestParseFaults(t *testing.T) {
@@ -26,7 +26,8 @@ func TestParseFaults(t *testing.T) {
 	}{
 		{spec: "", want: Faults{}},
 		{spec: "cut_after=5; no_terminal=1; status=429; stall_after=3; stall_ms=250.5; trickle=off; event_bytes=65536; " +
-			"split=utf8,7; split_gap_ms=0.5; line_end=crlf; comments=yes; text=utf8", want: allFaults},
+			"split=utf8,7; split_gap_ms=0.5; line_end=crlf; comments=yes; text=utf8; write_bytes=16384", want: allFaults},
+		{spec: "write_bytes=1.5", wantErr: "write_bytes=1.5: want a whole number from 0 to 2147483647"},
 		{spec: " split = none ;; line_end=CR ; text=ASCII;", want: Faults{Split: []int{}, LineEnd: LineEndCR, Text: TextASCII}},
 		{spec: "status=500; status=529", want: Faults{Status: ptr[int64](529)}},
 		{spec: "cut=5", wantErr: `unknown fault "cut" (keys: cut_after, no_terminal,`},
@@ -100,7 +101,7 @@ func TestFaultCaps(t *testing.T) {
 		wantErr              string
 	}{
 		{name: "at the caps", json: f(Faults{CutAfter: ptr[int64](100), StallAfter: ptr[int64](100), StallMs: ptr(1000.0),
-			Status: ptr[int64](599), EventBytes: ptr[int64](MaxEventBytes), SplitGapMs: ptr(1000.0)})},
+			Status: ptr[int64](599), EventBytes: ptr[int64](MaxEventBytes), SplitGapMs: ptr(1000.0), WriteBytes: ptr[int64](MaxWriteBytes)})},
 		{name: "json cut", json: f(Faults{CutAfter: ptr[int64](101)}), wantErr: "pi_cut_after 101 in the JSON body; the limit is 100"},
 		{name: "header stall_after", header: f(Faults{StallAfter: ptr[int64](101)}),
 			wantErr: "stall_after=101 in the X-SSE-Latency header; the limit is 100"},
@@ -111,6 +112,8 @@ func TestFaultCaps(t *testing.T) {
 			wantErr: "status=600 in the X-SSE-Latency header; the limit is 400 to 599"},
 		{name: "json event bytes", json: f(Faults{EventBytes: ptr[int64](MaxEventBytes + 1)}),
 			wantErr: "pi_event_bytes 1048577 in the JSON body; the limit is 1048576"},
+		{name: "header write bytes", header: f(Faults{WriteBytes: ptr[int64](MaxWriteBytes + 1)}),
+			wantErr: "write_bytes=1048577 in the X-SSE-Latency header; the limit is 1048576"},
 		{name: "json split gap", json: f(Faults{SplitGapMs: ptr(1001.0)}),
 			wantErr: "pi_split_gap_ms 1001 in the JSON body; the limit is 1000 ms (1s)"},
 		{name: "overridden", json: f(Faults{Status: ptr[int64](500)}), header: f(Faults{Status: ptr[int64](1)}),

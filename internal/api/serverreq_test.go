@@ -86,7 +86,7 @@ func FuzzParseServerRequest(f *testing.F) {
 	f.Add([]byte(`{"stream":true,"pi_cut_after":3,"pi_split":[5,"x"],"pi_trickle":1,"pi_line_end":"crlf","pi_text":"utf8","pi_status":529}`))
 	f.Add([]byte(`{"pi_split":"utf8,7","pi_stall_ms":1e400,"pi_comments":"yes","pi_event_bytes":-1,"pi_no_terminal":null}`))
 	// Valid faults, every field set, so that the round trip below runs from the seeds.
-	f.Add([]byte(`{"pi_cut_after":3,"pi_no_terminal":false,"pi_status":529,"pi_stall_after":2,"pi_stall_ms":0.5,"pi_trickle":true,"pi_event_bytes":65536,"pi_split":[5,17],"pi_split_gap_ms":2,"pi_line_end":"CRLF","pi_comments":1,"pi_text":"utf8"}`))
+	f.Add([]byte(`{"pi_cut_after":3,"pi_no_terminal":false,"pi_status":529,"pi_stall_after":2,"pi_stall_ms":0.5,"pi_trickle":true,"pi_event_bytes":65536,"pi_split":[5,17],"pi_split_gap_ms":2,"pi_line_end":"CRLF","pi_comments":1,"pi_text":"utf8","pi_write_bytes":16384}`))
 	f.Add([]byte(`{"pi_split":"utf8, 3","pi_line_end":"cr","pi_stall_ms":-0,"pi_cut_after":-0}`))
 	f.Add([]byte(`{"pi_split":[],"pi_text":"ASCII","pi_status":429,"pi_trickle":0}`))
 	f.Fuzz(func(t *testing.T, body []byte) {

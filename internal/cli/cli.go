@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	gwid "github.com/sse-latency/sse-latency/internal/gateway"
+	"github.com/sse-latency/sse-latency/internal/procstat"
 	"github.com/sse-latency/sse-latency/internal/report"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
@@ -175,11 +177,19 @@ type run struct {
 
 	remote  *remote               // across hosts (--server): the server's control endpoint; nil when the server runs here
 	observe func(*result.Request) // sees every finished record too (the probe's metrics); nil: nothing does
+
+	cost     *costMeter // samples each batch's CPU (the tool's, the gateway's, the host's); nil: only the tool's
+	toolCPUs []int      // --cpus, applied; nil when the tool is not pinned
 }
 
 // main runs the measurement and returns the exit status.
 func (r *run) main(ctx context.Context) int {
 	r.start = time.Now()
+	restore, err := r.pinTool()
+	if err != nil {
+		return r.fail(err)
+	}
+	defer restore()
 	if err := r.setUp(); err != nil {
 		return r.fail(err)
 	}
@@ -229,6 +239,9 @@ func (r *run) setUp() error {
 		if err := checkOpenFiles(cfg.Concurrency); err != nil {
 			return err
 		}
+	}
+	if err := checkGatewayPIDs(procstat.Proc, cfg.GatewayPIDs, r.out.errorf); err != nil {
+		return err
 	}
 	tc, fingerprint, err := server.TLSConfig(cfg.TLSCert, cfg.TLSKey, cfg.TLSSelfSigned)
 	if err != nil {
@@ -316,12 +329,41 @@ func (r *run) resolve(ctx context.Context) error {
 	// bound it (so -L :0 works), the wildcard meaning loopback; across
 	// hosts there is none.
 	if r.srv == nil {
+		r.meterCost()
 		return nil
 	}
 	if r.selfAddr, err = destAddr(ctx, boundAddr(r.listenHost, r.srv.Addr())); err != nil {
 		return fmt.Errorf("-L: %w", err)
 	}
+	r.meterCost()
 	return nil
+}
+
+// meterCost sets up the sampling of each batch's CPU, and says which
+// gateway process it accounts.
+func (r *run) meterCost() {
+	gwAddr := r.gwAddr
+	if gwAddr == r.selfAddr {
+		gwAddr = "" // -t is the dummy server: no gateway
+	}
+	r.cost = newCostMeter(procstat.Proc, r.cfg.GatewayPIDs, gwAddr, findListener)
+	if line := r.cost.describe(); line != "" {
+		r.out.errorf("%s\n", line)
+	}
+}
+
+// pinTool pins the tool's threads to --cpus; restore undoes it.
+func (r *run) pinTool() (restore func(), err error) {
+	if r.cfg.CPUs == "" {
+		return func() {}, nil
+	}
+	cpus, _ := parseCPUList(r.cfg.CPUs) // Validate has checked it
+	if restore, err = pinCPUs(cpus); err != nil {
+		return nil, err
+	}
+	r.toolCPUs = cpus
+	r.out.errorf("--cpus: the tool's threads run on CPUs %s (GOMAXPROCS %d)\n", formatCPUList(cpus), runtime.GOMAXPROCS(0))
+	return restore, nil
 }
 
 // calibrates reports whether the run has a loopback side: not with -l, nor
@@ -357,7 +399,7 @@ func (r *run) calibrate(ctx context.Context) (*summary.Collector, error) {
 	r.out.errorf("loop: calibrating the noise floor with %d request(s) of %s to %s (concurrency=%d, think=%sms, delay=%sms) ...\n",
 		c.Requests, size, r.selfAddr, max(c.Concurrency, 1), fmtMs(cfg.ThinkMs), fmtMs(cfg.DelayMs))
 	col := r.newCollector()
-	err := r.runBatch(ctx, r.shapeBatch(batch.Spec{Name: "loop", Requests: c.Requests, Concurrency: c.Concurrency,
+	_, err := r.runBatch(ctx, r.shapeBatch(batch.Spec{Name: "loop", Requests: c.Requests, Concurrency: c.Concurrency,
 		Request: r.calibrationRequest(c.Tokens)}, true), col, nil, 0)
 	return col, err
 }
@@ -372,7 +414,7 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 	req := r.gatewayRequest()
 	r.engineNote(req)
 	col := r.newCollector()
-	err := r.runBatch(ctx, r.batchSpec("gw", req), col, nil, 0)
+	_, err := r.runBatch(ctx, r.batchSpec("gw", req), col, nil, 0)
 	return col, err
 }
 
@@ -431,7 +473,8 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 	// "Memory at -c 4000").
 	runtime.GC()
 	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Identify: r.gwSeen,
-		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary()})
+		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary(),
+		PageBytes: os.Getpagesize(), Pin: r.cost.pin(r.toolCPUs)})
 	if len(r.cfg.SLOs) > 0 {
 		sum.SLO = slo.Check(r.cfg.Objectives(), sum, r.goodput)
 	}
@@ -496,14 +539,19 @@ func exitStatus(interrupted bool, gwFailed int, sloMet bool) (int, string) {
 // line, and folds its records into c, and into round when not nil (a
 // round of an interleaved run), their indices offset by offset (the
 // requests of the earlier rounds of the batch). The gateway's records
-// also go to the goodput, when the run counts one.
-func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collector, round *stats.Batch, offset int) error {
+// also go to the goodput, when the run counts one. What the batch cost
+// in CPU, sampled before and after it, goes to c too, and is returned.
+func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collector, round *stats.Batch, offset int) (summary.CostSample, error) {
 	var progress func(batch.Progress)
 	if r.out.tty {
 		progress = r.out.progress
 	}
 	gateway := spec.Name == "gw" && r.goodput != nil
+	var tokens int64 // every token received, warm-ups and failures included: the cost's divisor
+	streams := 0
 	sink, wait := r.resolving(func(rec *result.Request) {
+		tokens += int64(len(rec.Tokens))
+		streams++
 		rec.Index += offset
 		c.Add(rec) // counts a warm-up request apart, outside the statistics
 		if r.observe != nil {
@@ -527,11 +575,14 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collecto
 			r.out.debugf("%s", report.TimelineLine(rec))
 		}
 	})
+	before := r.cost.sample()
 	err := batch.Run(ctx, spec, sink, progress)
 	wait()
+	cost := r.cost.since(before, tokens, streams)
+	c.AddCost(cost)
 	r.out.clearProgress()
 	if err != nil {
-		return err
+		return cost, err
 	}
 	if r.cfg.Verbose {
 		b := c.Stats
@@ -542,7 +593,7 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collecto
 			spec.Name, ms(b.InterToken.Percentile(0.01)), ms(b.InterToken.Percentile(0.50)), ms(b.InterToken.Percentile(0.99)),
 			ms(b.EmitRecv.Percentile(0.50)), ms(b.EmitRecv.Percentile(0.99)), ms(b.EmitRecv.Percentile(0.999)))
 	}
-	return nil
+	return cost, nil
 }
 
 // newServer returns the dummy server on the listener handed to MeasureOn,

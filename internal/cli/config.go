@@ -204,6 +204,9 @@ func (c *Config) Validate() error {
 	if err := c.validateGates(); err != nil {
 		return err
 	}
+	if err := c.validateCost(); err != nil {
+		return err
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return errors.New("--tls-cert and --tls-key go together")
 	}
@@ -263,10 +266,31 @@ func (c *Config) validateGates() error {
 		if err != nil {
 			return fmt.Errorf("--slo: %v (want %s)", err, slo.Syntax)
 		}
-		if o.Scope != slo.ScopeGateway && c.NoLoopback {
+		if (o.Scope == slo.ScopeLoopback || o.Scope == slo.ScopeAdded) && c.NoLoopback {
 			return fmt.Errorf("--slo %q: %s figures need the loopback calibration: not with -l", s, o.Scope)
 		}
 		c.SLOs[i] = o.String()
+	}
+	return nil
+}
+
+// validateCost checks --gateway-pid and --cpus, and writes the CPU list
+// as formatCPUList does ("0,2-3").
+func (c *Config) validateCost() error {
+	for _, pid := range c.GatewayPIDs {
+		if pid <= 0 {
+			return fmt.Errorf("--gateway-pid %d: want a process id (a positive number)", pid)
+		}
+	}
+	if len(c.GatewayPIDs) > 0 && c.Target == "" {
+		return errors.New("--gateway-pid needs -t: the gateway's cost is sampled around the batches through it")
+	}
+	if c.CPUs != "" {
+		cpus, err := parseCPUList(c.CPUs)
+		if err != nil {
+			return fmt.Errorf("--cpus %q: %v", c.CPUs, err)
+		}
+		c.CPUs = formatCPUList(cpus)
 	}
 	return nil
 }
@@ -452,6 +476,9 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	fs.StringVar(&cfg.Control, "control", "", "")
 	fs.StringVar(&cfg.ControlToken, "control-token", "", "")
 	fs.StringVar(&cfg.Server, "server", "", "")
+	fs.StringVar(&cfg.Corpus, "corpus", "", "")
+	fs.IntSliceVar(&cfg.GatewayPIDs, "gateway-pid", nil, "")
+	fs.StringVar(&cfg.CPUs, "cpus", "", "")
 	fs.BoolVarP(&help, "help", "h", false, "")
 	fs.BoolVar(&version, "version", false, "")
 	for _, f := range extra {
@@ -461,6 +488,9 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 		return commandLine{cfg: cfg}, err
 	}
 	cfg.SLOs = slos
+	if err := applyCorpus(&cfg, fs.Changed); err != nil {
+		return commandLine{cfg: cfg}, err
+	}
 	switch {
 	case lists != nil:
 		lists.promptBytes, lists.changed = promptBytes, fs.Changed
@@ -540,6 +570,8 @@ Options:
       --max-streams <n>      the server answers 429 beyond n concurrent streams (def 10000; -1: no limit)
       --fault <spec>         the server injects upstream faults into every answer, e.g. "cut_after=5" or
                              "stall_after=10; stall_ms=2000" (repeatable; keys in README.md, "Fault hints")
+      --corpus <name>        a preset stream: responses (the field reports' relay corpus: --api responses, 1024
+                             text deltas, 256 reasoning, a function call of 4 argument deltas, 16 KiB upstream writes)
   -H, --header <line>        extra request header "Name: value" (repeatable)
       --api-key <key>        send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
       --host-header <host>   Host header to send
@@ -573,6 +605,10 @@ Options:
                              0: no cache, the usage's cache fields are null)
       --slo <objective>      check after the run, e.g. 'gateway emit->recv p99 < 1ms' or 'added TTFT p50 < 2ms'
                              (repeatable); exit 3 when one is not met
+      --gateway-pid <pid>    account this gateway process's CPU, writes and memory per batch, children included
+                             (repeatable; def: the process listening on -t's address, when it is on this host)
+      --cpus <list>          pin the tool's threads and GOMAXPROCS to these CPUs (e.g. 0 or 0,2-3); the cost block
+                             prints the taskset line that pins the gateway to the others
       --json <file>          write the run as a JSON document ("-": stdout; the text report then goes to stderr)
       --html <file>          write a self-contained HTML report with plots
       --csv <file>           stream one row per token (batch, request, token, emitted, arrived, delay, read)

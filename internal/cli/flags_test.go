@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -574,6 +575,14 @@ func flagTable(t *testing.T) []flagRow {
 	refused := func(msg string) func(t *testing.T, o *observed) {
 		return wantAll(wantExit(ExitFailure), wantOutput(regexp.QuoteMeta(msg)))
 	}
+	// A process for --gateway-pid to account, other than this one (which
+	// owns the recording gateway's socket, and would be found without it).
+	other := exec.Command("sleep", "60")
+	if err := other.Start(); err != nil {
+		t.Fatalf("starting a process for --gateway-pid: %v", err)
+	}
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
+	otherPID := strconv.Itoa(other.Process.Pid)
 	// A probe's round that ended (its line) with ok of n requests.
 	probeRound := func(ok, n int) func(t *testing.T, o *observed) {
 		return wantOutput(fmt.Sprintf(`probe: round 1: gateway %d/%d ok`, ok, n))
@@ -795,6 +804,14 @@ func flagTable(t *testing.T) []flagRow {
 		// tokens cached in blocks of 64, 1536 in the default 512.
 		{flags: []string{"cache-block"}, cmds: []string{cmdRun, cmdProbe}, args: []string{"--prompt-bytes", "8k", "--include-usage", "--cache-block", "64"}, want: wantCached(64)},
 		{flags: []string{"cache-block"}, cmds: []string{cmdSweep}, args: []string{"-c", "1,2", "--prompt-bytes", "8k", "--include-usage", "--cache-block", "64"}, want: wantCached(64)},
+		// What the gateway costs: the process named, the tool pinned, the
+		// field reports' corpus streamed.
+		{flags: []string{"gateway-pid"}, cmds: measuring, args: []string{"--gateway-pid", otherPID},
+			want: wantOutput(`gateway cost: sleep \(pid ` + otherPID + `.*named by --gateway-pid`)},
+		{flags: []string{"cpus"}, cmds: measuring, args: []string{"--cpus", "0"},
+			want: wantOutput(`--cpus: the tool's threads run on CPUs 0 \(GOMAXPROCS 1\)`)},
+		{flags: []string{"corpus"}, cmds: measuring, bare: true, args: []string{"--corpus", "responses", "-r", "1", "-c", "1", "-d", "0"},
+			want: wantEach("a Responses API request", func(r seenRequest) bool { return strings.HasPrefix(r.Line, "POST /v1/responses ") })},
 		{flags: []string{"help"}, cmds: all, run: runHelpFlag},
 		{flags: []string{"version"}, cmds: []string{cmdRun, cmdSweep, cmdProbe}, run: runVersionFlag},
 	}

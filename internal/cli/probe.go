@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -33,6 +35,21 @@ const (
 // small round; the command line's own values come after and win.
 var probeDefaults = []string{"-r", "5", "-c", "5", "-n", "100"}
 
+// probeDefaultsFor are the probe's defaults for its command line args: a
+// --corpus sets the tokens itself, and a default -n would read as the
+// user's (which the corpus refuses).
+func probeDefaultsFor(args []string) []string {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--corpus" || strings.HasPrefix(a, "--corpus=") {
+			return slices.Clone(probeDefaults[:4])
+		}
+	}
+	return slices.Clone(probeDefaults)
+}
+
 const probeUsage = `usage: sse-latency probe -t GATEWAY [--every 30s] [--metrics ADDR] [-r 5 -c 5 -n 100] [flags of sse-latency]
 
 Measures the gateway in rounds, one every --every, until it is stopped, and
@@ -54,7 +71,7 @@ probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --compat,
 // probeCmd runs `sse-latency probe`.
 func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	every, metricsAddr := DefaultProbeEvery, DefaultProbeMetrics
-	cl, err := parseArgs(append(slices.Clone(probeDefaults), args...), probeFlags(&every, &metricsAddr))
+	cl, err := parseArgs(append(probeDefaultsFor(args), args...), probeFlags(&every, &metricsAddr))
 	if err == nil {
 		err = checkProbe(cl.cfg, every, metricsAddr)
 	}
@@ -122,6 +139,11 @@ type prober struct {
 func (p *prober) main(ctx context.Context) int {
 	r := p.run
 	r.start = time.Now()
+	restore, err := r.pinTool()
+	if err != nil {
+		return r.fail(err)
+	}
+	defer restore()
 	if err := r.setUp(); err != nil {
 		return r.fail(err)
 	}
@@ -185,7 +207,7 @@ func (p *prober) round(ctx context.Context, n int) error {
 		return err
 	}
 	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary(),
-		Identify: r.gwSeen})
+		Identify: r.gwSeen, PageBytes: os.Getpagesize()})
 	p.metrics.Commit(rd, s, time.Now())
 	r.out.errorf("probe: round %d: %s\n", n, roundLine(s))
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 
 	"github.com/sse-latency/sse-latency/internal/client"
@@ -46,11 +47,14 @@ func (r *run) interleave(ctx context.Context, pairs int, tag string) (loop, gw *
 		req.IDPrefix = r.runID + tag + "r" + strconv.Itoa(i) // ids unique across rounds
 		r.announce(fmt.Sprintf("round %d/%d: %s: ", i+1, len(order), name), addr)
 		st := stats.NewBatch()
-		if err := r.runBatch(ctx, r.batchSpec(name, req), c, st, offsets[side]); err != nil {
+		cost, err := r.runBatch(ctx, r.batchSpec(name, req), c, st, offsets[side])
+		if err != nil {
 			return nil, nil, nil, err
 		}
 		offsets[side] += st.Requests + st.Warmup
-		rounds = append(rounds, summary.NewRound(batchName, done[side], st))
+		round := summary.NewRound(batchName, done[side], st)
+		round.Cost = summary.NewCost(cost, os.Getpagesize())
+		rounds = append(rounds, round)
 		done[side]++
 	}
 	return loop, gw, rounds, nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -167,6 +168,11 @@ func sweepMain(ctx context.Context, ln net.Listener, args []string, stdout, stde
 // reports them.
 func (r *run) sweep(ctx context.Context, p *sweepPlan) int {
 	r.start = time.Now()
+	restore, err := r.pinTool()
+	if err != nil {
+		return r.fail(err)
+	}
+	defer restore()
 	if p.axis == sweep.AxisConcurrency { // setUp checks the first step's
 		if err := checkOpenFiles(int(p.values[len(p.values)-1])); err != nil {
 			return r.fail(err)
@@ -201,6 +207,7 @@ func (r *run) sweep(ctx context.Context, p *sweepPlan) int {
 		sw.Steps = append(sw.Steps, *step)
 	}
 	sw.Knee = sweep.FindKnee(p.axis, sw.Steps, p.kneeMs)
+	sw.GatewaySaturated = sweep.GatewaySaturation(sw.Steps)
 	return r.finishSweep(ctx, sw, failed)
 }
 
@@ -223,7 +230,8 @@ func (r *run) sweepStep(ctx context.Context, p *sweepPlan, i int, v float64, pai
 	}
 	user, sys := cpuTimes()
 	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Identify: r.gwSeen,
-		Lateness: stats.Since(r.srv.Lateness(), lateBefore), UserS: user - userBefore, SystemS: sys - sysBefore, Rounds: rounds})
+		Lateness: stats.Since(r.srv.Lateness(), lateBefore), UserS: user - userBefore, SystemS: sys - sysBefore, Rounds: rounds,
+		PageBytes: os.Getpagesize(), Pin: r.cost.pin(r.toolCPUs)})
 	for j := range sum.Batches { // the run report's plots are not drawn for steps
 		sum.Batches[j].Samples = summary.NormSamples(summary.Samples{})
 	}

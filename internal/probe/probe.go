@@ -30,6 +30,13 @@
 //	sse_latency_probe_last_round_timestamp_seconds  gauge  when the last round ended (Unix time)
 //	sse_latency_clock_offset_seconds, sse_latency_clock_bound_seconds
 //	                                     gauges     across hosts: the server's clock offset and its bound
+//	sse_latency_gateway_cpu_seconds_per_token  gauge  the last round's gateway CPU per token received, by process
+//	                                                (its command name) and mode (user, system, total); children included
+//	sse_latency_gateway_writes_per_token gauge      the last round's gateway write system calls per token (syscw)
+//	sse_latency_gateway_cpu_cores        gauge      the last round's gateway CPU over its gateway batch, in cores
+//	sse_latency_host_cpu_share           gauge      the host's CPUs during the last round's gateway batch, by
+//	                                                whose (tool, gateway, other, steal) and busy (all of it)
+//	                                     (the four gateway and host gauges: when the round sampled them)
 package probe
 
 import (
@@ -70,6 +77,7 @@ type Metrics struct {
 	added, verdict                        *family
 	rounds                                *family
 	lastRound, clockOffset, clockBound    *family
+	gwCPU, gwWrites, gwCores, hostShare   *family
 }
 
 // New returns the families, without samples.
@@ -97,8 +105,15 @@ func New() *Metrics {
 		clockBound: newFamily("sse_latency_clock_bound_seconds",
 			"Across hosts: the error bound of every server time converted to the probe's clock (0 in one process).", gauge),
 	}
+	m.gwCPU = newFamily("sse_latency_gateway_cpu_seconds_per_token",
+		"The last round's CPU of the gateway's processes (children included) per token received, by mode.", gauge, "process", "mode")
+	m.gwWrites = newFamily("sse_latency_gateway_writes_per_token",
+		"The last round's write system calls of the gateway's processes (syscw: write, writev, sendfile) per token received.", gauge, "process")
+	m.gwCores = newFamily("sse_latency_gateway_cpu_cores", "The last round's CPU of the gateway's processes over its gateway batch, in cores.", gauge, "process")
+	m.hostShare = newFamily("sse_latency_host_cpu_share",
+		"The host's CPUs during the last round's gateway batch: the share busy, and whose (tool, gateway, other, steal).", gauge, "who")
 	m.fams = []*family{m.ttft, m.ttfo, m.emitRecv, m.interToken, m.leg, m.requests, m.failures,
-		m.added, m.verdict, m.rounds, m.lastRound, m.clockOffset, m.clockBound}
+		m.added, m.verdict, m.rounds, m.lastRound, m.clockOffset, m.clockBound, m.gwCPU, m.gwWrites, m.gwCores, m.hostShare}
 	return m
 }
 
@@ -258,6 +273,31 @@ func (m *Metrics) Commit(rd *Round, s *summary.Run, end time.Time) {
 		m.clockOffset.with().value = c.OffsetMs / 1e3
 		m.clockBound.with().value = c.BoundMs / 1e3
 	}
+	if g := s.Gateway(); g != nil && g.Cost != nil {
+		m.commitCost(g.Cost)
+	}
 	m.rounds.with().value++
 	m.lastRound.with().value = float64(end.UnixNano()) / 1e9
+}
+
+// commitCost sets the cost gauges from a gateway batch's cost: the
+// gateway's when its processes were seen, the host's when sampled.
+func (m *Metrics) commitCost(c *summary.Cost) {
+	if g := c.Gateway; g != nil && g.Unseen == "" && c.Tokens > 0 {
+		perToken := func(s float64) float64 { return s / float64(c.Tokens) }
+		m.gwCPU.with(g.Name, "user").value = perToken(g.UserS)
+		m.gwCPU.with(g.Name, "system").value = perToken(g.SystemS)
+		m.gwCPU.with(g.Name, "total").value = perToken(g.CPUS)
+		if g.WritesKnown {
+			m.gwWrites.with(g.Name).value = g.WritesPerToken
+		}
+		m.gwCores.with(g.Name).value = g.Cores
+	}
+	if h := c.Host; h != nil {
+		m.hostShare.with("busy").value = h.BusyShare
+		m.hostShare.with("tool").value = h.ToolShare
+		m.hostShare.with("gateway").value = h.GatewayShare
+		m.hostShare.with("other").value = h.OtherShare
+		m.hostShare.with("steal").value = h.StealShare
+	}
 }

@@ -152,6 +152,61 @@ func near(a, b float64) bool {
 	return d < 1e-9 && d > -1e-9
 }
 
+// testCost is a gateway batch's cost: 1000 tokens, haproxy's 20 ms of
+// CPU (5 user, 15 system), 1000 writes, over 0.1 s of a 2-CPU host.
+func testCost() *summary.Cost {
+	return &summary.Cost{WallS: 0.1, Tokens: 1000, Streams: 10,
+		Gateway: &summary.GatewayCost{PIDs: []int{7}, Name: "haproxy", Found: "listener", WritesKnown: true, WritesPerToken: 1,
+			CPUCost: summary.CPUCost{CPUS: 0.02, UserS: 0.005, SystemS: 0.015, CPUPerTokenUs: 20, Cores: 0.2}},
+		Host: &summary.HostCost{CPUs: 2, BusyShare: 0.5, ToolShare: 0.3, GatewayShare: 0.1, OtherShare: 0.1, Culprit: summary.CulpritTool}}
+}
+
+// TestCommitCost: a round's cost sets the gateway and host gauges, the
+// gateway's labelled with its process name.
+func TestCommitCost(t *testing.T) {
+	m := New()
+	m.Commit(NewRound(), &summary.Run{Batches: []summary.Batch{{Name: summary.GatewayBatch, Cost: testCost()}}}, time.Now())
+	fams := scrape(t, m)
+	value := func(name string, labels ...string) float64 {
+		t.Helper()
+		f := fams[name]
+		if f == nil {
+			t.Fatalf("no family %s", name)
+		}
+	metrics:
+		for _, mt := range f.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				found := false
+				for _, lp := range mt.GetLabel() {
+					found = found || lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
+				}
+				if !found {
+					continue metrics
+				}
+			}
+			return mt.GetGauge().GetValue()
+		}
+		t.Fatalf("%s has no series %v", name, labels)
+		return 0
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"sse_latency_gateway_cpu_seconds_per_token", []string{"process", "haproxy", "mode", "total"}, 20e-6},
+		{"sse_latency_gateway_cpu_seconds_per_token", []string{"process", "haproxy", "mode", "system"}, 15e-6},
+		{"sse_latency_gateway_writes_per_token", []string{"process", "haproxy"}, 1},
+		{"sse_latency_gateway_cpu_cores", []string{"process", "haproxy"}, 0.2},
+		{"sse_latency_host_cpu_share", []string{"who", "tool"}, 0.3},
+		{"sse_latency_host_cpu_share", []string{"who", "busy"}, 0.5},
+	} {
+		if got := value(c.name, c.labels...); !near(got, c.want) {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+}
+
 // TestDashboardNamesFamilies: every metric the Grafana dashboard of
 // examples/ queries is a family of the probe (a histogram's by its
 // _bucket, _sum or _count series), so that the dashboard cannot drift.
@@ -165,7 +220,7 @@ func TestDashboardNamesFamilies(t *testing.T) {
 		m.Add(rd, failed)
 	}
 	m.Commit(rd, &summary.Run{Verdict: &verdict.Verdict{Class: verdict.Flushes, Tokens: 1}, Clock: &summary.Clock{},
-		Batches: []summary.Batch{{Name: summary.GatewayBatch, Metrics: summary.Metrics{EmitRecv: summary.Metric{N: 2}}}}}, time.Now())
+		Batches: []summary.Batch{{Name: summary.GatewayBatch, Metrics: summary.Metrics{EmitRecv: summary.Metric{N: 2}}, Cost: testCost()}}}, time.Now())
 	fams := scrape(t, m)
 	js, err := os.ReadFile(filepath.Join("..", "..", "examples", "grafana", "sse-latency-dashboard.json"))
 	if err != nil {

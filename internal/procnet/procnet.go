@@ -284,3 +284,57 @@ func (t Table) Process(pid int) (Process, bool) {
 	exe, _ := os.Readlink(filepath.Join(dir, "exe")) // another user's: not readable
 	return Process{PID: pid, Comm: string(b), Exe: strings.TrimSuffix(exe, " (deleted)")}, true
 }
+
+// ErrNotFound is wrapped by ListenerOwner's error when no socket listens
+// on the address, or no process readable from here holds it.
+var ErrNotFound = errors.New("no listening socket found")
+
+// ListenerOwner returns the process that owns the TCP socket listening on
+// addr ("ip:port", IPv6 in brackets), from this host's /proc: of several
+// owners (a master and the workers it forked share the socket), the one
+// whose parent does not hold it too.
+func ListenerOwner(addr string) (Process, error) { return Local.ListenerOwner(addr) }
+
+// ListenerOwner is the package's ListenerOwner, from t.
+func (t Table) ListenerOwner(addr string) (Process, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return Process{}, fmt.Errorf("%q is not ip:port: %v", addr, err)
+	}
+	inodes, err := t.listeningInodes(ap)
+	if err != nil {
+		return Process{}, err
+	}
+	if len(inodes) == 0 {
+		return Process{}, fmt.Errorf("%w on %s", ErrNotFound, addr)
+	}
+	owners := t.owners(inodes)
+	if len(owners) == 0 {
+		return Process{}, fmt.Errorf("%w on %s: a socket listens there, but no process readable from here holds it (another user's: run as root)", ErrNotFound, addr)
+	}
+	for _, p := range owners {
+		parent := t.parent(p.PID)
+		if !slices.ContainsFunc(owners, func(o Process) bool { return o.PID == parent }) {
+			return p, nil
+		}
+	}
+	return owners[0], nil
+}
+
+// parent is pid's parent PID, from /proc/PID/stat (0 when unknown).
+func (t Table) parent(pid int) int {
+	b, err := os.ReadFile(filepath.Join(t.Root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	end := bytes.LastIndexByte(b, ')') // comm may hold spaces and parentheses
+	if end < 0 {
+		return 0
+	}
+	fields := bytes.Fields(b[end+1:])
+	if len(fields) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(string(fields[1]))
+	return p
+}

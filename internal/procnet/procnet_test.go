@@ -1,6 +1,7 @@
 package procnet
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -160,6 +161,57 @@ func TestListenerOwnersFakeProc(t *testing.T) {
 		if strings.Join(names, ",") != strings.Join(tt.want, ",") {
 			t.Errorf("ListenerOwners(%s) = %v, want %v", tt.addr, names, tt.want)
 		}
+	}
+}
+
+// TestListenerOwner: of a master and the worker it forked, both holding
+// the socket, the master; a worker whose master does not hold it (or
+// whose stat is gone) is the owner itself.
+func TestListenerOwner(t *testing.T) {
+	type proc = struct {
+		comm string
+		fds  []string
+	}
+	tab := fakeProc(t, map[string]proc{
+		"100": {"nginx", []string{"socket:[183311]"}},
+		"101": {"nginx", []string{"socket:[183311]"}},
+		"200": {"haproxy", []string{"socket:[4242]"}},
+	})
+	stat := func(pid, ppid string) {
+		t.Helper()
+		line := pid + " (nginx: (x) worker) S " + ppid + " 1 1 0 -1\n" // a comm with spaces and parentheses
+		if err := os.WriteFile(filepath.Join(tab.Root, pid, "stat"), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 100's parent is 1 (not an owner), 101's is 100: the master is 100.
+	stat("100", "1")
+	stat("101", "100")
+	tests := []struct {
+		addr    string
+		wantPID int
+		wantErr error
+	}{
+		{"127.0.0.1:18230", 100, nil},
+		{"127.0.0.1:8080", 200, nil}, // no stat: its own owner
+		{"127.0.0.1:1", 0, ErrNotFound},
+		{"127.0.0.1:2024", 0, ErrNotFound}, // listed, but nobody we may read holds it
+	}
+	for _, tt := range tests {
+		p, err := tab.ListenerOwner(tt.addr)
+		if !errors.Is(err, tt.wantErr) || p.PID != tt.wantPID {
+			t.Errorf("ListenerOwner(%s) = %d, %v; want %d, %v", tt.addr, p.PID, err, tt.wantPID, tt.wantErr)
+		}
+	}
+	// The worker as the parent's child the other way round: 100 a child of
+	// 101 makes 101 the master.
+	stat("100", "101")
+	stat("101", "1")
+	if p, err := tab.ListenerOwner("127.0.0.1:18230"); err != nil || p.PID != 101 {
+		t.Errorf("ListenerOwner with 101 the parent = %d, %v; want 101", p.PID, err)
+	}
+	if _, err := tab.ListenerOwner("localhost:80"); err == nil || errors.Is(err, ErrNotFound) {
+		t.Errorf("ListenerOwner(localhost:80) = %v, want an address error", err)
 	}
 }
 

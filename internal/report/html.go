@@ -67,6 +67,7 @@ type htmlView struct {
 	Overhead []htmlOverheadRow // nil without calibration
 	Rounds   *htmlRounds       // nil without rounds
 	Declared []htmlDeclaredRow // nil when no head declared timings
+	Cost     []htmlCostRow     // nil when the gateway batch's CPU was not sampled
 	SLO      *htmlSLO          // nil without objectives
 	// FailureGroups are the failures by kind (failures.Summary), Failures
 	// their texts by the tool's failure kind.
@@ -209,8 +210,30 @@ func newHTMLView(d *rundoc.Document) htmlView {
 	}
 	v.Rounds = newHTMLRounds(d.Rounds)
 	v.Declared = newHTMLDeclared(&d.Run)
+	v.Cost = newHTMLCost(&d.Run)
 	v.SLO = newHTMLSLO(d.SLO)
 	return v
+}
+
+// htmlCostRow is one line of the cost block: its label and its text.
+type htmlCostRow struct{ Label, Text string }
+
+// newHTMLCost is the cost block's lines (WriteCost), the same words as
+// the text report's; nil without a sampled gateway batch.
+func newHTMLCost(r *summary.Run) []htmlCostRow {
+	var b strings.Builder
+	if WriteCost(&b, r) != nil || b.Len() == 0 {
+		return nil
+	}
+	var rows []htmlCostRow
+	for i, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+		if i == 0 { // the title: the template has its own
+			continue
+		}
+		label, text := strings.TrimSpace(line[:min(len(line), costLabelWidth)]), strings.TrimSpace(line[min(len(line), costLabelWidth):])
+		rows = append(rows, htmlCostRow{Label: label, Text: text})
+	}
+	return rows
 }
 
 // htmlMeta describes the run: when, how it ended, where.

@@ -125,6 +125,7 @@ type sweepView struct {
 	Rounds   string
 	Rows     []sweepRow
 	Knee     string
+	Costs    bool     // the steps have the gateway's CPU (sweepCosts)
 	Notes    []string // the saturated steps
 	Charts   []htmlChart
 	Config   string
@@ -132,6 +133,7 @@ type sweepView struct {
 
 type sweepRow struct {
 	Value, OKFailed, Verdict, Gateway, Tool string
+	Cost                                    string   // the gateway's CPU (stepCost), with Costs
 	Cells                                   []string // added emit->recv p50, p99, TTFT p50, p99
 	Knee, Saturated                         bool     // the gateway's cell marked bad (the knee, or a failing step), the tool's
 }
@@ -151,13 +153,14 @@ func writeSweepHTML(w io.Writer, d *rundoc.Document) error {
 		Axis:     name,
 		Rounds:   fmt.Sprintf("%d of %d steps, each %s", len(s.Steps), len(s.Values), roundsText(s.Rounds)),
 		Config:   htmlConfig(&d.Config),
+		Costs:    sweepCosts(s),
 	}
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		c := stepCells(&st.Run)
 		v.Rows = append(v.Rows, sweepRow{Value: sweep.FormatValue(s.Axis, st.Value), OKFailed: okFailed(&st.Run),
 			Verdict: verdictClass(&st.Run), Gateway: gatewayState(s, i), Tool: toolState(st), Cells: c[:],
-			Knee: s.Knee != nil && s.Knee.Step == i || st.Failing, Saturated: st.ToolSaturated})
+			Knee: s.Knee != nil && s.Knee.Step == i || st.Failing, Saturated: st.ToolSaturated, Cost: stepCost(&st.Run)})
 		if st.Failing {
 			v.Notes = append(v.Notes, fmt.Sprintf("failing at %s %s: %s", name, sweep.FormatValue(s.Axis, st.Value), failures.Sanitize(st.FailingReason)))
 		}
@@ -165,6 +168,10 @@ func writeSweepHTML(w io.Writer, d *rundoc.Document) error {
 			v.Notes = append(v.Notes, fmt.Sprintf("tool saturated at %s %s: %s; that step measured sse-latency's own load, not the gateway's",
 				name, sweep.FormatValue(s.Axis, st.Value), st.ToolReason))
 		}
+	}
+	if g := s.GatewaySaturated; g != nil {
+		v.Notes = append(v.Notes, fmt.Sprintf("gateway saturated a core at %s %s: %.2f cores, %.3fus/token",
+			name, sweep.FormatValue(s.Axis, g.Value), g.Cores, g.CPUPerTokenUs))
 	}
 	switch {
 	case s.Knee != nil:

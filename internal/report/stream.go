@@ -208,10 +208,14 @@ func streamLine(p *printer, b *summary.Batch, integrity bool) {
 	p.printf("\n")
 }
 
-// plural returns word, with an s unless n is 1.
+// plural returns word, with an s unless n is 1 ("es" after an s:
+// "processes").
 func plural(n int64, word string) string {
-	if n == 1 {
+	switch {
+	case n == 1:
 		return word
+	case strings.HasSuffix(word, "s"):
+		return word + "es"
 	}
 	return word + "s"
 }

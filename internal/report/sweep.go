@@ -17,8 +17,10 @@ import (
 // TTFT, p50 and p99 — the verdict, the gateway's state (ok, the knee, or
 // beyond it; FAILING when more than sweep.FailingShare of the step's
 // requests failed) and the tool's (ok, or saturated: the step then
-// measured the tool); then the knee, the failing steps and the saturated
-// steps in words.
+// measured the tool), and when the gateway's processes were accounted
+// their CPU per token and in cores; then the knee, the failing steps, the
+// step where the gateway saturated a core, and the steps where the tool
+// saturated, in words.
 //
 //	=== sweep: concurrency, 3 of 3 steps, each 1 loopback + 1 gateway round ===
 //	gateway: nginx/1.22.1 (Server header; local process 1398 nginx)
@@ -44,13 +46,22 @@ func WriteSweep(w io.Writer, d *rundoc.Document) error {
 		p.printf("gateway: %s\n", s.Steps[0].Run.Identity.String())
 	}
 	width := max(len(name), 11)
+	costs := sweepCosts(s)
 	p.printf("%*s  %9s   %-21s %s\n", width, "", "", "added emit->recv (ms)", "  added TTFT (ms)")
-	p.printf("%*s  %9s %9s %9s %9s %9s  %-8s  %-7s  %s\n", width, name, "ok/failed", "p50", "p99", "p50", "p99", "verdict", "gateway", "tool")
+	head := fmt.Sprintf("%*s  %9s %9s %9s %9s %9s  %-8s  %-7s  %s", width, name, "ok/failed", "p50", "p99", "p50", "p99", "verdict", "gateway", "tool")
+	if costs {
+		head += fmt.Sprintf("%*s  %s", 10-len("tool"), "", "gateway cpu")
+	}
+	p.printf("%s\n", head)
 	for i := range s.Steps {
 		st := &s.Steps[i]
 		cells := stepCells(&st.Run)
-		p.printf("%*s  %9s %9s %9s %9s %9s  %-8s  %-7s  %s\n", width, sweep.FormatValue(s.Axis, st.Value), okFailed(&st.Run),
+		row := fmt.Sprintf("%*s  %9s %9s %9s %9s %9s  %-8s  %-7s  %s", width, sweep.FormatValue(s.Axis, st.Value), okFailed(&st.Run),
 			cells[0], cells[1], cells[2], cells[3], verdictClass(&st.Run), gatewayState(s, i), toolState(st))
+		if costs {
+			row += fmt.Sprintf("%*s  %s", 10-len(toolState(st)), "", stepCost(&st.Run))
+		}
+		p.printf("%s\n", row)
 	}
 	if len(s.Steps) > 0 {
 		if k := s.Knee; k != nil {
@@ -60,6 +71,10 @@ func WriteSweep(w io.Writer, d *rundoc.Document) error {
 			p.printf("knee: none up to %s %s (added emit->recv p99 within %.3fms, and growing no faster than the load)\n",
 				name, sweep.FormatValue(s.Axis, last.Value), s.KneeThresholdMs)
 		}
+	}
+	if g := s.GatewaySaturated; g != nil {
+		p.printf("gateway saturated a core at %s %s: %.2f cores, %.3fus/token; from there a single-threaded gateway cannot keep up\n",
+			name, sweep.FormatValue(s.Axis, g.Value), g.Cores, g.CPUPerTokenUs)
 	}
 	for i := range s.Steps {
 		if st := &s.Steps[i]; st.Failing {
@@ -82,9 +97,39 @@ func SweepStepLine(axis string, st *sweep.Step) string {
 	if st.Failing {
 		gw += ", FAILING: " + failures.Sanitize(st.FailingReason)
 	}
-	return fmt.Sprintf("  %s %s: %s ok/failed, added emit->recv p50 %s p99 %s ms, TTFT p50 %s p99 %s ms; gateway %s; tool %s",
+	line := fmt.Sprintf("  %s %s: %s ok/failed, added emit->recv p50 %s p99 %s ms, TTFT p50 %s p99 %s ms; gateway %s; tool %s",
 		axisName(axis), sweep.FormatValue(axis, st.Value), okFailed(&st.Run), c[0], c[1], c[2], c[3], gw,
 		map[bool]string{true: "saturated (" + st.ToolReason + ")", false: "ok"}[st.ToolSaturated])
+	if cost := stepCost(&st.Run); cost != "n/a" {
+		line += "; gateway cpu " + cost
+	}
+	return line
+}
+
+// sweepCosts reports whether any step of s accounted the gateway's
+// processes: then the report has a column of their CPU.
+func sweepCosts(s *sweep.Sweep) bool {
+	for i := range s.Steps {
+		if g := s.Steps[i].Gateway(); g != nil && g.Cost != nil && g.Cost.Gateway != nil && g.Cost.Gateway.Unseen == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// stepCost is a step's gateway CPU, "12.300us/token 0.42 cores", or
+// "n/a".
+func stepCost(r *summary.Run) string {
+	g := r.Gateway()
+	if g == nil || g.Cost == nil || g.Cost.Gateway == nil || g.Cost.Gateway.Unseen != "" {
+		return "n/a"
+	}
+	c := g.Cost.Gateway
+	s := fmt.Sprintf("%.3fus/token %.2f cores", c.CPUPerTokenUs, c.Cores)
+	if c.SaturatesCore() {
+		s += " SATURATED"
+	}
+	return s
 }
 
 // axisName is the axis as its flag names it.

@@ -211,7 +211,8 @@ func writeReport(w io.Writer, s *summary.Run, c *summary.Clock) error {
 // requests failed, WriteRounds for an
 // interleaved run, WriteVerdict when the run has a verdict, WriteStream,
 // WriteLegs when the run has a request leg, WriteTimeline, WriteDeclared
-// when the gateway declared timings, WriteSLO when the run checked
+// when the gateway declared timings, WriteCost when the gateway batch's
+// CPU was sampled, WriteSLO when the run checked
 // objectives, and WriteClock across hosts. Across hosts (s.Clock), the
 // two-clock figures within the clock's bound are marked with a *, unless
 // compat. A run without a gateway batch writes nothing.
@@ -255,6 +256,9 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 		return err
 	}
 	if err := WriteDeclared(w, s); err != nil {
+		return err
+	}
+	if err := WriteCost(w, s); err != nil {
 		return err
 	}
 	if s.SLO != nil {

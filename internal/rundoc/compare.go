@@ -24,8 +24,9 @@ import (
 // one such table per batch present in either document (loopback first),
 // with the mean, p50, p95 and p99 of each metric, as the documents'
 // summaries hold them; then the same table for the overhead block when either run
-// had a calibration, and the verdict's class, share of tokens in bursts,
-// added delay and first-token hold. A metric without samples on a side
+// had a calibration, the verdict's class, share of tokens in bursts,
+// added delay and first-token hold, and what the gateway batch cost when
+// both runs sampled it (compareCost). A metric without samples on a side
 // prints "n/a" there; a change in percent is relative to the magnitude of
 // the value before, "n/a" when that is 0. Configurations that differ in a
 // field of RuleSame or RuleSum get a warning line (not the gateway, which
@@ -56,6 +57,7 @@ func Compare(w io.Writer, before, after *Document) error {
 	compareBatch(p, summary.GatewayTitle, before.Gateway(), after.Gateway())
 	compareOverhead(p, before.Overhead, after.Overhead)
 	compareVerdict(p, before.Verdict, after.Verdict, before.Gateway(), after.Gateway())
+	compareCost(p, before.Gateway(), after.Gateway())
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -233,4 +235,53 @@ func compareVerdict(p *strings.Builder, before, after *verdict.Verdict, bg, ag *
 		return fmt.Sprintf("yes (%+.2fms)", v.FirstTokenHoldMs)
 	}
 	fmt.Fprintf(p, "%-24s %s -> %s\n", "first token held", hold(before), hold(after))
+}
+
+// compareCost writes the cost of the gateway batches side by side, when
+// both runs sampled it: the gateway's processes' CPU per token and per
+// stream, their writes and context switches, and the tool's CPU per
+// token. A figure a side does not have (no gateway accounted, writes not
+// readable) prints n/a.
+//
+//	=== cost (gateway batch): before -> after ===
+//	figure                             before        after         diff   change
+//	gateway cpu/token                 9.120us      7.040us     -2.080us   -22.8%
+//	gateway writes/stream              1304.0          9.0      -1295.0   -99.3%
+func compareCost(p *strings.Builder, bg, ag *summary.Batch) {
+	if bg == nil || ag == nil || bg.Cost == nil || ag.Cost == nil {
+		return
+	}
+	b, a := bg.Cost, ag.Cost
+	const cols = "%-28s %12s %12s %12s %8s\n"
+	fmt.Fprintf(p, "=== cost (gateway batch): before -> after ===\n")
+	fmt.Fprintf(p, cols, "figure", "before", "after", "diff", "change")
+	row := func(name, format string, bv, av float64, ok bool) {
+		if !ok {
+			fmt.Fprintf(p, "%-28s n/a\n", name)
+			return
+		}
+		fmt.Fprintf(p, cols, name, fmt.Sprintf(format, bv), fmt.Sprintf(format, av),
+			fmt.Sprintf(strings.Replace(format, "%", "%+", 1), av-bv), change(bv, av))
+	}
+	bgw, agw := seenGateway(b), seenGateway(a)
+	gwOK := bgw != nil && agw != nil
+	writesOK := gwOK && bgw.WritesKnown && agw.WritesKnown
+	if !gwOK {
+		bgw, agw = &summary.GatewayCost{}, &summary.GatewayCost{}
+	}
+	row("gateway cpu/token", "%.3fus", bgw.CPUPerTokenUs, agw.CPUPerTokenUs, gwOK)
+	row("gateway cpu/stream", "%.3fms", bgw.CPUPerStreamMs, agw.CPUPerStreamMs, gwOK)
+	row("gateway cores", "%.2f", bgw.Cores, agw.Cores, gwOK)
+	row("gateway writes/token", "%.3f", bgw.WritesPerToken, agw.WritesPerToken, writesOK)
+	row("gateway writes/stream", "%.1f", bgw.WritesPerStream, agw.WritesPerStream, writesOK)
+	row("gateway switches/token", "%.3f", bgw.SwitchesPerToken, agw.SwitchesPerToken, gwOK)
+	row("tool cpu/token", "%.3fus", b.Tool.CPUPerTokenUs, a.Tool.CPUPerTokenUs, true)
+}
+
+// seenGateway is c's gateway when its processes were accounted, else nil.
+func seenGateway(c *summary.Cost) *summary.GatewayCost {
+	if g := c.Gateway; g != nil && g.Unseen == "" {
+		return g
+	}
+	return nil
 }

@@ -116,3 +116,29 @@ func TestCompareErrors(t *testing.T) {
 		t.Errorf("Compare(failing writer) = %v, want %v", err, errWrite)
 	}
 }
+
+// TestCompareCost: two runs whose gateway batches were sampled get the
+// cost table, side by side; a run without one gets none.
+func TestCompareCost(t *testing.T) {
+	before, after := costDoc(t), costDoc(t)
+	g := after.Batches[1].Cost.Gateway
+	g.CPUPerTokenUs, g.WritesPerStream = g.CPUPerTokenUs/2, 9
+	var b strings.Builder
+	if err := Compare(&b, before, after); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"=== cost (gateway batch): before -> after ===",
+		"gateway cpu/token               150.000us     75.000us    -75.000us   -50.0%",
+		"gateway writes/stream                25.0          9.0        -16.0   -64.0%",
+		"tool cpu/token ",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("compare:\n%s\nhas no %q", b.String(), want)
+		}
+	}
+	b.Reset()
+	if err := Compare(&b, fixedDoc(t, "full"), after); err != nil || strings.Contains(b.String(), "=== cost") {
+		t.Errorf("compare with a run without cost: %v\n%s\nwant no cost table", err, b.String())
+	}
+}

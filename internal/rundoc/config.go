@@ -33,6 +33,7 @@ type Config struct {
 	Compressed  bool    `json:"compressed" merge:"same"`      // --compressed: ask for gzip (Accept-Encoding: gzip); gzip bodies are always decoded
 
 	API          string `json:"api" merge:"same"`           // --api: chat, completions, responses or anthropic
+	Corpus       string `json:"corpus" merge:"same"`        // --corpus: the preset stream shape that set --api, -n, --reasoning, --tool-call and the write shape ("" = none)
 	Model        string `json:"model" merge:"same"`         // --model: model name the requests ask for
 	Path         string `json:"path" merge:"instance"`      // --path: request path through the gateway; "" = the dialect's
 	IncludeUsage bool   `json:"include_usage" merge:"same"` // --include-usage: ask chat/completions streams for usage and check it
@@ -66,6 +67,10 @@ type Config struct {
 	// Across hosts.
 	Control string `json:"control" merge:"instance"` // --control: listen address of the server's control endpoints (its timing records); "" = none
 	Server  string `json:"server" merge:"instance"`  // --server: the control endpoint (URL) of the server on another host; "" = the server runs in this process
+
+	// The host's CPUs.
+	GatewayPIDs []int  `json:"gateway_pids" merge:"instance"` // --gateway-pid: the gateway's processes whose CPU is accounted, children included (none: the one that owns the target's listening socket, when on this host)
+	CPUs        string `json:"cpus" merge:"instance"`         // --cpus: the CPUs the tool's threads were pinned to ("0,2-3"; "" = not pinned)
 
 	// Load shape.
 	Rate     float64       `json:"rate" merge:"sum"`         // --rate: requests per second (open loop); 0 = closed loop

@@ -15,6 +15,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/sse-latency/sse-latency/internal/procstat"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -466,6 +467,7 @@ func TestSchema(t *testing.T) {
 		t.Fatalf("forced merge: %v, forced %q", err, forced.Forced)
 	}
 	good["forced merge"] = forced
+	good["cost"] = costDoc(t)
 	for name, d := range good {
 		if err := validate(sch, marshal(t, d)); err != nil {
 			t.Errorf("the %s document does not validate: %v", name, err)
@@ -492,6 +494,20 @@ func TestSchema(t *testing.T) {
 			at(m, "self", "emission_lateness", "histogram", "histogram")["significant_figures"] = 2
 		}},
 	}
+	costJS := marshal(t, good["cost"])
+	for _, tt := range []struct {
+		name   string
+		mutate func(m map[string]any)
+	}{
+		{"a share above 1", func(m map[string]any) { at(m, "batches", 1, "cost", "host")["busy_share"] = 1.5 }},
+		{"an unknown culprit", func(m map[string]any) { at(m, "self", "host")["culprit"] = "cosmic rays" }},
+		{"an unknown gateway cost field", func(m map[string]any) { at(m, "batches", 1, "cost", "gateway")["extra"] = 1 }},
+		{"a gateway found otherwise", func(m map[string]any) { at(m, "batches", 1, "cost", "gateway")["found"] = "guess" }},
+	} {
+		if err := validate(sch, mutate(t, costJS, tt.mutate)); err == nil {
+			t.Errorf("a document with %s validates against the schema, want an error", tt.name)
+		}
+	}
 	for _, tt := range badDocuments {
 		if tt.schema {
 			bad = append(bad, struct {
@@ -505,6 +521,25 @@ func TestSchema(t *testing.T) {
 			t.Errorf("a document with %s validates against the schema, want an error", tt.name)
 		}
 	}
+}
+
+// costDoc is the full document with the costs a run through a gateway
+// on this host records: each batch's, the host's over the run, the pin.
+func costDoc(t *testing.T) *Document {
+	d := fixedDoc(t, "full")
+	host := &procstat.Host{All: procstat.CPUTimes{User: 120, System: 40, Idle: 40},
+		CPUs: []procstat.CPU{{ID: 0, CPUTimes: procstat.CPUTimes{User: 60, System: 20, Idle: 20}},
+			{ID: 1, CPUTimes: procstat.CPUTimes{User: 60, System: 20, Idle: 20}}}}
+	gw := &summary.GatewaySample{PIDs: []int{1234}, Name: "haproxy", Exe: "/usr/sbin/haproxy", Found: "listener",
+		Usage: procstat.Usage{CPUNs: 300e6, UserTicks: 10, SystemTicks: 20, Writes: 100, WriteBytes: 10000, WritesKnown: true,
+			Processes: 1, Threads: 2, Exited: []procstat.Exited{{PID: 1234, Comm: "haproxy"}}}}
+	for i := range d.Batches {
+		d.Batches[i].Cost = summary.NewCost(summary.CostSample{WallNs: 1e9, Tokens: 2000, Streams: 4, ToolUserS: 0.2, ToolSystemS: 0.1,
+			Host: host, Gateway: gw}, 4096)
+	}
+	d.Self.Host = d.Batches[1].Cost.Host
+	d.Self.Pin = &summary.Pin{ToolCPUs: "0", Gateway: "taskset -a -cp 1 1234"}
+	return d
 }
 
 func TestJoinLeaves(t *testing.T) {

@@ -342,6 +342,7 @@ func (out *Document) mergeRuns(docs []*Document, name func(int) string) error {
 func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop, gw *stats.Batch, err error) {
 	out.Batches = []summary.Batch{}
 	merged := make(map[string]*stats.Batch)
+	costs := false
 	for _, bn := range []string{summary.LoopbackBatch, summary.GatewayBatch} {
 		var sb *stats.Batch
 		var targets []string
@@ -376,6 +377,7 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			declared = append(declared, db.Declared)
 			sizes, usage = append(sizes, db.Sizes), append(usage, db.Usage)
 			offset += db.Requests
+			costs = costs || db.Cost != nil
 		}
 		if sb != nil {
 			merged[bn] = sb
@@ -395,6 +397,9 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			nb.Usage = summary.MergeUsage(usage)
 			out.Batches = append(out.Batches, nb)
 		}
+	}
+	if costs {
+		out.Notes = append(out.Notes, "the batches' costs are left out: each run saw the whole gateway's and host's CPU, not its own share")
 	}
 	return merged[summary.LoopbackBatch], merged[summary.GatewayBatch], nil
 }

@@ -139,17 +139,28 @@ type faultWriter struct {
 	// gap.
 	cuts []int
 	tmp  []byte
+	// coalesce is the write_bytes fault: after the first write, the bytes
+	// are held and written coalesce at a time, the rest with the end
+	// (appendEnd sets ending). 0 is off.
+	coalesce int
+	held     []byte
+	started  bool
+	ending   bool
 }
 
 // wrapFaults returns the writer of an answer with faults f on transport t:
 // t itself when no fault concerns the stream's bytes or its end.
 func wrapFaults(t streamWriter, f api.Faults, startEvents int) streamWriter {
+	coalesce := 0
+	if f.WriteBytes != nil {
+		coalesce = int(*f.WriteBytes)
+	}
 	byteFaults := api.On(f.Trickle) || len(f.Split) > 0 || f.EventBytes != nil ||
-		(f.LineEnd != api.LineEndDefault && f.LineEnd != api.LineEndLF) || api.On(f.Comments)
+		(f.LineEnd != api.LineEndDefault && f.LineEnd != api.LineEndLF) || api.On(f.Comments) || coalesce > 0
 	if !byteFaults && f.CutAfter == nil && !api.On(f.NoTerminal) {
 		return t
 	}
-	return &faultWriter{streamWriter: t, f: f, bytes: byteFaults, gap: f.SplitGap(), first: startEvents}
+	return &faultWriter{streamWriter: t, f: f, bytes: byteFaults, gap: f.SplitGap(), first: startEvents, coalesce: coalesce}
 }
 
 // h1connOf returns the HTTP/1.x connection under a stream's writer.
@@ -193,6 +204,9 @@ func (w *faultWriter) appendEvent(dst, ev []byte) []byte {
 		e = bytes.ReplaceAll(e, []byte("\n"), []byte("\r"))
 	}
 	w.tmp = e[:0]
+	if w.coalesce > 0 { // the coalesced writes cut the stream: no split, no trickle
+		return w.streamWriter.appendEvent(dst, e)
+	}
 	for i, piece := range splitEvent(e, w.f) {
 		if i > 0 && len(w.cuts) < maxPieces {
 			w.cuts = append(w.cuts, len(dst))
@@ -271,9 +285,19 @@ func splitEvent(e []byte, f api.Faults) [][]byte {
 	return append(pieces, e[prev:])
 }
 
+// appendEnd appends the transport's end, and marks the write that carries
+// it as the last: it takes whatever the write_bytes fault holds.
+func (w *faultWriter) appendEnd(dst []byte) []byte {
+	w.ending = true
+	return w.streamWriter.appendEnd(dst)
+}
+
 // write writes b, piece by piece where appendEvent cut it, pausing gap
-// between the pieces.
+// between the pieces; under the write_bytes fault, coalesced (writeHeld).
 func (w *faultWriter) write(b []byte) error {
+	if w.coalesce > 0 {
+		return w.writeHeld(b)
+	}
 	cuts := w.cuts
 	w.cuts = w.cuts[:0]
 	prev := 0
@@ -290,6 +314,32 @@ func (w *faultWriter) write(b []byte) error {
 		}
 	}
 	return w.streamWriter.write(b[prev:])
+}
+
+// writeHeld is write under the write_bytes fault: the first write goes as
+// it is (the head and the start events), the others are held and written
+// w.coalesce bytes at a time, and the last one (the end) takes the rest.
+func (w *faultWriter) writeHeld(b []byte) error {
+	if !w.started {
+		w.started = true
+		return w.streamWriter.write(b)
+	}
+	w.held = append(w.held, b...)
+	n := 0
+	for len(w.held)-n >= w.coalesce {
+		if err := w.streamWriter.write(w.held[n : n+w.coalesce]); err != nil {
+			return err
+		}
+		n += w.coalesce
+	}
+	if w.ending && n < len(w.held) {
+		if err := w.streamWriter.write(w.held[n:]); err != nil {
+			return err
+		}
+		n = len(w.held)
+	}
+	w.held = append(w.held[:0], w.held[n:]...)
+	return nil
 }
 
 // faultEnd ends a stream with faults instead of finish, when they say so:

@@ -317,6 +317,54 @@ func testFaultBytes(t *testing.T, e evloop.Engine) {
 	}
 }
 
+// TestFaultWriteBytes: under write_bytes the body after the first write
+// (head and start events) comes in writes of B bytes, the rest with the
+// end, whatever the pace of the tokens: at 2 ms between tokens, the
+// client's reads are at most the coalesced writes (a read cannot return
+// less than a write on loopback without a reader that falls behind, and
+// then it merges writes), where without the fault it sees one per token.
+// The stream is whole: every token in order.
+func TestFaultWriteBytes(t *testing.T) { forEngines(t, testFaultWriteBytes) }
+
+func testFaultWriteBytes(t *testing.T, e evloop.Engine) {
+	const tokens = 20
+	srv := startServer(t, Config{Tokens: tokens, DelayMs: 2, Engine: e})
+	want := strings.Join(tokensOf(api.TextASCII, tokens), " ")
+	for _, b := range []int{1000, 1 << 20} {
+		c, err := net.Dial("tcp", srv.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		send(t, c, postRequest("/v1/chat/completions", fmt.Sprintf(`{"stream":true,"pi_write_bytes":%d}`, b)))
+		var all []byte
+		reads := 0
+		buf := make([]byte, 1<<16)
+		for {
+			n, err := c.Read(buf)
+			if n > 0 {
+				reads++
+				all = append(all, buf[:n]...)
+			}
+			if err != nil {
+				break
+			}
+		}
+		c.Close()
+		_, body, ok := strings.Cut(string(all), "\r\n\r\n")
+		if !ok {
+			t.Fatalf("write_bytes=%d: no head in %q", b, all)
+		}
+		got := strings.Join(dataTokens(strings.Join(dechunk(t, body), "")), " ")
+		if got != want {
+			t.Errorf("write_bytes=%d: tokens %q, want %q", b, got, want)
+		}
+		if most := 2 + (len(all)+b-1)/b; reads > most {
+			t.Errorf("write_bytes=%d: %d reads of %d bytes, want at most %d (the first write, then writes of %d bytes)", b, reads, len(all), most, b)
+		}
+	}
+}
+
 // TestFaultSplit: a split event is framed in pieces at its offsets — the
 // utf8 offset inside a character of the UTF-8 words — and a trickled one a
 // byte per chunk; the pieces put back together are the whole event.

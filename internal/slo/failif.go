@@ -22,7 +22,7 @@ type FailIf struct {
 }
 
 // FailIfSyntax is the form of a condition, for messages and help.
-const FailIfSyntax = `[gateway|loopback|added] <metric> <stat> +<number>% | +<number><unit>`
+const FailIfSyntax = `[gateway|loopback|added] <metric> <stat> +<number>% | +<number><unit>, or [gateway|tool] cpu/token|cpu/stream +<threshold>`
 
 // ParseFailIf reads a condition such as "emit->recv p99 +20%" or "added
 // TTFT p50 +0.5ms":
@@ -70,6 +70,9 @@ func (c FailIf) String() string {
 	th := strconv.FormatFloat(c.Ms, 'g', -1, 64) + "ms"
 	if c.Relative {
 		th = strconv.FormatFloat(c.Percent, 'g', -1, 64) + "%"
+	}
+	if IsCost(c.Metric) {
+		return fmt.Sprintf("%s %s +%s", c.Scope, reportName[c.Metric], th)
 	}
 	return fmt.Sprintf("%s %s %s +%s", c.Scope, reportName[c.Metric], c.Stat, th)
 }
@@ -125,6 +128,9 @@ func (c FailIf) Eval(before, after *summary.Run) Verdict {
 
 // spread returns the condition's figure in run, or why there is none.
 func (c FailIf) spread(run *summary.Run) (Spread, string) {
+	if IsCost(c.Metric) {
+		return c.costSpread(run)
+	}
 	if r := run.Rounds; r != nil {
 		figs := map[string]*summary.RoundFigures{ScopeGateway: &r.Gateway, ScopeLoopback: &r.Loopback, ScopeAdded: &r.Added}[c.Scope]
 		var m *summary.RoundMetric
@@ -140,5 +146,32 @@ func (c FailIf) spread(run *summary.Run) (Spread, string) {
 		return Spread{Ms: st.MedianMs, MinMs: st.MinMs, MaxMs: st.MaxMs, Rounds: st.N}, ""
 	}
 	v, reason := value(run, figure{c.Scope, c.Metric, c.Stat})
+	return Spread{Ms: v, MinMs: v, MaxMs: v}, reason
+}
+
+// costSpread is spread for a cost figure: the median and range of the
+// gateway rounds' costs with rounds, else the gateway batch's.
+func (c FailIf) costSpread(run *summary.Run) (Spread, string) {
+	f := figure{c.Scope, c.Metric, c.Stat}
+	if r := run.Rounds; r != nil {
+		var xs []float64
+		why := "no gateway rounds"
+		for i := range r.Rounds {
+			if rd := &r.Rounds[i]; rd.Batch == summary.GatewayBatch {
+				v, reason := costValue(rd.Cost, f)
+				if reason != "" {
+					why = reason
+					continue
+				}
+				xs = append(xs, v)
+			}
+		}
+		if len(xs) == 0 {
+			return Spread{}, why
+		}
+		st := summary.NewRoundStat(xs)
+		return Spread{Ms: st.MedianMs, MinMs: st.MinMs, MaxMs: st.MaxMs, Rounds: st.N}, ""
+	}
+	v, reason := value(run, f)
 	return Spread{Ms: v, MinMs: v, MaxMs: v}, reason
 }

@@ -8,8 +8,11 @@
 // or added — gateway minus loopback, the overhead block), a metric by its
 // report name (TTFT (client), TTFT emit->recv(1st), inter-token (client),
 // emit->recv (tokens), or their short forms TTFT, emit->recv(1st),
-// inter-token, emit->recv), and a statistic (mean, p50, p99, …). The
-// parsers' errors name the part that is wrong.
+// inter-token, emit->recv), and a statistic (mean, p50, p99, …); or a
+// figure of the cost block, which has no statistic: the gateway's
+// processes' CPU per token or per stream ("gateway cpu/token"), or the
+// tool's ("tool cpu/token"). The parsers' errors name the part that is
+// wrong.
 package slo
 
 import (
@@ -28,6 +31,7 @@ const (
 	ScopeGateway  = "gateway"  // the gateway batch
 	ScopeLoopback = "loopback" // the loopback calibration
 	ScopeAdded    = "added"    // gateway minus loopback (the overhead)
+	ScopeTool     = "tool"     // the tool's own cost (cost figures only)
 )
 
 // Metric keys, as the document names the metrics.
@@ -36,7 +40,21 @@ const (
 	MetricFirstEmitRecv = "first_emit_recv"
 	MetricInterToken    = "inter_token"
 	MetricEmitRecv      = "emit_recv"
+	// The cost block's figures, of the gateway batch: CPU per token
+	// received and per stream, in milliseconds here (the block prints
+	// µs/token and ms/stream).
+	MetricCPUPerToken  = "cpu_per_token"
+	MetricCPUPerStream = "cpu_per_stream"
 )
+
+// costNames maps the spellings of the cost figures to their keys.
+var costNames = map[string]string{
+	"cpu/token": MetricCPUPerToken, "cpu_per_token": MetricCPUPerToken,
+	"cpu/stream": MetricCPUPerStream, "cpu_per_stream": MetricCPUPerStream,
+}
+
+// IsCost reports whether metric key k is a figure of the cost block.
+func IsCost(k string) bool { return k == MetricCPUPerToken || k == MetricCPUPerStream }
 
 // metricNames maps every accepted spelling of a metric (lower case) to its
 // key: the batch block's names, the overhead block's, short forms and the
@@ -55,6 +73,8 @@ var reportName = map[string]string{
 	MetricFirstEmitRecv: "TTFT emit->recv(1st)",
 	MetricInterToken:    "inter-token (client)",
 	MetricEmitRecv:      "emit->recv (tokens)",
+	MetricCPUPerToken:   "cpu/token",
+	MetricCPUPerStream:  "cpu/stream",
 }
 
 // batchStats are the statistics of a batch's metric; overheadStats those
@@ -77,7 +97,7 @@ type SLO struct {
 }
 
 // Syntax is the form of an objective, for messages and help.
-const Syntax = `[gateway|loopback|added] <metric> <stat> < <value><unit>`
+const Syntax = `[gateway|loopback|added] <metric> <stat> < <value><unit>, or [gateway|tool] cpu/token|cpu/stream < <value><unit>`
 
 // Parse reads an objective such as "gateway emit->recv p99 < 1ms":
 //
@@ -126,11 +146,24 @@ func parseFigure(s, what string, stats []string) (figure, string, error) {
 	}
 	low := lowerASCII(norm) // byte for byte: low's offsets are norm's
 	f.Scope = ScopeGateway
-	for _, sc := range []string{ScopeGateway, ScopeLoopback, ScopeAdded} {
+	for _, sc := range []string{ScopeGateway, ScopeLoopback, ScopeAdded, ScopeTool} {
 		if strings.HasPrefix(low, sc+" ") {
 			f.Scope, low = sc, low[len(sc)+1:]
 			break
 		}
+	}
+	for n, k := range costNames {
+		if low == n || strings.HasPrefix(low, n+" ") || strings.HasPrefix(low, n+"<") || strings.HasPrefix(low, n+"+") {
+			if f.Scope != ScopeGateway && f.Scope != ScopeTool {
+				return f, "", fmt.Errorf("%w %s %q: %s is a figure of the gateway's processes or of the tool (gateway %s, tool %s), not of %s",
+					ErrSyntax, what, s, n, n, n, f.Scope)
+			}
+			f.Metric = k
+			return f, strings.TrimPrefix(norm[len(norm)-len(low)+len(n):], " "), nil
+		}
+	}
+	if f.Scope == ScopeTool {
+		return f, "", fmt.Errorf("%w %s %q: the tool has only cost figures (tool cpu/token, tool cpu/stream)", ErrSyntax, what, s)
 	}
 	name := ""
 	for n := range metricNames {
@@ -139,7 +172,7 @@ func parseFigure(s, what string, stats []string) (figure, string, error) {
 		}
 	}
 	if name == "" {
-		return f, "", fmt.Errorf("%w %s %q: unknown metric %q (want TTFT, TTFT emit->recv(1st), inter-token or emit->recv, as the reports name them)",
+		return f, "", fmt.Errorf("%w %s %q: unknown metric %q (want TTFT, TTFT emit->recv(1st), inter-token or emit->recv, as the reports name them, or cpu/token or cpu/stream)",
 			ErrSyntax, what, s, firstWord(norm[len(norm)-len(low):]))
 	}
 	f.Metric = metricNames[name]
@@ -239,6 +272,9 @@ func (o SLO) String() string {
 	if o.Inclusive {
 		op = "<="
 	}
+	if IsCost(o.Metric) {
+		return fmt.Sprintf("%s %s %s %sms", o.Scope, reportName[o.Metric], op, strconv.FormatFloat(o.BoundMs, 'g', -1, 64))
+	}
 	return fmt.Sprintf("%s %s %s %s %sms", o.Scope, reportName[o.Metric], o.Stat, op, strconv.FormatFloat(o.BoundMs, 'g', -1, 64))
 }
 
@@ -285,6 +321,13 @@ func Check(slos []SLO, run *summary.Run, goodput *Goodput) *summary.SLOs {
 
 // value returns the figure f of run, or why there is none.
 func value(run *summary.Run, f figure) (float64, string) {
+	if IsCost(f.Metric) {
+		g := run.Gateway()
+		if g == nil {
+			return 0, "no gateway batch"
+		}
+		return costValue(g.Cost, f)
+	}
 	if f.Scope == ScopeAdded {
 		if run.Overhead == nil {
 			return 0, "no calibration to subtract (no loopback batch)"
@@ -304,6 +347,35 @@ func value(run *summary.Run, f figure) (float64, string) {
 		return 0, "no samples"
 	}
 	return statOf(m, f.Stat), ""
+}
+
+// costValue is cost figure f of a batch's (or a round's) cost c, in
+// milliseconds, or why there is none.
+func costValue(c *summary.Cost, f figure) (float64, string) {
+	if c == nil {
+		return 0, "no cost sampled (the run did not read /proc)"
+	}
+	cpu := &c.Tool
+	if f.Scope == ScopeGateway {
+		switch g := c.Gateway; {
+		case g == nil:
+			return 0, "no gateway process accounted (--gateway-pid names one)"
+		case g.Unseen != "":
+			return 0, "the gateway's processes were not seen: " + g.Unseen
+		default:
+			cpu = &g.CPUCost
+		}
+	}
+	if f.Metric == MetricCPUPerStream {
+		if c.Streams == 0 {
+			return 0, "no streams"
+		}
+		return cpu.CPUPerStreamMs, ""
+	}
+	if c.Tokens == 0 {
+		return 0, "no tokens"
+	}
+	return cpu.CPUPerTokenUs / 1000, ""
 }
 
 // metricOf is the metric of ms with key k.

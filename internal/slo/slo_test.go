@@ -27,6 +27,9 @@ func TestParse(t *testing.T) {
 		{"inter-token (client) min < 6ms", SLO{ScopeGateway, MetricInterToken, "min", false, 6}},
 		{"first_emit_recv p50 < 1ms", SLO{ScopeGateway, MetricFirstEmitRecv, "p50", false, 1}},
 		{"added ttft mean < -0.5ms", SLO{ScopeAdded, MetricTTFT, "mean", false, -0.5}},
+		{"gateway cpu/token < 20us", SLO{ScopeGateway, MetricCPUPerToken, "", false, 0.02}},
+		{"cpu/stream<=3ms", SLO{ScopeGateway, MetricCPUPerStream, "", true, 3}},
+		{"tool cpu/token < 0.1ms", SLO{ScopeTool, MetricCPUPerToken, "", false, 0.1}},
 	}
 	for _, tt := range tests {
 		got, err := Parse(tt.in)
@@ -59,6 +62,10 @@ func TestParseErrors(t *testing.T) {
 		{"emit->recv p99 < fast ms", `"fast" is not a number`},
 		{"emit->recv p99 < 1ms please", `no unit`},
 		{"emit->recv p99 < NaNms", `"NaN" is not a number`},
+		{"loopback cpu/token < 1ms", "cpu/token is a figure of the gateway's processes or of the tool"},
+		{"tool TTFT p50 < 1ms", "the tool has only cost figures"},
+		{"gateway cpu/token > 1ms", `want < or <=, got ">"`},
+		{"gateway cpu/tokens < 1ms", `unknown metric "cpu/tokens"`},
 	}
 	for _, tt := range tests {
 		_, err := Parse(tt.in)
@@ -77,6 +84,8 @@ func TestParseFailIf(t *testing.T) {
 		{"added TTFT p50 +0.5ms", FailIf{Scope: ScopeAdded, Metric: MetricTTFT, Stat: "p50", Ms: 0.5}},
 		{"loopback inter-token mean + 250 us", FailIf{Scope: ScopeLoopback, Metric: MetricInterToken, Stat: "mean", Ms: 0.25}},
 		{"gateway emit->recv (tokens) p95 +0%", FailIf{Scope: ScopeGateway, Metric: MetricEmitRecv, Stat: "p95", Relative: true}},
+		{"gateway cpu/stream +10%", FailIf{Scope: ScopeGateway, Metric: MetricCPUPerStream, Relative: true, Percent: 10}},
+		{"tool cpu/token +2us", FailIf{Scope: ScopeTool, Metric: MetricCPUPerToken, Ms: 0.002}},
 	}
 	for _, tt := range tests {
 		got, err := ParseFailIf(tt.in)
@@ -207,6 +216,41 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// gatewayCost is the cost of a batch of 1000 tokens over 10 streams in
+// which the gateway spent us µs per token.
+func gatewayCost(us float64) *summary.Cost {
+	return &summary.Cost{Tokens: 1000, Streams: 10, Gateway: &summary.GatewayCost{PIDs: []int{7},
+		CPUCost: summary.CPUCost{CPUS: us * 1e-3, CPUPerTokenUs: us, CPUPerStreamMs: us / 10}}}
+}
+
+// TestCheckCost: cost objectives read the gateway batch's cost block; a
+// run without one, or whose gateway was not seen, does not meet them and
+// says why.
+func TestCheckCost(t *testing.T) {
+	parse := func(s string) SLO {
+		o, err := Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	r := run(0.1, 1)
+	r.Batches[1].Cost = gatewayCost(12)
+	r.Batches[1].Cost.Tool = summary.CPUCost{CPUPerTokenUs: 40, CPUPerStreamMs: 4}
+	got := Check([]SLO{parse("gateway cpu/token < 20us"), parse("gateway cpu/stream < 1ms"), parse("tool cpu/token < 50us")}, r, nil)
+	if c := got.Checks; len(c) != 3 || !c[0].Met || c[0].ObservedMs != 0.012 || c[1].Met || c[1].ObservedMs != 1.2 || !c[2].Met ||
+		c[0].SLO != "gateway cpu/token < 0.02ms" || got.Met {
+		t.Errorf("Check = %+v", got)
+	}
+	r.Batches[1].Cost.Gateway.Unseen = "the target 10.0.0.5:8080 is not on this host"
+	if c := Check([]SLO{parse("gateway cpu/token < 20us")}, r, nil).Checks[0]; c.Met || !strings.Contains(c.Reason, "not on this host") {
+		t.Errorf("unseen gateway: %+v; want not met, with the reason", c)
+	}
+	if c := Check([]SLO{parse("gateway cpu/token < 20us")}, run(0.1, 1), nil).Checks[0]; c.Met || !strings.Contains(c.Reason, "no cost") {
+		t.Errorf("no cost: %+v; want not met, with the reason", c)
+	}
+}
+
 func TestGoodput(t *testing.T) {
 	const ms = 1_000_000
 	objectives := []SLO{
@@ -285,6 +329,41 @@ func TestFailIfEval(t *testing.T) {
 		if v.Fail != tt.fail || v.Exceeds != tt.exceeds || v.Reason != "" {
 			t.Errorf("%s: %s = %+v; want fail=%v exceeds=%v", tt.name, tt.cond, v, tt.fail, tt.exceeds)
 		}
+	}
+	// Cost figures: the gateway rounds' costs, or the gateway batch's.
+	costRounds := func(us ...float64) *summary.Run {
+		r := run(0.1, 1)
+		var rs []summary.Round
+		for i, v := range us {
+			rs = append(rs, summary.Round{Batch: summary.LoopbackBatch, Pair: i},
+				summary.Round{Batch: summary.GatewayBatch, Pair: i, Cost: gatewayCost(v)})
+		}
+		r.Rounds = summary.NewRounds(rs)
+		return r
+	}
+	costRun := func(us float64) *summary.Run {
+		r := run(0.1, 1)
+		r.Batches[1].Cost = gatewayCost(us)
+		return r
+	}
+	for _, tt := range []struct {
+		name          string
+		cond          string
+		before, after *summary.Run
+		fail          bool
+	}{
+		{"cost rounds apart", "gateway cpu/token +10%", costRounds(10, 11, 10.5), costRounds(15, 14, 16), true},
+		{"cost rounds overlap", "gateway cpu/token +10%", costRounds(10, 15, 10.5), costRounds(15, 14, 16), false},
+		{"cost single", "gateway cpu/stream +0.1ms", costRun(10), costRun(12), true},
+		{"cost single, faster", "gateway cpu/token +0%", costRun(10), costRun(9), false},
+	} {
+		v := cond(tt.cond).Eval(tt.before, tt.after)
+		if v.Fail != tt.fail || v.Reason != "" {
+			t.Errorf("%s: %s = %+v; want fail=%v", tt.name, tt.cond, v, tt.fail)
+		}
+	}
+	if v := cond("gateway cpu/token +1%").Eval(run(0.1, 1), costRun(10)); !strings.Contains(v.Reason, "no cost sampled") {
+		t.Errorf("cpu/token without a cost before: %+v; want the reason", v)
 	}
 	noLoop := &summary.Run{Batches: []summary.Batch{run(0.1, 1).Batches[1]}}
 	if v := cond("added emit->recv p99 +1%").Eval(noLoop, run(0.1, 1)); v.Reason == "" || v.Fail {

@@ -43,6 +43,17 @@ type Collector struct {
 	// at about 1 MB of histograms a batch.
 	Sizes *SizeCollector
 	Usage *UsageCollector
+	// Cost is what the batch's samples measured of the CPU (AddCost, once
+	// per batch or round); nil when nothing was sampled.
+	Cost *CostSample
+}
+
+// AddCost adds what one batch (or round) of the collector cost.
+func (c *Collector) AddCost(s CostSample) {
+	if c.Cost == nil {
+		c.Cost = &CostSample{}
+	}
+	c.Cost.Add(s)
 }
 
 // NewCollector returns an empty Collector.
@@ -91,6 +102,12 @@ type Inputs struct {
 	// (their records are in Loop and Gateway too); nil for the
 	// reference's single calibration.
 	Rounds []Round
+	// PageBytes is the size of a memory page (os.Getpagesize), for the
+	// gateway's resident memory in the batches' costs (Collector.Cost).
+	PageBytes int
+	// Pin is how the tool and the gateway would run apart; nil when
+	// there is nothing to pin (one CPU, no gateway process).
+	Pin *Pin
 	// Identify is what is known of the gateway besides its responses'
 	// headers, which the gateway batch's collector gathers: --gateway,
 	// the local owners of the target's socket. The run's gateway is
@@ -110,16 +127,29 @@ func New(in Inputs) *Run {
 		Lateness: NewMetric(in.Lateness),
 		UserS:    in.UserS,
 		SystemS:  in.SystemS,
-		Warning:  LatenessWarning(in.Lateness),
+		Pin:      in.Pin,
 	}}
+	var whole CostSample // the host over every batch, for the warning
+	var gwName *GatewayCost
+	for _, c := range []*Collector{in.Loop, in.Gateway} {
+		if c != nil && c.Cost != nil {
+			whole.Add(*c.Cost)
+		}
+	}
+	if whole.Host != nil {
+		r.Self.Host = NewCost(whole, in.PageBytes).Host
+	}
 	var loopStats *stats.Batch
 	var loopBursts *verdict.Accumulator
 	if l := in.Loop; l != nil {
 		loopStats, loopBursts = l.Stats, l.Bursts
-		r.Batches = append(r.Batches, l.batch(LoopbackBatch, in.LoopTarget))
+		r.Batches = append(r.Batches, l.batch(LoopbackBatch, in.LoopTarget, in.PageBytes))
 	}
 	if g := in.Gateway; g != nil {
-		gw := g.batch(GatewayBatch, in.GatewayTarget)
+		gw := g.batch(GatewayBatch, in.GatewayTarget, in.PageBytes)
+		if gw.Cost != nil {
+			gwName = gw.Cost.Gateway
+		}
 		r.Batches = append(r.Batches, gw)
 		r.Overhead = NewOverhead(loopStats, g.Stats)
 		if in.Rounds != nil {
@@ -139,6 +169,7 @@ func New(in Inputs) *Run {
 		Advise(&v, r.Identity)
 		r.Verdict = NormVerdict(&v)
 	}
+	r.Self.Warning = OverloadWarning(in.Lateness, r.Self.Host, gwName, in.Pin)
 	if in.Clock != nil {
 		r.Clock = NewClock(*in.Clock)
 		r.MarkBelowBound()
@@ -146,9 +177,13 @@ func New(in Inputs) *Run {
 	return r
 }
 
-// batch summarises what c collected as the batch named name.
-func (c *Collector) batch(name, target string) Batch {
+// batch summarises what c collected as the batch named name (pageBytes
+// for its cost, see Inputs).
+func (c *Collector) batch(name, target string, pageBytes int) Batch {
 	b := NewBatch(name, target, c.Stats, c.Samples.Samples())
+	if c.Cost != nil {
+		b.Cost = NewCost(*c.Cost, pageBytes)
+	}
 	if c.Timeline != nil {
 		tl := c.Timeline.Summary()
 		b.Timeline = &tl
@@ -185,10 +220,19 @@ func NormVerdict(v *verdict.Verdict) *verdict.Verdict {
 }
 
 // LatenessWarning returns the warning the tool prints when it fell behind
-// its own emission schedule (the lateness p99 above LatenessWarnNs): its
-// figures then describe its overload, not the gateway. It returns "" when
-// the lateness is lower, or unknown (nil or without samples).
-func LatenessWarning(late *stats.Metric) string {
+// its own emission schedule (the lateness p99 above LatenessWarnNs) and
+// nothing says who took the CPU: its figures then describe its overload,
+// not the gateway. It returns "" when the lateness is lower, or unknown
+// (nil or without samples). OverloadWarning says who.
+func LatenessWarning(late *stats.Metric) string { return OverloadWarning(late, nil, nil, nil) }
+
+// OverloadWarning is LatenessWarning that says, from the host's CPUs over
+// the run (h; nil: unknown, LatenessWarning's text), who took the CPU the
+// tool lacked — the tool itself, the gateway (gw names it), other
+// processes, or the hypervisor — and what to do about it: lower the load,
+// pin the tool and the gateway apart (pin is the command for the
+// gateway's side), stop or avoid the others, or move.
+func OverloadWarning(late *stats.Metric, h *HostCost, gw *GatewayCost, pin *Pin) string {
 	if late == nil || late.N() == 0 {
 		return ""
 	}
@@ -196,8 +240,59 @@ func LatenessWarning(late *stats.Metric) string {
 	if p99 <= LatenessWarnNs {
 		return ""
 	}
-	return fmt.Sprintf("sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): "+
-		"these figures describe the tool's overload, not the gateway; lower -c or raise -d", ms(p99), ms(LatenessWarnNs))
+	head := fmt.Sprintf("sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): ", ms(p99), ms(LatenessWarnNs))
+	if h == nil {
+		return head + "these figures describe the tool's overload, not the gateway; lower -c or raise -d"
+	}
+	return head + HostShares(h, gw) + ": " + culpritAdvice(h.Culprit, gw, pin)
+}
+
+// HostShares says how busy the host's CPUs were and whose the time was:
+// "the host's 2 CPUs were 97% busy: the tool 30%, the gateway (haproxy
+// pid 1234) 7%, other processes 60%, steal 0%".
+func HostShares(h *HostCost, gw *GatewayCost) string {
+	return fmt.Sprintf("the host's %d %s were %.0f%% busy: the tool %.0f%%, %s %.0f%%, other processes %.0f%%, steal %.0f%%",
+		h.CPUs, plural(h.CPUs, "CPU"), 100*h.BusyShare, 100*h.ToolShare, GatewayName(gw), 100*h.GatewayShare,
+		100*h.OtherShare, 100*h.StealShare)
+}
+
+// GatewayName names the gateway's processes: "the gateway (haproxy pid
+// 1234)", or "the gateway (not seen)" when they were not accounted.
+func GatewayName(gw *GatewayCost) string {
+	switch {
+	case gw == nil || gw.Unseen != "":
+		return "the gateway (not seen)"
+	case len(gw.PIDs) == 0:
+		return "the gateway"
+	}
+	return fmt.Sprintf("the gateway (%s pid %d)", gw.Name, gw.PIDs[0])
+}
+
+// culpritAdvice says who took the CPU and what to do.
+func culpritAdvice(culprit string, gw *GatewayCost, pin *Pin) string {
+	apart := "pin the tool and the gateway apart (--cpus for the tool, taskset for the gateway)"
+	if pin != nil {
+		apart = "pin the tool and the gateway apart (" + pin.Text() + ")"
+	}
+	const move = "or run the client and the server on another host (--server)"
+	switch culprit {
+	case CulpritGateway:
+		return "the gateway took the CPU the tool needed, so these figures include that contention; " + apart + ", " + move
+	case CulpritOther:
+		return "other processes took the CPU the tool needed (it was starved, not overloaded); stop them, " +
+			"give the tool CPUs of its own (--cpus), or measure on a quieter host"
+	case CulpritSteal:
+		return "the hypervisor took the CPU (steal): the tool's virtual CPUs did not run; measure on a dedicated host or a larger instance"
+	}
+	return "the tool itself took the CPU: these figures describe its overload, not the gateway; lower -c or raise -d, " + apart + ", " + move
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }
 
 // NewBatch summarises b, with its samples (whose nil slices become empty

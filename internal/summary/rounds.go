@@ -49,6 +49,7 @@ type Round struct {
 	Failed   int     `json:"failed"`
 	Tokens   int64   `json:"tokens"` // tokens of ok requests
 	Metrics  Metrics `json:"metrics"`
+	Cost     *Cost   `json:"cost,omitempty"` // what the round cost in CPU; absent when not sampled
 }
 
 // RoundFigures are, for each metric, its mean and percentiles over rounds.
@@ -219,8 +220,11 @@ func addedFigures(loop, gw RoundFigures, loopByPair, gwByPair map[int]*Metrics) 
 	return f
 }
 
-// newRoundStat is the median and range of xs (a RoundStat with N 0 for
-// none).
+// NewRoundStat is the median and range of xs, the rounds' values of a
+// figure (a RoundStat with N 0 for none).
+func NewRoundStat(xs []float64) RoundStat { return newRoundStat(xs) }
+
+// newRoundStat is NewRoundStat.
 func newRoundStat(xs []float64) RoundStat {
 	if len(xs) == 0 {
 		return RoundStat{}

@@ -117,6 +117,10 @@ type Batch struct {
 	// against what the server reported. Present when the batch has them.
 	Sizes *Sizes `json:"sizes,omitempty"`
 	Usage *Usage `json:"usage,omitempty"`
+	// Cost is what the batch cost in CPU, the tool's and the gateway's,
+	// and how busy the host was; absent when not sampled (documents
+	// before it, platforms without /proc, a merge).
+	Cost *Cost `json:"cost,omitempty"`
 
 	Samples Samples `json:"samples"`
 }
@@ -290,7 +294,33 @@ type Self struct {
 	Lateness Metric  `json:"emission_lateness"`
 	UserS    float64 `json:"cpu_user_s"`
 	SystemS  float64 `json:"cpu_system_s"`
-	// Warning is the "fell behind" warning (LatenessWarning) when the run
+	// Warning is the "fell behind" warning (OverloadWarning) when the run
 	// printed it; a merge keeps its runs' warnings, one per line.
 	Warning string `json:"warning,omitempty"`
+	// Host is the host's CPUs over the run, attributed (the tool, the
+	// gateway, other processes, steal); absent where /proc/stat cannot be
+	// read, and from a merge.
+	Host *HostCost `json:"host,omitempty"`
+	// Pin is how the tool and the gateway would run on CPUs apart;
+	// absent when there is nothing to pin (one CPU, no gateway process).
+	Pin *Pin `json:"pin,omitempty"`
+}
+
+// Pin is how the tool and the gateway run, or would run, on CPUs apart.
+type Pin struct {
+	ToolCPUs string `json:"tool_cpus"` // the tool's CPUs, as --cpus takes them ("0")
+	Applied  bool   `json:"applied"`   // the tool ran pinned to them (--cpus); false: a suggestion
+	// Gateway is the command that pins the gateway's processes (each,
+	// all their threads) to the other CPUs: "taskset -a -cp 1 1234".
+	Gateway string `json:"gateway"`
+}
+
+// Text says how to pin both: "the tool runs on CPUs 0 (--cpus 0); for
+// the gateway: taskset -a -cp 1 1234", or as a suggestion "--cpus 0 for
+// the tool, taskset -a -cp 1 1234 for the gateway".
+func (p *Pin) Text() string {
+	if p.Applied {
+		return "the tool runs on CPUs " + p.ToolCPUs + " (--cpus " + p.ToolCPUs + "); for the gateway: " + p.Gateway
+	}
+	return "--cpus " + p.ToolCPUs + " for the tool, " + p.Gateway + " for the gateway"
 }

@@ -189,6 +189,31 @@ type Sweep struct {
 	KneeThresholdMs float64   `json:"knee_threshold_ms"` // FindKnee's threshold
 	Steps           []Step    `json:"steps"`             // the steps done (fewer than Values when interrupted)
 	Knee            *Knee     `json:"knee,omitempty"`    // absent when no step reached it
+	// GatewaySaturated is the first step at which the gateway's
+	// processes used a core's worth of CPU (GatewaySaturation); absent
+	// when none did, or their CPU was not accounted.
+	GatewaySaturated *GatewaySaturated `json:"gateway_saturated,omitempty"`
+}
+
+// GatewaySaturated is the step at which the gateway saturated a core.
+type GatewaySaturated struct {
+	Step          int     `json:"step"`             // index in Sweep.Steps
+	Value         float64 `json:"value"`            // its axis value
+	Cores         float64 `json:"cores"`            // the gateway's CPU over the step's gateway rounds, in cores
+	CPUPerTokenUs float64 `json:"cpu_per_token_us"` // and per token
+}
+
+// GatewaySaturation returns the first of steps whose gateway batch's
+// processes used at least summary.SaturatedCores of CPU: from there a
+// single-threaded gateway cannot keep up, whatever the tool does. Nil
+// when none did.
+func GatewaySaturation(steps []Step) *GatewaySaturated {
+	for i := range steps {
+		if g := steps[i].Gateway(); g != nil && g.Cost != nil && g.Cost.Gateway.SaturatesCore() {
+			return &GatewaySaturated{Step: i, Value: steps[i].Value, Cores: g.Cost.Gateway.Cores, CPUPerTokenUs: g.Cost.Gateway.CPUPerTokenUs}
+		}
+	}
+	return nil
 }
 
 // Step is one step of a sweep: the summary of the measurement at Value
