@@ -45,9 +45,10 @@ type loopShared struct {
 // loopSession is a Session's state on the epoll engine. Its loop owns it
 // while a request runs, and owns c (the kept connection) always.
 type loopSession struct {
-	s *Session
-	l *evloop.Loop
-	c *econn // the open connection; nil: none
+	s    *Session
+	l    *evloop.Loop
+	left bool   // Close told the loop that the session is done with it
+	c    *econn // the open connection; nil: none
 	// lost is what the loop found on the kept connection while it was
 	// idle, and closed it for: peerClosed (a reuse failure for the next
 	// request) or pending (bytes: poisoned).
@@ -264,10 +265,15 @@ func (s *Session) doLoop(ctx context.Context, rec *result.Request) {
 	<-ls.wait
 }
 
-// closeLoop is Close on the epoll engine: the loop closes the kept
-// connection, if there is one, before Close returns.
+// closeLoop is Close on the epoll engine: the session leaves its loop
+// (evloop.PickOf counts the sessions on each), and the loop closes the
+// kept connection, if there is one, before Close returns.
 func (s *Session) closeLoop() {
 	ls := &s.ev
+	if ls.l != nil && !ls.left {
+		ls.left = true
+		ls.l.Leave()
+	}
 	if ls.l == nil || !ls.kept.Load() {
 		return
 	}

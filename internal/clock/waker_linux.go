@@ -4,6 +4,7 @@ package clock
 
 import (
 	"errors"
+	"math"
 	"os"
 	"sync"
 	"syscall"
@@ -12,16 +13,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// monoBaseNs is CLOCK_MONOTONIC at (about) the same instant as base, so that
-// process-clock deadlines convert to timerfd absolute times.
-var monoBaseNs = func() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
+// monoBaseNs is CLOCK_MONOTONIC at the instant of base, so that
+// process-clock deadlines convert to timerfd absolute times; it is off by
+// at most monoBaseErrNs.
+var monoBaseNs, monoBaseErrNs = monoBase()
+
+// monoBase reads CLOCK_MONOTONIC between two readings of the process
+// clock, a few times, and keeps the pair closest together: a thread
+// preempted between two readings (milliseconds on a busy machine) would
+// otherwise shift every timerfd deadline by that much — early timers that
+// a shard then spins through, or re-arms until its deadline is reached.
+func monoBase() (ns, errNs int64) {
+	best, bestGap := int64(0), int64(-1)
+	for range 8 {
+		var ts unix.Timespec
+		before := int64(time.Since(base))
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			return 0, math.MaxInt64
+		}
+		after := int64(time.Since(base))
+		if gap := after - before; bestGap < 0 || gap < bestGap {
+			best, bestGap = ts.Nano()-(before+gap/2), gap
+		}
 	}
-	// Adjust for the time elapsed since base was taken.
-	return ts.Nano() - int64(time.Since(base))
-}()
+	return best, bestGap/2 + 1
+}
 
 // Mono converts a process-clock reading to CLOCK_MONOTONIC nanoseconds,
 // the time base of timerfd's absolute deadlines.

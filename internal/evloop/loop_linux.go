@@ -70,7 +70,6 @@ type loopSet struct {
 	once sync.Once
 	all  []*Loop
 	err  error
-	next atomic.Uint32
 }
 
 var (
@@ -124,21 +123,53 @@ func UringAvailable() error {
 	return err
 }
 
-// Pick returns the epoll loops in turn.
+// Pick returns an epoll loop for a new user (see PickOf).
 func Pick() *Loop { return PickOf(Epoll) }
 
-// PickOf returns the loops of engine e in turn.
+// PickOf returns a loop of engine e for a new user — a client session,
+// which keeps it for its requests —, to Leave when it is done with it:
+// the first loop with fewer than fillUsers users, else the one with the
+// fewest. A few hundred streams at the usual token rates take a fraction
+// of one CPU, and a loop's wake-ups, the larger part of its CPU at those
+// loads, are shared by all its streams: spread over every loop, the same
+// streams would wake each of them as often, for fewer tokens each
+// (docs/PERF.md, "Wake-ups"). The server puts each stream on the loop of
+// its client (Affine), so that both sides of a run of up to fillUsers
+// streams are on one loop and one CPU.
 func PickOf(e Engine) *Loop {
 	all, err := LoopsOf(e)
 	if err != nil {
 		panic("evloop: PickOf without the engine available: " + err.Error())
 	}
-	set := &epollLoops
-	if e == Uring {
-		set = &uringLoops
-	}
-	return all[int(set.next.Add(1))%len(all)]
+	return pick(all)
 }
+
+// pick is PickOf among the loops all.
+func pick(all []*Loop) *Loop {
+	best := all[0]
+	for _, l := range all {
+		n := l.users.Load()
+		if n < fillUsers {
+			best = l
+			break
+		}
+		if n < best.users.Load() {
+			best = l
+		}
+	}
+	best.users.Add(1)
+	return best
+}
+
+// fillUsers is how many users PickOf gives a loop before it uses the
+// next one.
+const fillUsers = 128
+
+// Leave tells l that one of the users PickOf gave it is done with it.
+func (l *Loop) Leave() { l.users.Add(-1) }
+
+// Users returns how many users PickOf gave l that have not left.
+func (l *Loop) Users() int { return int(l.users.Load()) }
 
 // Loop is one event loop. Its methods other than Post, Index and the
 // Ticker's Arm and Close are for its own goroutine: the handlers,
@@ -161,6 +192,7 @@ type Loop struct {
 	work     []message
 	queued   atomic.Int32
 	sleeping atomic.Bool
+	users    atomic.Int32 // PickOf's users that have not left
 }
 
 // entry is what a key stands for.
@@ -422,6 +454,7 @@ type Ticker struct {
 	added chan error
 	mu    sync.Mutex
 	spec  unix.ItimerSpec
+	arms  uint64 // guarded by mu: Arm calls so far
 	fire  func(t *Ticker)
 	done  atomic.Bool
 }
@@ -458,6 +491,7 @@ func (t *Ticker) Arm(deadline int64) error {
 		return clock.ErrClosed
 	}
 	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(max(clock.Mono(deadline), 1))}
+	t.arms++
 	if err := timerfdSettime(t.fd, &t.spec); err != nil {
 		return os.NewSyscallError("timerfd_settime", err)
 	}
@@ -486,13 +520,24 @@ func (t *Ticker) Receive(l *Loop, kind uint8, _ uint64) {
 	}
 }
 
-// Ready clears the timerfd and runs fire.
+// Ready runs fire, then clears the timerfd unless it was armed again
+// meanwhile: setting a timerfd clears its expiry, so that a fire that
+// arms the next deadline (a shard's tick) costs no read(2). The check and
+// the read are one step under mu, so that an Arm from another goroutine
+// after fire is never cleared.
 func (t *Ticker) Ready(*Loop) {
-	var b [8]byte
-	RawRead(t.fd, b[:])
+	t.mu.Lock()
+	arms := t.arms
+	t.mu.Unlock()
 	if !t.done.Load() {
 		t.fire(t)
 	}
+	t.mu.Lock()
+	if t.arms == arms {
+		var b [8]byte
+		RawRead(t.fd, b[:])
+	}
+	t.mu.Unlock()
 }
 
 // Poll handles, without blocking, the sockets of the loop that are ready

@@ -359,3 +359,79 @@ func TestAffinity(t *testing.T) {
 		}
 	}
 }
+
+// TestTickerRearmedInFire: a fire that arms the next deadline is called
+// again at it (the expiry it found is not read away after the re-arm); a
+// fire that arms nothing is not called again (the expiry is cleared).
+func TestTickerRearmedInFire(t *testing.T) { forBackends(t, testTickerRearmedInFire) }
+
+func testTickerRearmedInFire(t *testing.T, l *Loop) {
+	const fires = 5
+	var mu sync.Mutex
+	n := 0
+	last := make(chan struct{})
+	tk, err := l.NewTicker(func(tk *Ticker) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		switch {
+		case k < fires:
+			if err := tk.Arm(clock.Now() + int64(100*time.Microsecond)); err != nil {
+				t.Error(err)
+			}
+		case k == fires:
+			close(last)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Close()
+	if err := tk.Arm(clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	within(t, last, "the last fire")
+	// Two round trips: the loop has waited for its descriptors at least
+	// once since the last fire, and would have fired again had the expiry
+	// stayed.
+	onLoop(t, l, func() {})
+	onLoop(t, l, func() {})
+	mu.Lock()
+	defer mu.Unlock()
+	if n != fires {
+		t.Errorf("fire ran %d times, want %d", n, fires)
+	}
+}
+
+// TestPickFillsALoopFirst: a loop takes fillUsers users before the next
+// one gets any; once every loop has that many, the least used gets the
+// next; a user that leaves makes room where it was.
+func TestPickFillsALoopFirst(t *testing.T) {
+	all := []*Loop{{index: 0}, {index: 1}, {index: 2}}
+	picks := func(n int) []int {
+		got := make([]int, len(all))
+		for range n {
+			got[pick(all).Index()]++
+		}
+		return got
+	}
+	if got := picks(fillUsers); !slices.Equal(got, []int{fillUsers, 0, 0}) {
+		t.Errorf("the first %d picks went to loops %v, want all to loop 0", fillUsers, got)
+	}
+	if got := picks(fillUsers + 1); !slices.Equal(got, []int{0, fillUsers, 1}) {
+		t.Errorf("the next %d picks went to %v, want loop 1 filled, then loop 2", fillUsers+1, got)
+	}
+	picks(fillUsers - 1) // loop 2 full too
+	if got := picks(4); !slices.Equal(got, []int{2, 1, 1}) {
+		t.Errorf("with every loop full, 4 picks went to %v, want the least used in turn", got)
+	}
+	all[1].Leave()
+	all[1].Leave()
+	if got := pick(all); got != all[1] {
+		t.Errorf("after two users left loop 1, the pick went to loop %d", got.Index())
+	}
+	if got := []int{all[0].Users(), all[1].Users(), all[2].Users()}; !slices.Equal(got, []int{fillUsers + 2, fillUsers, fillUsers + 1}) {
+		t.Errorf("users %v, want %v", got, []int{fillUsers + 2, fillUsers, fillUsers + 1})
+	}
+}

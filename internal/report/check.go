@@ -6,14 +6,18 @@ import (
 	"html/template"
 	"io"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/check"
 	"github.com/sse-latency/sse-latency/internal/gateway"
 )
 
-// checkHTMLTemplate is the page of a check's report.
-var checkHTMLTemplate = template.Must(template.New("check.html.tmpl").ParseFS(htmlTemplateFS, "templates/check.html.tmpl", "templates/advice.html.tmpl"))
+// checkHTMLTemplate is the page of a check's report, parsed at its first
+// use (as htmlTemplate).
+var checkHTMLTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("check.html.tmpl").ParseFS(htmlTemplateFS, "templates/check.html.tmpl", "templates/advice.html.tmpl"))
+})
 
 // checkNameWidth is the width of the name column of the text rows: the
 // longest scenario name.
@@ -147,7 +151,7 @@ func WriteCheckHTML(w io.Writer, rep *check.Report) error {
 		v.Rows = append(v.Rows, rv)
 	}
 	var b bytes.Buffer
-	if err := checkHTMLTemplate.Execute(&b, v); err != nil {
+	if err := checkHTMLTemplate().Execute(&b, v); err != nil {
 		return fmt.Errorf("html report: %w", err)
 	}
 	_, err := w.Write(b.Bytes())

@@ -183,7 +183,7 @@ func writeSweepHTML(w io.Writer, d *rundoc.Document) error {
 		v.Charts = append(v.Charts, htmlChart{SVG: template.HTML(c.chart.String()), Caption: c.caption})
 	}
 	var b bytes.Buffer
-	if err := sweepTemplate.Execute(&b, v); err != nil {
+	if err := sweepTemplate().Execute(&b, v); err != nil {
 		return fmt.Errorf("html report: %w", err)
 	}
 	_, err := w.Write(b.Bytes())

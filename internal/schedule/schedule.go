@@ -85,15 +85,18 @@ func (p Plan) thinkEnd() int64 {
 	return mulSat(int64(p.Reasoning), p.Delay)
 }
 
-// mulSat returns a·b for a, b >= 0, saturating at MaxInt64.
+// mulSat returns a·b for a, b >= 0, saturating at MaxInt64. (A multiply
+// rather than the division a check against MaxInt64/a takes: Deadline
+// runs about three times per token on the server.)
 func mulSat(a, b int64) int64 {
 	if a <= 0 || b <= 0 {
 		return 0
 	}
-	if b > math.MaxInt64/a {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi != 0 || lo > math.MaxInt64 {
 		return math.MaxInt64
 	}
-	return a * b
+	return int64(lo)
 }
 
 // End returns when the last token is due (the end of the think phase when

@@ -157,3 +157,21 @@ func TestDeadlineStall(t *testing.T) {
 		t.Errorf("Deadline(4) with a huge stall = %d, want MaxInt64", got)
 	}
 }
+
+func TestMulSat(t *testing.T) {
+	tests := []struct{ a, b, want int64 }{
+		{0, 5, 0}, {5, 0, 0}, {-1, 5, 0}, {5, -1, 0},
+		{3, 7, 21},
+		{math.MaxInt64, 1, math.MaxInt64},
+		{1 << 31, 1 << 31, 1 << 62},
+		{1 << 32, 1 << 31, math.MaxInt64},                         // 2^63
+		{3_037_000_499, 3_037_000_499, 9_223_372_030_926_249_001}, // just under
+		{3_037_000_500, 3_037_000_500, math.MaxInt64},             // just over
+		{math.MaxInt64, 2, math.MaxInt64},
+	}
+	for _, tt := range tests {
+		if got := mulSat(tt.a, tt.b); got != tt.want {
+			t.Errorf("mulSat(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

@@ -504,6 +504,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 	p := s.plan(start, d, h, &a)
 	a.Created = start / 1e9
 	st := newStream(t, api.NewEncoder(d, a), p)
+	st.firsts = [2]int{a.Reasoning, a.Reasoning + a.ToolCall}
 	st.w = wrapFaults(t, h.Faults, st.enc.StartEvents())
 	sc := getScratch()
 	out := t.startStream(sc.out[:0])

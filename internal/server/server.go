@@ -98,10 +98,13 @@ type Config struct {
 	// under load, tokens due within this window are written in one pass
 	// (0 means DefaultWakeInterval). A quiet stream is never delayed by it.
 	WakeInterval time.Duration
-	// SpinAhead is how long before a deadline a shard's timer fires; the
-	// rest is spun (0 means DefaultSpinAhead, negative disables spinning).
-	// It trades a little CPU for emission accuracy on machines whose idle
-	// CPUs wake slowly.
+	// SpinAhead bounds how long before a deadline a quiet shard's timer
+	// fires, the rest being spun: within the bound the shard learns how
+	// late this host wakes it and fires that much early (0 means
+	// DefaultSpinAhead, negative disables spinning). It trades a little
+	// CPU for emission accuracy on machines whose idle CPUs wake slowly;
+	// a busy shard writes on a grid instead, without spinning (see
+	// shard.wakeFor).
 	SpinAhead time.Duration
 	// WriteTimeout bounds how long a stream may wait for its client to
 	// accept bytes before it is dropped (0 means DefaultWriteTimeout).

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/schedule"
 	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
@@ -21,26 +22,31 @@ type alarm interface {
 	Close() error
 }
 
-// shard is one emission loop: a min-heap of streams ordered by their next
-// deadline, and the alarm that wakes it at the earliest one. Each wake-up
-// is a tick, run by the shard's own goroutine or by an event loop.
+// shard is one emission loop: a min-heap of streams ordered by when their
+// next token is to be written (stream.due), and the alarm that wakes it at
+// the earliest. Each wake-up is a tick, run by the shard's own goroutine
+// or by an event loop.
 type shard struct {
-	waker     alarm
-	own       clock.Waker // the waker of the shard's own goroutine; nil on an event loop
-	minGap    int64       // ns: at most one timer wake-up per minGap
-	spinAhead int64       // ns: the timer fires this much early, the rest is spun
-	mu        sync.Mutex
-	streams   streamHeap // guarded by mu
-	armed     int64      // deadline the waker is armed for; MaxInt64 if none
-	closed    bool
+	waker   alarm
+	own     clock.Waker // the waker of the shard's own goroutine; nil on an event loop
+	minGap  int64       // ns: at most one timer wake-up per minGap
+	mu      sync.Mutex
+	streams streamHeap   // guarded by mu
+	owned   int          // guarded by mu: the streams of the heap and of the tick in progress
+	armed   int64        // deadline the waker is armed for; MaxInt64 if none
+	wake    wakeLateness // guarded by mu: how early the timer fires, the rest is spun
+	closed  bool
 	// lateness holds, per emitted token, how late it was written (ns).
 	lateness *stats.Metric
 	due      []*stream // owned by tick
 	scratch  *scratch  // owned by tick
 }
 
+// newShard returns a shard whose timer fires at most spinAhead before a
+// deadline (see wakeLateness), and at most once per minGap.
 func newShard(w alarm, minGap, spinAhead int64) *shard {
-	return &shard{waker: w, minGap: minGap, spinAhead: spinAhead, armed: math.MaxInt64, lateness: stats.NewMetric(), scratch: newScratch()}
+	return &shard{waker: w, minGap: minGap, wake: newWakeLateness(spinAhead), armed: math.MaxInt64,
+		lateness: stats.NewMetric(), scratch: newScratch()}
 }
 
 // add schedules st at st.next. It may be called from any goroutine.
@@ -51,11 +57,14 @@ func (sh *shard) add(st *stream) {
 		st.notify(evFailed)
 		return
 	}
+	sh.owned++
+	st.due = sh.dueAt(st)
 	heap.Push(&sh.streams, st)
-	if at := st.next - sh.spinAhead; at < sh.armed {
+	if at := sh.wakeFor(st); at < sh.armed {
 		sh.armed = at
 		if err := sh.waker.Arm(at); err != nil {
 			heap.Remove(&sh.streams, st.heapIndex)
+			sh.owned--
 			st.notify(evFailed)
 		}
 	}
@@ -102,12 +111,17 @@ func (sh *shard) run(w clock.Waker) {
 // near, calling poll (when set) while it spins, writes every token due,
 // and re-arms the alarm. It returns false when the alarm failed (closed).
 func (sh *shard) tick(poll func()) bool {
+	sh.mu.Lock()
+	if now := clock.Now(); sh.armed != math.MaxInt64 && now >= sh.armed {
+		sh.wake.observe(now - sh.armed)
+	}
+	sh.mu.Unlock()
 	sh.spinUntilDue(poll)
 	woke := clock.Now()
 	sh.mu.Lock()
 	sh.armed = math.MaxInt64
 	due := sh.due[:0]
-	for len(sh.streams) > 0 && sh.streams[0].next <= woke+earlySlack && len(due) < maxPerTick {
+	for len(sh.streams) > 0 && sh.streams[0].due <= woke+earlySlack && len(due) < maxPerTick {
 		due = append(due, heap.Pop(&sh.streams).(*stream))
 	}
 	full := len(due) == maxPerTick
@@ -123,18 +137,21 @@ func (sh *shard) tick(poll func()) bool {
 		st.recordLateness(sh.lateness) // nothing when evWrite: not written yet
 		switch {
 		case st.result != 0:
+			sh.owned--
 			st.notify(st.result)
 		case sh.closed:
 			st.notify(evFailed)
 		default:
+			st.due = sh.dueAt(st)
 			heap.Push(&sh.streams, st)
 		}
 		due[i] = nil
 	}
 	sh.due = due[:0]
 	if len(sh.streams) > 0 && !sh.closed {
-		next := sh.streams[0].next - sh.spinAhead
-		if gap := sh.gap(); next < woke+gap && !full {
+		sh.settleTop()
+		next := sh.wakeFor(sh.streams[0])
+		if gap := sh.gap(); sh.owned < gridStreams && next < woke+gap && !full {
 			next = woke + gap
 		}
 		sh.armed = next
@@ -155,6 +172,93 @@ func (sh *shard) gap() int64 {
 	return min(sh.minGap+int64(len(sh.streams))*gapPerStream, maxGapFactor*sh.minGap)
 }
 
+// dueAt returns when st's next token is to be written. A busy shard (one
+// with gridStreams streams or more) writes on the grid of each stream
+// (stream.grid): at the first point at or after the deadline, where it
+// writes, without spinning, every token due by then — late by less than
+// the grid's step, in one wake-up instead of one each; the grid being
+// the process clock's multiples of the step, a stream whose delay is a
+// multiple of it is late by the same amount at every token, and its
+// tokens keep their spacing exactly. Otherwise, at its deadline. Called
+// with mu held.
+func (sh *shard) dueAt(st *stream) int64 {
+	if q := sh.grid(st); q > 0 {
+		return (st.next - earlySlack + q - 1) / q * q
+	}
+	return st.next
+}
+
+// settleTop updates when the first stream of the heap is due, until it
+// is up to date: a stream pushed while the shard was quiet is due at its
+// deadline, and on its grid once the shard is busy (and the other way
+// round). Each stream is updated once per change of the shard's state,
+// which happens at gridStreams streams, few. Called with mu held.
+func (sh *shard) settleTop() {
+	for {
+		top := sh.streams[0]
+		d := sh.dueAt(top)
+		if d == top.due {
+			return
+		}
+		top.due = d
+		heap.Fix(&sh.streams, 0)
+	}
+}
+
+// wakeFor returns when the shard's timer must fire for st's next token:
+// at the point of the grid it is due at, or ahead of its deadline by the
+// host's wake-up latency (wakeLateness), the tick spinning the rest.
+// Called with mu held.
+func (sh *shard) wakeFor(st *stream) int64 {
+	if st.due != st.next {
+		return st.due // on the grid
+	}
+	return st.due - sh.wake.ahead
+}
+
+// grid is the step of the grid st's next token is written on: st.grid in
+// a busy shard, 0 (on time) in a quiet one, and for the first token of a
+// phase — the first token, the first after the reasoning, the first of
+// the text: the time to the first token of each phase is a measured
+// figure (TTFT), which the grid would make up to a step later. Called with
+// mu held.
+func (sh *shard) grid(st *stream) int64 {
+	if sh.owned < gridStreams || st.k == 0 || st.k == st.firsts[0] || st.k == st.firsts[1] {
+		return 0
+	}
+	return st.grid
+}
+
+// gridStreams is how many streams make a shard busy: from there on its
+// wake-ups, one per deadline or gap otherwise, are the larger part of
+// the CPU it takes (docs/PERF.md, "Wake-ups").
+const gridStreams = 8
+
+// gridSteps are the steps of the emission grids, largest first: each is
+// a multiple of the next, so that the points of every grid are points of
+// the finer ones and the streams of a shard, whatever their grids, share
+// its wake-ups. A stream takes the largest step at most a quarter of its
+// shortest delay between tokens: 500 µs at the default 5 ms. Its tokens
+// are then never more than a quarter of a gap late on the grid, and the
+// largest step keeps the tool's own emission lateness under the 1 ms past
+// which it warns that it fell behind.
+var gridSteps = [...]int64{500_000, 250_000, 125_000}
+
+// gridFor returns the grid step of a stream with plan p (0: none, its
+// delay being too short for the smallest step).
+func gridFor(p schedule.Plan) int64 {
+	gap := p.Delay
+	if p.Reasoning > 0 && p.Think > 0 {
+		gap = min(gap, p.Think/int64(p.Reasoning))
+	}
+	for _, q := range gridSteps {
+		if q <= gap/4 {
+			return q
+		}
+	}
+	return 0
+}
+
 // How the gap grows with the streams of a shard.
 const (
 	gapPerStream = 500 // ns
@@ -168,21 +272,25 @@ const (
 const maxPerTick = 128
 
 // spinUntilDue waits, without sleeping, for the earliest deadline when it
-// is at most spinAhead away. A sleeping CPU takes tens to hundreds of
-// microseconds to wake on virtual machines, whatever the timer, so the
-// timer fires early and the last stretch is spun. On an event loop, poll
-// handles the loop's other sockets meanwhile, every pollEvery at most.
+// is at most the timer's lead (wakeLateness) away. A sleeping CPU takes
+// tens to hundreds of microseconds to wake on virtual machines, whatever
+// the timer, so the timer fires early and the last stretch is spun. On an
+// event loop, poll handles the loop's other sockets meanwhile, every
+// pollEvery at most.
 func (sh *shard) spinUntilDue(poll func()) {
 	var polled int64
 	for {
 		sh.mu.Lock()
-		next := int64(math.MaxInt64)
+		next, ahead := int64(math.MaxInt64), sh.wake.ahead
 		if len(sh.streams) > 0 {
-			next = sh.streams[0].next
+			next = sh.streams[0].due
+			if next != sh.streams[0].next {
+				ahead = 0 // written on the grid: no spin
+			}
 		}
 		sh.mu.Unlock()
 		now := clock.Now()
-		if next <= now+earlySlack || next-now > sh.spinAhead {
+		if next <= now+earlySlack || next-now > ahead {
 			return
 		}
 		if poll != nil && now-polled >= pollEvery {
@@ -206,7 +314,7 @@ func (sh *shard) close() {
 	for _, st := range sh.streams {
 		st.notify(evFailed)
 	}
-	sh.streams = nil
+	sh.streams, sh.owned = nil, 0
 	sh.mu.Unlock()
 	sh.waker.Close()
 }
@@ -215,7 +323,7 @@ func (sh *shard) close() {
 type streamHeap []*stream
 
 func (h streamHeap) Len() int           { return len(h) }
-func (h streamHeap) Less(i, j int) bool { return h[i].next < h[j].next }
+func (h streamHeap) Less(i, j int) bool { return h[i].due < h[j].due }
 func (h streamHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].heapIndex = i

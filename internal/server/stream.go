@@ -63,6 +63,12 @@ type stream struct {
 	plan  schedule.Plan
 	k     int   // next token to emit
 	next  int64 // deadline of token k
+	grid  int64 // the step of its emission grid in a busy shard (gridFor)
+	due   int64 // when its shard is to write token k: next, or a point of its grid (shard.dueAt)
+	// firsts are the first tokens of the phases after the first, the
+	// reasoning's and the tool call's ends; with token 0 they are written
+	// on time in a busy shard too (see shard.grid).
+	firsts [2]int
 
 	heapIndex int
 	result    event // what the last emitToken asked for (0: reschedule)
@@ -84,7 +90,7 @@ type stream struct {
 }
 
 func newStream(w streamWriter, enc api.Encoder, p schedule.Plan) *stream {
-	return &stream{w: w, enc: enc, plan: p, next: p.Deadline(0)}
+	return &stream{w: w, enc: enc, plan: p, next: p.Deadline(0), grid: gridFor(p)}
 }
 
 // scratch is where the bytes of a write are put together: an SSE event

@@ -137,6 +137,36 @@ func TestPercentileAccuracy(t *testing.T) {
 	t.Logf("worst relative percentile error: %.4g (bound %.4g)", worst, maxRelErr)
 }
 
+// TestPercentileMatchesLibrary pins Percentile against what the library
+// gives for the same samples: the middle of the bucket that its
+// ValueAtPercentile finds for the 1-based rank Rank+1, clamped into
+// [Min, Max] (the rule before our histogram replaced the library's).
+func TestPercentileMatchesLibrary(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{1, 2, 3, 10, 101, 5000} {
+		m := NewMetric()
+		h := hdrhistogram.New(HistogramLowestNs, HistogramHighestNs, HistogramSignificantFigures)
+		for range n {
+			v := rng.Int64N(1 << rng.IntN(43))
+			m.Record(v)
+			if err := h.RecordValue(histogramValue(v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range []float64{0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999} {
+			r := Rank(m.N(), p)
+			if r == 0 || r == m.N()-1 {
+				continue // the exact Min and Max
+			}
+			v := h.ValueAtPercentile(100 * float64(r+1) / float64(m.N()))
+			want := min(max(bucketMiddle(v), m.Min()), m.Max())
+			if got := m.Percentile(p); got != want {
+				t.Errorf("n=%d: Percentile(%v) = %d, the library's bucket gives %d", n, p, got, want)
+			}
+		}
+	}
+}
+
 func TestPercentileEmpty(t *testing.T) {
 	m := NewMetric()
 	for _, p := range percentilesUnderTest {
@@ -308,14 +338,21 @@ func TestSnapshotRoundTrip(t *testing.T) {
 func TestSnapshotBuckets(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	m := NewMetric()
-	for _, v := range []int64{0, 1, 1023, 1024, 1025, 2047, 2048, 2049, 4095, 4096, HistogramHighestNs - 1, HistogramHighestNs} {
+	h := hdrhistogram.New(HistogramLowestNs, HistogramHighestNs, HistogramSignificantFigures)
+	record := func(v int64) {
 		m.Record(v)
+		if err := h.RecordValue(v); err != nil {
+			t.Fatalf("RecordValue(%d): %v", v, err)
+		}
+	}
+	for _, v := range []int64{0, 1, 1023, 1024, 1025, 2047, 2048, 2049, 4095, 4096, HistogramHighestNs - 1, HistogramHighestNs} {
+		record(v)
 	}
 	for range 20_000 {
-		m.Record(rng.Int64N(1 << rng.IntN(42)))
+		record(rng.Int64N(1 << rng.IntN(42)))
 	}
 	var want []Bucket
-	for _, b := range m.h.Distribution() {
+	for _, b := range h.Distribution() {
 		if b.Count != 0 {
 			want = append(want, Bucket{FromNs: b.From, ToNs: b.To, Count: b.Count})
 		}
@@ -327,11 +364,26 @@ func TestSnapshotBuckets(t *testing.T) {
 	}
 }
 
-// TestBucketAt records bucketAt(i) for every index i of the histogram's
-// counts: each index must then count exactly one sample.
+// TestBucketAt records bucketAt(i) for every index i of the library's
+// counts: each index must then count exactly one sample; countsIndex must
+// be its inverse, and the chunks of our histogram must cover the counts.
 func TestBucketAt(t *testing.T) {
 	h := hdrhistogram.New(HistogramLowestNs, HistogramHighestNs, HistogramSignificantFigures)
 	n := len(h.Export().Counts)
+	if n != histogramChunks*chunkLen {
+		t.Fatalf("the library has %d counts, our histogram %d chunks of %d", n, histogramChunks, chunkLen)
+	}
+	if i := countsIndex(HistogramHighestNs); i >= n {
+		t.Fatalf("countsIndex(HistogramHighestNs) = %d, beyond the %d counts", i, n)
+	}
+	for i := range n {
+		if j := countsIndex(bucketAt(i)); j != i {
+			t.Fatalf("countsIndex(bucketAt(%d) = %d) = %d", i, bucketAt(i), j)
+		}
+		if lo, hi := bucketBounds(bucketAt(i)); countsIndex(lo) != i || countsIndex(hi) != i {
+			t.Fatalf("bucket %d..%d of index %d: countsIndex gives %d..%d", lo, hi, i, countsIndex(lo), countsIndex(hi))
+		}
+	}
 	for i := range n {
 		if err := h.RecordValue(bucketAt(i)); err != nil {
 			t.Fatalf("bucketAt(%d) = %d: RecordValue: %v", i, bucketAt(i), err)
@@ -409,6 +461,9 @@ func TestMetricFromSnapshotRejects(t *testing.T) {
 func TestRecordPercentileDoNotAllocate(t *testing.T) {
 	m := NewMetric()
 	var v int64
+	for w := int64(0); w < 2e6; w += 500 { // the ranges of values recorded below
+		m.Record(w)
+	}
 	if a := testing.AllocsPerRun(1000, func() { v += 997; m.Record(v) }); a != 0 {
 		t.Errorf("Record allocates %v times per call, want 0", a)
 	}

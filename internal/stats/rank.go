@@ -2,8 +2,12 @@
 // statistics the reports print, in bounded memory.
 //
 // A Metric keeps the exact count, sum, minimum and maximum of its samples
-// beside an HdrHistogram of nanosecond resolution (1 ns to 1 h, 3 significant
-// digits), so that its memory does not grow with the number of samples.
+// beside a histogram in HdrHistogram's geometry (nanosecond resolution, 1 ns
+// to 1 h, 3 significant digits), so that its memory does not grow with the
+// number of samples. The histogram is ours (histogram.go): the library's
+// allocates and copies its whole counts array (264 KiB) per metric, ours
+// only the ranges its samples fall in; TestPercentileMatchesLibrary and
+// TestSnapshotBuckets pin it against the library.
 //
 // # The percentile rule
 //
@@ -21,8 +25,8 @@
 //
 // Metric.Percentile therefore applies the SPEC's rule to the histogram: it
 // computes the rank with Rank, finds the bucket that holds the sample of that
-// rank (asking the histogram for the 1-based rank Rank+1 exactly, which its
-// nearest-rank rule then hits), and returns the middle of that bucket
+// rank (what the library's ValueAtPercentile finds for the 1-based rank
+// Rank+1 exactly), and returns the middle of that bucket
 // (HdrHistogram's "median equivalent value"), clamped into the exact
 // [Min, Max]. Rank 0 and rank n−1 return the exact Min and Max.
 //

@@ -15,34 +15,31 @@ func Since(after, before *Metric) *Metric {
 	if after == nil || after.n == 0 {
 		return out
 	}
-	var prev map[int64]int64 // bucket lower bound -> count in before
+	var prev *histogram // before's counts
 	if before != nil && before.n > 0 {
-		prev = make(map[int64]int64)
-		for _, b := range before.h.Distribution() {
-			if b.Count != 0 {
-				prev[b.From] = b.Count
-			}
-		}
+		prev = before.h
 		out.n, out.sum, out.sumSq, out.negative = after.n-before.n, after.sum-before.sum, after.sumSq-before.sumSq, after.negative-before.negative
 	} else {
 		out.n, out.sum, out.sumSq, out.negative = after.n, after.sum, after.sumSq, after.negative
 	}
 	var total int64
 	lo, hi := int64(-1), int64(-1)
-	for _, b := range after.h.Distribution() {
-		c := b.Count - prev[b.From]
+	after.h.each(func(i int, n int64) {
+		c := n
+		if prev != nil {
+			c -= prev.count(i)
+		}
 		if c <= 0 {
-			continue
+			return
 		}
-		if err := out.hist().RecordValues(b.From, c); err != nil {
-			continue // the geometry is shared: cannot happen
-		}
+		from := bucketAt(i)
+		out.hist().record(from, c)
 		total += c
 		if lo < 0 {
-			lo = b.From
+			lo = from
 		}
-		hi = b.From
-	}
+		hi = from
+	})
 	if total == 0 {
 		return NewMetric()
 	}
