@@ -77,7 +77,35 @@ type recorder struct {
 	alpn     []string        // per TLS connection, the protocol negotiated
 	arrived  chan struct{}   // one per connection accepted
 	wg       sync.WaitGroup  // the accept loop and the connections
-	open     sync.WaitGroup  // the connections
+	open     int             // connections being relayed (under mu)
+	idle     chan struct{}   // closed while open is 0 (under mu)
+}
+
+// opened and closed count a connection in and out of open; idle returns
+// a channel closed once no connection is open. (A WaitGroup cannot do
+// it: a connection accepted while a Wait is under way, the next step of
+// a sweep, is an Add racing that Wait.)
+func (r *recorder) opened() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open == 0 {
+		r.idle = make(chan struct{})
+	}
+	r.open++
+}
+
+func (r *recorder) closed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open--; r.open == 0 {
+		close(r.idle)
+	}
+}
+
+func (r *recorder) idleCh() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.idle
 }
 
 // startRecorder starts a recording gateway (TLS-terminating with tc when
@@ -88,7 +116,9 @@ func startRecorder(t *testing.T, upstream func() string, tc *tls.Config, hold bo
 	if tc != nil {
 		ln = tls.NewListener(ln, tc)
 	}
-	r := &recorder{Addr: ln.Addr().String(), upstream: upstream, hold: hold, waitFor: waitFor, arrived: make(chan struct{}, 1024)}
+	r := &recorder{Addr: ln.Addr().String(), upstream: upstream, hold: hold, waitFor: waitFor, arrived: make(chan struct{}, 1024),
+		idle: make(chan struct{})}
+	close(r.idle)
 	var conns []net.Conn
 	var cmu sync.Mutex
 	r.wg.Go(func() {
@@ -100,8 +130,8 @@ func startRecorder(t *testing.T, upstream func() string, tc *tls.Config, hold bo
 			cmu.Lock()
 			conns = append(conns, c)
 			cmu.Unlock()
-			r.open.Add(1)
-			r.wg.Go(func() { defer r.open.Done(); r.serve(c) })
+			r.opened()
+			r.wg.Go(func() { defer r.closed(); r.serve(c) })
 		}
 	})
 	t.Cleanup(func() {
@@ -453,10 +483,8 @@ func runRow(t *testing.T, row flagRow, cmd string, cert testCert) *observed {
 	{
 		// The client has closed its connections: let the relay finish
 		// copying what they carried.
-		closed := make(chan struct{})
-		go func() { rec.open.Wait(); close(closed) }()
 		select {
-		case <-closed:
+		case <-rec.idleCh():
 		case <-time.After(10 * time.Second):
 		}
 		o.reqs, o.conns = rec.requests()
