@@ -45,6 +45,7 @@ const (
 	EventRebuilt      = Key("event_rebuilt")       // events re-serialised
 	UTF8Split         = Key("utf8_split")          // a character split across reads broken
 	LineEndings       = Key("line_endings")        // CRLF, CR or comments refused
+	SSEFraming        = Key("sse_framing")         // a spec-valid framing (BOM, multi-line data, event after data) broken
 	UsageDropped      = Key("usage_dropped")       // the usage event lost
 	UsageRewritten    = Key("usage_rewritten")     // a usage field changed, dropped, zeroed from null or recomputed
 	TerminalDropped   = Key("terminal_dropped")    // the terminal event lost
@@ -61,7 +62,7 @@ const (
 // Keys lists every key; each has a generic row (a test checks it).
 var Keys = []Key{ByteThreshold, TimePeriod, OneEventBehind, WholeResponse, DispatchBursts, Compression, Nagle, FirstTokenHold,
 	HeldStart, ReasoningDropped, ReasoningConverted, ArgumentsHeld, IdleCut, HeartbeatsInjected, HeartbeatsSwallowed,
-	LargeEvent, EventRebuilt, UTF8Split, LineEndings, UsageDropped, UsageRewritten, TerminalDropped, UpstreamCutHidden, ErrorStatus,
+	LargeEvent, EventRebuilt, UTF8Split, LineEndings, SSEFraming, UsageDropped, UsageRewritten, TerminalDropped, UpstreamCutHidden, ErrorStatus,
 	CancelIgnored, LargeBody, LargeBodySlow, KeepaliveClosed, KeepaliveBroken, StreamBroken}
 
 // Row is one row of the table: for gateway Gateway (gateway.Unknown for

@@ -203,6 +203,7 @@ var Table = []Row{
 	{g.Unknown, EventRebuilt, "the gateway re-serialises events (dropping fields it does not know): fine for the tokens, not for extension fields", "", refSSE},
 	{g.Unknown, UTF8Split, "decode UTF-8 incrementally across reads (a streaming decoder), never each read on its own", "", refSSE},
 	{g.Unknown, LineEndings, "parse SSE per the specification: lines end in CRLF, LF or CR; lines starting with ':' are comments", "", refSSE + "#parsing-an-event-stream"},
+	{g.Unknown, SSEFraming, "read the upstream's event stream as the SSE specification does — strip one BOM at its start, join an event's data lines with a line feed and dispatch it at its blank line, take its event line wherever it stands before that — or pass the bytes through untouched", "", refSSE + "#event-stream-interpretation"},
 	{g.Unknown, UsageDropped, "pass the usage request upstream (stream_options.include_usage) and the usage event back", "", refOpenAI},
 	{g.Unknown, UsageRewritten, "pass the upstream's usage object on unchanged: keep prompt_tokens_details and the cache fields, a null as null (no figure is not zero), and the upstream's counts rather than the gateway's own", "", refOpenAI},
 	{g.Unknown, TerminalDropped, "pass the upstream's end events ([DONE], message_stop, response.completed) unchanged", "", refOpenAI},

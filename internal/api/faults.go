@@ -14,25 +14,30 @@ import (
 // so that what a gateway does with a broken or unusual upstream can be
 // tested: a cut connection, an error status, a stall, events written a
 // byte at a time, split across writes (inside a UTF-8 character too),
-// oversized, with other line endings or comments between them. Each is a
-// hint (see Hints): a pi_* JSON field, a key of the HintHeader header and
-// of the prompt marker; a server may also apply some to every answer
-// (server.Config.Faults, the --fault flag). A nil or zero field is unset.
+// oversized, with other line endings or comments between them, or framed
+// in other spec-valid ways (a byte order mark, several data lines, the
+// event line after the data). Each is a hint (see Hints): a pi_* JSON
+// field, a key of the HintHeader header and of the prompt marker; a server
+// may also apply some to every answer (server.Config.Faults, the --fault
+// flag). A nil or zero field is unset.
 //
-//	JSON field       header/marker key  value
-//	pi_cut_after     cut_after          K: the connection is closed (HTTP/2: the stream reset) after K tokens, all phases
-//	pi_no_terminal   no_terminal        1: the body ends cleanly after the tokens, without the end events
-//	pi_status        status             N in 400..599: the answer is that status and an error body in the dialect's shape
-//	pi_stall_after   stall_after        K: token K and the ones after it are pi_stall_ms late
-//	pi_stall_ms      stall_ms           S: the stall (ms)
-//	pi_trickle       trickle            1: every event is written one byte per write
-//	pi_event_bytes   event_bytes        B: the event of the first token is padded to B bytes (a "pi_pad" field)
-//	pi_split         split              offsets in each event ("5,17"), "utf8" (inside its first multi-byte character), or "none"
-//	pi_split_gap_ms  split_gap_ms       the pause between the pieces of a split or trickled event (ms; default 1)
-//	pi_line_end      line_end           "lf", "crlf" or "cr": the SSE line ending
-//	pi_comments      comments           1: an SSE comment line before every event
-//	pi_text          text               "ascii" or "utf8": the text tokens' words (see AppendText)
-//	pi_write_bytes   write_bytes        B: the body after the first write is coalesced into writes of B bytes (0: off)
+//	JSON field           header/marker key  value
+//	pi_cut_after         cut_after          K: the connection is closed (HTTP/2: the stream reset) after K tokens, all phases
+//	pi_no_terminal       no_terminal        1: the body ends cleanly after the tokens, without the end events
+//	pi_status            status             N in 400..599: the answer is that status and an error body in the dialect's shape
+//	pi_stall_after       stall_after        K: token K and the ones after it are pi_stall_ms late
+//	pi_stall_ms          stall_ms           S: the stall (ms)
+//	pi_trickle           trickle            1: every event is written one byte per write
+//	pi_event_bytes       event_bytes        B: the event of the first token is padded to B bytes (a "pi_pad" field)
+//	pi_split             split              offsets in each event ("5,17"), "utf8" (inside its first multi-byte character), or "none"
+//	pi_split_gap_ms      split_gap_ms       the pause between the pieces of a split or trickled event (ms; default 1)
+//	pi_line_end          line_end           "lf", "crlf" or "cr": the SSE line ending
+//	pi_comments          comments           1: an SSE comment line before every event
+//	pi_text              text               "ascii" or "utf8": the text tokens' words (see AppendText)
+//	pi_bom               bom                1: the body starts with a UTF-8 byte order mark
+//	pi_multiline_data    multiline_data     N: each JSON payload is written over N data lines (cut between JSON tokens)
+//	pi_event_after_data  event_after_data   1: each event's "event:" line comes after its data ("event: message" for a dialect without one)
+//	pi_write_bytes       write_bytes        B: the body after the first write is coalesced into writes of B bytes (0: off)
 type Faults struct {
 	CutAfter   *int64
 	NoTerminal *bool
@@ -50,6 +55,12 @@ type Faults struct {
 	LineEnd    LineEnd
 	Comments   *bool
 	Text       TextWords
+	// The SSE framings a client must read as the specification does: a
+	// byte order mark before the first event, each JSON payload over
+	// MultilineData data lines, the event line after the data.
+	BOM            *bool
+	MultilineData  *int64
+	EventAfterData *bool
 	// WriteBytes coalesces the events into writes of this many bytes,
 	// cut wherever the count falls (inside an event too), as an upstream
 	// that buffers its output does; the stream's first write (its head
@@ -113,6 +124,7 @@ const (
 	MaxWriteBytes   = 1 << 20 // the coalesced writes: held in memory per stream
 	MaxSplitOffsets = 16
 	MaxSplitGap     = time.Second
+	MaxDataLines    = 64 // multiline_data: the data lines one payload is written over
 )
 
 // DefaultSplitGap is the pause between the pieces of a split or trickled
@@ -124,7 +136,8 @@ const DefaultSplitGap = time.Millisecond
 func (f Faults) Empty() bool {
 	return f.CutAfter == nil && f.NoTerminal == nil && f.Status == nil && f.StallAfter == nil && f.StallMs == nil &&
 		f.Trickle == nil && f.EventBytes == nil && f.Split == nil && f.SplitGapMs == nil && f.LineEnd == LineEndDefault &&
-		f.Comments == nil && f.Text == TextDefault && f.WriteBytes == nil
+		f.Comments == nil && f.Text == TextDefault && f.BOM == nil && f.MultilineData == nil && f.EventAfterData == nil &&
+		f.WriteBytes == nil
 }
 
 // Merge fills the faults f lacks from o (f wins where both have one).
@@ -147,6 +160,9 @@ func (f Faults) Merge(o Faults) Faults {
 	if f.Text == TextDefault {
 		f.Text = o.Text
 	}
+	or(&f.BOM, o.BOM)
+	or(&f.MultilineData, o.MultilineData)
+	or(&f.EventAfterData, o.EventAfterData)
 	or(&f.WriteBytes, o.WriteBytes)
 	return f
 }
@@ -175,7 +191,7 @@ func (f Faults) SplitGap() time.Duration {
 // faultKeys are the keys of the faults in the header and the prompt marker,
 // in the order they are written; the JSON field is "pi_" and the key.
 var faultKeys = [...]string{"cut_after", "no_terminal", "status", "stall_after", "stall_ms", "trickle",
-	"event_bytes", "split", "split_gap_ms", "line_end", "comments", "text", "write_bytes"}
+	"event_bytes", "split", "split_gap_ms", "line_end", "comments", "text", "bom", "multiline_data", "event_after_data", "write_bytes"}
 
 // set records one key=value fault of the header or the prompt marker if
 // the value is valid; it reports whether k is a fault's key. A malformed
@@ -260,6 +276,12 @@ func (f *Faults) parse(k, v string) error {
 			}
 		}
 		return fmt.Errorf("text=%s: want ascii or utf8", v)
+	case "bom":
+		return flag(&f.BOM)
+	case "multiline_data":
+		return count(&f.MultilineData)
+	case "event_after_data":
+		return flag(&f.EventAfterData)
 	case "write_bytes":
 		return count(&f.WriteBytes)
 	default:
@@ -351,7 +373,8 @@ func (f Faults) values() [len(faultKeys)]string {
 		v[7] = splitString(f.Split)
 	}
 	v[8], v[9], v[10], v[11] = ms(f.SplitGapMs), f.LineEnd.String(), flag(f.Comments), f.Text.String()
-	v[12] = num(f.WriteBytes)
+	v[12], v[13], v[14] = flag(f.BOM), num(f.MultilineData), flag(f.EventAfterData)
+	v[15] = num(f.WriteBytes)
 	return v
 }
 
@@ -404,7 +427,7 @@ func (f Faults) appendJSON(dst []byte) []byte {
 		dst = append(dst, faultKeys[i]...)
 		dst = append(dst, `":`...)
 		switch faultKeys[i] {
-		case "no_terminal", "trickle", "comments":
+		case "no_terminal", "trickle", "comments", "bom", "event_after_data":
 			dst = strconv.AppendBool(dst, v == "1")
 		case "split", "line_end", "text":
 			dst = AppendJSONString(dst, v)
@@ -430,7 +453,11 @@ type faultFields struct {
 	PiLineEnd    json.RawMessage `json:"pi_line_end"`
 	PiComments   json.RawMessage `json:"pi_comments"`
 	PiText       json.RawMessage `json:"pi_text"`
-	PiWriteBytes json.RawMessage `json:"pi_write_bytes"`
+
+	PiBOM            json.RawMessage `json:"pi_bom"`
+	PiMultilineData  json.RawMessage `json:"pi_multiline_data"`
+	PiEventAfterData json.RawMessage `json:"pi_event_after_data"`
+	PiWriteBytes     json.RawMessage `json:"pi_write_bytes"`
 }
 
 // faults decodes the fault fields: numbers (not booleans) where the
@@ -441,7 +468,8 @@ type faultFields struct {
 func (ff *faultFields) faults() (Faults, error) {
 	var f Faults
 	for i, raw := range [...]json.RawMessage{ff.PiCutAfter, ff.PiNoTerminal, ff.PiStatus, ff.PiStallAfter, ff.PiStallMs,
-		ff.PiTrickle, ff.PiEventBytes, ff.PiSplit, ff.PiSplitGapMs, ff.PiLineEnd, ff.PiComments, ff.PiText, ff.PiWriteBytes} {
+		ff.PiTrickle, ff.PiEventBytes, ff.PiSplit, ff.PiSplitGapMs, ff.PiLineEnd, ff.PiComments, ff.PiText,
+		ff.PiBOM, ff.PiMultilineData, ff.PiEventAfterData, ff.PiWriteBytes} {
 		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
@@ -470,7 +498,7 @@ func jsonFaultValue(k string, raw json.RawMessage) (string, error) {
 	var b bool
 	if json.Unmarshal(raw, &b) == nil {
 		switch k {
-		case "cut_after", "status", "stall_after", "stall_ms", "event_bytes", "split_gap_ms", "write_bytes":
+		case "cut_after", "status", "stall_after", "stall_ms", "event_bytes", "split_gap_ms", "multiline_data", "write_bytes":
 			// A count or a duration: true is not "1 token" or "1 ms".
 			return "", errors.New("a boolean where a number is wanted")
 		}
@@ -539,6 +567,7 @@ func (l Limits) checkFaults(src HintSource, have, c Faults) error {
 		count("cut_after", have.CutAfter, c.CutAfter, l.MaxTokens),
 		count("stall_after", have.StallAfter, c.StallAfter, l.MaxTokens),
 		count("event_bytes", have.EventBytes, c.EventBytes, MaxEventBytes),
+		count("multiline_data", have.MultilineData, c.MultilineData, MaxDataLines),
 		count("write_bytes", have.WriteBytes, c.WriteBytes, MaxWriteBytes),
 	}
 	if have.Status == nil && c.Status != nil && (*c.Status < MinFaultStatus || *c.Status > MaxFaultStatus) {

@@ -15,7 +15,8 @@ func ptr[T any](v T) *T { return &v }
 var allFaults = Faults{
 	CutAfter: ptr[int64](5), NoTerminal: ptr(true), Status: ptr[int64](429), StallAfter: ptr[int64](3),
 	StallMs: ptr(250.5), Trickle: ptr(false), EventBytes: ptr[int64](65536), Split: []int{SplitInChar, 7},
-	SplitGapMs: ptr(0.5), LineEnd: LineEndCRLF, Comments: ptr(true), Text: TextUTF8, WriteBytes: ptr[int64](16384),
+	SplitGapMs: ptr(0.5), LineEnd: LineEndCRLF, Comments: ptr(true), Text: TextUTF8,
+	BOM: ptr(true), MultilineData: ptr[int64](2), EventAfterData: ptr(false), WriteBytes: ptr[int64](16384),
 }
 
 func TestParseFaults(t *testing.T) {
@@ -26,7 +27,8 @@ func TestParseFaults(t *testing.T) {
 	}{
 		{spec: "", want: Faults{}},
 		{spec: "cut_after=5; no_terminal=1; status=429; stall_after=3; stall_ms=250.5; trickle=off; event_bytes=65536; " +
-			"split=utf8,7; split_gap_ms=0.5; line_end=crlf; comments=yes; text=utf8; write_bytes=16384", want: allFaults},
+			"split=utf8,7; split_gap_ms=0.5; line_end=crlf; comments=yes; text=utf8; bom=1; multiline_data=2; event_after_data=no; write_bytes=16384",
+			want: allFaults},
 		{spec: "write_bytes=1.5", wantErr: "write_bytes=1.5: want a whole number from 0 to 2147483647"},
 		{spec: " split = none ;; line_end=CR ; text=ASCII;", want: Faults{Split: []int{}, LineEnd: LineEndCR, Text: TextASCII}},
 		{spec: "status=500; status=529", want: Faults{Status: ptr[int64](529)}},
@@ -39,6 +41,9 @@ func TestParseFaults(t *testing.T) {
 		{spec: "split=" + strings.Repeat("1,", MaxSplitOffsets) + "1", wantErr: "17 offsets: at most 16"},
 		{spec: "line_end=crcr", wantErr: "line_end=crcr: want lf, crlf or cr"},
 		{spec: "text=ebcdic", wantErr: "text=ebcdic: want ascii or utf8"},
+		{spec: "bom=2", wantErr: "bom=2: want 1 or 0"},
+		{spec: "multiline_data=two", wantErr: "multiline_data=two: want a whole number from 0 to 2147483647"},
+		{spec: "event_after_data=", wantErr: "event_after_data=: want 1 or 0"},
 	}
 	for _, tt := range tests {
 		got, err := ParseFaults(tt.spec)
@@ -101,7 +106,10 @@ func TestFaultCaps(t *testing.T) {
 		wantErr              string
 	}{
 		{name: "at the caps", json: f(Faults{CutAfter: ptr[int64](100), StallAfter: ptr[int64](100), StallMs: ptr(1000.0),
-			Status: ptr[int64](599), EventBytes: ptr[int64](MaxEventBytes), SplitGapMs: ptr(1000.0), WriteBytes: ptr[int64](MaxWriteBytes)})},
+			Status: ptr[int64](599), EventBytes: ptr[int64](MaxEventBytes), SplitGapMs: ptr(1000.0), MultilineData: ptr[int64](MaxDataLines),
+			WriteBytes: ptr[int64](MaxWriteBytes)})},
+		{name: "prompt multiline_data", prompt: f(Faults{MultilineData: ptr[int64](MaxDataLines + 1)}),
+			wantErr: "multiline_data=65 in the prompt marker; the limit is 64"},
 		{name: "json cut", json: f(Faults{CutAfter: ptr[int64](101)}), wantErr: "pi_cut_after 101 in the JSON body; the limit is 100"},
 		{name: "header stall_after", header: f(Faults{StallAfter: ptr[int64](101)}),
 			wantErr: "stall_after=101 in the X-SSE-Latency header; the limit is 100"},
@@ -157,6 +165,10 @@ func TestFaultJSON(t *testing.T) {
 		{body: `{"pi_cut_after":false}`, wantErr: "pi_cut_after: a boolean where a number is wanted"},
 		{body: `{"pi_stall_ms":true}`, wantErr: "pi_stall_ms: a boolean where a number is wanted"},
 		{body: `{"pi_no_terminal":true,"pi_comments":0}`, want: Faults{NoTerminal: ptr(true), Comments: ptr(false)}},
+		{body: `{"pi_bom":true,"pi_multiline_data":2,"pi_event_after_data":1}`,
+			want: Faults{BOM: ptr(true), MultilineData: ptr[int64](2), EventAfterData: ptr(true)}},
+		{body: `{"pi_multiline_data":true}`, wantErr: "pi_multiline_data: a boolean where a number is wanted"},
+		{body: `{"pi_event_after_data":"1"}`, wantErr: "pi_event_after_data: a string where a number or a boolean is wanted"},
 	}
 	for _, tt := range tests {
 		req, err := ParseServerRequest([]byte(tt.body))

@@ -95,7 +95,7 @@ func TestDirect(t *testing.T) {
 	for _, d := range api.Dialects {
 		var only []string
 		if d != api.Chat {
-			only = []string{"utf8-split", "line-endings", "usage", "usage-fidelity", "terminal", "upstream-cut", "error-status"}
+			only = []string{"utf8-split", "line-endings", "sse-framing", "usage", "usage-fidelity", "terminal", "upstream-cut", "error-status"}
 		}
 		rep, err := check(t, nil, d, only...)
 		for name, r := range rows(t, rep, err) {
@@ -296,10 +296,10 @@ func TestSelection(t *testing.T) {
 	}{
 		{only: []string{"cancel", "flush"}, want: "flush cancel"},
 		{only: []string{"long-silence"}, want: "long-silence"},
-		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "usage", "usage-fidelity", "terminal", "upstream-cut",
-			"error-status", "cancel", "large-body", "keepalive"}, want: "compression"},
-		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "usage", "usage-fidelity", "terminal", "upstream-cut",
-			"error-status", "cancel", "large-body", "keepalive"}, long: true, want: "compression long-silence long-first-token"},
+		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "sse-framing", "usage", "usage-fidelity", "terminal",
+			"upstream-cut", "error-status", "cancel", "large-body", "keepalive"}, want: "compression"},
+		{skip: []string{"flush", "first-token", "large-event", "utf8-split", "line-endings", "sse-framing", "usage", "usage-fidelity", "terminal",
+			"upstream-cut", "error-status", "cancel", "large-body", "keepalive"}, long: true, want: "compression long-silence long-first-token"},
 	} {
 		got, err := selected(tt.only, tt.skip, tt.long)
 		if err != nil || names(got) != tt.want {

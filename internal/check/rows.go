@@ -161,6 +161,22 @@ func lineEndingsRow(crlfOK, crOK, comments bool, failures []string) Row {
 	return Row{Status: Pass, Requests: 2, Evidence: "CRLF and CR line endings, a comment before every event: all tokens; " + c}
 }
 
+// sseFramingRow: the same answer framed each spec-valid way (n requests
+// with the plain one); broken are the framings that failed or made other
+// events than the plain stream's, reframed those that arrived whole but
+// framed otherwise (spec-valid, a PASS).
+func sseFramingRow(n int, broken, reframed, failures []string) Row {
+	if len(broken) > 0 {
+		return Row{Status: Fail, Requests: n, Failures: failures, advise: []advice.Key{advice.SSEFraming},
+			Evidence: "spec-valid streams broken: " + strings.Join(broken, "; ")}
+	}
+	evidence := "all tokens and events with each framing, as sent"
+	if len(reframed) > 0 {
+		evidence = "all tokens and events with each framing; the gateway re-framed " + strings.Join(reframed, " and ") + " (spec-valid)"
+	}
+	return Row{Status: Pass, Requests: n, Evidence: evidence}
+}
+
 // usageRow, terminalRow: a stream that asked for usage, a plain one.
 func usageRow(ok bool, failures []string) Row {
 	if !ok {

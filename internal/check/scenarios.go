@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/advice"
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/clock"
@@ -79,6 +80,7 @@ var battery = []scenario{
 	{name: "large-event", title: "a 64 KB event passes whole", run: (*checker).largeEvent},
 	{name: "utf8-split", title: "a UTF-8 character split across writes passes intact", run: (*checker).utf8Split},
 	{name: "line-endings", title: "CRLF and CR line endings and comments tolerated", run: (*checker).lineEndings},
+	{name: "sse-framing", title: "a BOM, multi-line data and the event line after the data tolerated", run: (*checker).sseFraming},
 	{name: "usage", title: "usage passes through when asked", run: (*checker).usage},
 	{name: "usage-fidelity", title: "usage and cache figures arrive as the server sent them", run: (*checker).usageFidelity},
 	{name: "terminal", title: "the terminal event passes", run: (*checker).terminal},
@@ -240,6 +242,49 @@ func (c *checker) lineEndings(ctx context.Context) Row {
 	crlf := c.do(ctx, spec{tokens: ShortTokens, faults: api.Faults{LineEnd: api.LineEndCRLF, Comments: &on}}, "crlf")
 	cr := c.do(ctx, spec{tokens: ShortTokens, faults: api.Faults{LineEnd: api.LineEndCR, Comments: &on}}, "cr")
 	return withKinds(lineEndingsRow(crlf.OK(), cr.OK(), crlf.Comments > 0 && cr.Comments > 0, failureTexts(crlf, cr)), crlf, cr)
+}
+
+// framingCases are the spec-valid framings of the sse-framing scenario:
+// what each fault writes, and whether a response's record shows it arrived
+// so (else the gateway re-framed the stream, which is no failure).
+var framingCases = []struct {
+	what   string
+	faults func() api.Faults
+	kept   func(r *result.Request) bool
+}{
+	{"a byte order mark before the first event", func() api.Faults { on := true; return api.Faults{BOM: &on} },
+		func(r *result.Request) bool { return r.Framing.BOMs == 1 }},
+	{"each JSON payload over two data lines", func() api.Faults { n := int64(2); return api.Faults{MultilineData: &n} },
+		func(r *result.Request) bool { return r.Framing.MultiLineEvents >= len(r.Tokens) }},
+	{"the event line after the data", func() api.Faults { on := true; return api.Faults{EventAfterData: &on} },
+		func(*result.Request) bool { return true }}, // the record cannot tell the order of the lines
+}
+
+// sseFraming streams the same answer framed each spec-valid way, and
+// plainly: each must arrive whole and make as many events as the plain
+// one (a gateway that dispatches every data line, or loses the event a
+// BOM precedes, does not).
+func (c *checker) sseFraming(ctx context.Context) Row {
+	plain := c.do(ctx, spec{tokens: ShortTokens}, "framing")
+	recs := []*result.Request{plain}
+	if !plain.OK() {
+		return withKinds(failedRow(1, "the plain stream the framings are compared with", failureTexts(plain), advice.StreamBroken), plain)
+	}
+	var broken, reframed []string
+	for i, fc := range framingCases {
+		r := c.do(ctx, spec{tokens: ShortTokens, faults: fc.faults()}, "framing"+strconv.Itoa(i))
+		recs = append(recs, r)
+		switch {
+		case !r.OK():
+			broken = append(broken, fc.what+" ("+failures.Sanitize(r.Failure.Error())+")")
+		case r.Events != plain.Events:
+			broken = append(broken, fmt.Sprintf("%s (%d events, the plain stream %d: the gateway read its lines otherwise)",
+				fc.what, r.Events, plain.Events))
+		case !fc.kept(r):
+			reframed = append(reframed, fc.what)
+		}
+	}
+	return withKinds(sseFramingRow(len(recs), broken, reframed, failureTexts(recs...)), recs...)
 }
 
 func (c *checker) usage(ctx context.Context) Row {

@@ -274,14 +274,14 @@ func text(from, to int) string {
 
 // TestSplitEverywhere feeds the response parser the same chunked stream
 // cut at every byte: every token must be found whatever the cut, and count
-// in the Read that completed its event's data line.
+// in the Read that completed its event (the blank line after its data).
 func TestSplitEverywhere(t *testing.T) {
 	body := chunk(chatRole+event(100, "anan")) + chunk(event(200, "huhu")+event(300, "obob")) + chunk(chatFinish+done) + "0\r\n\r\n"
 	full := sseHead + "Transfer-Encoding: chunked\r\n\r\n" + body
-	var lineEnds []int // where the data line of each token ends
+	var lineEnds []int // where the blank line after each token's data line ends
 	for _, w := range []string{"anan", "huhu", "obob"} {
 		i := strings.Index(full, `"content":"`+w)
-		lineEnds = append(lineEnds, i+strings.IndexByte(full[i:], '\n'))
+		lineEnds = append(lineEnds, i+strings.Index(full[i:], "\n\n")+1)
 	}
 	for cut := 1; cut < len(full); cut++ {
 		rec := &result.Request{Batch: "gw"}
@@ -306,7 +306,7 @@ func TestSplitEverywhere(t *testing.T) {
 				want = 1
 			}
 			if rec.TokenRead(i) != want || tok.Arrived != int64(want+1) {
-				t.Errorf("cut at %d: token %d in read %d (arrived %d), want read %d: its line ends at byte %d", cut, i, rec.TokenRead(i), tok.Arrived, want, lineEnds[i])
+				t.Errorf("cut at %d: token %d in read %d (arrived %d), want read %d: its event ends at byte %d", cut, i, rec.TokenRead(i), tok.Arrived, want, lineEnds[i])
 			}
 		}
 	}
@@ -806,7 +806,10 @@ func TestReserialised(t *testing.T) {
 
 // TestRequestLargerThanTheSocket: a request too large for one write (a
 // 16 MB model name: more than loopback's socket buffers take at once) goes
-// out whole, in several writes, and the response is read after it.
+// out whole, in several writes, and the response is read after it. Its -w
+// is a minute, not hostileOptions' 10 s: under -race, encoding and copying
+// 16 MB takes seconds, more than ten on a busy machine, and the test is
+// about the request arriving whole, not how fast.
 func TestRequestLargerThanTheSocket(t *testing.T) {
 	chat := dialectStreams[0]
 	okStream := chat.events(false, chat.tokens(3, true)...)
@@ -822,7 +825,7 @@ func TestRequestLargerThanTheSocket(t *testing.T) {
 		}
 	})
 	o := hostileOptions(addr)
-	o.Model = model
+	o.Model, o.Timeout = model, time.Minute
 	rec := &result.Request{Batch: "gw"}
 	New(o).Do(context.Background(), rec)
 	if rec.Failure.Kind != result.OK || len(rec.Tokens) != 3 {

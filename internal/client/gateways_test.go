@@ -28,11 +28,17 @@ import (
 // sseEv is one SSE event as a gateway sees it.
 type sseEv struct{ name, data string }
 
+// String writes the event, a data line for each line of its data.
 func (e sseEv) String() string {
-	if e.name == "" {
-		return "data: " + e.data + "\n\n"
+	var b strings.Builder
+	if e.name != "" {
+		b.WriteString("event: " + e.name + "\n")
 	}
-	return "event: " + e.name + "\ndata: " + e.data + "\n\n"
+	for _, line := range strings.Split(e.data, "\n") {
+		b.WriteString("data: " + line + "\n")
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // eventGateway starts a gateway to backend whose stream goes through

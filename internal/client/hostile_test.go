@@ -260,7 +260,7 @@ func TestHostileGateways(t *testing.T) {
 		{name: "gzip stream ending before the terminal event, connection open", serve: stall(t, sseHead+"Content-Encoding: gzip\r\n\r\n"+gz(chatRole+chat.tok(1, "anan"))),
 			want: "connection closed before [DONE]"},
 		{name: "invalid UTF-8 inside the content", serve: send(t, sseHead+"\r\n"+chat.events(false, chat.tok(1, "anan"), chat.tok(2, "h\xffh\xfe"), chat.tok(3, "obob"))),
-			want: `integrity: corrupted content at token 1 ("h\xffh\xfe")`, kind: failures.Integrity},
+			want: "integrity: corrupted content at token 1 (\"h\uFFFD\")", kind: failures.Integrity}, // read as UTF-8: each bad byte a U+FFFD
 		{name: "a lone surrogate escaped inside the content", serve: send(t, sseHead+"\r\n"+chat.events(false, chat.tok(1, `\ud800nan`), chat.tok(2, "huhu"), chat.tok(3, "obob"))),
 			want: `integrity: corrupted content at token 0 (`, prefix: true},
 		{name: "garbage between events", serve: send(t, sseHead+"\r\n"+chatRole+"garbage\n\n"+chat.tok(1, "anan")+": comment\nid: 7\nretry: soon\n{not sse}\n\n"+
@@ -281,6 +281,12 @@ func TestHostileGateways(t *testing.T) {
 		{name: "Content-Length longer than the stream, then close", serve: send(t, sseHead+"Content-Length: 100000\r\n\r\n"+chatRole), want: "connection closed before [DONE]"},
 		{name: "empty comments without end", serve: forever(sseHead+"\r\n"+chatRole, ":\n"), opts: func(o *Options) { o.Timeout = 2 * time.Second; o.IdleTimeout = time.Second },
 			want: "timeout after 2000ms"}, // a comment every ms keeps the idle timeout away, a busy machine's pauses too
+
+		// SSE framing (the WHATWG rules).
+		{name: "data lines without a blank line, forever", serve: forever(sseHead+"\r\n"+chatRole, "data: "+strings.Repeat("x", 16<<10)+"\n"),
+			want: "malformed response: wire: SSE event too large: its data lines join to more than 1048576 bytes before the blank line that ends it"},
+		{name: "a BOM at the start of the body", serve: send(t, sseHead+"\r\n\xEF\xBB\xBF"+okStream), want: "ok"},
+		{name: "a BOM in mid-stream is data", serve: send(t, sseHead+"\r\n"+chatRole+"\xEF\xBB\xBF"+okStream[len(chatRole):]), want: "integrity: 1 token missing (first: token 0)"}, // the line names the field "\ufeffdata"
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/wire/ssetest"
 )
 
 // TestMatcherFeed follows the tokens completed as pieces of content arrive.
@@ -80,12 +82,19 @@ func FuzzMatcher(f *testing.F) {
 }
 
 // FuzzReader feeds arbitrary response bodies, cut arbitrarily, to the
-// response parser of each dialect: it must not fail, and the tokens it
-// records are 0, 1, 2, ... in order.
+// response parser of each dialect: it must not fail, the tokens it
+// records are 0, 1, 2, ... in order, and it counts the events the
+// specification's algorithm (ssetest.Interpret) dispatches, up to the one
+// that ends the stream.
 func FuzzReader(f *testing.F) {
 	for _, s := range dialectStreams {
 		f.Add(uint8(s.d), []byte(s.events(true, s.tokens(3, true)...)), []byte{40, 200, 7})
 		f.Add(uint8(s.d), []byte(s.events(false, s.tok(0, text(0, 2)), s.tok(0, `\u006fbob`))), []byte{90})
+	}
+	for _, tc := range ssetest.Cases {
+		if len(tc.Input) < 1024 {
+			f.Add(uint8(0), []byte(tc.Input), []byte{byte(len(tc.Input) / 2)})
+		}
 	}
 	f.Fuzz(func(t *testing.T, d uint8, body, cuts []byte) {
 		o := &Options{Dialect: dialectStreams[int(d)%len(dialectStreams)].d, ExpectTokens: 3, IncludeUsage: true}
@@ -95,6 +104,20 @@ func FuzzReader(f *testing.F) {
 			if index := rec.TokenIndex(i); int(index) != i {
 				t.Fatalf("token %d has index %d", i, index)
 			}
+		}
+		want := 0
+		for _, e := range ssetest.Interpret(body).Events {
+			want++
+			typ := []byte(e.Type)
+			if e.Type == "message" {
+				typ = nil
+			}
+			if api.ScanEvent(o.Dialect, typ, []byte(e.Data)).Flags&(api.Terminal|api.Failed|api.Malformed) != 0 {
+				break
+			}
+		}
+		if rec.Events != want {
+			t.Fatalf("%s: the reader counts %d events in %q; the specification dispatches %d before the end", o.Dialect, rec.Events, body, want)
 		}
 	})
 }

@@ -14,13 +14,10 @@ import (
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
 
-// maxEventName bounds the SSE "event:" value the reader remembers; longer
-// names are forgotten (no dialect uses one).
-const maxEventName = 64
-
 // reader is the response parser of one request: head, then chunked or raw
-// body (gzip-decoded if need be), then SSE lines, then the dialect's events,
-// whose content goes to the matcher.
+// body (gzip-decoded if need be), then SSE events read by the WHATWG rules
+// (wire.EventReader), then the dialect's events, whose content goes to the
+// matcher.
 type reader struct {
 	rec      *result.Request
 	received *atomic.Int64
@@ -39,7 +36,7 @@ type reader struct {
 	closes    bool   // the head announced that the connection closes after it
 	drainable bool   // the response ended inside a framed body, its framing intact: drain may follow
 	rest      []byte // the Read's bytes after the point where the response ended, not yet taken by the framing
-	lines     wire.LineSplitter
+	events    wire.EventReader
 	// upgrade, when set, takes the head of a 101 or 2xx answer to a
 	// WebSocket upgrade (wsExchange.upgraded); true: the request failed.
 	upgrade func(h wire.ResponseHead) bool
@@ -47,9 +44,7 @@ type reader struct {
 	readIdx int32     // index of the Read being processed
 	now     int64     // its arrival time
 
-	event    [maxEventName]byte // the current SSE event's "event:" value
-	eventLen int
-	text     []byte // an escaped content string, resolved
+	text []byte // an escaped content string, resolved
 
 	// The content of each phase, followed against what the server emits:
 	// the visible text, the reasoning, the tool call's arguments. base is
@@ -441,67 +436,54 @@ func (r *reader) close() {
 	}
 }
 
-// sse splits data into lines and hands every data payload to event, with
-// the event's name.
+// sse reads data as SSE events and hands each to dataEvent; the events it
+// completes all arrived at now. The record's framing is brought up to
+// date when the reader says it has changed.
 func (r *reader) sse(data []byte, now int64) bool {
-	r.lines.Feed(data)
-	for {
-		line, ok := r.lines.Next()
+	r.events.Feed(data)
+	ended := false
+	for !ended {
+		ev, ok := r.events.Next()
 		if !ok {
 			break
 		}
-		if len(line) == 0 { // the end of an event
-			r.eventLen = 0
-			continue
+		if string(ev.Type) == "ping" {
+			r.rec.Pings++
 		}
-		payload, ok := wire.DataPayload(line)
-		if !ok {
-			if name, ok := eventField(line); ok {
-				r.eventLen = 0
-				if len(name) <= maxEventName {
-					r.eventLen = copy(r.event[:], name)
-				}
-				if string(name) == "ping" {
-					r.rec.Pings++
-				}
-			} else if line[0] == ':' {
-				r.rec.Comments++
-			}
-			continue
-		}
-		if r.dataEvent(payload, now) {
-			return true
-		}
+		ended = r.dataEvent(ev.Type, ev.Data, now)
 	}
-	if err := r.lines.Err(); err != nil {
+	if r.events.Changed() {
+		r.copyFraming()
+	}
+	if err := r.events.Err(); err != nil && !ended {
 		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: err.Error()}
 		return true
 	}
-	return false
+	return ended
 }
 
-// dataEvent counts and handles one event's data: an SSE data payload, or
-// a WebSocket text message. It returns true when the stream has ended.
-func (r *reader) dataEvent(payload []byte, now int64) bool {
+// copyFraming copies the reader's framing counts, comments and retry to
+// the record, and the last event ID when it differs (a copy).
+func (r *reader) copyFraming() {
+	r.rec.Framing = result.Framing(r.events.Framing())
+	r.rec.Comments = r.events.Comments()
+	if id := r.events.LastEventID(); string(id) != r.rec.LastEventID {
+		r.rec.LastEventID = string(id)
+	}
+	if ms, ok := r.events.Retry(); ok {
+		r.rec.RetryMs = ms
+	}
+}
+
+// dataEvent counts and handles one event's data: a dispatched SSE event
+// of type name ("" for the default), or a WebSocket text message (no
+// name). It returns true when the stream has ended.
+func (r *reader) dataEvent(name, payload []byte, now int64) bool {
 	r.rec.Events++
-	if r.rec.FirstEventAt == 0 && string(r.event[:r.eventLen]) != "ping" {
+	if r.rec.FirstEventAt == 0 && string(name) != "ping" {
 		r.rec.FirstEventAt = now
 	}
-	return r.handle(payload, now)
-}
-
-// eventField returns the value of an SSE "event:" line (leading spaces and
-// tabs skipped).
-func eventField(line []byte) ([]byte, bool) {
-	const field = "event:"
-	if len(line) < len(field) || string(line[:len(field)]) != field {
-		return nil, false
-	}
-	v := line[len(field):]
-	for len(v) > 0 && (v[0] == ' ' || v[0] == '\t') {
-		v = v[1:]
-	}
-	return v, true
+	return r.handle(name, payload, now)
 }
 
 // silence records, for a Read that returned data at now, the time
@@ -520,12 +502,12 @@ func (r *reader) silence(now int64) {
 // maxQuotedEvent bounds what a failure quotes of an event.
 const maxQuotedEvent = 200
 
-// handle scans one data payload. It returns true when the stream has ended
-// (rec.Failure set: ok or not).
-func (r *reader) handle(payload []byte, now int64) bool {
-	ev := api.ScanEvent(r.dialect, r.event[:r.eventLen], payload)
+// handle scans the data of one event of type name. It returns true when
+// the stream has ended (rec.Failure set: ok or not).
+func (r *reader) handle(name, payload []byte, now int64) bool {
+	ev := api.ScanEvent(r.dialect, name, payload)
 	if ev.Flags&api.Malformed != 0 {
-		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unreadable reasoning or tool-call event: " + r.quote(payload)}
+		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unreadable reasoning or tool-call event: " + quote(name, payload)}
 		return true
 	}
 	if ev.Flags&(api.HasContent|api.HasReasoning|api.HasArguments) != 0 {
@@ -554,12 +536,12 @@ func (r *reader) handle(payload []byte, now int64) bool {
 	case ev.Flags&api.Usage != 0:
 		r.usage = true
 		r.keepUsage(usagePartOf(r.dialect), payload)
-	case r.dialect == api.Anthropic && ev.Flags&(api.HasContent|api.HasReasoning|api.HasArguments) == 0 && r.messageStart(payload):
+	case r.dialect == api.Anthropic && ev.Flags&(api.HasContent|api.HasReasoning|api.HasArguments) == 0 && messageStart(name, payload):
 		r.keepUsage(api.UsageStart, payload)
 	}
 	switch {
 	case ev.Flags&api.Failed != 0:
-		r.rec.Failure = result.Failure{Kind: result.StreamError, Detail: printable(api.EventDescription(r.event[:r.eventLen], payload), true, 0)}
+		r.rec.Failure = result.Failure{Kind: result.StreamError, Detail: printable(api.EventDescription(name, payload), true, 0)}
 		return true
 	case ev.Flags&api.Terminal != 0:
 		r.rec.Failure = r.verdict()
@@ -580,22 +562,22 @@ func usagePartOf(d api.Dialect) api.UsagePart {
 	return api.UsageChunk
 }
 
-// messageStart reports whether the current event is Anthropic's
+// messageStart reports whether an event of type name is Anthropic's
 // message_start, by its name or, when a gateway dropped the name, its type.
-func (r *reader) messageStart(payload []byte) bool {
-	const name = "message_start"
-	if r.eventLen > 0 {
-		return string(r.event[:r.eventLen]) == name
+func messageStart(name, payload []byte) bool {
+	const start = "message_start"
+	if len(name) > 0 {
+		return string(name) == start
 	}
-	return bytes.HasPrefix(payload, []byte(`{"type":"`+name+`"`))
+	return bytes.HasPrefix(payload, []byte(`{"type":"`+start+`"`))
 }
 
-// quote renders the current event for a failure text: its name and
-// payload, escaped and bounded.
-func (r *reader) quote(payload []byte) string {
+// quote renders an event for a failure text: its name and payload,
+// escaped and bounded.
+func quote(name, payload []byte) string {
 	s := string(payload)
-	if r.eventLen > 0 {
-		s = "event: " + string(r.event[:r.eventLen]) + " data: " + s
+	if len(name) > 0 {
+		s = "event: " + string(name) + " data: " + s
 	}
 	return printable(s, true, maxQuotedEvent)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +84,50 @@ func TestAgainstOurServer(t *testing.T) {
 	}
 	if reg.Len() != 0 {
 		t.Errorf("the registry holds %d entries after every request took its own", reg.Len())
+	}
+}
+
+// splitData passes an event on with its JSON payload over two data lines,
+// cut after its first comma: valid SSE, whose joined data is the same
+// JSON with a line feed between two of its tokens.
+func splitData(ev sseEv) []sseEv {
+	if i := strings.IndexByte(ev.data, ','); i > 0 && ev.data[0] == '{' {
+		ev.data = ev.data[:i+1] + "\n" + ev.data[i+1:]
+	}
+	return []sseEv{ev}
+}
+
+// TestMultiLineDataThroughRelay: through a relay that writes each JSON
+// payload over two data lines, every token is measured by its pi_ts, the
+// events are as many as straight from the server, and the record says
+// they came on several data lines; in every dialect.
+func TestMultiLineDataThroughRelay(t *testing.T) {
+	const n = 25
+	addr, reg := ourServer(t)
+	gw := eventGateway(t, addr, splitData)
+	for _, d := range api.Dialects {
+		t.Run(d.String(), func(t *testing.T) {
+			var recs [2]*result.Request
+			for i, target := range []string{addr, gw} {
+				q := New(Options{Dialect: d, Addr: target, Tokens: n, ExpectTokens: n, IncludeUsage: true,
+					Timeout: 10 * time.Second, Registry: reg, IDPrefix: "split"})
+				recs[i] = &result.Request{Batch: "gw", Index: i}
+				q.Do(context.Background(), recs[i])
+			}
+			direct, relayed := recs[0], recs[1]
+			if !direct.OK() || !direct.Framing.Plain() {
+				t.Fatalf("straight from the server: %q, framing %+v", direct.Failure.Error(), direct.Framing)
+			}
+			// The events left on one line: [DONE] is no JSON; Anthropic's
+			// ping and message_stop have no comma to cut after.
+			json := relayed.Events - map[api.Dialect]int{api.Chat: 1, api.Completions: 1, api.Anthropic: 2}[d]
+			if !relayed.OK() || len(relayed.Tokens) != n || relayed.ByPiTs != n || relayed.Events != direct.Events ||
+				relayed.Framing != (result.Framing{MultiLineEvents: json}) {
+				t.Errorf("through the relay: %q, %d tokens, %d by pi_ts, %d events, framing %+v; "+
+					"want ok, %d tokens all by pi_ts, %d events (as direct), %d of several data lines",
+					relayed.Failure.Error(), len(relayed.Tokens), relayed.ByPiTs, relayed.Events, relayed.Framing, n, direct.Events, json)
+			}
+		})
 	}
 }
 

@@ -194,7 +194,7 @@ func (w *wsExchange) frames(p []byte, now int64) {
 			if w.ended {
 				w.stray = true // it belongs to no request
 			} else {
-				w.ended = r.dataEvent(m.Payload, now)
+				w.ended = r.dataEvent(nil, m.Payload, now)
 			}
 		case wire.WSBinary:
 			w.fail(result.Failure{Kind: result.BadFraming, Detail: "websocket: binary message (the Responses API sends text)"}, wire.WSCloseUnsupported)

@@ -40,11 +40,17 @@ import (
 //
 // Then, for each batch (loopback first), the lines of what it has:
 //
+//	framing        gateway  99 events of several data lines, 1 response with a BOM
 //	connections    gateway  5 opened, 4.0 requests each, 0 reuse failures; HTTP/1.1 20
 //	phases         gateway  p50/p99 ms: connect 0.052/0.130, written 0.011/0.020, head 0.201/0.300, first-token 0.030/0.041
 //	start-lateness gateway  n=20  mean 0.050  p50 0.012  p99 0.140  max 1.200 ms
 //	warm-up        gateway  5 requests, left out of the statistics
 //
+// framing: what the SSE framing looked like when it was anything but one
+// data line per event (summary.Framing; the counts that are not zero):
+// events of several data lines, responses that began with a byte order
+// mark, blocks without data, lines ended by a bare CR, invalid UTF-8 read
+// as U+FFFD, id fields, retry fields and the largest time they set.
 // connections: the connections the requests opened (and, "+N by warm-up",
 // those warm-up requests opened and they reused), the mean requests per
 // connection, the kept connections found closed by the peer (each request
@@ -85,6 +91,9 @@ func WriteStream(w io.Writer, s *summary.Run) error {
 // warm-up lines of one batch, those it has data for.
 func transportLines(p *printer, b *summary.Batch) {
 	name := b.Name
+	if f := b.Stream.Framing; f != nil {
+		p.printf("%-14s %-8s %s\n", "framing", name, framingText(f))
+	}
 	if c := b.Connections; c != nil {
 		p.printf("%-14s %-8s %d opened", "connections", name, c.Opened)
 		if c.OpenedByWarmup > 0 {
@@ -122,6 +131,26 @@ func transportLines(p *printer, b *summary.Batch) {
 	if b.Warmup > 0 {
 		p.printf("%-14s %-8s %d %s, left out of the statistics\n", "warm-up", name, b.Warmup, plural(int64(b.Warmup), "request"))
 	}
+}
+
+// framingText lists the counts of f that are not zero.
+func framingText(f *summary.Framing) string {
+	var parts []string
+	add := func(n int64, format, word string) {
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf(format, n, plural(n, word)))
+		}
+	}
+	add(f.MultiLineEvents, "%d %s of several data lines", "event")
+	add(f.BOMStreams, "%d %s with a BOM", "response")
+	add(f.NoDataBlocks, "%d %s without data", "block")
+	add(f.BareCRLines, "%d %s ended by a bare CR", "line")
+	add(f.InvalidUTF8, "%d invalid UTF-8 %s read as U+FFFD", "sequence")
+	add(f.IDFields, "%d id %s", "field")
+	if f.RetryFields > 0 {
+		parts = append(parts, fmt.Sprintf("%d retry %s (up to %.0f ms)", f.RetryFields, plural(f.RetryFields, "field"), f.RetryMaxMs))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // PhasesLine returns the verbose per-request line of r's connection and

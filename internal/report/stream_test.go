@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
 )
@@ -91,5 +92,33 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk ful
 func TestStreamWriteError(t *testing.T) {
 	if err := WriteStream(failingWriter{}, runOf(nil, stats.NewBatch())); err == nil {
 		t.Error("WriteStream to a failing writer returned no error")
+	}
+}
+
+// TestStreamFraming: a batch whose framing was not one data line per
+// event gets a framing line naming each count that is not zero; a plain
+// one gets none.
+func TestStreamFraming(t *testing.T) {
+	gw := streamBatch(99, 0, 0, 120, 99, 30_000, 1, 0)
+	gw.Framing = result.Framing{BOMs: 1, MultiLineEvents: 99, BareCRLines: 2, InvalidUTF8: 1, RetryFields: 3}
+	gw.RetryMaxMs = 3000
+	loop := streamBatch(99, 0, 0, 101, 99, 29_000, 1, 0)
+	loop.Framing = result.Framing{NoDataBlocks: 2, IDFields: 1}
+	var b bytes.Buffer
+	if err := WriteStream(&b, runOf(loop, gw)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"framing        loopback 2 blocks without data, 1 id field\n",
+		"framing        gateway  99 events of several data lines, 1 response with a BOM, 2 lines ended by a bare CR, " +
+			"1 invalid UTF-8 sequence read as U+FFFD, 3 retry fields (up to 3000 ms)\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("WriteStream =\n%s\nwant the line\n%s", b.String(), want)
+		}
+	}
+	b.Reset()
+	if err := WriteStream(&b, runOf(nil, streamBatch(1, 0, 0, 1, 1, 100, 1, 0))); err != nil || strings.Contains(b.String(), "framing") {
+		t.Errorf("a plain stream: %v\n%s", err, b.String())
 	}
 }

@@ -309,7 +309,7 @@ type Request struct {
 	TokenRuns []TokenRun // the tokens' indexes and Reads (AppendTokens, TokenIndex, TokenRead)
 	Reads     int        // number of Reads that returned data after the request was sent
 	Bytes     int64      // response bytes received, head included
-	Events    int        // SSE data payloads received (one per event in every dialect)
+	Events    int        // SSE events dispatched, WebSocket text messages (one data payload each)
 
 	// The phases of the answer the request asked for: Reasoning reasoning
 	// tokens, then a tool call of ToolCall argument tokens, then the text.
@@ -346,6 +346,15 @@ type Request struct {
 	// frames received during the request (Pings).
 	Comments int
 	Pings    int
+	// Framing is what the response's SSE framing looked like, beyond
+	// one data line per event; LastEventID the stream's last event ID
+	// (its last id field before a blank line, "" when none), and RetryMs
+	// the reconnection time its last valid retry field set (when
+	// Framing.RetryFields > 0).
+	Framing     Framing
+	LastEventID string
+	RetryMs     int64
+
 	// ServerHeartbeats is how many heartbeats the in-process server wrote
 	// on this request's stream (its emission record, the pings among
 	// Anthropic's start events included), known when ServerRecord: the
@@ -410,6 +419,35 @@ type Request struct {
 
 	Failure Failure // Kind OK when the request succeeded
 }
+
+// Framing counts what the SSE framing of a response looked like, as the
+// client read it by the WHATWG rules (wire.Framing, field for field): a
+// stream written one data line per event counts zero in every field, so a
+// gateway that re-frames it shows here.
+type Framing struct {
+	BOMs            int // 1 when the body began with a UTF-8 byte order mark (stripped)
+	MultiLineEvents int // events whose data came on two or more data lines
+	NoDataBlocks    int // blocks of fields a blank line ended without data: nothing dispatched
+	BareCRLines     int // lines ended by a bare CR
+	InvalidUTF8     int // ill-formed UTF-8 sequences, each replaced by U+FFFD
+	IDFields        int // id fields that set the last event ID
+	RetryFields     int // retry fields that set the reconnection time
+}
+
+// Add adds o's counts to f.
+func (f *Framing) Add(o Framing) {
+	f.BOMs += o.BOMs
+	f.MultiLineEvents += o.MultiLineEvents
+	f.NoDataBlocks += o.NoDataBlocks
+	f.BareCRLines += o.BareCRLines
+	f.InvalidUTF8 += o.InvalidUTF8
+	f.IDFields += o.IDFields
+	f.RetryFields += o.RetryFields
+}
+
+// Plain reports whether every count is zero: one data line per event, no
+// BOM, no CR-only line ends, no ids, no retry.
+func (f Framing) Plain() bool { return f == Framing{} }
 
 // HeaderField is one response header as a record keeps it: its name in
 // lower case and its value, both made safe to print.

@@ -263,6 +263,10 @@ func validateBatch(b *summary.Batch) error {
 		s.MaxTokensPerRead < 0 || s.Unstamped < 0 || s.FailedTokens < 0 {
 		return errors.New("stream: negative counter")
 	}
+	if f := s.Framing; f != nil && (f.BOMStreams < 0 || f.MultiLineEvents < 0 || f.NoDataBlocks < 0 || f.BareCRLines < 0 ||
+		f.InvalidUTF8 < 0 || f.IDFields < 0 || f.RetryFields < 0 || f.RetryMaxMs < 0) {
+		return errors.New("stream.framing: negative counter")
+	}
 	if s.FailedTokens > s.Received() {
 		return fmt.Errorf("stream.failed_tokens is %d, more than the %d tokens received", s.FailedTokens, s.Received())
 	}

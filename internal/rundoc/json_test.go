@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -396,6 +397,10 @@ var badDocuments = []struct {
 	{"config field", func(m map[string]any) { at(m, "config")["tokens"] = "many" }, "config.tokens: a JSON string where an integer is wanted", false},
 	{"tool", func(m map[string]any) { at(m, "tool")["name"] = "other" }, `tool.name is "other"`, true},
 	{"runs", func(m map[string]any) { m["runs"] = 0 }, "runs is 0", true},
+	{"negative framing count", func(m map[string]any) {
+		at(m, "batches", 1, "stream")["framing"] = map[string]any{"bom_streams": 0, "multi_line_events": -1, "no_data_blocks": 0,
+			"bare_cr_lines": 0, "invalid_utf8": 0, "id_fields": 0, "retry_fields": 0, "retry_max_ms": 0}
+	}, "batches[1] (gateway): stream.framing: negative counter", true},
 }
 
 func TestReadJSONErrors(t *testing.T) {
@@ -467,6 +472,11 @@ func TestSchema(t *testing.T) {
 		t.Fatalf("forced merge: %v, forced %q", err, forced.Forced)
 	}
 	good["forced merge"] = forced
+	loopS, gwS := randomRun(rand.New(rand.NewPCG(1, 2)), 0, 15) // with re-framed streams
+	good["reframed"] = fixEnv(newFixture(loopS, gwS).doc())
+	if good["reframed"].Gateway().Stream.Framing == nil {
+		t.Fatal("the reframed document has no stream.framing")
+	}
 	good["cost"] = costDoc(t)
 	for name, d := range good {
 		if err := validate(sch, marshal(t, d)); err != nil {

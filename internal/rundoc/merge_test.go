@@ -37,6 +37,11 @@ func randomRun(rng *rand.Rand, run, requests int) (loop, gw []stream) {
 	for i := range requests {
 		s := stream{Batch: "gw", Index: i, TTFT: 100_000 + rng.Int64N(500_000), FirstDelay: 30_000 + rng.Int64N(100_000),
 			Tokens: 1 + rng.IntN(300), Gaps: jitter(5_000_000), Delays: jitter(200_000)}
+		if i%3 == 1 { // a gateway that re-frames some streams
+			s.Framing = result.Framing{BOMs: 1, MultiLineEvents: s.Tokens, NoDataBlocks: rng.IntN(3), BareCRLines: rng.IntN(9),
+				InvalidUTF8: rng.IntN(2), IDFields: rng.IntN(5), RetryFields: rng.IntN(2)}
+			s.RetryMs = rng.Int64N(10_000)
+		}
 		switch i % 5 {
 		case 3:
 			s.Tokens, s.Failure = 0, result.Failure{Kind: result.Connect, Detail: fmt.Sprintf("refused by %d.%d", run, i)}
@@ -93,7 +98,9 @@ func TestMergeExact(t *testing.T) {
 	} {
 		counts := func(b *stats.Batch) []int64 {
 			return []int64{int64(b.Requests), int64(b.OK), int64(b.Failed), b.Tokens, b.Unstamped, b.ByPiTs, b.ByContent,
-				b.Unmeasured, b.Reads, b.Events, b.Bytes, int64(b.MaxTokensPerRead), int64(b.IntegrityErrors), b.FailedTokens}
+				b.Unmeasured, b.Reads, b.Events, b.Bytes, int64(b.MaxTokensPerRead), int64(b.IntegrityErrors),
+				int64(b.Framing.BOMs), int64(b.Framing.MultiLineEvents), int64(b.Framing.NoDataBlocks), int64(b.Framing.BareCRLines),
+				int64(b.Framing.InvalidUTF8), int64(b.Framing.IDFields), int64(b.Framing.RetryFields), b.RetryMaxMs, b.FailedTokens}
 		}
 		if g, w := counts(c.got), counts(c.want); !reflect.DeepEqual(g, w) {
 			t.Errorf("merged %s counts = %v, want %v", c.name, g, w)

@@ -6,7 +6,10 @@ package server
 // the tokens from the K-th on: planFaults), the answer itself (an error
 // status instead of a stream: writeFaultStatus), the bytes of each event
 // (faultWriter: padding, line endings, comments, splits and trickles), and
-// its end (a cut or an end without the end events: faultEnd).
+// its end (a cut or an end without the end events: faultEnd). The framing
+// faults (a byte order mark, several data lines, the event line after the
+// data) rewrite an event as another that reads the same by the SSE
+// specification (reframe).
 
 import (
 	"bytes"
@@ -134,6 +137,7 @@ type faultWriter struct {
 	gap    time.Duration // between the pieces of a split or trickled event
 	events int           // events appended so far
 	first  int           // index of the first token's event (the start events come before it)
+	pad    []byte        // the first token's event, padded
 	// cuts are the offsets, in the bytes being put together for the next
 	// write, where a piece ends and the next one is to be written after
 	// gap.
@@ -156,7 +160,7 @@ func wrapFaults(t streamWriter, f api.Faults, startEvents int) streamWriter {
 		coalesce = int(*f.WriteBytes)
 	}
 	byteFaults := api.On(f.Trickle) || len(f.Split) > 0 || f.EventBytes != nil ||
-		(f.LineEnd != api.LineEndDefault && f.LineEnd != api.LineEndLF) || api.On(f.Comments) || coalesce > 0
+		(f.LineEnd != api.LineEndDefault && f.LineEnd != api.LineEndLF) || api.On(f.Comments) || api.On(f.BOM) || reframes(f) || coalesce > 0
 	if !byteFaults && f.CutAfter == nil && !api.On(f.NoTerminal) {
 		return t
 	}
@@ -180,19 +184,30 @@ const commentLine = ": sse-latency comment\n\n"
 // padField opens the field the event_bytes fault pads an event with.
 const padField = `,"pi_pad":"`
 
-// appendEvent rewrites ev — the first token's event padded, a comment
-// before it, the line endings replaced — and appends it framed by the
-// transport, in pieces where it is to be split.
+// utf8BOM is the byte order mark the bom fault starts the body with.
+const utf8BOM = "\xEF\xBB\xBF"
+
+// appendEvent rewrites ev — a byte order mark before the first, a comment
+// before it, the first token's event padded, reframed, the line endings
+// replaced — and appends it framed by the transport, in pieces where it
+// is to be split.
 func (w *faultWriter) appendEvent(dst, ev []byte) []byte {
 	if !w.bytes {
 		return w.streamWriter.appendEvent(dst, ev)
 	}
 	e := w.tmp[:0]
+	if api.On(w.f.BOM) && w.events == 0 {
+		e = append(e, utf8BOM...)
+	}
 	if api.On(w.f.Comments) {
 		e = append(e, commentLine...)
 	}
 	if w.events == w.first && w.f.EventBytes != nil {
-		e = appendPadded(e, ev, int(*w.f.EventBytes))
+		w.pad = appendPadded(w.pad[:0], ev, int(*w.f.EventBytes))
+		ev = w.pad
+	}
+	if reframes(w.f) {
+		e = appendReframed(e, ev, w.f)
 	} else {
 		e = append(e, ev...)
 	}
@@ -212,6 +227,90 @@ func (w *faultWriter) appendEvent(dst, ev []byte) []byte {
 			w.cuts = append(w.cuts, len(dst))
 		}
 		dst = w.streamWriter.appendEvent(dst, piece)
+	}
+	return dst
+}
+
+// reframes reports whether f rewrites the lines of each event.
+func reframes(f api.Faults) bool {
+	return api.On(f.EventAfterData) || (f.MultilineData != nil && *f.MultilineData > 1)
+}
+
+// appendReframed appends the SSE events of ev (lines ending in '\n', each
+// event ended by a blank line, as the encoders write them) framed as f
+// says, each reading the same by the SSE specification: every JSON object
+// payload over f.MultilineData data lines, cut after commas between its
+// tokens (the joined payload is the same JSON with line feeds as white
+// space); the event line after the data lines (event_after_data), spelled
+// "event: message" for an event that had none. Comments and events
+// without data keep their lines.
+func appendReframed(dst, ev []byte, f api.Faults) []byte {
+	lines := 1
+	if f.MultilineData != nil {
+		lines = int(*f.MultilineData)
+	}
+	after := api.On(f.EventAfterData)
+	for len(ev) > 0 {
+		block, rest, _ := bytes.Cut(ev, []byte("\n\n"))
+		ev = rest
+		var name []byte
+		data := false
+		for len(block) > 0 {
+			var line []byte
+			line, block, _ = bytes.Cut(block, []byte{'\n'})
+			switch payload, ok := wire.DataPayload(line); {
+			case after && bytes.HasPrefix(line, []byte("event:")):
+				name = line
+			case ok:
+				data = true
+				dst = appendDataLines(dst, payload, lines)
+			default:
+				dst = append(append(dst, line...), '\n')
+			}
+		}
+		if after && data && name == nil {
+			name = []byte("event: message")
+		}
+		if name != nil {
+			dst = append(append(dst, name...), '\n')
+		}
+		dst = append(dst, '\n')
+	}
+	return dst
+}
+
+// appendDataLines appends payload as data lines: a JSON object cut after
+// up to n-1 of its commas outside strings, spread over its length; any
+// other payload ([DONE]) on one line.
+func appendDataLines(dst, payload []byte, n int) []byte {
+	var cuts []int // offsets just after the commas between JSON tokens
+	if n > 1 && len(payload) > 0 && payload[0] == '{' {
+		inString, escaped := false, false
+		for i, c := range payload {
+			switch {
+			case escaped:
+				escaped = false
+			case inString && c == '\\':
+				escaped = true
+			case c == '"':
+				inString = !inString
+			case !inString && c == ',':
+				cuts = append(cuts, i+1)
+			}
+		}
+	}
+	if k := min(n-1, len(cuts)); k < len(cuts) { // keep k of them, evenly spread
+		kept := cuts[:0:0]
+		for j := range k {
+			kept = append(kept, cuts[(j+1)*len(cuts)/(k+1)])
+		}
+		cuts = kept
+	}
+	prev := 0
+	for _, c := range append(cuts, len(payload)) {
+		dst = append(dst, "data: "...)
+		dst = append(append(dst, payload[prev:c]...), '\n')
+		prev = c
 	}
 	return dst
 }

@@ -317,6 +317,110 @@ func testFaultBytes(t *testing.T, e evloop.Engine) {
 	}
 }
 
+// readEvent is an event as a client reading by the specification gets it:
+// its type ("message" by default) and what its data carries.
+type readEvent struct {
+	typ     string
+	content string // the text the dialect's scan finds in it
+	json    bool   // the data is valid JSON
+	lines   int    // data lines ("data: " lines of the raw block)
+	commas  int    // commas in the data (none of the payloads has one in a string)
+}
+
+// readEvents reads an SSE body as a client does (wire.EventReader) and
+// scans each event in dialect d; it returns the events and the framing.
+func readEvents(t *testing.T, d api.Dialect, body string) ([]readEvent, wire.Framing) {
+	t.Helper()
+	var er wire.EventReader
+	er.Feed([]byte(body))
+	var out []readEvent
+	for {
+		ev, ok := er.Next()
+		if !ok {
+			break
+		}
+		typ := string(ev.Type)
+		if typ == "" {
+			typ = "message"
+		}
+		sc := api.ScanEvent(d, ev.Type, ev.Data)
+		out = append(out, readEvent{typ: typ, content: string(sc.Content), json: json.Valid(ev.Data),
+			lines: 1 + bytes.Count(ev.Data, []byte("\n")), commas: bytes.Count(ev.Data, []byte(","))})
+	}
+	if err := er.Err(); err != nil {
+		t.Fatalf("reading %q: %v", body, err)
+	}
+	return out, er.Framing()
+}
+
+// TestFaultFraming: bom, multiline_data and event_after_data reframe the
+// stream — a byte order mark first, each JSON payload over N data lines,
+// the event line after the data — and a client reading by the
+// specification gets the same events: the same types, the same texts,
+// JSON still; in every dialect, on every engine.
+func TestFaultFraming(t *testing.T) { forEngines(t, testFaultFraming) }
+
+func testFaultFraming(t *testing.T, e evloop.Engine) {
+	srv := startServer(t, Config{Tokens: 4, DelayMs: 0.2, Engine: e})
+	for _, d := range api.Dialects {
+		plain, _ := readEvents(t, d, streamRaw(t, srv, d.Path(), `{"stream":true}`).body())
+		for _, tt := range []struct {
+			name, hints string
+			check       func(body string, f wire.Framing) string
+		}{
+			{"bom", `"pi_bom":true`, func(body string, f wire.Framing) string {
+				if !strings.HasPrefix(body, "\xEF\xBB\xBF") || strings.Count(body, "\xEF\xBB\xBF") != 1 || f.BOMs != 1 {
+					return "want one byte order mark, at the start"
+				}
+				return ""
+			}},
+			{"multiline_data=3", `"pi_multiline_data":3`, func(body string, f wire.Framing) string {
+				if f.MultiLineEvents < 4 {
+					return fmt.Sprintf("%d events of several data lines, want every token's at least", f.MultiLineEvents)
+				}
+				return ""
+			}},
+			{"event_after_data", `"pi_event_after_data":true`, func(body string, f wire.Framing) string {
+				for _, block := range strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n") {
+					lines := strings.Split(block, "\n")
+					if !strings.HasPrefix(lines[len(lines)-1], "event: ") || strings.Count(block, "event:") != 1 {
+						return fmt.Sprintf("the event %q does not end with its one event line", block)
+					}
+				}
+				return ""
+			}},
+		} {
+			body := streamRaw(t, srv, d.Path(), `{"stream":true,`+tt.hints+`}`).body()
+			got, framing := readEvents(t, d, body)
+			if problem := tt.check(body, framing); problem != "" {
+				t.Errorf("%s, %s: %s\n%q", d, tt.name, problem, body)
+			}
+			if len(got) != len(plain) {
+				t.Errorf("%s, %s: %d events, want the plain stream's %d\n%q", d, tt.name, len(got), len(plain), body)
+				continue
+			}
+			multi := 0
+			for i := range got {
+				g, w := got[i], plain[i]
+				if g.lines > 1 {
+					multi++
+				}
+				wantLines := 1
+				if tt.name == "multiline_data=3" && g.json {
+					wantLines = min(3, 1+g.commas) // cut after commas
+				}
+				w.lines = wantLines
+				if g != w {
+					t.Errorf("%s, %s: event %d is %+v; want %+v", d, tt.name, i, g, w)
+				}
+			}
+			if multi != framing.MultiLineEvents {
+				t.Errorf("%s, %s: the reader counts %d events of several data lines, there are %d", d, tt.name, framing.MultiLineEvents, multi)
+			}
+		}
+	}
+}
+
 // TestFaultWriteBytes: under write_bytes the body after the first write
 // (head and start events) comes in writes of B bytes, the rest with the
 // end, whatever the pace of the tokens: at 2 ms between tokens, the
@@ -432,6 +536,10 @@ func TestFaultHintCaps(t *testing.T) {
 		{"split offset", `{"stream":true,"pi_split":[1048577]}`, "", bad, `pi_split: split=1048577: offset "1048577": want utf8 or a byte offset from 1 to 1048576`},
 		{"split malformed", `{"stream":true,"pi_split":"x"}`, "", bad, `pi_split: split=x`},
 		{"status a boolean", `{"stream":true,"pi_status":true}`, "", bad, "pi_status: a boolean where a number is wanted"},
+		{"multiline_data", `{"stream":true,"pi_multiline_data":65}`, "", above, "pi_multiline_data 65 in the JSON body; the limit is 64"},
+		{"multiline_data, header", `{"stream":true}`, "multiline_data=100", above, "multiline_data=100 in the X-SSE-Latency header; the limit is 64"},
+		{"multiline_data a boolean", `{"stream":true,"pi_multiline_data":true}`, "", bad, "pi_multiline_data: a boolean where a number is wanted"},
+		{"bom a string", `{"stream":true,"pi_bom":"yes"}`, "", bad, "pi_bom: a string where a number or a boolean is wanted"},
 	} {
 		var header []string
 		if tt.header != "" {

@@ -42,6 +42,13 @@ type Batch struct {
 	Bytes            int64
 	MaxTokensPerRead int
 
+	// Framing sums what the SSE framing of the responses looked like
+	// (result.Framing: BOMs, events of several data lines, CR-only line
+	// ends …), and RetryMaxMs is the largest reconnection time a retry
+	// field set (when Framing.RetryFields > 0).
+	Framing    result.Framing
+	RetryMaxMs int64
+
 	// IntegrityErrors counts the requests that failed with result.Integrity
 	// (their content differed from what was emitted). They are among Failed
 	// too.
@@ -187,6 +194,10 @@ func (b *Batch) Add(r *result.Request) {
 	b.Events += int64(r.Events)
 	b.Bytes += r.Bytes
 	b.MaxTokensPerRead = max(b.MaxTokensPerRead, r.MaxTokensPerRead)
+	b.Framing.Add(r.Framing)
+	if r.Framing.RetryFields > 0 {
+		b.RetryMaxMs = max(b.RetryMaxMs, r.RetryMs)
+	}
 	b.addConnection(r)
 	b.addPhases(r)
 	first, prev := true, int64(0)
@@ -304,6 +315,8 @@ func (b *Batch) Merge(o *Batch) {
 	b.Events += o.Events
 	b.Bytes += o.Bytes
 	b.MaxTokensPerRead = max(b.MaxTokensPerRead, o.MaxTokensPerRead)
+	b.Framing.Add(o.Framing)
+	b.RetryMaxMs = max(b.RetryMaxMs, o.RetryMaxMs)
 	b.IntegrityErrors += o.IntegrityErrors
 	b.TTFT.Merge(o.TTFT)
 	b.FirstEmitRecv.Merge(o.FirstEmitRecv)

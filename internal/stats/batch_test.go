@@ -107,14 +107,18 @@ func TestBatchVisibleTokens(t *testing.T) {
 func TestBatchStreamCounts(t *testing.T) {
 	b := NewBatch()
 	// ok: 3 tokens, 2 by pi_ts, 1 by content.
-	b.Add(&result.Request{Tokens: make([]result.Token, 3), ByPiTs: 2, ByContent: 1, Reads: 4, Events: 6, Bytes: 1000, MaxTokensPerRead: 2})
+	b.Add(&result.Request{Tokens: make([]result.Token, 3), ByPiTs: 2, ByContent: 1, Reads: 4, Events: 6, Bytes: 1000, MaxTokensPerRead: 2,
+		Framing: result.Framing{BOMs: 1, MultiLineEvents: 6, RetryFields: 1}, RetryMs: 3000})
 	// integrity failure: 5 tokens, 4 by content, 1 unmeasured.
 	b.Add(&result.Request{Tokens: make([]result.Token, 5), ByContent: 4, Reads: 2, Events: 9, Bytes: 500, MaxTokensPerRead: 5,
+		Framing: result.Framing{MultiLineEvents: 2, NoDataBlocks: 1, BareCRLines: 4, InvalidUTF8: 5, IDFields: 6}, RetryMs: 9000, // no retry field: not the largest
 		Failure: result.Failure{Kind: result.Integrity, Detail: "no finish event"}})
 	// another failure, no tokens.
 	b.Add(&result.Request{Reads: 1, Bytes: 40, Failure: result.Failure{Kind: result.BadStatus, Detail: "HTTP/1.1 502"}})
 	want := batchCounts{Requests: 3, OK: 1, Failed: 2, Tokens: 3, Unstamped: 8, ByPiTs: 2, ByContent: 5, Unmeasured: 1,
-		Reads: 7, Events: 15, Bytes: 1540, MaxTokensPerRead: 5, IntegrityErrors: 1}
+		Reads: 7, Events: 15, Bytes: 1540, MaxTokensPerRead: 5, IntegrityErrors: 1,
+		Framing:    result.Framing{BOMs: 1, MultiLineEvents: 8, NoDataBlocks: 1, BareCRLines: 4, InvalidUTF8: 5, IDFields: 6, RetryFields: 1},
+		RetryMaxMs: 3000}
 	if got := counts(b); got != want {
 		t.Errorf("counts after 3 requests:\n%+v\nwant\n%+v", got, want)
 	}
@@ -154,6 +158,9 @@ func requests() []*result.Request {
 		}
 		r.ByPiTs = len(r.Tokens) / 2
 		r.ByContent = len(r.Tokens) / 3
+		r.Framing = result.Framing{BOMs: i % 2, MultiLineEvents: i % 3, NoDataBlocks: i % 4, BareCRLines: i % 5,
+			InvalidUTF8: i % 6, IDFields: i % 7, RetryFields: i % 8}
+		r.RetryMs = int64(100 * i)
 		// Slots of 4 requests on one connection each; every 7th a reuse
 		// failure, every 11th poisoned; open loop, 0..39 µs late.
 		r.ConnID, r.Reused = int64(i/4+1), i%4 != 0
@@ -186,12 +193,14 @@ type batchCounts struct {
 	MaxTokensPerRead, IntegrityErrors                int
 	Warmup, Opened, WarmConnections, ConnRequests    int
 	ReuseFailures, Poisoned                          int
+	Framing                                          result.Framing
+	RetryMaxMs                                       int64
 }
 
 func counts(b *Batch) batchCounts {
 	return batchCounts{b.Requests, b.OK, b.Failed, b.Tokens, b.Unstamped, b.ByPiTs, b.ByContent, b.Unmeasured,
 		b.Reads, b.Events, b.Bytes, b.MaxTokensPerRead, b.IntegrityErrors,
-		b.Warmup, b.Opened, b.WarmConnections, b.ConnRequests, b.ReuseFailures, b.Poisoned}
+		b.Warmup, b.Opened, b.WarmConnections, b.ConnRequests, b.ReuseFailures, b.Poisoned, b.Framing, b.RetryMaxMs}
 }
 
 func sameBatch(t *testing.T, what string, a, b *Batch) {

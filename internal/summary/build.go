@@ -312,7 +312,7 @@ func NewBatch(name, target string, b *stats.Batch, s Samples) Batch {
 			ByPiTs: b.ByPiTs, ByContent: b.ByContent, Unmeasured: b.Unmeasured,
 			Reads: b.Reads, Events: b.Events, Bytes: b.Bytes,
 			MaxTokensPerRead: b.MaxTokensPerRead, IntegrityErrors: b.IntegrityErrors,
-			Unstamped: b.Unstamped, FailedTokens: b.FailedTokens,
+			Unstamped: b.Unstamped, FailedTokens: b.FailedTokens, Framing: NewFraming(b.Framing, b.RetryMaxMs),
 		},
 		Samples: NormSamples(s),
 		Warmup:  b.Warmup,

@@ -24,6 +24,7 @@ func (b *Batch) Stats() (*stats.Batch, error) {
 	sb.FailedTokens = s.FailedTokens
 	sb.Reads, sb.Events, sb.Bytes = s.Reads, s.Events, s.Bytes
 	sb.MaxTokensPerRead, sb.IntegrityErrors = s.MaxTokensPerRead, s.IntegrityErrors
+	sb.Framing, sb.RetryMaxMs = s.Framing.Counts()
 	sb.Warmup = b.Warmup
 	for i, f := range b.Failures {
 		k, ok := result.ParseKind(f.Kind)

@@ -16,6 +16,7 @@ package summary
 import (
 	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/gateway"
+	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
@@ -243,6 +244,51 @@ type Stream struct {
 	// received: among those received, the ones the title's count leaves
 	// out. Documents written before it read as 0.
 	FailedTokens int64 `json:"failed_tokens"`
+	// Framing is what the SSE framing of the responses looked like, when
+	// it was anything but one data line per event (nil then).
+	Framing *Framing `json:"framing,omitempty"`
+}
+
+// Framing counts, over a batch's responses, what their SSE framing looked
+// like as the client read it by the WHATWG rules (result.Framing): a
+// gateway that re-frames the stream — joins or splits data lines, adds a
+// byte order mark, ids, retry fields or events without data, ends lines
+// in a bare CR — is described as one.
+type Framing struct {
+	BOMStreams      int64   `json:"bom_streams"`       // responses whose body began with a UTF-8 byte order mark
+	MultiLineEvents int64   `json:"multi_line_events"` // events whose data came on two or more data lines
+	NoDataBlocks    int64   `json:"no_data_blocks"`    // blocks of fields a blank line ended without data (nothing dispatched)
+	BareCRLines     int64   `json:"bare_cr_lines"`     // lines ended by a bare CR
+	InvalidUTF8     int64   `json:"invalid_utf8"`      // ill-formed UTF-8 sequences, each read as U+FFFD
+	IDFields        int64   `json:"id_fields"`         // id fields that set the last event ID
+	RetryFields     int64   `json:"retry_fields"`      // retry fields that set the reconnection time
+	RetryMaxMs      float64 `json:"retry_max_ms"`      // the largest reconnection time they set, 0 without
+}
+
+// NewFraming returns the summary of f and the largest retry retryMaxMs,
+// nil when f counts nothing.
+func NewFraming(f result.Framing, retryMaxMs int64) *Framing {
+	if f.Plain() {
+		return nil
+	}
+	return &Framing{
+		BOMStreams: int64(f.BOMs), MultiLineEvents: int64(f.MultiLineEvents), NoDataBlocks: int64(f.NoDataBlocks),
+		BareCRLines: int64(f.BareCRLines), InvalidUTF8: int64(f.InvalidUTF8), IDFields: int64(f.IDFields),
+		RetryFields: int64(f.RetryFields), RetryMaxMs: float64(retryMaxMs),
+	}
+}
+
+// Counts returns the counts of f as a result.Framing and its largest
+// retry (zero for a nil f).
+func (f *Framing) Counts() (result.Framing, int64) {
+	if f == nil {
+		return result.Framing{}, 0
+	}
+	return result.Framing{
+		BOMs: int(f.BOMStreams), MultiLineEvents: int(f.MultiLineEvents), NoDataBlocks: int(f.NoDataBlocks),
+		BareCRLines: int(f.BareCRLines), InvalidUTF8: int(f.InvalidUTF8), IDFields: int(f.IDFields),
+		RetryFields: int(f.RetryFields),
+	}, int64(f.RetryMaxMs)
 }
 
 // Received returns the tokens received, by ok and failed requests alike.

@@ -55,27 +55,24 @@ var readSizes = []struct {
 	{"odd-97", 97},
 }
 
-// consume is the client's per-Read work: chunked decoding, line splitting,
-// payload extraction. It returns the number of data lines seen.
-func consume(dec *ChunkedDecoder, lines *LineSplitter, in []byte) (events int, err error) {
+// consume is the client's per-Read work: chunked decoding, then reading
+// the events. It returns the number of events dispatched.
+func consume(dec *ChunkedDecoder, events *EventReader, in []byte) (n int, err error) {
 	for len(in) > 0 {
-		data, n, err := dec.Next(in)
-		in = in[n:]
-		lines.Feed(data)
+		data, used, err := dec.Next(in)
+		in = in[used:]
+		events.Feed(data)
 		for {
-			line, ok := lines.Next()
-			if !ok {
+			if _, ok := events.Next(); !ok {
 				break
 			}
-			if _, ok := DataPayload(line); ok {
-				events++
-			}
+			n++
 		}
 		if err != nil {
-			return events, err
+			return n, err
 		}
 	}
-	return events, lines.Err()
+	return n, events.Err()
 }
 
 func BenchmarkClientStream(b *testing.B) {
@@ -84,13 +81,13 @@ func BenchmarkClientStream(b *testing.B) {
 		b.Run(rs.name, func(b *testing.B) {
 			pieces := reads(body, writes, rs.size)
 			var dec ChunkedDecoder
-			var lines LineSplitter
+			var er EventReader
 			run := func() {
 				dec.Reset()
-				lines.Reset()
+				er.Reset()
 				events := 0
 				for _, p := range pieces {
-					n, err := consume(&dec, &lines, p)
+					n, err := consume(&dec, &er, p)
 					events += n
 					if err != nil && err != io.EOF {
 						b.Fatal(err)
@@ -135,7 +132,9 @@ func BenchmarkChunkedDecoder(b *testing.B) {
 	}
 }
 
-func BenchmarkLineSplitter(b *testing.B) {
+// benchReadSizes runs read over a stream of benchEvents events cut into
+// reads of three sizes: one event, one MSS, an odd 97 bytes.
+func benchReadSizes(b *testing.B, read func(b *testing.B, pieces [][]byte)) {
 	var stream []byte
 	for range benchEvents {
 		stream = AppendSSEData(stream, []byte(benchPayload))
@@ -143,26 +142,51 @@ func BenchmarkLineSplitter(b *testing.B) {
 	for _, size := range []int{len(benchPayload) + 8, 1460, 97} {
 		b.Run(fmt.Sprintf("read-%d", size), func(b *testing.B) {
 			pieces := reads(stream, nil, size)
-			var lines LineSplitter
-			run := func() {
-				lines.Reset()
-				for _, p := range pieces {
-					lines.Feed(p)
-					for {
-						if _, ok := lines.Next(); !ok {
-							break
-						}
-					}
-				}
-			}
-			run()
+			read(b, pieces) // warm up: size the buffers
 			b.SetBytes(int64(len(stream)))
 			b.ReportAllocs()
 			for b.Loop() {
-				run()
+				read(b, pieces)
 			}
 		})
 	}
+}
+
+func BenchmarkLineSplitter(b *testing.B) {
+	var lines LineSplitter
+	benchReadSizes(b, func(b *testing.B, pieces [][]byte) {
+		lines.Reset()
+		for _, p := range pieces {
+			lines.Feed(p)
+			for {
+				if _, ok := lines.Next(); !ok {
+					break
+				}
+			}
+		}
+	})
+}
+
+// BenchmarkEventReader is BenchmarkLineSplitter reading events: lines
+// split, decoded, interpreted and dispatched.
+func BenchmarkEventReader(b *testing.B) {
+	var er EventReader
+	benchReadSizes(b, func(b *testing.B, pieces [][]byte) {
+		er.Reset()
+		n := 0
+		for _, p := range pieces {
+			er.Feed(p)
+			for {
+				if _, ok := er.Next(); !ok {
+					break
+				}
+				n++
+			}
+		}
+		if n != benchEvents {
+			b.Fatalf("%d events, want %d", n, benchEvents)
+		}
+	})
 }
 
 func BenchmarkAppendChunkedSSEData(b *testing.B) {

@@ -8,7 +8,7 @@ import (
 )
 
 // The client side: parse the head from the bytes received so far, then feed
-// the rest through the chunked decoder and the line splitter.
+// the rest through the chunked decoder and the event reader.
 func Example() {
 	// What the server writes, arriving in two Reads split mid-chunk.
 	var stream []byte
@@ -22,7 +22,7 @@ func Example() {
 		head   []byte
 		inBody bool
 		dec    wire.ChunkedDecoder
-		lines  wire.LineSplitter
+		events wire.EventReader
 	)
 	for _, r := range reads {
 		if !inBody {
@@ -37,11 +37,9 @@ func Example() {
 		for len(r) > 0 {
 			data, n, err := dec.Next(r)
 			r = r[n:]
-			lines.Feed(data)
-			for line, ok := lines.Next(); ok; line, ok = lines.Next() {
-				if p, ok := wire.DataPayload(line); ok {
-					fmt.Printf("payload %s\n", p)
-				}
+			events.Feed(data)
+			for ev, ok := events.Next(); ok; ev, ok = events.Next() {
+				fmt.Printf("event %s\n", ev.Data)
 			}
 			if err == io.EOF {
 				fmt.Println("body done:", dec.Done())
@@ -53,8 +51,8 @@ func Example() {
 	}
 	// Output:
 	// HTTP/1.1 200 OK chunked: true
-	// payload {"pi_ts":1}
-	// payload [DONE]
+	// event {"pi_ts":1}
+	// event [DONE]
 	// body done: true
 }
 
@@ -69,6 +67,22 @@ func ExampleParseRequestHead() {
 	// Output:
 	// POST /v1/chat/completions 2 127.0.0.1
 	// body {}
+}
+
+// An event stream read by the specification's rules: the byte order mark
+// at its start stripped, an event's data lines joined, the event line
+// wherever it stands before the blank line, and an event without its
+// blank line never dispatched.
+func ExampleEventReader() {
+	var r wire.EventReader
+	r.Feed([]byte("\xEF\xBB\xBFdata: {\"a\":1,\ndata: \"b\":2}\nevent: delta\n\n: comment\nid: 7\ndata: cut"))
+	for ev, ok := r.Next(); ok; ev, ok = r.Next() {
+		fmt.Printf("%s %q\n", ev.Type, ev.Data)
+	}
+	fmt.Printf("%+v\n", r.Framing())
+	// Output:
+	// delta "{\"a\":1,\n\"b\":2}"
+	// {BOMs:1 MultiLineEvents:1 NoDataBlocks:0 BareCRLines:0 InvalidUTF8:0 IDFields:1 RetryFields:0}
 }
 
 func ExampleAppendChunkedSSEData() {

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"errors"
+	"github.com/sse-latency/sse-latency/internal/wire/ssetest"
 	"io"
 	"net/http/httputil"
 	"reflect"
@@ -181,9 +182,20 @@ func splitReference(data []byte) []string {
 	return parts[:len(parts)-1]
 }
 
+// FuzzLineSplitter splits arbitrary streams, whole and in three pieces,
+// against the obvious implementation; and reads them as events, in three
+// pieces, against the reference model of the specification
+// (ssetest.Interpret): the same events, each returned by the piece that
+// completes it, the same last event ID, reconnection time, comments and
+// framing counts.
 func FuzzLineSplitter(f *testing.F) {
 	for _, tt := range lineTests {
 		f.Add([]byte(tt.input), uint16(1), uint16(len(tt.input)/2))
+	}
+	for _, tc := range ssetest.Cases {
+		if len(tc.Input) < 4096 {
+			f.Add([]byte(tc.Input), uint16(len(tc.Input)/3), uint16(len(tc.Input)/2))
+		}
 	}
 	f.Add([]byte("data: a\r\n\r\ndata:b\n\n: c\r\r\n"), uint16(8), uint16(9))
 	f.Fuzz(func(t *testing.T, data []byte, a, b uint16) {
@@ -206,20 +218,37 @@ func FuzzLineSplitter(f *testing.F) {
 				t.Fatalf("DataPayload(%q) = %q, %v", line, p, ok)
 			}
 		}
+		in := [][]byte{data[:i], data[i:j], data[j:]}
+		got, ref := readStream(in), ssetest.Interpret(data)
+		switch {
+		case got.err != nil:
+			t.Fatalf("reading %q as events: %v", data, got.err)
+		case !slices.Equal(got.events, ref.Evs()):
+			t.Fatalf("reading %q cut at %d, %d: events %v; the specification's %v", data, i, j, got.events, ref.Evs())
+		case !slices.Equal(got.piece, ssetest.DispatchPieces(in, ref)):
+			t.Fatalf("reading %q cut at %d, %d: events dispatched by pieces %v; want %v", data, i, j, got.piece, ssetest.DispatchPieces(in, ref))
+		case got.lastID != ref.LastID || got.retry != ref.Retry:
+			t.Fatalf("reading %q: last ID %q, retry %d; the specification's %q, %d", data, got.lastID, got.retry, ref.LastID, ref.Retry)
+		case got.framing != Framing(ref.Framing) || got.comments != ref.Comments:
+			t.Fatalf("reading %q cut at %d, %d: framing %+v, %d comments; the reference's %+v, %d",
+				data, i, j, got.framing, got.comments, ref.Framing, ref.Comments)
+		}
 	})
 }
 
 func FuzzSSERoundTrip(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"delta":{"content":"hi"}}],"pi_ts":1}`), []byte("[DONE]"), uint16(30))
 	f.Add([]byte(""), []byte("x"), uint16(0))
+	f.Add([]byte("\tx"), []byte("\xa3\xE2\x82\xEF\xBB\xBF"), uint16(41)) // a tab kept; invalid UTF-8 and a BOM mid-stream
 	f.Fuzz(func(t *testing.T, p1, p2 []byte, split uint16) {
-		// A payload is one line; leading blanks are not significant.
+		// A payload is one line, its leading space is the one after the
+		// colon, and it is read as UTF-8 (each error a U+FFFD).
 		var want []string
 		for _, p := range [][]byte{p1, p2} {
-			if bytes.ContainsAny(p, "\r\n") || (len(p) > 0 && (p[0] == ' ' || p[0] == '\t')) {
+			if bytes.ContainsAny(p, "\r\n") || (len(p) > 0 && p[0] == ' ') {
 				return
 			}
-			want = append(want, string(p))
+			want = append(want, ssetest.DecodeUTF8(p))
 		}
 		stream := sseStream(want)
 		at := int(split) % len(stream)

@@ -17,6 +17,9 @@ import (
 // MaxLineBytes+1 bytes (unless Feed is called before the previous feed was
 // drained). A line longer than MaxLineBytes stops the splitter with
 // ErrLineTooLong. The zero value is ready to use.
+//
+// The splitter counts the lines that ended in a bare '\r' (BareCRs): a
+// fact about the stream's framing, not needed to split it.
 type LineSplitter struct {
 	pending []byte // the unread part of the last Feed; the caller's memory
 	carry   []byte // carry[off:] holds a line begun in earlier feeds
@@ -24,6 +27,8 @@ type LineSplitter struct {
 	stale   bool  // carry holds a line already returned: clear before reuse
 	scan    bool  // carry may hold whole lines (after an early Feed)
 	skipLF  bool  // the last line ended in a '\r' that ended the bytes fed: a '\n' next is its "\r\n"'s
+	fed     bool  // the line returned last is a sub-slice of the feed, not of carry
+	bareCRs int   // lines ended by a '\r' not followed by '\n'
 	err     error // sticky
 }
 
@@ -51,6 +56,22 @@ func (s *LineSplitter) Feed(p []byte) {
 // line is valid until the next call to Next, Feed or Reset, and only while
 // the caller leaves the fed bytes unmodified.
 func (s *LineSplitter) Next() (line []byte, ok bool) {
+	line, _, ok = s.next()
+	return line, ok
+}
+
+// next is Next, and also says whether the line is a sub-slice of the bytes
+// last fed (inFeed): such a line stays valid, unlike one gathered in
+// carry, until the caller modifies those bytes — through later calls of
+// next on the same feed.
+func (s *LineSplitter) next() (line []byte, inFeed, ok bool) {
+	line, ok = s.nextLine()
+	return line, ok && s.fed, ok
+}
+
+// nextLine finds the next line and sets fed.
+func (s *LineSplitter) nextLine() (line []byte, ok bool) {
+	s.fed = false
 	if s.err != nil {
 		return nil, false
 	}
@@ -86,6 +107,7 @@ func (s *LineSplitter) Next() (line []byte, ok bool) {
 		return s.hold()
 	}
 	line, s.pending = s.pending[:i], s.pending[i+n:]
+	s.fed = true
 	return s.emit(line)
 }
 
@@ -107,30 +129,39 @@ func (s *LineSplitter) eol(b []byte) (i, n int) {
 	case j+1 < len(b) && b[j+1] == '\n':
 		return j, 2
 	case j+1 == len(b):
-		s.skipLF = true
+		s.skipLF = true // bare or not: dropLF tells, from the next byte
+	default:
+		s.bareCRs++
 	}
 	return j, 1
 }
 
 // dropLF drops the '\n' at (*b)[off] when it completes the "\r\n" of the
-// line returned last.
+// line returned last; any other byte there makes that line's '\r' a bare
+// one.
 func (s *LineSplitter) dropLF(b *[]byte, off int) {
 	if !s.skipLF || len(*b) <= off {
 		return
 	}
 	s.skipLF = false
-	if (*b)[off] == '\n' {
-		if off == 0 {
-			*b = (*b)[1:]
-		} else {
-			*b = append((*b)[:off], (*b)[off+1:]...)
-		}
+	switch {
+	case (*b)[off] != '\n':
+		s.bareCRs++
+	case off == 0:
+		*b = (*b)[1:]
+	default:
+		*b = append((*b)[:off], (*b)[off+1:]...)
 	}
 }
 
 // Err returns ErrLineTooLong once a line has exceeded MaxLineBytes, and nil
 // before that.
 func (s *LineSplitter) Err() error { return s.err }
+
+// BareCRs returns how many lines so far ended in a bare '\r' (one not
+// followed by '\n'). A '\r' that ends the bytes fed so far is counted once
+// the next byte has arrived.
+func (s *LineSplitter) BareCRs() int { return s.bareCRs }
 
 // Reset discards all state, keeping the internal buffer for reuse.
 func (s *LineSplitter) Reset() {
@@ -174,13 +205,13 @@ func (s *LineSplitter) compact() {
 }
 
 // DataPayload returns the value of an SSE "data" field line: the bytes after
-// "data:" with leading spaces and tabs skipped, as a sub-slice of line, and
-// ok == true. A line that is exactly "data" is a data field with an empty
-// value. Any other line (another field such as "event:" or "id:", a ":"
-// comment, an empty line) gives ok == false.
+// "data:" without the one leading space the specification removes, as a
+// sub-slice of line, and ok == true. A line that is exactly "data" is a
+// data field with an empty value. Any other line (another field such as
+// "event:" or "id:", a ":" comment, an empty line) gives ok == false.
 //
-// The SSE specification removes only one leading space; this tool's
-// payloads are JSON, where the difference does not matter.
+// It reads one line; an event's data, which may span several data lines,
+// is EventReader's to assemble.
 func DataPayload(line []byte) (payload []byte, ok bool) {
 	const field = "data"
 	if len(line) < len(field) || string(line[:len(field)]) != field {
@@ -194,7 +225,7 @@ func DataPayload(line []byte) (payload []byte, ok bool) {
 		return nil, false
 	}
 	rest = rest[1:]
-	for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
+	if len(rest) > 0 && rest[0] == ' ' {
 		rest = rest[1:]
 	}
 	return rest, true

@@ -167,8 +167,9 @@ func TestDataPayload(t *testing.T) {
 	}{
 		{"data: x", "x", true},
 		{"data:x", "x", true},
-		{"data:\tx", "x", true},
-		{"data: \t  x y ", "x y ", true},
+		{"data:\tx", "\tx", true},
+		{"data: \t  x y ", "\t  x y ", true},
+		{"data:  x", " x", true},
 		{`data: {"choices":[]}`, `{"choices":[]}`, true},
 		{"data: [DONE]", "[DONE]", true},
 		{"data:", "", true},
@@ -220,14 +221,14 @@ func sseStream(payloads []string) []byte {
 }
 
 // clientRead is what the client does with a stream arriving in pieces:
-// parse the head, then decode chunks into lines and lines into payloads.
+// parse the head, then decode chunks and read them as events.
 func clientRead(t testing.TB, pieces [][]byte) (payloads []string, done bool) {
 	t.Helper()
 	var (
 		head   []byte
 		inBody bool
 		dec    ChunkedDecoder
-		lines  LineSplitter
+		events EventReader
 	)
 	for _, in := range pieces {
 		if !inBody {
@@ -247,21 +248,19 @@ func clientRead(t testing.TB, pieces [][]byte) (payloads []string, done bool) {
 		for len(in) > 0 {
 			data, n, err := dec.Next(in)
 			in = in[n:]
-			lines.Feed(data)
+			events.Feed(data)
 			for {
-				line, ok := lines.Next()
+				ev, ok := events.Next()
 				if !ok {
 					break
 				}
-				if p, ok := DataPayload(line); ok {
-					payloads = append(payloads, string(p))
-				}
+				payloads = append(payloads, string(ev.Data))
 			}
 			if err == io.EOF {
 				return payloads, true
 			}
-			if err != nil || lines.Err() != nil {
-				t.Fatalf("decoding: %v, %v", err, lines.Err())
+			if err != nil || events.Err() != nil {
+				t.Fatalf("decoding: %v, %v", err, events.Err())
 			}
 		}
 	}

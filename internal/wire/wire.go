@@ -1,15 +1,16 @@
 // Package wire is the framing layer of sse-latency, in both directions and
 // without sockets or clocks: it parses HTTP/1.1 request and response heads,
-// decodes and encodes the chunked transfer coding, splits and writes
-// Server-Sent Events lines, and reads and writes WebSocket frames (ws.go).
+// decodes and encodes the chunked transfer coding, splits Server-Sent
+// Events lines and interprets them as the WHATWG specification does
+// (EventReader), writes them, and reads and writes WebSocket frames (ws.go).
 //
-// The body parsers, ChunkedDecoder, LineSplitter and WSReader, are incremental in the
-// style of net/http's chunked.go: each is fed whatever bytes a Read
-// returned, hands back what it could complete, and keeps its state until the
-// next feed. Neither blocks, and neither allocates per event or per line in
-// steady state: results are sub-slices of the caller's input or of one small
-// internal buffer, valid only until the next call (each method documents
-// exactly how long).
+// The body parsers, ChunkedDecoder, LineSplitter, EventReader and
+// WSReader, are incremental in the style of net/http's chunked.go: each is
+// fed whatever bytes a Read returned, hands back what it could complete,
+// and keeps its state until the next feed. None blocks, and none
+// allocates per event or per line in steady state: results are sub-slices
+// of the caller's input or of one small internal buffer, valid only until
+// the next call (each method documents exactly how long).
 //
 // The head parsers, ParseResponseHead and ParseRequestHead, are stateless:
 // they are given all bytes received so far and answer "need more"
@@ -45,6 +46,12 @@ const (
 	// It is also the most a LineSplitter buffers in normal use (plus one
 	// byte for a pending '\r').
 	MaxLineBytes = 1 << 20
+
+	// MaxEventBytes bounds the data of one Server-Sent Event: the values
+	// of its data lines joined, as an EventReader gathers them until the
+	// blank line that ends the event (a stream that never sends one stops
+	// there).
+	MaxEventBytes = 1 << 20
 )
 
 // Errors returned by the parsers. They are often wrapped with detail; test
@@ -86,4 +93,8 @@ var (
 
 	// ErrLineTooLong means a Server-Sent Events line exceeded MaxLineBytes.
 	ErrLineTooLong = errors.New("wire: SSE line too long")
+
+	// ErrEventTooLarge means the data of a Server-Sent Event exceeded
+	// MaxEventBytes before the blank line that ends it.
+	ErrEventTooLarge = errors.New("wire: SSE event too large")
 )

@@ -65,12 +65,16 @@ type Stream struct {
 	// If set, token i (from 1) takes Gaps[(i−1) mod len] and
 	// Delays[(i−1) mod len] instead of Gap and Delay.
 	Gaps, Delays []int64
+
+	// The SSE framing of the response (result.Request's fields).
+	Framing result.Framing
+	RetryMs int64
 }
 
 // Request builds the record: it starts at Base + Index s, is sent 0.1 ms
 // later and ends 0.2 ms after its last token.
 func (s Stream) Request() *result.Request {
-	r := &result.Request{Batch: s.Batch, Index: s.Index, Failure: s.Failure}
+	r := &result.Request{Batch: s.Batch, Index: s.Index, Failure: s.Failure, Framing: s.Framing, RetryMs: s.RetryMs}
 	r.Start = Base + int64(s.Index)*1e9
 	r.Sent = r.Start + 100_000
 	if s.Leg != 0 {
