@@ -60,6 +60,13 @@ func TestWebSocket(t *testing.T) {
 			if g.ByPiTs != int64(transportRequests*transportTokens) {
 				t.Errorf("%d tokens measured by pi_ts, want all %d: the frames pass the gateway unchanged\n%s", g.ByPiTs, transportRequests*transportTokens, m)
 			}
+			if m.warned() {
+				// The tool fell behind its own schedule: a frame late by
+				// milliseconds is its overload, not the gateway's (as the
+				// SSE gateways' verdicts, TestGateways). The structure
+				// above is judged; the timing is not.
+				t.Skipf("sse-latency fell behind its own emission schedule: the machine was too busy to judge the added delay (%s)", m.figures())
+			}
 			v := m.sum.Verdict
 			if addedP50 := overhead(m.sum.Loop.EmitRecv, g.EmitRecv, pct(0.5)); v.AddedP50Ms >= flushesMaxAddedP50Ms || addedP50 >= flushesMaxAddedP50Ms {
 				t.Errorf("verdict %s, added p50 %.3f ms (emit->recv p50 %+.3f ms above loopback), want < %.0f ms: the gateway did not pass frames on at once\n%s",

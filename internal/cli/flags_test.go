@@ -78,15 +78,15 @@ type recorder struct {
 	alpn     []string        // per TLS connection, the protocol negotiated
 	arrived  chan struct{}   // one per connection accepted
 	wg       sync.WaitGroup  // the accept loop and the connections
-	// open counts the connections being served; idle is closed when it
-	// falls to zero (a WaitGroup cannot be awaited while the accept loop
-	// may still add to it from zero).
-	open int
-	idle chan struct{}
+	open     int             // connections being relayed (under mu)
+	idle     chan struct{}   // closed while open is 0 (under mu)
 }
 
-// connOpened counts a connection accepted.
-func (r *recorder) connOpened() {
+// opened and closed count a connection in and out of open; idle returns
+// a channel closed once no connection is open. (A WaitGroup cannot do
+// it: a connection accepted while a Wait is under way, the next step of
+// a sweep, is an Add racing that Wait.)
+func (r *recorder) opened() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.open == 0 {
@@ -95,8 +95,7 @@ func (r *recorder) connOpened() {
 	r.open++
 }
 
-// connClosed counts a connection served to its end.
-func (r *recorder) connClosed() {
+func (r *recorder) closed() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.open--; r.open == 0 {
@@ -104,15 +103,9 @@ func (r *recorder) connClosed() {
 	}
 }
 
-// idleNow returns a channel closed once no connection is being served.
-func (r *recorder) idleNow() <-chan struct{} {
+func (r *recorder) idleCh() <-chan struct{} {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.open == 0 {
-		done := make(chan struct{})
-		close(done)
-		return done
-	}
 	return r.idle
 }
 
@@ -124,7 +117,9 @@ func startRecorder(t *testing.T, upstream func() string, tc *tls.Config, hold bo
 	if tc != nil {
 		ln = tls.NewListener(ln, tc)
 	}
-	r := &recorder{Addr: ln.Addr().String(), upstream: upstream, hold: hold, waitFor: waitFor, arrived: make(chan struct{}, 1024)}
+	r := &recorder{Addr: ln.Addr().String(), upstream: upstream, hold: hold, waitFor: waitFor, arrived: make(chan struct{}, 1024),
+		idle: make(chan struct{})}
+	close(r.idle)
 	var conns []net.Conn
 	var cmu sync.Mutex
 	r.wg.Go(func() {
@@ -136,8 +131,8 @@ func startRecorder(t *testing.T, upstream func() string, tc *tls.Config, hold bo
 			cmu.Lock()
 			conns = append(conns, c)
 			cmu.Unlock()
-			r.connOpened()
-			r.wg.Go(func() { defer r.connClosed(); r.serve(c) })
+			r.opened()
+			r.wg.Go(func() { defer r.closed(); r.serve(c) })
 		}
 	})
 	t.Cleanup(func() {
@@ -490,7 +485,7 @@ func runRow(t *testing.T, row flagRow, cmd string, cert testCert) *observed {
 		// The client has closed its connections: let the relay finish
 		// copying what they carried.
 		select {
-		case <-rec.idleNow():
+		case <-rec.idleCh():
 		case <-time.After(10 * time.Second):
 		}
 		o.reqs, o.conns = rec.requests()
