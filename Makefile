@@ -1,7 +1,7 @@
 # Shortcuts for the commands of README.md and docs/. Each target is one
 # command that can also be run by hand.
 
-.PHONY: test e2e-report bench
+.PHONY: test e2e-report bench image image-test
 
 # The README's test command (what CI runs after gofmt, go vet and staticcheck).
 test:
@@ -17,3 +17,14 @@ e2e-report:
 # Whole-tool figures of docs/PERF.md.
 bench:
 	bench/run.sh
+
+# The image (docs/scale-out.md): the static binary, then an OCI image FROM
+# scratch with podman, buildah or docker (BUILDER=...), no registry needed.
+IMAGE ?= sse-latency:latest
+image:
+	image/build.sh image $(IMAGE)
+
+# The image test alone (it is in `make test` too): builds the image from the
+# binary the tests build, inspects it, runs a measurement in it.
+image-test:
+	go test -run TestImage -count=1 -v ./cmd/sse-latency/

@@ -21,9 +21,10 @@ import (
 	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
-// binary is the sse-latency executable built once by TestMain: these tests
-// run it as a real process, to check what only a process has — signals and
-// exit statuses.
+// binary is the sse-latency executable built once by TestMain, as the
+// image ships it (image/build.sh binary: static, the commit stamped):
+// these tests run it as a real process, to check what only a process has —
+// signals and exit statuses — and TestImage puts it in the image.
 var binary string
 
 func TestMain(m *testing.M) {
@@ -37,14 +38,13 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	}
 	binary = filepath.Join(dir, "sse-latency")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, gobin, "build", "-o", binary, ".")
+	build := exec.CommandContext(ctx, "sh", filepath.Join("..", "..", "image", "build.sh"), "binary", binary)
+	if _, err := exec.LookPath("go"); err != nil { // the script runs the go of PATH
+		build.Env = append(os.Environ(), "PATH="+filepath.Join(os.Getenv("GOROOT"), "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building sse-latency: %v\n%s", err, out)
 		return 1

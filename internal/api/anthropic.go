@@ -120,6 +120,7 @@ func (e *anthropicEncoder) appendDelta(dst []byte, p Phase, j, _, _ int, ts int6
 	}
 	dst = append(dst, `"},"pi_ts":`...)
 	dst = strconv.AppendInt(dst, ts, 10)
+	dst = append(dst, e.a.Instance...)
 	return append(dst, "}"+sseEnd...)
 }
 

@@ -44,11 +44,14 @@ func intHint(name string, raw json.RawMessage) (*int64, error) {
 }
 
 // ChatChunk builds the chunk objects of one streamed chat completion, in the
-// field order of SPEC §3: id, object, created, pi_ts, model, choices.
+// field order of SPEC §3: id, object, created, pi_ts, model, choices —
+// with pi_instance after pi_ts when the server has an instance id
+// (WithInstance).
 // It appends into caller-owned buffers and does not allocate.
 type ChatChunk struct {
-	ID    []byte // e.g. chatcmpl-sse-latency-42
-	model []byte // JSON string literal; nil means Model
+	ID       []byte        // e.g. chatcmpl-sse-latency-42
+	model    []byte        // JSON string literal; nil means Model
+	instance InstanceField // after pi_ts; nil: none
 }
 
 // NewChatChunk returns a builder for the stream with the given number.
@@ -59,6 +62,13 @@ func NewChatChunk(streamNo uint64) ChatChunk {
 // WithModel returns the builder reporting model ("" means Model).
 func (c ChatChunk) WithModel(model string) ChatChunk {
 	c.model = modelLiteral(model)
+	return c
+}
+
+// WithInstance returns the builder whose chunks name the server instance
+// after pi_ts (f nil: none, the reference's field order).
+func (c ChatChunk) WithInstance(f InstanceField) ChatChunk {
+	c.instance = f
 	return c
 }
 
@@ -77,6 +87,7 @@ func (c ChatChunk) prefix(dst []byte, piTs int64) []byte {
 	dst = strconv.AppendInt(dst, piTs/1e9, 10)
 	dst = append(dst, `,"pi_ts":`...)
 	dst = strconv.AppendInt(dst, piTs, 10)
+	dst = append(dst, c.instance...)
 	dst = append(dst, `,"model":`...)
 	return c.appendModel(dst)
 }
@@ -205,7 +216,7 @@ type chatEncoder struct {
 }
 
 func newChatEncoder(a Answer) *chatEncoder {
-	e := &chatEncoder{a: a, chunk: NewChatChunk(a.No).WithModel(a.Model)}
+	e := &chatEncoder{a: a, chunk: NewChatChunk(a.No).WithModel(a.Model).WithInstance(a.Instance)}
 	e.phased = newPhased(e, a)
 	return e
 }

@@ -33,6 +33,7 @@ func (e *completionsEncoder) prefix(dst []byte, ts int64) []byte {
 	dst = strconv.AppendInt(dst, ts/1e9, 10)
 	dst = append(dst, `,"pi_ts":`...)
 	dst = strconv.AppendInt(dst, ts, 10)
+	dst = append(dst, e.a.Instance...)
 	dst = append(dst, `,"model":`...)
 	return append(dst, e.model...)
 }

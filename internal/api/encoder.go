@@ -23,6 +23,9 @@ type Answer struct {
 	// Text is the words of the text tokens (AppendText): ASCII, the
 	// reference's, unless TextUTF8.
 	Text TextWords
+	// Instance names the server instance in every event that carries
+	// pi_ts, right after it (NewInstanceField); nil: no such field.
+	Instance InstanceField
 	// Prompt is the prompt's accounting the usage objects report
 	// (AppendUsage): its tokens and the prefix cache's figures.
 	Prompt PromptUsage
@@ -50,7 +53,8 @@ func (a *Answer) appendAllText(dst []byte) []byte {
 // that close the previous phase and open this one (a thinking block's
 // signature and stop, a tool call's output item…). ts is the emission
 // instant (process-clock epoch nanoseconds): the token events carry it as
-// "pi_ts" (so do all Chat and Completions chunks). An index out of range
+// "pi_ts" (so do all Chat and Completions chunks), followed by
+// Answer.Instance when the server has an instance id. An index out of range
 // appends nothing. AppendToken is on the per-token path: it does not
 // allocate when dst has room (a phase's opening events may grow it once).
 //

@@ -254,7 +254,8 @@ func TestEncoderTokenDoesNotAllocate(t *testing.T) {
 }
 
 // BenchmarkEncoderAppendToken encodes a text token (the names the benchmark
-// had before the phases), then a reasoning and a tool-call token.
+// had before the phases), then a reasoning and a tool-call token; under
+// instance/, the same naming the server instance (Answer.Instance).
 func BenchmarkEncoderAppendToken(b *testing.B) {
 	for _, d := range Dialects {
 		for _, p := range []Phase{PhaseText, PhaseReasoning, PhaseToolCall} {
@@ -265,18 +266,30 @@ func BenchmarkEncoderAppendToken(b *testing.B) {
 				}
 				name += "/" + p.String()
 			}
-			b.Run(name, func(b *testing.B) {
-				e := NewEncoder(d, Answer{No: 1, Tokens: 1000, Reasoning: 1000, ToolCall: 1000})
-				k := 9 + int(p)*1000 // in the middle of phase p
-				if d == Completions {
-					k = 9
+			for _, inst := range []InstanceField{nil, NewInstanceField("sse-latency-server-0")} {
+				name := name
+				if inst != nil { // first, so that -test.bench (or -test.skip) 'AppendToken/^instance$' picks them
+					name = "instance/" + name
 				}
-				buf := make([]byte, 0, 1024)
-				b.ReportAllocs()
-				for b.Loop() {
-					buf = e.AppendToken(buf[:0], k, encTs)
-				}
-			})
+				benchmarkEncoderToken(b, name, d, p, inst)
+			}
 		}
 	}
+}
+
+// benchmarkEncoderToken runs BenchmarkEncoderAppendToken's benchmark of
+// phase p in dialect d, the events naming instance inst (nil: none).
+func benchmarkEncoderToken(b *testing.B, name string, d Dialect, p Phase, inst InstanceField) {
+	b.Run(name, func(b *testing.B) {
+		e := NewEncoder(d, Answer{No: 1, Tokens: 1000, Reasoning: 1000, ToolCall: 1000, Instance: inst})
+		k := 9 + int(p)*1000 // in the middle of phase p
+		if d == Completions {
+			k = 9
+		}
+		buf := make([]byte, 0, 1024)
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = e.AppendToken(buf[:0], k, encTs)
+		}
+	})
 }

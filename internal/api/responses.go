@@ -276,6 +276,7 @@ func (e *responsesEncoder) appendDelta(dst []byte, p Phase, j, seq, _ int, ts in
 	}
 	dst = append(dst, `,"pi_ts":`...)
 	dst = strconv.AppendInt(dst, ts, 10)
+	dst = append(dst, e.a.Instance...)
 	return append(dst, "}"+sseEnd...)
 }
 

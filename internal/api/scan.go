@@ -60,6 +60,9 @@ type Scanned struct {
 	// PiTs is the event's emission stamp (a top-level "pi_ts"), 0 if absent
 	// or not a positive integer.
 	PiTs int64
+	// Instance is the server instance that emitted the event (a top-level
+	// "pi_instance" string, escapes unresolved), nil if absent.
+	Instance []byte
 	// Content is the visible text (HasContent).
 	Content []byte
 	Escaped bool
@@ -165,6 +168,10 @@ func scanOpenAI(p []byte, contentKey string, phases bool) Scanned {
 			if depth == 1 {
 				s.setPiTs(&k)
 			}
+		case InstanceKey:
+			if depth == 1 {
+				s.setInstance(&k)
+			}
 		case "error":
 			if depth != 1 {
 				break
@@ -261,6 +268,8 @@ func (t *typedScan) scan(p, event []byte) {
 			}
 		case depth == 1 && string(key) == "pi_ts":
 			t.s.setPiTs(&k)
+		case depth == 1 && string(key) == InstanceKey:
+			t.s.setInstance(&k)
 		}
 	}
 	if !t.typed {
@@ -361,6 +370,15 @@ func scanAnthropic(p, event []byte) Scanned {
 func (s *Scanned) setPiTs(k *keyScanner) {
 	if s.PiTs == 0 {
 		s.PiTs = k.intValue()
+	}
+}
+
+// setInstance records the string at k's position as the instance, once.
+func (s *Scanned) setInstance(k *keyScanner) {
+	if s.Instance == nil {
+		if raw, _, ok := k.stringValue(); ok {
+			s.Instance = raw
+		}
 	}
 }
 

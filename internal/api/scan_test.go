@@ -325,11 +325,19 @@ func FuzzScanEvent(f *testing.F) {
 	for _, tc := range allScanCases() {
 		f.Add(uint8(tc.d), tc.event, []byte(tc.payload))
 	}
+	for d := range Dialects { // the events of a server with an instance id
+		e := NewEncoder(Dialects[d], Answer{No: 1, Tokens: 2, Instance: NewInstanceField("srv-a")})
+		name, data := splitEvent(e.AppendToken(nil, 1, encTs))
+		f.Add(uint8(d), string(name), data)
+	}
 	f.Fuzz(func(t *testing.T, d uint8, event string, payload []byte) {
 		dialect := Dialect(int(d) % len(Dialects))
 		s := ScanEvent(dialect, []byte(event), payload)
 		if s.PiTs < 0 {
 			t.Errorf("pi_ts %d < 0", s.PiTs)
+		}
+		if s.Instance != nil && !bytes.Contains(payload, s.Instance) {
+			t.Errorf("instance %q is not in the payload", s.Instance)
 		}
 		for p := range Phase(NumPhases) {
 			text, escaped := s.Text(p)

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -133,17 +134,36 @@ func MeasureWith(ctx context.Context, opt Options, args []string, stdout, stderr
 	return r.main(ctx), r.sum
 }
 
+// commit is the VCS revision a build stamped (image/build.sh: -ldflags
+// "-X github.com/sse-latency/sse-latency/internal/cli.commit=<sha>[-dirty]"),
+// for builds without the toolchain's VCS stamp (-buildvcs=false, no git in
+// a container build); "" when none did.
+var commit string
+
 // Version is the module version from the build info ("(devel)" when built
-// from a work tree), with the VCS revision when known.
+// from a work tree), with the VCS revision when known: the toolchain's
+// stamp, else the one the build stamped (commit), its first 12 digits and
+// "-dirty" when the tree had changes.
 func Version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
 	}
+	return versionOf(bi, commit)
+}
+
+// versionOf is Version from build info bi and a stamped commit.
+func versionOf(bi *debug.BuildInfo, commit string) string {
 	v := bi.Main.Version
 	for _, s := range bi.Settings {
 		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
+			return v + " " + s.Value[:12]
+		}
+	}
+	if rev, dirty := strings.CutSuffix(commit, "-dirty"); len(rev) >= 12 {
+		v += " " + rev[:12]
+		if dirty {
+			v += "-dirty"
 		}
 	}
 	return v
@@ -176,8 +196,9 @@ type run struct {
 	trace  *trace.Trace    // --trace: the trace the gateway batch replays; nil without one
 	replay *summary.Replay // its description in the report
 
-	remote  *remote               // across hosts (--server): the server's control endpoint; nil when the server runs here
-	observe func(*result.Request) // sees every finished record too (the probe's metrics); nil: nothing does
+	remote   *remote               // across hosts (--server): the servers' control endpoints; nil when the server runs here
+	instance string                // the instance id of the server here (--instance-id, or a default with --control); "" none
+	observe  func(*result.Request) // sees every finished record too (the probe's metrics); nil: nothing does
 
 	cost     *costMeter // samples each batch's CPU (the tool's, the gateway's, the host's); nil: only the tool's
 	toolCPUs []int      // --cpus, applied; nil when the tool is not pinned
@@ -276,7 +297,10 @@ func (r *run) setUp() error {
 func (r *run) startServer() error {
 	cfg := r.cfg
 	r.emissions, r.runID = emission.New(), newRunID()
-	srvCfg := server.Config{Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
+	if r.instance = cfg.Instance; r.instance == "" && cfg.Control != "" {
+		r.instance = defaultInstance()
+	}
+	srvCfg := server.Config{Instance: r.instance, Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
 		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(), HeartbeatMs: cfg.HeartbeatMs,
 		Engine: client.Engine(cfg.Engine), Faults: cfg.ServerFaults(), CacheBlockTokens: cfg.CacheBlock}
@@ -312,10 +336,31 @@ func (r *run) serveOnly(ctx context.Context) int {
 	r.out.errorf("no -t given: running as server only. Ctrl-C to stop.\n")
 	select {
 	case <-ctx.Done():
+		r.serverAccount()
 		return ExitOK
 	case err := <-r.serverDone:
 		r.serverDone <- err // for stop, which reports it
 		return ExitFailure
+	}
+}
+
+// serverAccount prints, when a server-only run stops, what the server
+// did: the requests it read, the tokens it emitted and how late against
+// their schedule — what says whether a server on its own host (a pod)
+// kept up with the load of its clients, who cannot see its lateness — and
+// the warning when it fell behind.
+func (r *run) serverAccount() {
+	late := r.srv.Lateness()
+	if late.N() == 0 {
+		n := int(r.srv.Requests())
+		r.out.errorf("server: %d %s, no token emitted\n", n, pluralWord(n, "request", "requests"))
+		return
+	}
+	n := int(r.srv.Requests())
+	r.out.errorf("server: %d %s, %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms\n",
+		n, pluralWord(n, "request", "requests"), late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
+	if w := summary.LatenessWarning(late); w != "" {
+		r.out.errorf("warning: %s\n", w)
 	}
 }
 
@@ -477,7 +522,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 		runtime.GC()
 	}
 	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Identify: r.gwSeen,
-		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary(),
+		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary(), Replicas: r.replicaInfos(),
 		PageBytes: os.Getpagesize(), Pin: r.cost.pin(r.toolCPUs)})
 	if len(r.cfg.SLOs) > 0 {
 		sum.SLO = slo.Check(r.cfg.Objectives(), sum, r.goodput)

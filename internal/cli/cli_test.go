@@ -7,10 +7,12 @@ import (
 	"flag"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -87,6 +89,29 @@ func TestHelpAndVersion(t *testing.T) {
 	code, out, _ := runMain(t, nil, "--version")
 	if code != ExitOK || !strings.HasPrefix(out, "sse-latency ") {
 		t.Errorf("Main(--version) = %d, %q; want 0 and a version line", code, out)
+	}
+}
+
+// TestVersionOf: the version names the toolchain's VCS stamp, else the
+// commit the build stamped (image/build.sh), else none.
+func TestVersionOf(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	vcs := &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "fedcba9876543210"}}}
+	plain := &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}
+	for _, tt := range []struct {
+		bi     *debug.BuildInfo
+		commit string
+		want   string
+	}{
+		{vcs, sha, "(devel) fedcba987654"},
+		{plain, sha, "v1.2.3 0123456789ab"},
+		{plain, sha + "-dirty", "v1.2.3 0123456789ab-dirty"},
+		{plain, "", "v1.2.3"},
+		{plain, "short", "v1.2.3"},
+	} {
+		if got := versionOf(tt.bi, tt.commit); got != tt.want {
+			t.Errorf("versionOf(%v, %q) = %q, want %q", tt.bi.Main.Version, tt.commit, got, tt.want)
+		}
 	}
 }
 
@@ -186,8 +211,15 @@ func TestServerOnlyStopsOnCancel(t *testing.T) {
 	stderr := &watchWriter{}
 	done := make(chan int, 1)
 	go func() { done <- Main(ctx, []string{"-L", "127.0.0.1:0"}, io.Discard, stderr) }()
-	// Cancelled once it says it waits for Ctrl-C.
+	// Cancelled once it says it waits for Ctrl-C, and has served a stream.
 	testutil.Await(t, "the server-only line", func() bool { return strings.Contains(stderr.String(), waiting) })
+	addr := regexp.MustCompile(`listening on (\S+) `).FindStringSubmatch(stderr.String())[1]
+	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true,"pi_tokens":7,"pi_delay_ms":0.1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
 	cancel()
 	var code int
 	select {
@@ -198,6 +230,10 @@ func TestServerOnlyStopsOnCancel(t *testing.T) {
 	errOut := stderr.String()
 	if code != ExitOK || !regexp.MustCompile(`dummy OpenAI-like SSE server listening on 127\.0\.0\.1:\d+ \(POST /v1/chat/completions\)`).MatchString(errOut) {
 		t.Errorf("server-only: code %d, stderr %q", code, errOut)
+	}
+	// Its account when it stops: the stream's 7 tokens.
+	if !regexp.MustCompile(`\nserver: 1 request, 7 tokens emitted, emission lateness p50=\d+\.\d{3}ms p99=\d+\.\d{3}ms max=\d+\.\d{3}ms\n`).MatchString(errOut) {
+		t.Errorf("server-only: no account of the stream when it stopped:\n%s", errOut)
 	}
 }
 

@@ -32,6 +32,10 @@ type Config struct {
 	CSVPath  string `json:"-"` // --csv: stream one row per token here
 
 	ControlToken string `json:"-"` // --control-token: the token of the control endpoints (--control, --server); a secret, never recorded
+
+	// Servers are the --server values, each a control endpoint's URL
+	// (recorded comma-joined as Server).
+	Servers []string `json:"-"`
 }
 
 // DefaultConfig returns the reference tool's defaults.
@@ -475,7 +479,8 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	fs.StringVar(&cfg.CSVPath, "csv", "", "")
 	fs.StringVar(&cfg.Control, "control", "", "")
 	fs.StringVar(&cfg.ControlToken, "control-token", "", "")
-	fs.StringVar(&cfg.Server, "server", "", "")
+	fs.StringSliceVar(&cfg.Servers, "server", nil, "")
+	fs.StringVar(&cfg.Instance, "instance-id", "", "")
 	fs.StringVar(&cfg.Corpus, "corpus", "", "")
 	fs.IntSliceVar(&cfg.GatewayPIDs, "gateway-pid", nil, "")
 	fs.StringVar(&cfg.CPUs, "cpus", "", "")
@@ -488,6 +493,7 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 		return commandLine{cfg: cfg}, err
 	}
 	cfg.SLOs = slos
+	cfg.Server = strings.Join(cfg.Servers, ",")
 	if err := applyCorpus(&cfg, fs.Changed); err != nil {
 		return commandLine{cfg: cfg}, err
 	}
@@ -615,8 +621,11 @@ Options:
       --control <[ip:]port>  serve the server's timing records there (clock, emission times, arrivals), for a
                              client on another host; bind it to a private address
       --control-token <t>    the token of those control endpoints (def: a random one, printed at start)
+      --instance-id <id>     with --control: this server's name in every chunk and stream head, for clients
+                             of several replicas (def: host name and process id)
       --server <URL>         the server runs on another host: its control endpoint, http://host:port
-                             (with --control-token; the server's own clock is read and corrected for)
+                             (with --control-token; the server's own clock is read and corrected for);
+                             repeatable, one per server replica, or a name resolving to each (at most 64)
   -h, --help                 help
       --version              print the version and exit
 

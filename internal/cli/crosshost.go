@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/clock"
@@ -30,6 +32,14 @@ func checkCrossHost(cfg *Config, fs *pflag.FlagSet) error {
 			return fmt.Errorf("--control: %v", err)
 		}
 	}
+	if cfg.Instance != "" {
+		switch {
+		case !api.ValidID(cfg.Instance):
+			return fmt.Errorf("--instance-id %q: want 1 to 64 of A-Z, a-z, 0-9 and - _ . (no other character)", cfg.Instance)
+		case cfg.Control == "":
+			return fmt.Errorf("--instance-id names this server to the clients that read its control endpoints: give --control")
+		}
+	}
 	if cfg.Server == "" {
 		return nil
 	}
@@ -46,21 +56,26 @@ func checkCrossHost(cfg *Config, fs *pflag.FlagSet) error {
 			return fmt.Errorf("--%s sets up the dummy server, which runs on the other host with --server: give it there", f)
 		}
 	}
-	c, err := control.NewClient(cfg.Server, cfg.ControlToken)
-	if err != nil {
-		return fmt.Errorf("--server: %v", err)
+	if len(cfg.Servers) > MaxReplicas {
+		return fmt.Errorf("--server given %d times: at most %d control endpoints (MaxReplicas)", len(cfg.Servers), MaxReplicas)
 	}
-	c.Close()
+	for _, s := range cfg.Servers {
+		c, err := control.NewClient(s, cfg.ControlToken)
+		if err != nil {
+			return fmt.Errorf("--server: %v", err)
+		}
+		c.Close()
+	}
 	cfg.NoLoopback = true // the calibration would need a server here
 	return nil
 }
 
-// remote is the client side of a run whose server is on another host
-// (--server): the control endpoint's client, and the clock offset's
-// estimates.
+// remote is the client side of a run whose servers are on other hosts
+// (--server): the replicas, each its control endpoint and the estimates of
+// its clock offset, and the first failure of each replica's fetches.
 type remote struct {
-	client *control.Client
-	syncer *control.Syncer
+	replicas    []*control.Replica
+	fetchErrors map[*control.Replica]string
 }
 
 // firstSyncTimeout bounds the estimate made before the run.
@@ -102,7 +117,7 @@ func (r *run) startControl() error {
 	if random {
 		token = rand.Text()
 	}
-	h, err := control.NewHandler(r.emissions, token)
+	h, err := control.NewHandler(r.emissions, token, r.instance)
 	if err != nil {
 		return err
 	}
@@ -129,41 +144,59 @@ func (r *run) startControl() error {
 	if random {
 		tokenText = "token " + token + " (random: give it to the client with --control-token)"
 	}
-	r.out.errorf("control endpoints (timing records) on %s: GET %s, %s; %s\n", displayListen(ln.Addr()), control.ClockPath, control.RequestsPath, tokenText)
+	r.out.errorf("control endpoints (timing records) on %s: GET %s, %s; %s; instance %s\n", displayListen(ln.Addr()), control.ClockPath, control.RequestsPath, tokenText, r.instance)
 	if host == "" {
 		r.out.errorf("note: --control listens on every interface; bind it to a private address (docs/security.md)\n")
 	}
 	return nil
 }
 
-// connectRemote reaches the control endpoint of the server on another
-// host, estimates the clock offset once (a failure, a wrong token, fails
-// the run before any request) and then every control.DefaultSyncEvery
-// until the run stops.
+// connectRemote reaches the control endpoints of the servers on other
+// hosts (every --server, a name resolving to several addresses standing
+// for each), estimates each one's clock offset — an endpoint that fails
+// (down, slow, garbage, a wrong token) is a replica that is down, and all
+// of them failing fail the run before any request — and then every
+// control.DefaultSyncEvery until the run stops.
 func (r *run) connectRemote() error {
-	c, err := control.NewClient(r.cfg.Server, r.cfg.ControlToken)
-	if err != nil {
-		return fmt.Errorf("--server: %v", err)
-	}
-	s := control.NewSyncer(c, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), firstSyncTimeout)
-	e, err := s.Sync(ctx)
+	endpoints, err := expandServers(ctx, r.cfg.Servers)
 	cancel()
 	if err != nil {
-		c.Close()
-		return fmt.Errorf("--server %s: reading the server's clock: %w", c, err)
+		return err
 	}
-	r.remote, r.runID = &remote{client: c, syncer: s}, newRunID()
-	r.out.errorf("server on another host, control endpoint %s: clock offset %+.3fms ± %.3fms "+
-		"(server - client; best round trip %.3fms of %d exchanges), estimated again every %v\n",
-		c, ms(e.Offset), ms(e.Bound), ms(e.MinRTT), e.Samples+e.Dropped, control.DefaultSyncEvery)
+	for i, ep := range endpoints {
+		if ep.from != "" && (i == 0 || endpoints[i-1].from != ep.from) {
+			n := 0
+			for _, e := range endpoints {
+				if e.from == ep.from {
+					n++
+				}
+			}
+			r.out.errorf("note: --server %s: its host resolves to %d addresses, one replica each\n", ep.from, n)
+		}
+	}
+	replicas, err := r.connectReplicas(endpoints)
+	if err != nil {
+		return err
+	}
+	r.remote, r.runID = &remote{replicas: replicas, fetchErrors: make(map[*control.Replica]string)}, newRunID()
 	ctx, r.stopServer = context.WithCancel(context.Background())
 	r.serverDone = make(chan error, 1)
-	go func() {
-		s.Run(ctx, control.DefaultSyncEvery, func(err error) {
-			r.out.errorf("warning: estimating the clock offset again failed: %v (the previous estimate stays)\n", err)
+	var wg sync.WaitGroup
+	for _, rep := range replicas {
+		if rep.Down != nil {
+			rep.Syncer.Client().Close()
+			continue
+		}
+		wg.Go(func() {
+			rep.Syncer.Run(ctx, control.DefaultSyncEvery, func(err error) {
+				r.out.errorf("warning: --server %s: estimating the clock offset again failed: %v (the previous estimate stays)\n", rep, err)
+			})
+			rep.Syncer.Client().Close()
 		})
-		c.Close()
+	}
+	go func() {
+		wg.Wait()
 		r.serverDone <- nil
 	}()
 	return nil
@@ -182,18 +215,21 @@ func (r *run) remoteOptions(o *client.Options) {
 
 // resolving returns the sink the batch hands its records to: sink itself
 // when the server runs here (the client read its registry already); across
-// hosts a control.Resolver's, which completes each record with the
-// server's before handing it to sink. wait waits for the last record and
-// warns of fetches that failed.
+// hosts a control.Resolver's, which completes each record with the records
+// of the replica that served it before handing it to sink. wait waits for
+// the last record and warns of fetches that failed.
 func (r *run) resolving(sink batch.Sink) (batch.Sink, func()) {
 	if r.remote == nil {
 		return sink, func() {}
 	}
-	res := control.NewResolver(r.remote.client, r.remote.syncer, sink)
+	res := control.NewResolver(r.remote.replicas, sink)
 	return res.Add, func() {
-		if n, err := res.Close(); n > 0 {
-			r.out.errorf("warning: %d %s of the server's records failed (first: %v): their requests have no request leg, "+
-				"and their tokens without pi_ts stay unmeasured\n", n, pluralWord(n, "fetch", "fetches"), err)
+		for _, f := range res.Close() {
+			r.out.errorf("warning: --server %s: %d %s of the server's records failed (first: %v): the requests it served have no request leg, "+
+				"and their tokens without pi_ts stay unmeasured\n", f.Replica, f.Count, pluralWord(f.Count, "fetch", "fetches"), f.First)
+			if r.remote.fetchErrors[f.Replica] == "" {
+				r.remote.fetchErrors[f.Replica] = fmt.Sprintf("%d %s of its records failed (first: %v)", f.Count, pluralWord(f.Count, "fetch", "fetches"), f.First)
+			}
 		}
 	}
 }
@@ -209,15 +245,31 @@ func (r *run) serverFigures() (late *stats.Metric, conns, reqs int64) {
 
 // clockSummary is the clock offset of a run across hosts, nil in one
 // process.
+// With several replicas it covers them all: the first one's offset, the
+// largest bound and drift, the estimates summed, the shortest round trip
+// (each replica's own are in the summary's replicas).
 func (r *run) clockSummary() *clocksync.Summary {
 	if r.remote == nil {
 		return nil
 	}
-	s, ok := r.remote.syncer.Summary()
-	if !ok {
-		return nil
+	var out *clocksync.Summary
+	for _, rep := range r.remote.replicas {
+		if rep.Down != nil {
+			continue
+		}
+		s, ok := rep.Syncer.Summary()
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = &s
+			continue
+		}
+		out.Bound, out.Drift = max(out.Bound, s.Bound), max(out.Drift, s.Drift)
+		out.Estimates += s.Estimates
+		out.MinRTT = min(out.MinRTT, s.MinRTT)
 	}
-	return &s
+	return out
 }
 
 // pluralWord is one when n is 1, else many.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -125,9 +127,20 @@ func TestCrossHostByContent(t *testing.T) {
 		t.Errorf("%d ok, %d by content, %d by pi_ts, %d request legs; want %d ok, all %d tokens by content, %d legs",
 			g.OK, g.ByContent, g.ByPiTs, g.RequestLeg.N(), requests, requests*tokens, requests)
 	}
-	// -T 3 was asked of the remote server with a hint: TTFT includes it.
-	if g.TTFT.Min() < 3e6 {
-		t.Errorf("TTFT min %.3f ms, want at least the 3 ms think time asked of the server", float64(g.TTFT.Min())/1e6)
+	// -T 3 was asked of the remote server with a hint: TTFT includes it,
+	// from the server's receipt of the request. The client's clock starts
+	// when its write returns, which on a busy machine can come after the
+	// server read the request (a negative request leg, in the server's
+	// clock converted within the bound): for every request TTFT >= 3 ms
+	// + min(0, its leg) - the bound, so the smallest TTFT >= 3 ms + the
+	// smallest leg (when negative) - the bound.
+	floor := 3e6 + min(0, float64(g.RequestLeg.Min()))
+	if c := sum.Run.Clock; c != nil {
+		floor -= c.BoundMs * 1e6
+	}
+	if float64(g.TTFT.Min()) < floor {
+		t.Errorf("TTFT min %.3f ms, request leg min %.3f ms: want at least the 3 ms think time asked of the server, less a negative leg and the clock's bound (%.3f ms)",
+			float64(g.TTFT.Min())/1e6, float64(g.RequestLeg.Min())/1e6, floor/1e6)
 	}
 	d, err := rundoc.ReadJSON(&stdout)
 	if err != nil {
@@ -177,42 +190,67 @@ func TestCrossHostErrors(t *testing.T) {
 }
 
 // TestControlFlag: a run with --control serves its registry's records
-// there: a random token is printed, and a client reads the clock with it.
+// there: a random token is printed, and a client reads the clock with it,
+// and the server's instance id — --instance-id, or a default printed on
+// the control line — which its streams carry in their head and chunks.
 func TestControlFlag(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type found struct{ url, token string }
-	got := make(chan found, 1)
-	stderr := &watched{on: func(p []byte) {
-		if m := controlLine.FindSubmatch(p); m != nil {
-			got <- found{"http://" + string(m[1]), string(m[2])}
+	for _, id := range []string{"", "srv-x.1"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		type found struct{ url, token, instance string }
+		got := make(chan found, 1)
+		listen := make(chan string, 1)
+		stderr := &watched{on: func(p []byte) {
+			if m := controlLine.FindSubmatch(p); m != nil {
+				got <- found{"http://" + string(m[1]), string(m[2]), string(m[3])}
+			}
+			if m := regexp.MustCompile(`listening on (\S+) `).FindSubmatch(p); m != nil {
+				listen <- string(m[1])
+			}
+		}}
+		done := make(chan int, 1)
+		args := []string{"-L", "127.0.0.1:0", "--control", "127.0.0.1:0"}
+		if id != "" {
+			args = append(args, "--instance-id", id)
 		}
-	}}
-	done := make(chan int, 1)
-	go func() {
-		code, _ := Measure(ctx, []string{"-L", "127.0.0.1:0", "--control", "127.0.0.1:0"}, &bytes.Buffer{}, stderr)
-		done <- code
-	}()
-	var f found
-	select {
-	case f = <-got:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no control line within 30 s:\n%s", stderr.String())
-	}
-	c, err := control.NewClient(f.url, f.token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Exchange(ctx); err != nil {
-		t.Errorf("a clock exchange with the printed token: %v", err)
-	}
-	cancel()
-	if code := <-done; code != ExitOK {
-		t.Errorf("server-only run with --control ended with %d\n%s", code, stderr.String())
+		go func() {
+			code, _ := Measure(ctx, args, &bytes.Buffer{}, stderr)
+			done <- code
+		}()
+		var f found
+		var addr string
+		select {
+		case f = <-got:
+			addr = <-listen
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no control line within 30 s:\n%s", stderr.String())
+		}
+		if id != "" && f.instance != id || id == "" && !regexp.MustCompile(`^[A-Za-z0-9._-]+-\d+$`).MatchString(f.instance) {
+			t.Errorf("--instance-id %q: the control line names instance %q", id, f.instance)
+		}
+		c, err := control.NewClient(f.url, f.token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, instance, err := c.Exchange(ctx); err != nil || instance != f.instance {
+			t.Errorf("a clock exchange with the printed token: instance %q, %v; want %q", instance, err, f.instance)
+		}
+		c.Close()
+		resp, err := http.Post("http://"+addr+api.ChatPath, "application/json", strings.NewReader(`{"model":"m","stream":true,"pi_tokens":2,"pi_delay_ms":0.1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if h := resp.Header.Get(api.InstanceHeader); h != f.instance || strings.Count(string(body), `"pi_instance":"`+f.instance+`"`) != 4 {
+			t.Errorf("--instance-id %q: stream head %s %q, body\n%s\nwant instance %q in the head and the 4 chunks", id, api.InstanceHeader, h, body, f.instance)
+		}
+		cancel()
+		if code := <-done; code != ExitOK {
+			t.Errorf("server-only run with --control ended with %d\n%s", code, stderr.String())
+		}
 	}
 }
 
 // controlLine is what a run prints when its control endpoints listen with
 // a random token.
-var controlLine = regexp.MustCompile(`control endpoints \(timing records\) on (127\.0\.0\.1:\d+): .*token ([A-Z0-9]+) \(random`)
+var controlLine = regexp.MustCompile(`control endpoints \(timing records\) on (127\.0\.0\.1:\d+): .*token ([A-Z0-9]+) \(random.*; instance (\S+)`)

@@ -36,6 +36,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/check"
 	"github.com/sse-latency/sse-latency/internal/control"
 	"github.com/sse-latency/sse-latency/internal/lengths"
@@ -795,6 +796,15 @@ func flagTable(t *testing.T) []flagRow {
 		{flags: []string{"long"}, cmds: []string{cmdCheck}, run: runLongFlag},
 		{flags: []string{"control", "control-token"}, cmds: measuring, run: runControlFlags},
 		{flags: []string{"server", "control-token"}, cmds: []string{cmdRun, cmdProbe}, run: runServerFlags},
+		// The server's instance id, in every stream's head and beside
+		// every pi_ts, for the clients that read its control endpoint.
+		{flags: []string{"instance-id", "control"}, cmds: measuring, args: []string{"--control", "127.0.0.1:0", "--instance-id", "srv-flag"},
+			want: func(t *testing.T, o *observed) {
+				heads, fields, stamps := strings.Count(o.answers, api.InstanceHeader+": srv-flag\r\n"), strings.Count(o.answers, `"pi_instance":"srv-flag"`), strings.Count(o.answers, `"pi_ts":`)
+				if heads != len(o.reqs) || stamps == 0 || fields != stamps {
+					t.Errorf("--instance-id srv-flag: %d of %d heads name it, %d of %d events with pi_ts; want all\n%s", heads, len(o.reqs), fields, stamps, o)
+				}
+			}},
 		{flags: []string{"server"}, cmds: []string{cmdSweep}, args: []string{"--server", "http://127.0.0.1:1", "--control-token", "x"},
 			want: wantAll(wantExit(ExitFailure), wantOutput(`sse-latency: sweep: .*--server`))},
 		// Production-shaped traffic: a distribution's draws follow --seed;
@@ -1060,7 +1070,7 @@ func runControlFlags(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, err = c.Exchange(ctx)
+				_, _, err = c.Exchange(ctx)
 				c.Close()
 				if (err == nil) != ok {
 					t.Errorf("%s: a clock exchange with token %q: %v; want it to succeed %v", cmd, token, err, ok)

@@ -70,11 +70,7 @@ probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --compat,
 
 // probeCmd runs `sse-latency probe`.
 func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	every, metricsAddr := DefaultProbeEvery, DefaultProbeMetrics
-	cl, err := parseArgs(append(probeDefaultsFor(args), args...), probeFlags(&every, &metricsAddr))
-	if err == nil {
-		err = checkProbe(cl.cfg, every, metricsAddr)
-	}
+	cl, every, metricsAddr, err := parseProbe(args)
 	switch {
 	case errors.Is(err, errHelp):
 		fmt.Fprint(stderr, probeUsage)
@@ -90,6 +86,17 @@ func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	r := &run{commandLine: cl, cfg: cl.cfg, out: &console{stdout: stdout, stderr: stderr}, sum: &Summary{Config: cl.cfg}, docOut: stdout}
 	p := &prober{run: r, every: every, metricsAddr: metricsAddr, metrics: probe.New()}
 	return p.main(ctx)
+}
+
+// parseProbe parses the probe's arguments (after "probe") into its
+// validated command line, --every and --metrics.
+func parseProbe(args []string) (cl commandLine, every time.Duration, metricsAddr string, err error) {
+	every, metricsAddr = DefaultProbeEvery, DefaultProbeMetrics
+	cl, err = parseArgs(append(probeDefaultsFor(args), args...), probeFlags(&every, &metricsAddr))
+	if err == nil {
+		err = checkProbe(cl.cfg, every, metricsAddr)
+	}
+	return cl, every, metricsAddr, err
 }
 
 // probeFlags adds the probe's own flags to the run's.
@@ -206,7 +213,7 @@ func (p *prober) round(ctx context.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary(),
+	s := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Clock: r.clockSummary(), Replicas: r.replicaInfos(),
 		Identify: r.gwSeen, PageBytes: os.Getpagesize()})
 	p.metrics.Commit(rd, s, time.Now())
 	r.out.errorf("probe: round %d: %s\n", n, roundLine(s))

@@ -58,6 +58,10 @@ type reader struct {
 	finished  bool // a finish event arrived
 	usage     bool // a usage object arrived
 	wantUsage bool
+	// instanceProblem is what is wrong with the server instance the
+	// response names (rec.Instance): events from two instances, or an id
+	// that is none; "" when nothing.
+	instanceProblem string
 
 	// A non-2xx response whose body may say why (failing): status is its
 	// failure, completed with the start of the body (statusBody, up to
@@ -180,6 +184,7 @@ func (r *reader) readHead(p []byte) (body []byte, ended bool) {
 		}
 		r.rec.HeadAt = r.now
 		r.rec.Timing = timingHeaders(h.Values)
+		r.headInstance(h.Values)
 		r.rec.GatewayHeaders = gatewayHeaders(headFields(h.Fields))
 		if h.Proto != "" {
 			r.rec.Proto = ownProto(h.Proto)
@@ -276,6 +281,7 @@ func (r *reader) h2Head(code int, statusLine string, fields map[string][]string,
 	r.now = now
 	r.rec.HeadAt = now
 	r.rec.Timing = timingHeaders(values)
+	r.headInstance(values)
 	r.rec.GatewayHeaders = gatewayHeaders(mapFields(fields))
 	r.gotHead = true
 	header := func(name string) string { return firstValue(values, name) }
@@ -510,6 +516,9 @@ func (r *reader) handle(name, payload []byte, now int64) bool {
 		r.rec.Failure = result.Failure{Kind: result.BadFraming, Detail: "unreadable reasoning or tool-call event: " + quote(name, payload)}
 		return true
 	}
+	if ev.Instance != nil {
+		r.sawInstance(ev.Instance)
+	}
 	if ev.Flags&(api.HasContent|api.HasReasoning|api.HasArguments) != 0 {
 		// In phase order, should a gateway have merged phases into one
 		// event; the event's pi_ts is then no single token's.
@@ -609,9 +618,37 @@ func (r *reader) content(p api.Phase, text []byte, piTs int64, now int64) {
 	}
 }
 
+// headInstance takes the server instance a response head names
+// (api.InstanceHeader), from values (every value of a field, by name).
+func (r *reader) headInstance(values func(name string) []string) {
+	if v := firstValue(values, api.InstanceHeader); v != "" {
+		r.sawInstance([]byte(v))
+	}
+}
+
+// sawInstance takes the server instance an event or the head names: the
+// first becomes the record's (one allocation per request); another, or one
+// that is no instance id, is an integrity problem. It does not allocate
+// for an id equal to the record's.
+func (r *reader) sawInstance(id []byte) {
+	switch {
+	case r.instanceProblem != "":
+	case r.rec.Instance == "" && !api.ValidID(string(id)):
+		r.instanceProblem = `the server instance named is no instance id: "` + printable(string(id), true, api.MaxIDLen) + `"`
+	case r.rec.Instance == "":
+		r.rec.Instance = string(id)
+	case string(id) != r.rec.Instance:
+		r.instanceProblem = "events from two server instances (" + strconv.Quote(r.rec.Instance) + `, then "` +
+			printable(string(id), true, api.MaxIDLen) + `"): a gateway that mixed two upstream streams`
+	}
+}
+
 // verdict is the outcome of a stream that ended with its terminal event:
 // ok, or what it lacked.
 func (r *reader) verdict() result.Failure {
+	if r.instanceProblem != "" {
+		return result.Failure{Kind: result.Integrity, Detail: r.instanceProblem}
+	}
 	if r.match.received == 0 && (r.phases == nil || r.phases.reasoning.received == 0 && r.phases.args.received == 0) && r.extra == [api.NumPhases]int64{} {
 		return result.Failure{Kind: result.NoTokens}
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/clocksync"
 )
@@ -89,30 +90,34 @@ func (c *Client) Close() { c.hc.CloseIdleConnections() }
 func (c *Client) String() string { return c.base.String() }
 
 // Exchange reads the server's clock once and returns the exchange, timed
-// on this process's clock.
-func (c *Client) Exchange(ctx context.Context) (clocksync.Sample, error) {
+// on this process's clock, and the instance id the server answered with
+// ("" if it has none).
+func (c *Client) Exchange(ctx context.Context) (clocksync.Sample, string, error) {
 	req, err := c.newRequest(ctx, ClockPath, "")
 	if err != nil {
-		return clocksync.Sample{}, err
+		return clocksync.Sample{}, "", err
 	}
 	sent := clock.Now()
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return clocksync.Sample{}, err
+		return clocksync.Sample{}, "", err
 	}
 	defer resp.Body.Close()
 	var v struct {
-		Now *int64 `json:"now_ns"`
+		Now      *int64 `json:"now_ns"`
+		Instance string `json:"instance"`
 	}
 	err = decode(resp, &v)
 	received := clock.Now()
 	switch {
 	case err != nil:
-		return clocksync.Sample{}, err
+		return clocksync.Sample{}, "", err
 	case v.Now == nil:
-		return clocksync.Sample{}, errors.New("clock answer without now_ns")
+		return clocksync.Sample{}, "", errors.New("clock answer without now_ns")
+	case v.Instance != "" && !api.ValidID(v.Instance):
+		return clocksync.Sample{}, "", fmt.Errorf("clock answer with instance %.80q: not an instance id", v.Instance)
 	}
-	return clocksync.Sample{Sent: sent, Server: *v.Now, Received: received}, nil
+	return clocksync.Sample{Sent: sent, Server: *v.Now, Received: received}, v.Instance, nil
 }
 
 // Records reads the records of ids (at most MaxIDs), with their emission

@@ -84,7 +84,7 @@ func get(t *testing.T, method, url, auth string) (int, http.Header, string) {
 }
 
 func TestEndpoints(t *testing.T) {
-	h, err := NewHandler(testRegistry(), testToken)
+	h, err := NewHandler(testRegistry(), testToken, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestEndpoints(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &c); status != 200 || err != nil || c.Now < before || c.Now > after {
 		t.Errorf("GET /v1/clock: %d %s, want now_ns between %d and %d", status, body, before, after)
 	}
-	if _, err := NewHandler(emission.New(), ""); err == nil {
+	if _, err := NewHandler(emission.New(), "", ""); err == nil {
 		t.Error("NewHandler accepted an empty token")
 	}
 }
@@ -197,7 +197,7 @@ func TestNewClient(t *testing.T) {
 // back are the registry's, and a wrong token is ErrUnauthorized.
 func TestClientAndSync(t *testing.T) {
 	const offset = 3_456_789_012 // ns: the server's clock is 3.46 s ahead
-	h, _ := NewHandler(testRegistry(), testToken)
+	h, _ := NewHandler(testRegistry(), testToken, "")
 	h.now = func() int64 { return clock.Now() + offset }
 	base := serveControl(t, h)
 	c, err := NewClient(base, testToken)
@@ -239,7 +239,7 @@ func TestClientAndSync(t *testing.T) {
 
 	bad, _ := NewClient(base, "wrong")
 	defer bad.Close()
-	if _, err := bad.Exchange(ctx); !errors.Is(err, ErrUnauthorized) {
+	if _, _, err := bad.Exchange(ctx); !errors.Is(err, ErrUnauthorized) {
 		t.Errorf("Exchange with a wrong token: %v, want ErrUnauthorized", err)
 	}
 	if _, err := NewSyncer(bad, 2).Sync(ctx); !errors.Is(err, ErrUnauthorized) {
@@ -296,7 +296,7 @@ func TestComplete(t *testing.T) {
 // gone.
 func TestResolver(t *testing.T) {
 	reg := testRegistry()
-	h, _ := NewHandler(reg, testToken)
+	h, _ := NewHandler(reg, testToken, "")
 	base := serveControl(t, h)
 	c, _ := NewClient(base, testToken)
 	defer c.Close()
@@ -306,7 +306,7 @@ func TestResolver(t *testing.T) {
 	}
 	est, _ := s.Current()
 	var got []*result.Request
-	r := NewResolver(c, s, func(rec *result.Request) { got = append(got, rec) })
+	r := NewResolver([]*Replica{{Syncer: s}}, func(rec *result.Request) { got = append(got, rec) })
 	const n = 300 // more than one fetch's ids
 	for i := range n {
 		id := "zz"
@@ -322,8 +322,8 @@ func TestResolver(t *testing.T) {
 		rec.TokenRuns[0].Index = 99 // Add kept a copy
 		rec.Tokens[0].Emitted = 99
 	}
-	if failures, err := r.Close(); failures != 0 || err != nil {
-		t.Fatalf("Close = %d, %v", failures, err)
+	if failures := r.Close(); failures != nil {
+		t.Fatalf("Close = %+v, want no failure", failures)
 	}
 	if len(got) != n {
 		t.Fatalf("%d records out, want %d", len(got), n)
@@ -347,13 +347,15 @@ func TestResolver(t *testing.T) {
 	dead, _ := NewClient("http://127.0.0.1:1", testToken)
 	defer dead.Close()
 	got = nil
-	r = NewResolver(dead, s, func(rec *result.Request) { got = append(got, rec) })
+	ds := NewSyncer(dead, 2)
+	ds.tr.Add(est) // the estimate the replica had before it went away
+	r = NewResolver([]*Replica{{Syncer: ds}}, func(rec *result.Request) { got = append(got, rec) })
 	for range maxFailedFetches + 3 {
 		r.Add(&result.Request{ID: "a", Tokens: []result.Token{{Emitted: est.Offset + 50}}})
 		r.Flush() // one fetch each
 	}
-	if failures, err := r.Close(); failures != maxFailedFetches || err == nil {
-		t.Errorf("fetches from a closed port: Close = %d, %v; want %d failures, then none tried", failures, err, maxFailedFetches)
+	if f := r.Close(); len(f) != 1 || f[0].Count != maxFailedFetches || f[0].First == nil || f[0].Replica.Syncer != ds {
+		t.Errorf("fetches from a closed port: Close = %+v; want %d failures of the one replica, then none tried", f, maxFailedFetches)
 	}
 	if len(got) != maxFailedFetches+3 || got[0].Tokens[0].Emitted != 50 || got[len(got)-1].Tokens[0].Emitted != 50 {
 		t.Errorf("after failed fetches: %d records out, want %d with their pi_ts converted", len(got), maxFailedFetches+3)
@@ -364,7 +366,7 @@ func TestResolver(t *testing.T) {
 // its context ends, and reports a failed burst without losing the
 // estimates it has.
 func TestSyncerRun(t *testing.T) {
-	h, _ := NewHandler(testRegistry(), testToken)
+	h, _ := NewHandler(testRegistry(), testToken, "")
 	base := serveControl(t, h)
 	c, _ := NewClient(base, testToken)
 	defer c.Close()

@@ -27,7 +27,7 @@ func FuzzHandler(f *testing.F) {
 	} {
 		f.Add(seed.method, seed.target, seed.auth)
 	}
-	h, err := NewHandler(testRegistry(), testToken)
+	h, err := NewHandler(testRegistry(), testToken, "")
 	if err != nil {
 		f.Fatal(err)
 	}

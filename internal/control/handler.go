@@ -12,7 +12,8 @@
 //
 // The endpoints, all GET, all requiring "Authorization: Bearer <token>":
 //
-//	/v1/clock             {"now_ns": <server clock>}
+//	/v1/clock             {"now_ns": <server clock>, "instance": "<id>"} (instance only when the
+//	                      server has one: the id its events carry, api.InstanceKey)
 //	/v1/requests/{id}     one record; 404 for an id without one
 //	/v1/requests?id=a&id=b[&emitted=1]
 //	                      {"requests": [<record>...], "unknown": ["b"]}, at most MaxIDs ids;
@@ -62,18 +63,23 @@ const (
 // Handler serves the timing records of a registry. Create it with
 // NewHandler.
 type Handler struct {
-	reg   *emission.Registry
-	token [sha256.Size]byte // the token's digest: compared in constant time, whatever its length
-	now   func() int64      // the server's clock (clock.Now)
+	reg      *emission.Registry
+	token    [sha256.Size]byte // the token's digest: compared in constant time, whatever its length
+	now      func() int64      // the server's clock (clock.Now)
+	instance string            // the server's instance id, "" if none
 }
 
 // NewHandler returns the handler of reg's records, guarded by token, which
-// must not be empty.
-func NewHandler(reg *emission.Registry, token string) (*Handler, error) {
-	if token == "" {
+// must not be empty, for the server of instance id instance ("" if it has
+// none; else a valid id, api.ValidID).
+func NewHandler(reg *emission.Registry, token, instance string) (*Handler, error) {
+	switch {
+	case token == "":
 		return nil, fmt.Errorf("control: empty token")
+	case instance != "" && !api.ValidID(instance):
+		return nil, fmt.Errorf("control: instance id %s: want 1 to 64 of A-Z, a-z, 0-9 and - _ . (no other character)", quote(instance))
 	}
-	return &Handler{reg: reg, token: sha256.Sum256([]byte(token)), now: clock.Now}, nil
+	return &Handler{reg: reg, token: sha256.Sum256([]byte(token)), now: clock.Now, instance: instance}, nil
 }
 
 // ServeHTTP answers one request: 401 without the token (before anything
@@ -132,7 +138,11 @@ func checkGet(w http.ResponseWriter, r *http.Request) bool {
 func (h *Handler) serveClock(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	b := strconv.AppendInt([]byte(`{"now_ns":`), h.now(), 10)
+	b := make([]byte, 0, 64+len(h.instance))
+	b = strconv.AppendInt(append(b, `{"now_ns":`...), h.now(), 10)
+	if h.instance != "" {
+		b = append(append(append(b, `,"instance":"`...), h.instance...), '"') // a valid id needs no escaping
+	}
 	w.Write(append(b, "}\n"...))
 }
 

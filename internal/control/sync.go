@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -29,9 +31,18 @@ type Syncer struct {
 	c     *Client
 	burst int
 
-	mu sync.Mutex
-	tr clocksync.Tracker
+	mu       sync.Mutex
+	tr       clocksync.Tracker
+	instance string // the instance id the endpoint answered with, once it has
+	answered bool   // an exchange succeeded: instance is the endpoint's
 }
+
+// ErrSeveralInstances is a Sync's error when the exchanges of one endpoint
+// answered as different server instances: the endpoint is load-balanced
+// across replicas (a Service with a cluster IP), so that neither its clock
+// nor its records are one server's.
+var ErrSeveralInstances = errors.New("the control endpoint answers as several server instances: it is load-balanced across replicas; " +
+	"reach each server's own address (a headless Service, or one --server per replica)")
 
 // NewSyncer returns a Syncer that makes bursts of burst exchanges (0:
 // DefaultBurst) through c.
@@ -43,14 +54,19 @@ func NewSyncer(c *Client, burst int) *Syncer {
 }
 
 // Sync makes one burst of exchanges and adds its estimate to the run's. An
-// exchange that fails ends the burst with its error, and nothing is added.
+// exchange that fails ends the burst with its error, and nothing is added;
+// so does one that names another instance than the endpoint's earlier
+// answers (ErrSeveralInstances).
 func (s *Syncer) Sync(ctx context.Context) (clocksync.Estimate, error) {
 	samples := make([]clocksync.Sample, 0, s.burst)
 	for range s.burst {
 		ectx, cancel := context.WithTimeout(ctx, exchangeTimeout)
-		smp, err := s.c.Exchange(ectx)
+		smp, instance, err := s.c.Exchange(ectx)
 		cancel()
 		if err != nil {
+			return clocksync.Estimate{}, err
+		}
+		if err := s.sawInstance(instance); err != nil {
 			return clocksync.Estimate{}, err
 		}
 		samples = append(samples, smp)
@@ -64,6 +80,29 @@ func (s *Syncer) Sync(ctx context.Context) (clocksync.Estimate, error) {
 	s.mu.Unlock()
 	return e, nil
 }
+
+// sawInstance checks the instance an exchange answered with against the
+// earlier ones.
+func (s *Syncer) sawInstance(instance string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.answered && instance != s.instance {
+		return fmt.Errorf("%w (%q, then %q)", ErrSeveralInstances, s.instance, instance)
+	}
+	s.instance, s.answered = instance, true
+	return nil
+}
+
+// Instance is the server instance the endpoint answers as ("" when it has
+// none, or before its first answer).
+func (s *Syncer) Instance() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.instance
+}
+
+// Client is the endpoint's client.
+func (s *Syncer) Client() *Client { return s.c }
 
 // Run syncs every every until ctx is done; a failed burst goes to onErr
 // (when set) and the previous estimate stays.

@@ -4,7 +4,9 @@
 // the line a run prints when its server listens — and which can hold each
 // request before forwarding it, count the requests, and live in another
 // network namespace (its listener and upstream connections made by the
-// caller).
+// caller), balance its requests round-robin over several upstreams (server
+// replicas), and strip the emission stamps and instance ids the dummy
+// server sends (a gateway that rebuilds the events).
 package gatewaytest
 
 import (
@@ -38,6 +40,11 @@ type Options struct {
 	// OnRequest sees the number of each request (from 1) as it arrives,
 	// before the hold.
 	OnRequest func(n int64)
+	// Strip removes from every event the dummy server's pi_ts and
+	// pi_instance fields, and its X-SSE-Latency-Instance head field: a
+	// gateway that rebuilds the events, so that the client must measure
+	// by content and find the replica by the request's id.
+	Strip bool
 	// RewriteEvent, when set, rewrites the payload of every SSE data line
 	// of the responses (a gateway that re-serialises events: one that
 	// rewrites their usage, say); it returns the new payload.
@@ -51,7 +58,8 @@ type Gateway struct {
 	n     atomic.Int64
 	once  sync.Once
 	ready chan struct{} // closed when the upstream is known
-	up    *url.URL
+	ups   []*url.URL    // the upstreams, taken in turn
+	next  atomic.Int64  // the requests forwarded
 }
 
 // Start starts a gateway for the duration of the test. A request waits
@@ -68,19 +76,27 @@ func Start(t testing.TB, o Options) *Gateway {
 	}
 	g.Addr = ln.Addr().String()
 	rp := &httputil.ReverseProxy{
-		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(g.up) },
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(g.ups[int(g.next.Add(1)-1)%len(g.ups)])
+		},
 		FlushInterval: -1, // flush every event
+	}
+	if o.Strip || o.RewriteEvent != nil {
+		rp.ModifyResponse = func(resp *http.Response) error {
+			if o.Strip {
+				resp.Header.Del(instanceHeader)
+				resp.Body = &stripReader{body: resp.Body, br: bufio.NewReader(resp.Body)}
+			}
+			if o.RewriteEvent != nil {
+				resp.Body = &eventRewriter{src: bufio.NewReaderSize(resp.Body, 64<<10), body: resp.Body, rewrite: o.RewriteEvent}
+				resp.Header.Del("Content-Length")
+				resp.ContentLength = -1
+			}
+			return nil
+		}
 	}
 	if o.Dial != nil {
 		rp.Transport = &http.Transport{DialContext: o.Dial}
-	}
-	if o.RewriteEvent != nil {
-		rp.ModifyResponse = func(resp *http.Response) error {
-			resp.Body = &eventRewriter{src: bufio.NewReaderSize(resp.Body, 64<<10), body: resp.Body, rewrite: o.RewriteEvent}
-			resp.Header.Del("Content-Length")
-			resp.ContentLength = -1
-			return nil
-		}
 	}
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := g.n.Add(1)
@@ -112,12 +128,50 @@ func Start(t testing.TB, o Options) *Gateway {
 
 // SetUpstream sets the server the gateway forwards to (the first call
 // wins).
-func (g *Gateway) SetUpstream(addr string) {
+func (g *Gateway) SetUpstream(addr string) { g.SetUpstreams(addr) }
+
+// SetUpstreams sets the servers the gateway forwards to, each request to
+// the next in turn (round-robin, as a load balancer across replicas); the
+// first call wins.
+func (g *Gateway) SetUpstreams(addrs ...string) {
 	g.once.Do(func() {
-		g.up = &url.URL{Scheme: "http", Host: addr}
+		for _, a := range addrs {
+			g.ups = append(g.ups, &url.URL{Scheme: "http", Host: a})
+		}
 		close(g.ready)
 	})
 }
+
+// instanceHeader is api.InstanceHeader (this package imports none of the
+// tool's).
+const instanceHeader = "X-SSE-Latency-Instance"
+
+// stamps are what Strip removes from an event: the dummy server's fields,
+// each after a comma (neither is ever an object's first field).
+var stamps = regexp.MustCompile(`,"pi_ts":\d+|,"pi_instance":"[^"]*"`)
+
+// stripReader hands on a response body a line at a time, each without
+// stamps: a line is an SSE line, and the proxy flushes after every Read.
+type stripReader struct {
+	body    io.ReadCloser
+	br      *bufio.Reader
+	pending []byte
+}
+
+func (s *stripReader) Read(p []byte) (int, error) {
+	if len(s.pending) == 0 {
+		line, err := s.br.ReadBytes('\n')
+		if len(line) == 0 {
+			return 0, err
+		}
+		s.pending = stamps.ReplaceAll(line, nil)
+	}
+	n := copy(p, s.pending)
+	s.pending = s.pending[n:]
+	return n, nil
+}
+
+func (s *stripReader) Close() error { return s.body.Close() }
 
 // Listening finds where a run's server listens in its stderr.
 var Listening = regexp.MustCompile(`listening on (\S+) `)

@@ -94,13 +94,16 @@ func TestCrossHostHTML(t *testing.T) {
 		"mean &#43;0.040ms*  p50 &#43;0.030ms*  p99 &#43;0.060ms  (no calibration to subtract)",
 		"its clock minus this host&#39;s is &#43;1234.567 ms ± 0.050 ms (3 estimates, best round trip 0.100 ms, drift 0.000 ms)",
 		"Figures marked * are within ±0.050 ms of zero",
+		"<h2>Server replicas (by the instance that served each request)</h2>",
+		"<tr class=\"bad\"><td>srv-a</td><td class=\"text\">http://10.0.0.5:8091</td><td>2</td><td>2</td><td>200</td><td>200</td><td>20.095</td><td>0.030*</td><td>&#43;1234.567</td><td>0.050</td>",
+		"<tr class=\"bad\"><td>(none)</td><td class=\"text\">http://10.0.0.7:8091</td><td>0</td><td>0</td><td>0</td><td>0</td><td>–</td><td>–</td><td>–</td><td>–</td><td class=\"text\">down: reading the server&#39;s clock:",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the HTML page of a run across hosts lacks %q", want)
 		}
 	}
 	_, d = readBack(t, scenarioRun(summarytest.Scenarios["full"]), false, "done")
-	if page := renderHTML(t, d); strings.Contains(page, "*</td>") || strings.Contains(page, "request leg") || strings.Contains(page, "another host") {
-		t.Error("the HTML page of a run in one process marks figures, or has a request leg or a clock")
+	if page := renderHTML(t, d); strings.Contains(page, "*</td>") || strings.Contains(page, "request leg") || strings.Contains(page, "another host") || strings.Contains(page, "Server replicas") {
+		t.Error("the HTML page of a run in one process marks figures, or has a request leg, a clock or replicas")
 	}
 }

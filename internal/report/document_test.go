@@ -34,7 +34,7 @@ func scenarioRun(sc summarytest.Scenario, late ...int64) *summary.Run {
 		m.Record(ns)
 	}
 	return summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: "127.0.0.1:8090", GatewayTarget: "127.0.0.1:8080", Lateness: m,
-		Clock: sc.Clock})
+		Clock: sc.Clock, Replicas: sc.Replicas})
 }
 
 // readBack writes the document of run s and reads it back, as `sse-latency

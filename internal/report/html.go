@@ -71,6 +71,7 @@ type htmlView struct {
 	Verdict  *htmlVerdict
 	Batches  []htmlBatch
 	Clock    *htmlClock        // nil in one process
+	Replicas []htmlReplicaRow  // across hosts, the gateway batch's replicas; nil in one process
 	Overhead []htmlOverheadRow // nil without calibration
 	Rounds   *htmlRounds       // nil without rounds
 	Declared []htmlDeclaredRow // nil when no head declared timings
@@ -111,6 +112,16 @@ type htmlFailureGroup struct {
 type htmlClock struct {
 	Offset string
 	Note   string // what a * means; "" when nothing is marked
+}
+
+// htmlReplicaRow is one server replica of a run across hosts.
+type htmlReplicaRow struct {
+	Instance, Control    string
+	Requests, OK         int
+	Tokens, Unmeasured   int64
+	RequestLeg, EmitRecv string // p50, ms
+	Offset, Bound, Error string
+	Bad                  bool // tokens unmeasured, or an error
 }
 
 type htmlBatch struct {
@@ -159,6 +170,7 @@ func newHTMLView(d *rundoc.Document) htmlView {
 		Warnings: Warnings(d),
 		Verdict:  newHTMLVerdict(d.Verdict, d.Identity, d.Clock, gatewayFailures(d)),
 		Clock:    newHTMLClock(d.Clock),
+		Replicas: newHTMLReplicas(d),
 		Self:     newHTMLSelf(&d.Self),
 		Charts:   htmlCharts(d.Batches),
 		Phases:   newHTMLPhases(d.Batches),
@@ -337,6 +349,35 @@ func newHTMLClock(c *summary.Clock) *htmlClock {
 		hc.Note = fmt.Sprintf("Figures marked * are within ±%.3f ms of zero, the offset's error bound: not exact.", c.BoundMs)
 	}
 	return hc
+}
+
+// newHTMLReplicas lists the replicas of d's gateway batch (nil without
+// any), as WriteReplicas does.
+func newHTMLReplicas(d *rundoc.Document) []htmlReplicaRow {
+	b := d.Gateway()
+	if b == nil || len(b.Replicas) == 0 {
+		return nil
+	}
+	rows := make([]htmlReplicaRow, 0, len(b.Replicas))
+	for _, r := range b.Replicas {
+		p50 := func(m *summary.Metric) string {
+			if m.N == 0 {
+				return "–"
+			}
+			return htmlMark(d.Clock, fmt.Sprintf("%.3f", m.P50Ms), m.P50Ms)
+		}
+		row := htmlReplicaRow{Instance: r.Instance, Control: r.Control, Requests: r.Requests, OK: r.OK, Tokens: r.Tokens,
+			Unmeasured: r.Unmeasured, RequestLeg: p50(&r.RequestLeg), EmitRecv: p50(&r.EmitRecv), Error: r.Error,
+			Offset: "–", Bound: "–", Bad: r.Unmeasured > 0 || r.Error != ""}
+		if row.Instance == "" {
+			row.Instance = "(none)"
+		}
+		if r.Estimates > 0 {
+			row.Offset, row.Bound = fmt.Sprintf("%+.3f", r.OffsetMs), fmt.Sprintf("%.3f", r.BoundMs)
+		}
+		rows = append(rows, row)
+	}
+	return rows
 }
 
 // newHTMLVerdict words the verdict as the text block does: the same

@@ -213,7 +213,7 @@ func writeReport(w io.Writer, s *summary.Run, c *summary.Clock) error {
 // WriteLegs when the run has a request leg, WriteTimeline, WriteDeclared
 // when the gateway declared timings, WriteCost when the gateway batch's
 // CPU was sampled, WriteSLO when the run checked
-// objectives, and WriteClock across hosts. Across hosts (s.Clock), the
+// objectives, and WriteClock and WriteReplicas across hosts. Across hosts (s.Clock), the
 // two-clock figures within the clock's bound are marked with a *, unless
 // compat. A run without a gateway batch writes nothing.
 func WriteText(w io.Writer, s *summary.Run, compat bool) error {
@@ -266,7 +266,10 @@ func WriteText(w io.Writer, s *summary.Run, compat bool) error {
 			return err
 		}
 	}
-	return WriteClock(w, s.Clock)
+	if err := WriteClock(w, s.Clock); err != nil {
+		return err
+	}
+	return WriteReplicas(w, s)
 }
 
 // ExpectLine returns the line announcing a long batch's duration (SPEC §6,

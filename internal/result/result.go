@@ -298,6 +298,13 @@ type Request struct {
 
 	ID string // request id sent to the server as a hint ("" if none)
 
+	// Instance is the dummy server instance that served the request: the
+	// one its events (api.InstanceKey) or its response head
+	// (api.InstanceHeader) name, or across hosts the replica whose records
+	// have its id; "" when unknown (a server without an instance id, a
+	// gateway that dropped both).
+	Instance string
+
 	// ServerArrived is when the dummy server had read the whole request,
 	// from its record of the request id (in process, or across hosts
 	// converted to this process's clock); 0 when unknown. ServerArrived −

@@ -28,12 +28,15 @@ func TestClockDocuments(t *testing.T) {
 		{"no estimate", func(m map[string]any) { at(m, "clock")["estimates"] = 0 }, "clock.estimates is 0"},
 		{"no below_bound", func(m map[string]any) { delete(at(m, "clock"), "below_bound") }, "clock.below_bound: absent"},
 		{"request leg", func(m map[string]any) { at(m, "batches", 0, "request_leg", "histogram")["max_ns"] = 1 }, "request_leg: histogram"},
+		{"replica bound", func(m map[string]any) { at(m, "batches", 0, "replicas", 0)["bound_ms"] = -1 }, "replicas[0]: offset_ms 1234.567, bound_ms -1"},
+		{"replica counts", func(m map[string]any) { at(m, "batches", 0, "replicas", 1)["ok"] = 5 }, "replicas[1]: requests=1, ok=5"},
+		{"replica requests", func(m map[string]any) { at(m, "batches", 0, "replicas", 0)["requests"] = 9 }, "replicas count 10 requests, the batch 3"},
 	} {
 		bad := mutate(t, js, tt.mutate)
 		if _, err := ReadJSON(bytes.NewReader(bad)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ReadJSON(%s) = %v, want an error containing %q", tt.name, err, tt.want)
 		}
-		if err := validate(schema(t), bad); err == nil && tt.name != "request leg" {
+		if err := validate(schema(t), bad); err == nil && tt.name != "request leg" && tt.name != "replica counts" && tt.name != "replica requests" {
 			t.Errorf("a document with %s validates against the schema", tt.name)
 		}
 	}
@@ -56,6 +59,11 @@ func TestClockDocuments(t *testing.T) {
 	}
 	if m.Gateway().RequestLeg == nil || m.Gateway().RequestLeg.N != 6 {
 		t.Errorf("merged request leg %+v, want 6 samples", m.Gateway().RequestLeg)
+	}
+	// The replicas: one row each, their requests and samples summed.
+	if r := m.Gateway().Replicas; len(r) != 3 || r[0].Instance != "srv-a" || r[0].Requests != 4 || r[0].RequestLeg.N != 4 || r[1].Requests != 2 ||
+		r[0].EmitRecv.N != 2*a.Gateway().Replicas[0].EmitRecv.N || r[2].Error == "" {
+		t.Errorf("merged replicas %+v, want srv-a with 4 requests, srv-b with 2, the replica down", r)
 	}
 	full, err := Merge([]*Document{fixedDoc(t, "full"), fixedDoc(t, "full")}, MergeOptions{})
 	if err != nil || full.Clock != nil {

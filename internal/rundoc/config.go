@@ -65,8 +65,9 @@ type Config struct {
 	Faults        string   `json:"faults" merge:"same"`          // --fault: upstream faults the server injects into every answer (api.Faults, "key=value; …"); "" = none
 
 	// Across hosts.
-	Control string `json:"control" merge:"instance"` // --control: listen address of the server's control endpoints (its timing records); "" = none
-	Server  string `json:"server" merge:"instance"`  // --server: the control endpoint (URL) of the server on another host; "" = the server runs in this process
+	Control  string `json:"control" merge:"instance"`  // --control: listen address of the server's control endpoints (its timing records); "" = none
+	Instance string `json:"instance" merge:"instance"` // --instance-id: the id of the server here, in its events and heads and on its control endpoints (with --control; "" = none)
+	Server   string `json:"server" merge:"instance"`   // --server: the control endpoints (URLs, comma-separated: one per server replica, or a name resolving to each) of the servers on other hosts; "" = the server runs in this process
 
 	// The host's CPUs.
 	GatewayPIDs []int  `json:"gateway_pids" merge:"instance"` // --gateway-pid: the gateway's processes whose CPU is accounted, children included (none: the one that owns the target's listening socket, when on this host)

@@ -19,7 +19,7 @@ func TestConfigRules(t *testing.T) {
 	}
 	want := map[Rule][]string{
 		RuleGateway:  {"target", "host_header", "gateway"},
-		RuleInstance: {"listen", "path", "cacert", "tls_cert", "tls_key", "engine", "control", "server", "gateway_pids", "cpus", "seed", "trace"},
+		RuleInstance: {"listen", "path", "cacert", "tls_cert", "tls_key", "engine", "control", "instance", "server", "gateway_pids", "cpus", "seed", "trace"},
 		RuleSum:      {"requests", "concurrency", "rate", "warmup"},
 		RuleConsole:  {"quiet", "verbose", "compat", "slos"},
 	}
@@ -28,7 +28,7 @@ func TestConfigRules(t *testing.T) {
 			t.Errorf("fields of rule %s = %q, want %q", r, byRule[r], names)
 		}
 	}
-	if n := len(configFields()); n != reflect.TypeFor[Config]().NumField() || len(byRule[RuleSame]) != n-23 {
+	if n := len(configFields()); n != reflect.TypeFor[Config]().NumField() || len(byRule[RuleSame]) != n-24 {
 		t.Errorf("%d fields with rules, %d of them same", n, len(byRule[RuleSame]))
 	}
 	// The JSON keys are the fields' names in the messages.

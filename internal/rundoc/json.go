@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"reflect"
 	"runtime"
@@ -317,6 +318,9 @@ func validateBatch(b *summary.Batch) error {
 			return fmt.Errorf("%s: %w", m.Name, err)
 		}
 	}
+	if err := validateReplicas(b); err != nil {
+		return err
+	}
 	if fs := b.FailureSummary; fs != nil {
 		if _, err := fs.Tally(); err != nil {
 			return fmt.Errorf("failure_summary: %w", err)
@@ -327,6 +331,33 @@ func validateBatch(b *summary.Batch) error {
 	}
 	if b.Timeline != nil {
 		return b.Timeline.Validate()
+	}
+	return nil
+}
+
+// validateReplicas checks the per-replica split of a batch: counts that
+// are not negative and do not exceed the batch's, a finite offset and a
+// bound not negative, valid metrics.
+func validateReplicas(b *summary.Batch) error {
+	requests := 0
+	for i := range b.Replicas {
+		r := &b.Replicas[i]
+		switch {
+		case r.Requests < 0 || r.OK < 0 || r.OK > r.Requests || r.Tokens < 0 || r.Unmeasured < 0 || r.Unmeasured > r.Tokens || r.Estimates < 0:
+			return fmt.Errorf("replicas[%d]: requests=%d, ok=%d, tokens=%d, unmeasured=%d, estimates=%d: want counts >= 0, ok <= requests, unmeasured <= tokens",
+				i, r.Requests, r.OK, r.Tokens, r.Unmeasured, r.Estimates)
+		case math.IsNaN(r.OffsetMs) || math.IsInf(r.OffsetMs, 0) || math.IsNaN(r.BoundMs) || math.IsInf(r.BoundMs, 0) || r.BoundMs < 0:
+			return fmt.Errorf("replicas[%d]: offset_ms %v, bound_ms %v", i, r.OffsetMs, r.BoundMs)
+		}
+		for _, m := range []summary.NamedMetric{{Name: "request_leg", Metric: &r.RequestLeg}, {Name: "emit_recv", Metric: &r.EmitRecv}} {
+			if err := validateMetric(m.Metric); err != nil {
+				return fmt.Errorf("replicas[%d].%s: %w", i, m.Name, err)
+			}
+		}
+		requests += r.Requests
+	}
+	if requests > b.Requests {
+		return fmt.Errorf("replicas count %d requests, the batch %d", requests, b.Requests)
 	}
 	return nil
 }

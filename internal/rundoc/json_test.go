@@ -130,6 +130,14 @@ func fixedDoc(t *testing.T, name string) *Document {
 			d.MarkBelowBound()
 			d.Config.Server, d.Config.NoLoopback = "http://10.0.0.5:8091", true
 		}
+		if sc.Replicas != nil {
+			rc := summary.NewReplicaCollector()
+			for _, r := range f.gwRs {
+				rc.Add(r)
+			}
+			d.Gateway().Replicas = rc.Replicas(sc.Replicas)
+			d.Config.Server = "http://10.0.0.5:8091,http://10.0.0.6:8091,http://10.0.0.7:8091"
+		}
 		js, _ = fixedDocs.LoadOrStore(name, marshal(t, fixEnv(d)))
 	}
 	d := new(Document)

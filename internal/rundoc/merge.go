@@ -76,6 +76,10 @@ type MergeOptions struct {
 //     the runs' values for the burst size, burst period, emission gap,
 //     loopback share and first-token figures; a first-token hold only if
 //     every run flagged one. Notes say so, or why the verdict was dropped;
+//   - the per-replica split of runs across hosts (summary.Replica) is
+//     merged by instance and endpoint (summary.MergeReplicas): counts
+//     summed, request_leg and emit_recv merged exactly, the largest
+//     bound, the estimates summed, the first run's offset;
 //   - timelines are merged exactly (histograms and counts), a batch's only
 //     when every run's has one, and a kept verdict's findings are those of
 //     the merged gateway timeline (summary.Findings);
@@ -348,6 +352,7 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 		var targets []string
 		var samples []summary.Samples
 		var declared []*summary.DeclaredTimings
+		var replicas [][]summary.Replica
 		var sizes []*summary.Sizes
 		var usage []*summary.Usage
 		tl := &timelineMerge{}
@@ -375,6 +380,9 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			targets = appendDistinct(targets, db.Target)
 			samples = append(samples, offsetSamples(db.Samples, offset))
 			declared = append(declared, db.Declared)
+			if db.Replicas != nil {
+				replicas = append(replicas, db.Replicas)
+			}
 			sizes, usage = append(sizes, db.Sizes), append(usage, db.Usage)
 			offset += db.Requests
 			costs = costs || db.Cost != nil
@@ -383,6 +391,11 @@ func (out *Document) mergeBatches(docs []*Document, name func(int) string) (loop
 			merged[bn] = sb
 			nb := summary.NewBatch(bn, strings.Join(targets, ", "), sb, mergeSamples(samples))
 			nb.Timeline = tl.summary()
+			if replicas != nil {
+				if nb.Replicas, err = summary.MergeReplicas(replicas); err != nil {
+					return nil, nil, fmt.Errorf("cannot merge the %s batches: %w", bn, err)
+				}
+			}
 			nb.FailureSummary = fails.summary()
 			if fails.missing && fails.t != nil {
 				out.Notes = append(out.Notes, fmt.Sprintf("failure summary of the %s batch dropped: not every run has one", bn))

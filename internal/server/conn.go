@@ -48,6 +48,13 @@ const streamHeadKeepAlive = "HTTP/1.1 200 OK\r\n" +
 	"X-Accel-Buffering: no\r\n" +
 	"Transfer-Encoding: chunked\r\n\r\n"
 
+// withInstanceHeader returns head with the api.InstanceHeader field naming
+// instance before its blank line: after the reference's fields, so that
+// they keep their order.
+func withInstanceHeader(head, instance string) string {
+	return strings.TrimSuffix(head, "\r\n") + api.InstanceHeader + ": " + instance + "\r\n\r\n"
+}
+
 // request is a fully read request: head and body, and when its last byte
 // had been read (process clock: the end of the request leg).
 type request struct {
@@ -492,7 +499,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		return nil
 	}
 	no := s.streamNo.Add(1)
-	a := api.Answer{No: no, Model: sr.Model, IncludeUsage: sr.IncludeUsage, ReasoningField: s.cfg.ReasoningField,
+	a := api.Answer{No: no, Model: sr.Model, IncludeUsage: sr.IncludeUsage, ReasoningField: s.cfg.ReasoningField, Instance: s.instance,
 		Prompt: s.promptUsage(req.body, h)}
 	if !sr.Stream {
 		defer s.leaveAnswer()
@@ -701,9 +708,9 @@ func (hc *h1conn) startStream(dst []byte) []byte {
 		hc.buf = nil
 	}
 	if hc.keep {
-		return append(dst, streamHeadKeepAlive...)
+		return append(dst, hc.s.headKeepAlive...)
 	}
-	return append(dst, streamHead...)
+	return append(dst, hc.s.head...)
 }
 
 func (hc *h1conn) bind(st *stream) { st.onEvent = hc.s.streamEvent }

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
@@ -250,6 +251,9 @@ func (t *h2Stream) startStream(dst []byte) []byte {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
+	if id := t.s.cfg.Instance; id != "" {
+		h.Set(api.InstanceHeader, id)
+	}
 	t.w.WriteHeader(200)
 	return dst
 }

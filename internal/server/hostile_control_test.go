@@ -49,7 +49,7 @@ func (f *controlFixture) normalUse(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := c.Exchange(ctx); err != nil {
+	if _, _, err := c.Exchange(ctx); err != nil {
 		t.Errorf("control clock exchange: %v", err)
 	}
 	if _, err := c.Records(ctx, []string{"hostile-1", "nobody"}, true); err != nil {

@@ -89,6 +89,13 @@ type Config struct {
 	// records nothing.
 	Emissions *emission.Registry
 
+	// Instance, when set, is this server's instance id (api.ValidID): every
+	// event that carries pi_ts names it (api.InstanceKey), and so does
+	// every stream's response head (api.InstanceHeader), so that a client
+	// measuring several replicas behind one gateway knows which one
+	// emitted each token. "" sends neither: the reference's bytes.
+	Instance string
+
 	// Logf, when set, receives debug lines (the -v flag).
 	Logf func(format string, args ...any)
 
@@ -212,14 +219,19 @@ type Server struct {
 	start  time.Time
 
 	streamNo    atomic.Uint64
-	connections atomic.Int64     // accepted so far
-	requests    atomic.Int64     // read so far
-	active      atomic.Int64     // answers in progress (Config.MaxStreams)
-	panics      atomic.Int64     // panics recovered in connection goroutines
-	limits      api.Limits       // the hint caps of Config
-	cache       *prefixCache     // the simulated prefix cache; nil without Config.CacheBlockTokens
-	quit        chan struct{}    // closed when Serve stops
-	h2          func(c net.Conn) // serves an HTTP/2 connection; nil without Config.HTTP2
+	connections atomic.Int64      // accepted so far
+	requests    atomic.Int64      // read so far
+	active      atomic.Int64      // answers in progress (Config.MaxStreams)
+	panics      atomic.Int64      // panics recovered in connection goroutines
+	limits      api.Limits        // the hint caps of Config
+	instance    api.InstanceField // Config.Instance, encoded once for every event
+	cache       *prefixCache      // the simulated prefix cache; nil without Config.CacheBlockTokens
+	// heads are the response heads of a stream on HTTP/1.x: closing its
+	// connection and keeping it (streamHead, streamHeadKeepAlive, with
+	// Config.Instance's field).
+	head, headKeepAlive string
+	quit                chan struct{}    // closed when Serve stops
+	h2                  func(c net.Conn) // serves an HTTP/2 connection; nil without Config.HTTP2
 
 	mu sync.Mutex
 	// conns maps each open connection to the socket Serve closes when it
@@ -289,8 +301,12 @@ func New(ln net.Listener, cfg Config) *Server {
 		ln = tls.NewListener(ln, tc)
 	}
 	s := &Server{cfg: cfg, ln: ln, start: time.Now(), conns: make(map[net.Conn]net.Conn), quit: make(chan struct{}),
-		limits: api.Limits{MaxTokens: int64(cfg.MaxTokens), MaxDelay: cfg.MaxDelay},
-		cache:  newPrefixCache(cfg.CacheBlockTokens, 0)}
+		limits:   api.Limits{MaxTokens: int64(cfg.MaxTokens), MaxDelay: cfg.MaxDelay},
+		instance: api.NewInstanceField(cfg.Instance), head: streamHead, headKeepAlive: streamHeadKeepAlive,
+		cache: newPrefixCache(cfg.CacheBlockTokens, 0)}
+	if cfg.Instance != "" {
+		s.head, s.headKeepAlive = withInstanceHeader(streamHead, cfg.Instance), withInstanceHeader(streamHeadKeepAlive, cfg.Instance)
+	}
 	if cfg.HTTP2 {
 		s.initH2()
 	}

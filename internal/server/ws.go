@@ -93,6 +93,9 @@ func (s *Server) serveWS(hc *h1conn, req request) bool {
 	}
 	head := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: " +
 		wire.WSAccept(req.head.Header("Sec-WebSocket-Key")) + "\r\n\r\n"
+	if s.cfg.Instance != "" {
+		head = withInstanceHeader(head, s.cfg.Instance)
+	}
 	if err := hc.write([]byte(head)); err != nil {
 		s.releaseH1(hc)
 		return true

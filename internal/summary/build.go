@@ -35,6 +35,7 @@ type Collector struct {
 	Samples  *SampleCollector
 	Declared *DeclaredCollector
 	Timeline *TimelineStats
+	Replicas *ReplicaCollector // the per-replica split, summarised across hosts only (Inputs.Replicas)
 	Failures *failures.Tally
 	Gateway  *GatewayHeaders
 	// Sizes, when set, gathers the breakdown by request size (a run whose
@@ -60,7 +61,7 @@ func (c *Collector) AddCost(s CostSample) {
 func NewCollector() *Collector {
 	return &Collector{Stats: stats.NewBatch(), Bursts: verdict.NewAccumulator(), Samples: NewSampleCollector(),
 		Declared: NewDeclaredCollector(), Timeline: NewTimelineStats(), Failures: failures.NewTally(), Gateway: NewGatewayHeaders(),
-		Usage: NewUsageCollector()}
+		Usage: NewUsageCollector(), Replicas: NewReplicaCollector()}
 }
 
 // Add folds one finished request in. A warm-up request goes to Stats only,
@@ -80,6 +81,7 @@ func (c *Collector) Add(r *result.Request) {
 	c.Samples.Add(r)
 	c.Declared.Add(r)
 	c.Timeline.Add(r)
+	c.Replicas.Add(r)
 	c.Failures.Add(r)
 	c.Gateway.Add(r)
 	if c.Sizes != nil {
@@ -98,6 +100,10 @@ type Inputs struct {
 	// process): its estimates, and the bound that every server time
 	// converted to the client's clock carries.
 	Clock *clocksync.Summary
+	// Replicas are the server replicas of a run across hosts, one per
+	// control endpoint (nil in one process): the gateway batch is split
+	// by them (Batch.Replicas).
+	Replicas []ReplicaInfo
 	// Rounds are the rounds of an interleaved run, in the order they ran
 	// (their records are in Loop and Gateway too); nil for the
 	// reference's single calibration.
@@ -147,6 +153,9 @@ func New(in Inputs) *Run {
 	}
 	if g := in.Gateway; g != nil {
 		gw := g.batch(GatewayBatch, in.GatewayTarget, in.PageBytes)
+		if in.Replicas != nil && g.Replicas != nil {
+			gw.Replicas = g.Replicas.Replicas(in.Replicas)
+		}
 		if gw.Cost != nil {
 			gwName = gw.Cost.Gateway
 		}

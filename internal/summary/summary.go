@@ -109,6 +109,10 @@ type Batch struct {
 	// Declared are the timings the gateway declared in its response
 	// heads, present when any head did.
 	Declared *DeclaredTimings `json:"declared,omitempty"`
+	// Replicas split a gateway batch across hosts by the server replica
+	// that served each request (--server, one control endpoint per
+	// replica); absent in one process.
+	Replicas []Replica `json:"replicas,omitempty"`
 	// FailureSummary groups the failed requests by what went wrong
 	// (package failures): always present, its groups empty when none
 	// failed; absent from documents written before it.

@@ -19,12 +19,20 @@ import (
 // cleanly within 10 s of the end.
 func Serve(t testing.TB, reg *emission.Registry, token string, logf func(format string, args ...any)) string {
 	t.Helper()
-	h, err := control.NewHandler(reg, token)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return ServeOn(t, ln, reg, token, "", logf)
+}
+
+// ServeOn is Serve on the listener ln (which it closes), for the server of
+// instance id instance ("" none).
+func ServeOn(t testing.TB, ln net.Listener, reg *emission.Registry, token, instance string, logf func(format string, args ...any)) string {
+	t.Helper()
+	h, err := control.NewHandler(reg, token, instance)
 	if err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

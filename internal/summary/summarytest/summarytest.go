@@ -57,9 +57,10 @@ type Stream struct {
 	TTFT       int64 // first token arrival − sent
 	FirstDelay int64 // first token arrival − its emission
 	Tokens     int
-	Gap        int64 // arrival gap between tokens
-	Delay      int64 // arrival − emission of tokens 2..n
-	Leg        int64 // the server's arrival of the request − sent (0: unknown)
+	Gap        int64  // arrival gap between tokens
+	Delay      int64  // arrival − emission of tokens 2..n
+	Leg        int64  // the server's arrival of the request − sent (0: unknown)
+	Instance   string // the server instance that served it ("" unknown)
 	Failure    result.Failure
 
 	// If set, token i (from 1) takes Gaps[(i−1) mod len] and
@@ -74,7 +75,7 @@ type Stream struct {
 // Request builds the record: it starts at Base + Index s, is sent 0.1 ms
 // later and ends 0.2 ms after its last token.
 func (s Stream) Request() *result.Request {
-	r := &result.Request{Batch: s.Batch, Index: s.Index, Failure: s.Failure, Framing: s.Framing, RetryMs: s.RetryMs}
+	r := &result.Request{Batch: s.Batch, Index: s.Index, Failure: s.Failure, Framing: s.Framing, RetryMs: s.RetryMs, Instance: s.Instance}
 	r.Start = Base + int64(s.Index)*1e9
 	r.Sent = r.Start + 100_000
 	if s.Leg != 0 {
@@ -251,6 +252,9 @@ type Scenario struct {
 	Loop  []Stream // nil: no calibration batch
 	Gw    []Stream
 	Clock *clocksync.Summary // a run across hosts: its clock offset (nil: one process)
+	// Replicas are the server replicas of a run across hosts (nil: one
+	// process, or no split).
+	Replicas []summary.ReplicaInfo
 }
 
 var Scenarios = map[string]Scenario{
@@ -281,14 +285,20 @@ var Scenarios = map[string]Scenario{
 	// Across hosts (-l implied): a gateway that holds each request 20 ms
 	// before forwarding it, then flushes every token within 30 µs, measured
 	// with a clock offset of +1234.567 ms known to ±50 µs: the emit->recv
-	// figures are within the bound, the request leg is not.
+	// figures are within the bound, the request leg is not. It balances
+	// the requests over two server replicas; a third is down.
 	"crosshost": {
 		Gw: []Stream{
-			{Batch: "gw", Index: 0, TTFT: Mid(21_000_000), FirstDelay: Mid(20_000), Tokens: 100, Gap: Mid(5_000_000), Delay: Mid(30_000), Leg: Mid(20_100_000)},
-			{Batch: "gw", Index: 1, TTFT: Mid(21_500_000), FirstDelay: Mid(25_000), Tokens: 100, Gap: Mid(5_000_000), Delay: Mid(30_000), Leg: Mid(20_400_000)},
-			{Batch: "gw", Index: 2, TTFT: Mid(21_200_000), FirstDelay: Mid(40_000), Tokens: 100, Gap: Mid(5_000_000), Delay: Mid(60_000), Leg: Mid(20_200_000)},
+			{Batch: "gw", Index: 0, TTFT: Mid(21_000_000), FirstDelay: Mid(20_000), Tokens: 100, Gap: Mid(5_000_000), Delay: Mid(30_000), Leg: Mid(20_100_000), Instance: "srv-a"},
+			{Batch: "gw", Index: 1, TTFT: Mid(21_500_000), FirstDelay: Mid(25_000), Tokens: 100, Gap: Mid(5_000_000), Delay: Mid(30_000), Leg: Mid(20_400_000), Instance: "srv-b"},
+			{Batch: "gw", Index: 2, TTFT: Mid(21_200_000), FirstDelay: Mid(40_000), Tokens: 100, Gap: Mid(5_000_000), Delay: Mid(60_000), Leg: Mid(20_200_000), Instance: "srv-a"},
 		},
 		Clock: &clocksync.Summary{Offset: 1_234_567_000, Bound: 50_000, Drift: 0, Estimates: 3, MinRTT: 100_000},
+		Replicas: []summary.ReplicaInfo{
+			{Instance: "srv-a", Control: "http://10.0.0.5:8091", Clock: &clocksync.Summary{Offset: 1_234_567_000, Bound: 50_000, Estimates: 2, MinRTT: 100_000}},
+			{Instance: "srv-b", Control: "http://10.0.0.6:8091", Clock: &clocksync.Summary{Offset: -20_000_000, Bound: 40_000, Estimates: 1, MinRTT: 80_000}},
+			{Control: "http://10.0.0.7:8091", Error: "down: reading the server's clock: dial tcp 10.0.0.7:8091: connect: connection refused"},
+		},
 	},
 	// A gateway that drops pi_ts: every request fails without tokens.
 	"empty": {
