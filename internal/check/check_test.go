@@ -116,6 +116,9 @@ func relay(f relayFunc) gateway {
 	return func(t *testing.T, backend string) string { return relayGateway(t, backend, clientCtx, f) }
 }
 
+// signatureAttempts bounds the runs of one case of TestGatewaySignatures.
+const signatureAttempts = 3
+
 // TestGatewaySignatures runs the flush scenario through in-process
 // gateways that release the stream each in its own way, and checks that
 // the row says so: PASS for the one that flushes, FAIL with the signature
@@ -138,12 +141,25 @@ func TestGatewaySignatures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep, err := check(t, tt.gw, api.Chat, "flush")
-			r := rows(t, rep, err)["flush"]
-			s := r.Signature
-			if r.Status != tt.status || s == nil || s.Kind != tt.kind {
-				t.Fatalf("flush row %s (%s), signature %+v; want %s with signature %s", r.Status, r.Evidence, s, tt.status, tt.kind)
+			// A gateway that releases on a timer or in bursts does so
+			// when the machine lets its goroutine run: on a starved CPU a
+			// release comes late now and then, and a 250 ms period reads
+			// as irregular bursts. The signature is judged again then, up
+			// to signatureAttempts times; a gateway that does not release
+			// so never gives it.
+			var r Row
+			for attempt := 1; ; attempt++ {
+				rep, err := check(t, tt.gw, api.Chat, "flush")
+				r = rows(t, rep, err)["flush"]
+				if s := r.Signature; r.Status == tt.status && s != nil && s.Kind == tt.kind {
+					break
+				}
+				if attempt == signatureAttempts {
+					t.Fatalf("flush row %s (%s), signature %+v, %d times; want %s with signature %s", r.Status, r.Evidence, r.Signature, attempt, tt.status, tt.kind)
+				}
+				t.Logf("attempt %d: flush row %s (%s); again", attempt, r.Status, r.Evidence)
 			}
+			s := r.Signature
 			if tt.size > 0 && (s.SizeBytes < 0.75*tt.size || s.SizeBytes > 1.25*tt.size) {
 				t.Errorf("size %.0f B, want ~%.0f (%s)", s.SizeBytes, tt.size, r.Evidence)
 			}
