@@ -48,6 +48,8 @@ var (
 	heading   = regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`)
 	htmlID    = regexp.MustCompile(`<a\s+(?:id|name)="([^"]+)"`)
 	inlineLnk = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+	scheme    = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
+	readmeRef = regexp.MustCompile(`README\.md, "([^"]+)"`)
 )
 
 // prose returns the lines of a Markdown text outside fenced code blocks.
@@ -149,7 +151,7 @@ func TestLinksResolve(t *testing.T) {
 		for i, ln := range prose(text) {
 			for _, m := range mdLink.FindAllStringSubmatch(codeSpan.ReplaceAllString(ln, ""), -1) {
 				target := m[1]
-				if regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`).MatchString(target) {
+				if scheme.MatchString(target) {
 					continue
 				}
 				checked++
@@ -271,10 +273,59 @@ func TestJSONSchemaFieldsDescribed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spans := strings.Join(codeSpan.FindAllString(string(md), -1), " ")
+	described := map[string]bool{}
+	for _, span := range codeSpan.FindAllString(string(md), -1) {
+		for _, w := range strings.FieldsFunc(span, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) {
+			described[w] = true
+		}
+	}
 	for name := range names {
-		if !regexp.MustCompile(`(^|[^a-z0-9_])` + regexp.QuoteMeta(name) + `($|[^a-z0-9_])`).MatchString(spans) {
+		if !described[name] {
 			t.Errorf("docs/json-schema.md does not describe the field %q of docs/sse-latency.schema.json", name)
 		}
+	}
+}
+
+// TestREADMESectionsNamedByTheCode: a file of the tree that sends its
+// reader to a section of the README by name (the usage's `keys in
+// README.md, "Fault hints"`) names a heading the README has.
+func TestREADMESectionsNamedByTheCode(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	headings := map[string]bool{}
+	for _, ln := range prose(string(b)) {
+		if m := heading.FindStringSubmatch(ln); m != nil {
+			headings[m[2]] = true
+		}
+	}
+	found := 0
+	for _, dir := range []string{"cmd", "internal", "e2e", "examples", "bench"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.HasSuffix(p, ".md") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			if ext := filepath.Ext(p); ext != ".go" && ext != ".txt" && ext != ".yaml" && ext != ".yml" && ext != ".sh" {
+				return nil
+			}
+			text, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			for _, m := range readmeRef.FindAllStringSubmatch(string(text), -1) {
+				found++
+				if !headings[m[1]] {
+					t.Errorf("%s sends its reader to the README's section %q, which README.md has no heading for", p, m[1])
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if found == 0 {
+		t.Error(`no file names a README section: the usage's pointer to "Fault hints" is gone? (then drop this test)`)
 	}
 }
