@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sse-latency/sse-latency/internal/api"
@@ -122,24 +123,31 @@ func TestPhasesThroughGateways(t *testing.T) {
 				bin := requireProgram(t, ex.Gateway)
 				ctx := t.Context()
 				gw := launch(t, ctx, ex, bin)
-				m := measure(ctx, ex, gw, "--api", d.String(), "-r", fmt.Sprint(requests), "-c", fmt.Sprint(requests),
-					"-n", fmt.Sprint(n), "-d", "2", "-T", "100", "--reasoning", fmt.Sprint(r), "--tool-call", fmt.Sprint(c), "-w", "20000", "-q")
-				if !m.complete(t, requests, n) {
-					return
+				// A gateway that buffers is slow every time; a machine that
+				// leaves the gateway unscheduled is slow now and then (nginx's
+				// tool-call p50 24.5 ms once at a load of 12, the loopback
+				// batch's max 25 ms in the same run): the timing is judged
+				// again, up to phasesAttempts times.
+				var m *measurement
+				for attempt := 1; ; attempt++ {
+					m = measure(ctx, ex, gw, "--api", d.String(), "-r", fmt.Sprint(requests), "-c", fmt.Sprint(requests),
+						"-n", fmt.Sprint(n), "-d", "2", "-T", "100", "--reasoning", fmt.Sprint(r), "--tool-call", fmt.Sprint(c), "-w", "20000", "-q")
+					if !m.complete(t, requests, n) {
+						return
+					}
+					slow := slowPhases(m, requests, r, c, n, phasesMaxP50Ms)
+					if slow == "" {
+						break
+					}
+					if attempt == phasesAttempts {
+						t.Errorf("%s, %d times\n%s", slow, attempt, m)
+						break
+					}
+					t.Logf("attempt %d: %s; again", attempt, slow)
 				}
 				b := m.sum.Run.Gateway()
-				tl := b.Timeline
 				if got, want := b.Stream.ByPiTs, int64(requests*(r+c+n)); got != want || b.Stream.Received() != want {
 					t.Errorf("%d tokens by pi_ts of %d received, want all %d: each delta in an event of its own\n%s", got, b.Stream.Received(), want, m)
-				}
-				for _, ph := range []struct {
-					name string
-					m    *summary.Metric
-					n    int64
-				}{{"reasoning", &tl.EmitRecv.Reasoning, requests * r}, {"tool call", &tl.EmitRecv.ToolCall, requests * c}, {"text", &tl.EmitRecv.Text, requests * n}} {
-					if ph.m.N != ph.n || ph.m.P50Ms >= phasesMaxP50Ms {
-						t.Errorf("%s: n=%d, emit->recv p50 %.3f ms; want %d tokens, p50 under %.0f ms\n%s", ph.name, ph.m.N, ph.m.P50Ms, ph.n, phasesMaxP50Ms, m)
-					}
 				}
 				if names := findingNames(m.sum.Verdict); len(names) != 0 {
 					t.Errorf("findings %v through a gateway that passes every event on\n%s", names, m)
@@ -147,4 +155,25 @@ func TestPhasesThroughGateways(t *testing.T) {
 			})
 		}
 	}
+}
+
+// phasesAttempts bounds the runs of one case of TestPhasesThroughGateways
+// whose phases arrive too late.
+const phasesAttempts = 3
+
+// slowPhases says which phase of m's gateway batch has not all its
+// tokens or an emit->recv p50 of maxP50Ms or more, "" when none.
+func slowPhases(m *measurement, requests, r, c, n int64, maxP50Ms float64) string {
+	tl := m.sum.Run.Gateway().Timeline
+	var slow []string
+	for _, ph := range []struct {
+		name string
+		m    *summary.Metric
+		n    int64
+	}{{"reasoning", &tl.EmitRecv.Reasoning, requests * r}, {"tool call", &tl.EmitRecv.ToolCall, requests * c}, {"text", &tl.EmitRecv.Text, requests * n}} {
+		if ph.m.N != ph.n || ph.m.P50Ms >= maxP50Ms {
+			slow = append(slow, fmt.Sprintf("%s: n=%d, emit->recv p50 %.3f ms; want %d tokens, p50 under %.0f ms", ph.name, ph.m.N, ph.m.P50Ms, ph.n, maxP50Ms))
+		}
+	}
+	return strings.Join(slow, "; ")
 }
