@@ -105,9 +105,11 @@ func newReader(rec *result.Request, o *Options) *reader {
 // the request has ended (rec.Failure set).
 func (r *reader) feed(p []byte, now int64) bool {
 	defer r.endRead(r.beginRead(p, now))
-	p, ended, wait := r.headOf(p)
-	if wait {
-		return ended
+	if !r.gotHead { // the test inline: headOf is not, and every Read passes here
+		var ended, wait bool
+		if p, ended, wait = r.headOf(p); wait {
+			return ended
+		}
 	}
 	return r.body(p, now)
 }
