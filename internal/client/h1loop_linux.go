@@ -64,8 +64,8 @@ type loopSession struct {
 	watchAt  int       // the request's place in watch.sessions
 	active   bool
 	deadline int64
-	r        *reader
-	ws       *wsExchange // the request's, over WebSocket (r is its reader)
+	x        h1Exchange  // the request's exchange; over WebSocket only its reader (x.r) serves
+	ws       *wsExchange // the request's, over WebSocket (x.r is its reader)
 	out      []byte      // the request as it goes on the wire
 	reused   bool        // the attempt runs on a kept connection
 
@@ -98,7 +98,6 @@ type econn struct {
 	idleAt  int64  // the idle timeout (0: none)
 	waitAt  int64  // the end of the wait for an error body (0: none)
 	drainAt int64  // the end of the drain
-	drained int    // bytes drained
 	port    int    // the local port, claimed on the loop (0: none)
 	wsOut   []byte // WebSocket frames a write could not take yet
 	pingAt  int64  // WebSocket: when to ping, or when the pong is due (0: none)
@@ -510,7 +509,7 @@ func (c *econn) write() {
 			return
 		}
 		c.schedule()
-	case ls.reused && ls.ctx.Err() == nil && isClosed(err):
+	case keptLost(ls.reused, 0, step{err: err, cancelled: ls.ctx.Err() != nil}):
 		ls.retry()
 	default:
 		ls.failConn(ls.s.q.classify(ls.ctx, err, sysFailure(result.RecvError, "send: ", err)))
@@ -527,11 +526,13 @@ func (c *econn) sent() {
 	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
 		rec.Tokens = make([]result.Token, 0, q.ExpectTokens)
 	}
+	ls.x = h1Exchange{rec: rec, reused: ls.reused, keepAlive: q.KeepAlive && !ls.s.oneShot}
 	if q.WebSocket {
 		ls.ws = newWSExchange(q, rec, ls.s.ws, ls.reused)
-		ls.r = ls.ws.r
+		ls.ws.keepAlive = ls.x.keepAlive
+		ls.x.r = ls.ws.r
 	} else {
-		ls.r = newReader(rec, &q.Options)
+		ls.x.r = newReader(rec, &q.Options)
 	}
 	c.phase = phReading
 	c.waitAt, c.idleAt = 0, 0
@@ -616,14 +617,14 @@ func (c *econn) readResponse() {
 		if q.IdleTimeout > 0 {
 			c.idleAt = now + int64(q.IdleTimeout)
 		}
-		r := ls.r
+		r := ls.x.r
 		if ls.feed(p, now) {
 			rec.End = now
 			r.close()
 			c.responseEnded()
 			return
 		}
-		if r.failing && c.waitAt == 0 {
+		if r.statusFailing() && c.waitAt == 0 {
 			c.waitAt = now + int64(q.drainTimeout())
 			c.schedule()
 		}
@@ -637,11 +638,20 @@ func (c *econn) readResponse() {
 	} else {
 		err = os.NewSyscallError("read", err)
 	}
-	if ls.reused && rec.Bytes == 0 && ls.ctx.Err() == nil && isClosed(err) {
+	if ls.settle(step{err: err, cancelled: ls.ctx.Err() != nil}) == fateRetry {
 		ls.retry()
 		return
 	}
-	ls.failConn(q.classify(ls.ctx, err, ls.r.endOfStream(err)))
+	ls.failConn(q.classify(ls.ctx, err, ls.x.r.endOfStream(err)))
+}
+
+// settle asks the request's exchange, HTTP/1.1 or WebSocket, the fate of
+// its connection.
+func (ls *loopSession) settle(st step) fate {
+	if ls.ws != nil {
+		return ls.ws.settle(st)
+	}
+	return ls.x.settle(st)
 }
 
 // feed hands one read's bytes to the request's parser: the HTTP reader, or
@@ -650,40 +660,25 @@ func (c *econn) readResponse() {
 // whether the request has ended.
 func (ls *loopSession) feed(p []byte, now int64) bool {
 	if ls.ws == nil {
-		return ls.r.feed(p, now)
+		return ls.x.r.feed(p, now)
 	}
 	return ls.c.feedWS(p, now)
 }
 
 // responseEnded: the response ended (its terminal event, or a failure).
-// With keep-alive the rest of its framing is drained, as drainH1 does.
+// With keep-alive the rest of its framing is drained, as drainH1 does:
+// the exchange decides (h1Exchange.settle).
 func (c *econn) responseEnded() {
 	ls := c.ls
-	s, rec := ls.s, ls.rec
-	q, r := s.q, ls.r
+	q := ls.s.q
 	if ls.ws != nil {
 		c.wsEnded()
 		return
 	}
-	if !q.KeepAlive || s.oneShot || !r.gotHead || r.closes || r.failing || ls.ctx.Err() != nil {
-		ls.closeConn()
-		ls.finish()
-		return
-	}
-	if !r.drainable {
-		if isStreamEnd(rec.Failure.Kind) {
-			rec.Poisoned = true // the body had no framing end: read until close
-		}
-		ls.closeConn()
-		ls.finish()
-		return
-	}
-	done, err := r.drain(r.rest)
-	r.rest = nil
-	if err == nil && !done {
+	f := ls.x.settle(step{cancelled: ls.ctx.Err() != nil})
+	if f == fateDrain {
 		now := clock.Now()
 		c.phase = phDraining
-		c.drained = 0
 		c.drainAt = min(now+int64(q.drainTimeout()), ls.deadline)
 		c.idleAt = 0
 		if q.IdleTimeout > 0 {
@@ -692,29 +687,19 @@ func (c *econn) responseEnded() {
 		c.schedule()
 		return
 	}
-	c.drainEnded(err)
+	c.drainEnded(f)
 }
 
 // readDrain reads once while draining.
 func (c *econn) readDrain() {
 	ls := c.ls
-	q, rec := ls.s.q, ls.rec
+	q := ls.s.q
 	p, err := ls.l.Read(&c.reg)
-	if n := len(p); n > 0 {
-		rec.Reads++
-		rec.Bytes += int64(n)
+	if len(p) > 0 {
 		if q.IdleTimeout > 0 {
 			c.idleAt = clock.Now() + int64(q.IdleTimeout)
 		}
-		var done bool
-		if c.drained += n; c.drained > DrainBytes {
-			err = errDrainTooLong
-		} else {
-			done, err = ls.r.drain(p)
-		}
-		if done || err != nil {
-			c.drainEnded(err)
-		}
+		c.drainStep(step{p: p})
 		return
 	}
 	if err == unix.EAGAIN || err == unix.EINTR {
@@ -723,23 +708,28 @@ func (c *econn) readDrain() {
 	if err == nil {
 		err = io.EOF
 	}
-	c.drainEnded(err)
+	c.drainStep(step{err: err})
 }
 
-// drainEnded keeps the connection when the drain reached the framing end
-// (err nil), else closes it.
-func (c *econn) drainEnded(err error) {
+// drainStep hands what a drain's Read returned (or why the drain stops) to
+// the exchange, and ends the drain unless it goes on.
+func (c *econn) drainStep(st step) {
+	if f := c.ls.x.settle(st); f != fateDrain {
+		c.drainEnded(f)
+	}
+}
+
+// drainEnded keeps the connection when the exchange says so (f), else
+// closes it, and ends the request.
+func (c *econn) drainEnded(f fate) {
 	ls := c.ls
-	if err != nil {
-		if !errors.Is(err, io.EOF) && !isClosed(err) {
-			ls.rec.Poisoned = true
-		}
-		ls.closeConn()
-	} else {
+	if f == fateKeep {
 		c.phase = phIdle
 		c.idleAt, c.waitAt, c.drainAt = 0, 0, 0
 		ls.l.Stop(&c.timer)
 		ls.kept.Store(true)
+	} else {
+		ls.closeConn()
 	}
 	ls.finish()
 }
@@ -778,15 +768,15 @@ func (c *econn) timeout(now int64) {
 			ls.failConn(result.Failure{Kind: result.Interrupted})
 		case c.pingFirst(now):
 			c.pingDue(now)
-		case ls.r.failing:
-			ls.failConn(ls.r.statusFailure())
+		case ls.x.r.statusFailing():
+			ls.failConn(ls.x.r.statusFailure())
 		case c.idleAt != 0 && c.idleAt <= now && c.idleAt < ls.deadline:
 			ls.failConn(q.idleFailure())
 		default:
 			ls.failConn(q.classify(ls.ctx, os.ErrDeadlineExceeded, result.Failure{Kind: result.Timeout}))
 		}
 	case phDraining:
-		c.drainEnded(os.ErrDeadlineExceeded)
+		c.drainStep(step{err: os.ErrDeadlineExceeded})
 	}
 }
 
@@ -797,7 +787,7 @@ func (ls *loopSession) cancel() {
 	}
 	if c := ls.c; c != nil && c.phase == phDraining {
 		// doH1 moves the deadline to the past: the drain read fails.
-		c.drainEnded(os.ErrDeadlineExceeded)
+		c.drainStep(step{err: os.ErrDeadlineExceeded})
 		return
 	}
 	ls.failConn(result.Failure{Kind: result.Interrupted})
@@ -808,10 +798,10 @@ func (ls *loopSession) cancel() {
 func (ls *loopSession) retry() {
 	rec := ls.rec
 	ls.closeConn()
-	if ls.r != nil {
-		ls.r.close()
-		ls.r = nil
+	if ls.x.r != nil {
+		ls.x.r.close()
 	}
+	ls.x = h1Exchange{}
 	ls.ws = nil
 	rec.ReuseFailed = true
 	rec.ConnID, rec.Reused, rec.Proto = 0, false, ""
@@ -829,8 +819,8 @@ func (ls *loopSession) failConn(f result.Failure) {
 // fail ends the request with f.
 func (ls *loopSession) fail(f result.Failure) {
 	ls.rec.Failure = f
-	if ls.r != nil {
-		ls.r.close()
+	if ls.x.r != nil {
+		ls.x.r.close()
 	}
 	ls.finish()
 }
@@ -844,6 +834,6 @@ func (ls *loopSession) finish() {
 	}
 	ls.s.q.fillEmitted(rec)
 	ls.active = false
-	ls.ctx, ls.rec, ls.done, ls.r, ls.ws = nil, nil, nil, nil, nil
+	ls.ctx, ls.rec, ls.done, ls.x, ls.ws = nil, nil, nil, h1Exchange{}, nil
 	done(rec)
 }

@@ -74,9 +74,11 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 		}
 	}()
 
+	x := h2Exchange{reused: reused, keepAlive: q.KeepAlive && !s.oneShot}
+	cancelled := func() bool { return ctx.Err() != nil || sctx.Err() != nil }
 	resp, err := s.cc.RoundTrip(req)
 	if err != nil {
-		if reused && ctx.Err() == nil && sctx.Err() == nil {
+		if x.settle(step{err: err, cancelled: cancelled()}) == fateRetry {
 			return deadConn
 		}
 		rec.Failure = h2Failure(ctx, sctx, q, err, sysFailure(result.RecvError, "send: ", err))
@@ -91,12 +93,14 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 	}
 	r := newReader(rec, &q.Options)
 	defer r.close()
+	x.r = r
 	if r.h2Head(resp.StatusCode, resp.Proto+" "+resp.Status, resp.Header, now) {
 		rec.End = now
-		keep = q.KeepAlive // closing the body resets the stream only
+		keep = x.settle(step{}) == fateKeep
 		return finished
 	}
-	if r.failing {
+	x.streaming = true
+	if r.statusFailing() {
 		// The start of an error body, within DrainTimeout.
 		t := time.AfterFunc(q.drainTimeout(), func() { scancel(errStatusWait) })
 		defer t.Stop()
@@ -110,7 +114,7 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 			if r.feed(buf[:n], now) {
 				rec.End = now
 				r.close()
-				if keep = q.KeepAlive && !s.oneShot && !r.failing; keep {
+				if keep = x.settle(step{}) == fateDrain; keep {
 					s.drainH2(rec, body, cancel)
 				}
 				return finished
@@ -120,12 +124,12 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 			if errors.Is(err, io.EOF) {
 				rec.BodyEnded = true // END_STREAM: the peer ended the response
 			}
-			if r.failing && ctx.Err() == nil {
+			if r.statusFailing() && ctx.Err() == nil {
 				rec.Failure = r.statusFailure()
 			} else {
 				rec.Failure = h2Failure(ctx, sctx, q, err, r.endOfStream(err))
 			}
-			keep = q.KeepAlive && errors.Is(err, io.EOF) // the stream ended, the connection is fine
+			keep = x.settle(step{err: err}) == fateKeep
 			return finished
 		}
 	}

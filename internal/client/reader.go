@@ -105,17 +105,59 @@ func newReader(rec *result.Request, o *Options) *reader {
 // the request has ended (rec.Failure set).
 func (r *reader) feed(p []byte, now int64) bool {
 	defer r.endRead(r.beginRead(p, now))
-	if !r.gotHead {
-		var ended bool
-		if p, ended = r.readHead(p); ended || !r.gotHead {
+	if !r.gotHead { // the test inline: headOf is not, and every Read passes here
+		var ended, wait bool
+		if p, ended, wait = r.headOf(p); wait {
 			return ended
 		}
 	}
-	ended := r.body(p, now)
-	// The head is parsed: its buffer goes (r.rest may still point into
-	// it, for the drain that follows at once).
+	return r.body(p, now)
+}
+
+// headOf hands p to the head parser until the head is complete. It returns
+// the bytes that follow the head (all of p once it was parsed), or wait
+// true when there are none to take yet: the head is incomplete, or the
+// request ended (ended).
+func (r *reader) headOf(p []byte) (body []byte, ended, wait bool) {
+	if r.gotHead {
+		return p, false, false
+	}
+	if p, ended = r.readHead(p); ended || !r.gotHead {
+		return nil, ended, true
+	}
+	// The head is parsed: its buffer goes (body, and r.rest after it,
+	// may still point into it, for the drain that follows at once).
 	r.head = nil
-	return ended
+	return p, false, false
+}
+
+// expectUpgrade makes r the reader of a request over WebSocket: up takes
+// the head of the answer to the upgrade; on a kept connection (open) no
+// head comes, the frames follow at once.
+func (r *reader) expectUpgrade(up func(h wire.ResponseHead) bool, open bool) {
+	r.upgrade = up
+	r.gotHead = open
+}
+
+// statusFailing reports whether the response is a non-2xx one, whose body
+// is read for a while to say why.
+func (r *reader) statusFailing() bool { return r.failing }
+
+// keepable reports whether the connection may carry another request once
+// the response ended: its head arrived, announced no close, and its status
+// did not fail.
+func (r *reader) keepable() bool { return r.gotHead && !r.closes && !r.failing }
+
+// framed reports whether the response ended inside a framed body with its
+// framing intact, so that drainRest may read on to its end.
+func (r *reader) framed() bool { return r.drainable }
+
+// drainRest drains the bytes of the last Read that followed the point
+// where the response ended (see drain), once.
+func (r *reader) drainRest() (done bool, err error) {
+	p := r.rest
+	r.rest = nil
+	return r.drain(p)
 }
 
 // beginRead accounts for the bytes p of a Read that returned at now, before

@@ -278,16 +278,10 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 	q := s.q
 	conn := s.conn
 	raw := q.AppendHTTP(make([]byte, 0, 512), rec.ID)
-	conn.SetDeadline(deadline)
-	// Cancellation unblocks the Read by moving the deadline to the past.
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	release := cancelUnblocks(ctx, conn, deadline)
 	keep := false
 	defer func() {
-		// stop false: the deadline may yet move to the past; do not keep.
-		if !stop() && keep {
-			keep = false
-		}
-		if !keep {
+		if !release(keep) {
 			s.Close()
 		}
 	}()
@@ -297,10 +291,11 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 	}
 	r := newReader(rec, &q.Options)
 	defer r.close()
+	x := h1Exchange{r: r, rec: rec, reused: reused, keepAlive: q.KeepAlive && !s.oneShot}
 	lim := readLimit{conn: conn, ctx: ctx, deadline: deadline, set: deadline, idle: q.IdleTimeout}
 	buf := s.buf
 	for {
-		if r.failing && lim.wait.IsZero() {
+		if r.statusFailing() && lim.wait.IsZero() {
 			lim.wait = time.Now().Add(q.drainTimeout())
 		}
 		lim.arm()
@@ -311,12 +306,12 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 			if r.feed(buf[:n], now) {
 				rec.End = now
 				r.close() // the gzip decoder is done: nothing more to decode
-				keep = s.drainH1(rec, r, deadline)
+				keep = s.drainH1(&x, deadline)
 				return finished
 			}
 		}
 		if err != nil {
-			if reused && rec.Bytes == 0 && ctx.Err() == nil && isClosed(err) {
+			if x.settle(step{err: err, cancelled: ctx.Err() != nil}) == fateRetry {
 				return deadConn
 			}
 			rec.Failure = lim.failure(q, err, r)
@@ -325,13 +320,23 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 	}
 }
 
+// cancelUnblocks sets conn's deadline, and lets the cancellation of ctx
+// unblock its Read by moving the deadline to the past. Once the request is
+// over, release ends that and reports whether a connection the exchange
+// would keep (keep) stays kept: not when the deadline may yet move.
+func cancelUnblocks(ctx context.Context, conn net.Conn, deadline time.Time) (release func(keep bool) bool) {
+	conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	return func(keep bool) bool { return stop() && keep }
+}
+
 // send writes the request raw on conn, then times it (rec.Sent) and makes
 // room for its tokens. When the write fails it returns false and how the
 // attempt ended: a kept connection found closed goes again (deadConn),
 // else the request failed.
 func (q *Request) send(ctx context.Context, rec *result.Request, conn net.Conn, raw []byte, reused bool) (attempt, bool) {
 	if _, err := conn.Write(raw); err != nil {
-		if reused && ctx.Err() == nil && isClosed(err) {
+		if keptLost(reused, 0, step{err: err, cancelled: ctx.Err() != nil}) {
 			return deadConn, false
 		}
 		rec.Failure = q.classify(ctx, err, sysFailure(result.RecvError, "send: ", err))
@@ -390,7 +395,7 @@ func (l *readLimit) failure(q *Request, err error, r *reader) result.Failure {
 	switch {
 	case l.ctx.Err() != nil:
 		return result.Failure{Kind: result.Interrupted}
-	case r.failing:
+	case r.statusFailing():
 		return r.statusFailure()
 	case l.byIdle && isTimeout(err):
 		return q.idleFailure()
@@ -405,53 +410,26 @@ func (q *Request) idleFailure() result.Failure {
 }
 
 // drainH1 reads what follows the end of a response, up to its framing end,
-// and reports whether the connection can carry another request (see
-// Session.Do).
-func (s *Session) drainH1(rec *result.Request, r *reader, deadline time.Time) bool {
-	if !s.q.KeepAlive || s.oneShot || !r.gotHead || r.closes || r.failing {
-		return false
-	}
-	if !r.drainable {
-		if isStreamEnd(rec.Failure.Kind) {
-			rec.Poisoned = true // the body had no framing end: read until close
-		}
-		return false
-	}
-	done, err := r.drain(r.rest)
-	r.rest = nil
-	if err == nil && !done {
+// as the exchange decides, and reports whether the connection can carry
+// another request (see Session.Do). A cancellation does not stop it: the
+// connection of a cancelled request is closed after it (doH1's stop).
+func (s *Session) drainH1(x *h1Exchange, deadline time.Time) bool {
+	f := x.settle(step{})
+	if f == fateDrain {
 		limit := time.Now().Add(s.q.drainTimeout())
 		if limit.After(deadline) {
 			limit = deadline
 		}
 		s.conn.SetReadDeadline(limit)
-		drained := 0
-		for err == nil && !done {
+		for f == fateDrain {
 			if idle := s.q.IdleTimeout; idle > 0 && time.Until(limit) > idle {
 				s.conn.SetReadDeadline(time.Now().Add(idle))
 			}
-			n, rerr := s.conn.Read(s.buf)
-			if n > 0 {
-				rec.Reads++
-				rec.Bytes += int64(n)
-				if drained += n; drained > DrainBytes {
-					err = errDrainTooLong
-					break
-				}
-				done, err = r.drain(s.buf[:n])
-			}
-			if rerr != nil && err == nil && !done {
-				err = rerr
-			}
+			n, err := s.conn.Read(s.buf)
+			f = x.settle(step{p: s.buf[:n], err: err})
 		}
 	}
-	if err != nil {
-		if !errors.Is(err, io.EOF) && !isClosed(err) {
-			rec.Poisoned = true
-		}
-		return false
-	}
-	return true
+	return f == fateKeep
 }
 
 // errDrainTooLong: more than DrainBytes followed the terminal event.

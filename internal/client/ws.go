@@ -115,14 +115,14 @@ type wsExchange struct {
 	gotClose  bool   // the peer sent its close
 	sentClose bool   // the client sent its close
 	open      bool   // the connection speaks WebSocket: kept, or its 101 checked
+	keepAlive bool   // the connection may carry another request: Options.KeepAlive, unless a one-shot's driver cleared it
 	dead      bool   // a kept connection closed by its peer before any message: try again on a new one
 	pingAt    int64  // when an unanswered ping was sent, 0 if none
 }
 
 func newWSExchange(q *Request, rec *result.Request, ws *wsState, reused bool) *wsExchange {
-	w := &wsExchange{q: q, r: newReader(rec, &q.Options), ws: ws, id: rec.ID, reused: reused, open: reused}
-	w.r.upgrade = w.upgraded
-	w.r.gotHead = reused
+	w := &wsExchange{q: q, r: newReader(rec, &q.Options), ws: ws, id: rec.ID, reused: reused, open: reused, keepAlive: q.KeepAlive}
+	w.r.expectUpgrade(w.upgraded, reused)
 	return w
 }
 
@@ -132,15 +132,12 @@ func newWSExchange(q *Request, rec *result.Request, ws *wsState, reused bool) *w
 func (w *wsExchange) feed(p []byte, now int64) bool {
 	r := w.r
 	defer r.endRead(r.beginRead(p, now))
-	if !r.gotHead {
-		var ended bool
-		if p, ended = r.readHead(p); ended || !r.gotHead {
-			w.ended = ended
-			return ended
-		}
-		r.head = nil
+	p, ended, wait := r.headOf(p)
+	if wait {
+		w.ended = ended
+		return ended
 	}
-	if r.failing { // a non-2xx answer to the upgrade: the start of its body
+	if r.statusFailing() { // a non-2xx answer to the upgrade: the start of its body
 		w.ended = r.body(p, now)
 		return w.ended
 	}
@@ -255,7 +252,7 @@ func (w *wsExchange) sendClose(code int) {
 // response ended with its terminal event (or a failure of its content),
 // at a message boundary, with nothing after it and no close either way.
 func (w *wsExchange) reusable() bool {
-	return isStreamEnd(w.r.rec.Failure.Kind) && !w.stray && !w.gotClose && !w.sentClose && !w.ws.fr.Partial() && !w.r.failing
+	return isStreamEnd(w.r.rec.Failure.Kind) && !w.stray && !w.gotClose && !w.sentClose && !w.ws.fr.Partial() && !w.r.statusFailing()
 }
 
 // pingEvery is the silence after which the client pings (0: never).
@@ -293,6 +290,7 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 		s.ws = &wsState{key: newWSKey()}
 	}
 	w := newWSExchange(q, rec, s.ws, reused)
+	w.keepAlive = w.keepAlive && !s.oneShot
 	r := w.r
 	defer r.close()
 	var out []byte
@@ -301,14 +299,10 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 	} else {
 		out = q.AppendUpgrade(make([]byte, 0, 512), s.ws.key)
 	}
-	conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	release := cancelUnblocks(ctx, conn, deadline)
 	keep := false
 	defer func() {
-		if !stop() && keep {
-			keep = false
-		}
-		if !keep {
+		if !release(keep) {
 			if w.open && !w.sentClose && !w.gotClose {
 				s.closeWS(wire.WSCloseNormal)
 			}
@@ -323,12 +317,12 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 	lim := readLimit{conn: conn, ctx: ctx, deadline: deadline, set: deadline, idle: q.IdleTimeout}
 	ping, last := q.pingEvery(), time.Now()
 	for {
-		if r.failing && lim.wait.IsZero() {
+		if r.statusFailing() && lim.wait.IsZero() {
 			lim.wait = time.Now().Add(q.drainTimeout())
 		}
 		lim.arm()
 		byPing := false
-		if ping > 0 && !r.failing {
+		if ping > 0 && !r.statusFailing() {
 			due := last.Add(ping)
 			if w.pingAt != 0 {
 				due = clock.ToTime(w.pingAt).Add(q.pongTimeout())
@@ -356,12 +350,14 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 					return finished
 				}
 			}
-			if w.dead && ctx.Err() == nil {
-				return deadConn
-			}
 			if ended {
+				switch w.settle(step{cancelled: ctx.Err() != nil}) {
+				case fateRetry:
+					return deadConn
+				case fateKeep:
+					keep = true
+				}
 				rec.End = now
-				keep = q.KeepAlive && !s.oneShot && w.reusable()
 				return finished
 			}
 		}
@@ -381,7 +377,7 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 			rec.Failure = q.classify(ctx, err, sysFailure(result.RecvError, "send: ", err))
 		case byPing && isTimeout(err):
 			rec.Failure = q.noPong()
-		case reused && rec.Bytes == 0 && isClosed(err):
+		case w.settle(step{err: err}) == fateRetry: // ctx not done: the first case
 			return deadConn
 		default:
 			rec.Failure = lim.failure(q, err, r)

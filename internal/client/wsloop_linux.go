@@ -103,7 +103,7 @@ func (c *econn) armPing(now int64) {
 	q, w := ls.s.q, ls.ws
 	c.pingAt = 0
 	ping := q.pingEvery()
-	if ping == 0 || w == nil || w.r.failing {
+	if ping == 0 || w == nil || w.r.statusFailing() {
 		return
 	}
 	if w.pingAt != 0 {
@@ -143,14 +143,14 @@ func (c *econn) pingDue(now int64) {
 // wsExchange.reusable), else closed.
 func (c *econn) wsEnded() {
 	ls := c.ls
-	s, w := ls.s, ls.ws
 	c.pingAt = 0
-	if w.dead && ls.ctx.Err() == nil {
+	switch ls.ws.settle(step{cancelled: ls.ctx.Err() != nil, unsent: len(c.wsOut) > 0}) {
+	case fateRetry:
 		ls.rec.End = 0
 		ls.retry()
 		return
-	}
-	if !s.q.KeepAlive || s.oneShot || !w.reusable() || len(c.wsOut) > 0 || ls.ctx.Err() != nil {
+	case fateKeep:
+	default:
 		ls.closeConn()
 		ls.finish()
 		return
