@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/advice"
+	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -83,12 +84,12 @@ func firstTokenRow(v verdict.Verdict, n int) Row {
 	case v.FirstTokenHoldLevel == verdict.HoldFail:
 		row.Status, row.Advise = Fail, []advice.Key{advice.FirstTokenHold}
 		row.Evidence = fmt.Sprintf("the first event arrived %.1f ms later than the following ones, which came %.3f ms after their emission (%s): held %.0f ms or more",
-			v.FirstTokenHoldMs, v.FollowingMs, of, ms(verdict.HoldFailNs))
+			v.FirstTokenHoldMs, v.FollowingMs, of, stats.Ms(verdict.HoldFailNs))
 	case v.FirstTokenHoldLevel == verdict.HoldWarn:
 		row.Status, row.Advise = Warn, []advice.Key{advice.FirstTokenHold}
 		row.Evidence = fmt.Sprintf("the first event arrived %.1f ms later than the following ones, which came %.3f ms after their emission (%s): held %.0f to %.0f ms",
-			v.FirstTokenHoldMs, v.FollowingMs, of, ms(verdict.HoldWarnNs), ms(verdict.HoldFailNs))
-	case v.Class == verdict.Buffers && first > ms(verdict.HoldWarnNs):
+			v.FirstTokenHoldMs, v.FollowingMs, of, stats.Ms(verdict.HoldWarnNs), stats.Ms(verdict.HoldFailNs))
+	case v.Class == verdict.Buffers && first > stats.Ms(verdict.HoldWarnNs):
 		row.Status = Warn
 		row.Advise = flushRow(v, n).Advise
 		row.Evidence = fmt.Sprintf("the first event arrived %.1f ms after its emission, the following ones %.1f ms (%s): "+
@@ -293,7 +294,7 @@ func cancelRow(f cancelFacts, flushKeys []advice.Key) Row {
 	switch f.outcome {
 	case cancelSeen:
 		return Row{Status: Pass, Requests: 1, Evidence: fmt.Sprintf("the upstream saw its client go %.1f ms after the cancel (%d of %d tokens emitted by then, %d after)",
-			ms(int64(f.goneIn)), f.emitted, CancelTokens, f.after)}
+			stats.Ms(int64(f.goneIn)), f.emitted, CancelTokens, f.after)}
 	case cancelStreaming:
 		return Row{Status: Fail, Requests: 1, Advise: []advice.Key{advice.CancelIgnored},
 			Evidence: fmt.Sprintf("the upstream still streamed %v after the client cancelled: %d tokens emitted after the cancel", CancelWithin, f.after)}
@@ -322,7 +323,7 @@ func largeBodyRow(ok bool, g, d time.Duration, refOK bool, failures []string) Ro
 	if !ok {
 		return failedRow(1, "a 1 MB prompt", failures, advice.LargeBody)
 	}
-	ev := fmt.Sprintf("first token %.1f ms after the request began (%.1f ms straight to the server)", ms(int64(g)), ms(int64(d)))
+	ev := fmt.Sprintf("first token %.1f ms after the request began (%.1f ms straight to the server)", stats.Ms(int64(g)), stats.Ms(int64(d)))
 	if refOK && g-d > LargeBodyWarn && g > LargeBodyFactor*d {
 		return Row{Status: Warn, Requests: 2, Evidence: ev + fmt.Sprintf(": %.1f s more, over %d times as long", (g-d).Seconds(), LargeBodyFactor),
 			Advise: []advice.Key{advice.LargeBodySlow}}
