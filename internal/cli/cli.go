@@ -521,12 +521,13 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 	if heapBytes() > gcBeforeSummary {
 		runtime.GC()
 	}
+	var sloGate func(*summary.Run) *summary.SLOs
+	if len(r.cfg.SLOs) > 0 {
+		sloGate = slo.Gate(r.cfg.Objectives(), r.goodput)
+	}
 	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Identify: r.gwSeen,
 		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary(), Replicas: r.replicaInfos(),
-		PageBytes: os.Getpagesize(), Pin: r.cost.pin(r.toolCPUs)})
-	if len(r.cfg.SLOs) > 0 {
-		sum.SLO = slo.Check(r.cfg.Objectives(), sum, r.goodput)
-	}
+		PageBytes: os.Getpagesize(), Pin: r.cost.pin(r.toolCPUs), SLO: sloGate})
 	if r.replay != nil {
 		rp := *r.replay
 		rp.Replayed = gw.Stats.Requests + gw.Stats.Warmup

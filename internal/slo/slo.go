@@ -320,6 +320,13 @@ func Check(slos []SLO, run *summary.Run, goodput *Goodput) *summary.SLOs {
 	return out
 }
 
+// Gate returns the check of slos on a run's summary, as summary.New takes
+// it (summary.Inputs.SLO): Check with the goodput counted during the run
+// (nil when no objective is per request).
+func Gate(slos []SLO, goodput *Goodput) func(*summary.Run) *summary.SLOs {
+	return func(run *summary.Run) *summary.SLOs { return Check(slos, run, goodput) }
+}
+
 // value returns the figure f of run, or why there is none.
 func value(run *summary.Run, f figure) (float64, string) {
 	if IsCost(f.Metric) {

@@ -116,6 +116,10 @@ type Inputs struct {
 	// the local owners of the target's socket. The run's gateway is
 	// identified from both (gateway.Identify) when the gateway batch ran.
 	Identify gateway.Evidence
+	// SLO checks the run's objectives (--slo) on its summary once built,
+	// as package slo does (slo.Gate: slo imports this package, so the
+	// check comes in as a function); nil when the run has none.
+	SLO func(*Run) *SLOs
 }
 
 // New computes the summary of a run: one Batch per batch that ran
@@ -124,7 +128,8 @@ type Inputs struct {
 // its noise floor) with the findings of the gateway batch's timeline
 // (Findings), and the tool's own behaviour with the warning
 // LatenessWarning gives. With rounds, the batches hold every round's
-// requests and the overhead is the rounds' (Rounds.Overhead).
+// requests and the overhead is the rounds' (Rounds.Overhead). Last, the
+// objectives are checked on the summary (Inputs.SLO).
 func New(in Inputs) *Run {
 	r := &Run{Batches: []Batch{}, Self: Self{
 		Lateness: NewMetric(in.Lateness),
@@ -179,6 +184,9 @@ func New(in Inputs) *Run {
 	if in.Clock != nil {
 		r.Clock = NewClock(*in.Clock)
 		r.MarkBelowBound()
+	}
+	if in.SLO != nil {
+		r.SLO = in.SLO(r)
 	}
 	return r
 }
