@@ -27,6 +27,13 @@
 // TestGatewayReport, run by "make e2e-report", writes docs/gateways.md: it
 // only runs when SSE_LATENCY_GATEWAY_REPORT names the output file.
 //
+// The soak test (soak_test.go) runs thousands of concurrent streams for
+// about ten seconds through an in-process gateway
+// (net/http/httputil.ReverseProxy) and checks that none fails and that
+// nothing leaks — goroutines, file descriptors, heap — once the run is
+// over. It is skipped with -short, and scaled down under the race
+// detector.
+//
 // The non-test code of the package starts and stops gateway processes and
 // renders their configurations; it imports nothing of sse-latency.
 package e2e

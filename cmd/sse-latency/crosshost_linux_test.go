@@ -20,8 +20,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // The addresses of the veth pair: private, and inside namespaces of their
@@ -209,13 +209,13 @@ func inNetns(ns string, fn func() error) error {
 
 // startNetnsGateway starts an in-process gateway whose listener (on
 // listen) and upstream connections live in network namespace ns.
-func startNetnsGateway(t *testing.T, ns, listen string) *gatewaytest.Gateway {
+func startNetnsGateway(t *testing.T, ns, listen string) *testutil.Gateway {
 	t.Helper()
 	var ln net.Listener
 	if err := inNetns(ns, func() (err error) { ln, err = net.Listen("tcp", listen); return err }); err != nil {
 		t.Fatalf("gateway listener in %s: %v", ns, err)
 	}
-	return gatewaytest.Start(t, gatewaytest.Options{Listener: ln, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return testutil.StartGateway(t, testutil.GatewayOptions{Listener: ln, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
 		err := inNetns(ns, func() (err error) {
 			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)

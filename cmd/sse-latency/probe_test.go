@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/probe/probetest"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // TestProbeSIGTERM runs `sse-latency probe` as a process through an
@@ -21,7 +21,7 @@ func TestProbeSIGTERM(t *testing.T) {
 	defer cancel()
 	var p *proc
 	signalled := make(chan struct{})
-	g := gatewaytest.Start(t, gatewaytest.Options{OnRequest: func(n int64) {
+	g := testutil.StartGateway(t, testutil.GatewayOptions{OnRequest: func(n int64) {
 		if n == r+1 { // the first request of round 2
 			p.cmd.Process.Signal(syscall.SIGTERM)
 			close(signalled)

@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 )
@@ -294,13 +293,13 @@ func streams(p *proc) int { return len(streamLine.FindAllStringIndex(p.stderrTex
 // startStrippingGateway starts, in the gateway host's namespace, an
 // in-process gateway that balances round-robin over the two replicas and
 // strips their stamps and instance ids.
-func startStrippingGateway(t *testing.T, gw lanHost, lan map[string]lanHost) *gatewaytest.Gateway {
+func startStrippingGateway(t *testing.T, gw lanHost, lan map[string]lanHost) *testutil.Gateway {
 	t.Helper()
 	var ln net.Listener
 	if err := inNetns(gw.ns, func() (err error) { ln, err = net.Listen("tcp", gw.ip+":0"); return err }); err != nil {
 		t.Fatal(err)
 	}
-	g := gatewaytest.Start(t, gatewaytest.Options{Listener: ln, Strip: true, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	g := testutil.StartGateway(t, testutil.GatewayOptions{Listener: ln, Strip: true, Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var c net.Conn
 		err := inNetns(gw.ns, func() (err error) {
 			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)

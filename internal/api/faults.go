@@ -575,11 +575,11 @@ func (l Limits) checkFaults(src HintSource, have, c Faults) error {
 			fmt.Sprintf("%d to %d", MinFaultStatus, MaxFaultStatus)))
 	}
 	if have.StallMs == nil && c.StallMs != nil && l.MaxDelay > 0 && *c.StallMs > maxMs {
-		checks = append(checks, hintErr(src, "stall_ms", ms(*c.StallMs), ms(maxMs)+" ms ("+l.MaxDelay.String()+")"))
+		checks = append(checks, hintErr(src, "stall_ms", formatMs(*c.StallMs), formatMs(maxMs)+" ms ("+l.MaxDelay.String()+")"))
 	}
 	gapMs := float64(MaxSplitGap) / float64(time.Millisecond)
 	if have.SplitGapMs == nil && c.SplitGapMs != nil && *c.SplitGapMs > gapMs {
-		checks = append(checks, hintErr(src, "split_gap_ms", ms(*c.SplitGapMs), ms(gapMs)+" ms ("+MaxSplitGap.String()+")"))
+		checks = append(checks, hintErr(src, "split_gap_ms", formatMs(*c.SplitGapMs), formatMs(gapMs)+" ms ("+MaxSplitGap.String()+")"))
 	}
 	for _, err := range checks {
 		if err != nil {

@@ -110,7 +110,7 @@ func (src HintSource) where() string {
 func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
 	var h Hints
 	maxMs := float64(l.MaxDelay) / float64(time.Millisecond)
-	delayLimit := ms(maxMs) + " ms (" + l.MaxDelay.String() + ")"
+	delayLimit := formatMs(maxMs) + " ms (" + l.MaxDelay.String() + ")"
 	for src, c := range [...]Hints{json, header, prompt} {
 		src := HintSource(src)
 		if h.ID == "" {
@@ -131,22 +131,22 @@ func (l Limits) Resolve(json, header, prompt Hints) (Hints, error) {
 		}
 		if h.ThinkMs == nil && c.ThinkMs != nil {
 			if l.MaxDelay > 0 && *c.ThinkMs > maxMs {
-				return h, hintErr(src, "think", ms(*c.ThinkMs), delayLimit)
+				return h, hintErr(src, "think", formatMs(*c.ThinkMs), delayLimit)
 			}
 			h.ThinkMs = c.ThinkMs
 		}
 		if h.DelayMs == nil && c.DelayMs != nil {
 			if l.MaxDelay > 0 && *c.DelayMs > maxMs {
-				return h, hintErr(src, "delay", ms(*c.DelayMs), delayLimit)
+				return h, hintErr(src, "delay", formatMs(*c.DelayMs), delayLimit)
 			}
 			h.DelayMs = c.DelayMs
 		}
 		if h.HeartbeatMs == nil && c.HeartbeatMs != nil {
 			switch v := *c.HeartbeatMs; {
 			case v > 0 && v < MinHeartbeatMs:
-				return h, minErr(src, "heartbeat", ms(v), ms(MinHeartbeatMs)+" ms (0: no heartbeats)")
+				return h, minErr(src, "heartbeat", formatMs(v), formatMs(MinHeartbeatMs)+" ms (0: no heartbeats)")
 			case l.MaxDelay > 0 && v > maxMs:
-				return h, hintErr(src, "heartbeat", ms(v), delayLimit)
+				return h, hintErr(src, "heartbeat", formatMs(v), delayLimit)
 			}
 			h.HeartbeatMs = c.HeartbeatMs
 		}
@@ -179,4 +179,5 @@ func boundErr(err error, src HintSource, key, value, bound string) error {
 	return fmt.Errorf("%w: %s%s%s %s; %s", err, src.name(key), sep, value, src.where(), bound)
 }
 
-func ms(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+// formatMs prints a millisecond figure as compactly as %g would.
+func formatMs(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -28,81 +28,32 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/advice"
+	"github.com/sse-latency/sse-latency/internal/check/checkreport"
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/evloop"
 	gwid "github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/server"
-	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
-// Status is the outcome of one scenario.
-type Status string
+// Status is the outcome of one scenario (checkreport.Status).
+type Status = checkreport.Status
 
 // The outcomes.
 const (
-	Pass Status = "PASS"
-	Warn Status = "WARN"
-	Fail Status = "FAIL"
+	Pass = checkreport.Pass
+	Warn = checkreport.Warn
+	Fail = checkreport.Fail
 )
 
-// Row is the result of one scenario.
-type Row struct {
-	Name     string `json:"name"`          // the scenario's name, as --only and --skip take it
-	Title    string `json:"title"`         // what it checks: "flushes every event"
-	Status   Status `json:"status"`        // PASS, WARN or FAIL
-	Evidence string `json:"evidence"`      // what was seen, in one line
-	Fix      string `json:"fix,omitempty"` // the likely fix (WARN and FAIL): the advice in one line each, "; "-joined
-	// Advice is the fix for the identified gateway (package advice), or
-	// the generic one with the known gateways' as "if your gateway is …";
-	// absent for a row that passed, or whose fix is no gateway's setting.
-	Advice   []gwid.Advice `json:"advice,omitempty"`
-	Seconds  float64       `json:"duration_s"`         // how long the scenario took
-	Requests int           `json:"requests"`           // requests it made
-	Failures []string      `json:"failures,omitempty"` // the failure texts of its requests, when they matter (sanitised)
-	// FailureKinds are what went wrong with them, as the run's failure
-	// summary names it (failures.Kind: "closed_mid_stream", …).
-	FailureKinds []string `json:"failure_kinds,omitempty"`
+// Row is the result of one scenario (checkreport.Row).
+type Row = checkreport.Row
 
-	// Signature is the verdict's signature of the scenario's streams (the
-	// flush and compression scenarios).
-	Signature *verdict.Signature `json:"signature,omitempty"`
-
-	advise []advice.Key // what the row calls for: Run makes Advice and Fix of them
-}
-
-// Report is a whole check.
-type Report struct {
-	SchemaVersion int    `json:"schema_version"` // SchemaVersion
-	Target        string `json:"target"`         // the gateway, as given
-	Dialect       string `json:"api"`            // the API dialect of the requests
-	Server        string `json:"server"`         // where the dummy server listened
-	Long          bool   `json:"long"`           // the long scenarios ran
-	// Gateway names the gateway (package gateway): from the pre-flight
-	// response's headers, the local owner of the target's socket,
-	// --gateway. Absent from documents written before it.
-	Gateway *gwid.Identity `json:"gateway,omitempty"`
-	Start   time.Time      `json:"start"`
-	End     time.Time      `json:"end"`
-	Rows    []Row          `json:"rows"`
-}
+// Report is a whole check (checkreport.Report).
+type Report = checkreport.Report
 
 // SchemaVersion is the version of the check's JSON document.
-const SchemaVersion = 1
-
-// Count returns how many rows have status s.
-func (r *Report) Count(s Status) int {
-	n := 0
-	for _, row := range r.Rows {
-		if row.Status == s {
-			n++
-		}
-	}
-	return n
-}
-
-// Failed reports whether a row failed.
-func (r *Report) Failed() bool { return r.Count(Fail) > 0 }
+const SchemaVersion = checkreport.SchemaVersion
 
 // Options configure a check.
 type Options struct {
@@ -245,10 +196,10 @@ func (c *checker) advise(row *Row) {
 		row.Fix, row.Advice = "", nil
 		return
 	}
-	if len(row.advise) == 0 {
+	if len(row.Advise) == 0 {
 		return // a fix of its own (the tool's overload)
 	}
-	row.Advice = advice.ForAll(c.id, row.advise...)
+	row.Advice = advice.ForAll(c.id, row.Advise...)
 	lines := make([]string, len(row.Advice))
 	for i, a := range row.Advice {
 		lines[i] = a.Line()

@@ -17,7 +17,6 @@ import (
 	"github.com/sse-latency/sse-latency/internal/advice"
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
-	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 	"github.com/sse-latency/sse-latency/internal/verdict"
@@ -264,7 +263,7 @@ func TestWholeResponseRows(t *testing.T) {
 // rewriting is an in-process gateway that rewrites every event's payload.
 func rewriting(f func([]byte) []byte) gateway {
 	return func(t *testing.T, backend string) string {
-		g := gatewaytest.Start(t, gatewaytest.Options{RewriteEvent: f})
+		g := testutil.StartGateway(t, testutil.GatewayOptions{RewriteEvent: f})
 		g.SetUpstream(backend)
 		return g.Addr
 	}

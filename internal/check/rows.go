@@ -4,7 +4,7 @@ package check
 // scenario, with no I/O, so that a test renders every outcome each can
 // have (TestRowOutcomes) and checks that its evidence is there and says
 // what the figures say. A row that does not pass names the advice keys it
-// calls for (Row.advise); Run turns them into the identified gateway's
+// calls for (Row.Advise); Run turns them into the identified gateway's
 // advice (package advice).
 
 import (
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/advice"
+	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
@@ -28,7 +29,7 @@ func failedRow(requests int, what string, failures []string, keys ...advice.Key)
 	if why == "" {
 		why = "no failure recorded"
 	}
-	return Row{Status: Fail, Evidence: what + ": " + why, Requests: requests, Failures: failures, advise: keys}
+	return Row{Status: Fail, Evidence: what + ": " + why, Requests: requests, Failures: failures, Advise: keys}
 }
 
 // flushRow is the flush row: the signature streams through the gateway,
@@ -42,14 +43,14 @@ func flushRow(v verdict.Verdict, n int) Row {
 		row.Status = Fail
 		row.Evidence = fmt.Sprintf("buffered: %.0f%% of %d tokens in bursts", 100*v.CoalescedFraction, v.Tokens)
 		if verdict.NagleLike(v.BurstPeriodMs) {
-			row.advise = append(row.advise, advice.Nagle)
+			row.Advise = append(row.Advise, advice.Nagle)
 		}
 		if sig := v.Signature; sig != nil {
 			row.Evidence = fmt.Sprintf("buffered, %s: %s", sig.Title(), sig.Evidence)
-			row.advise = append(row.advise, advice.Key(sig.Kind))
+			row.Advise = append(row.Advise, advice.Key(sig.Kind))
 		}
-		if len(row.advise) == 0 {
-			row.advise = []advice.Key{advice.ByteThreshold}
+		if len(row.Advise) == 0 {
+			row.Advise = []advice.Key{advice.ByteThreshold}
 		}
 	case verdict.Unknown:
 		row.Status, row.Fix = Warn, fixOverloaded
@@ -81,16 +82,16 @@ func firstTokenRow(v verdict.Verdict, n int) Row {
 	case v.HoldRequests == 0:
 		return failedRow(n, "no stream brought its first tokens", nil, advice.StreamBroken)
 	case v.FirstTokenHoldLevel == verdict.HoldFail:
-		row.Status, row.advise = Fail, []advice.Key{advice.FirstTokenHold}
+		row.Status, row.Advise = Fail, []advice.Key{advice.FirstTokenHold}
 		row.Evidence = fmt.Sprintf("the first event arrived %.1f ms later than the following ones, which came %.3f ms after their emission (%s): held %.0f ms or more",
-			v.FirstTokenHoldMs, v.FollowingMs, of, ms(verdict.HoldFailNs))
+			v.FirstTokenHoldMs, v.FollowingMs, of, stats.Ms(verdict.HoldFailNs))
 	case v.FirstTokenHoldLevel == verdict.HoldWarn:
-		row.Status, row.advise = Warn, []advice.Key{advice.FirstTokenHold}
+		row.Status, row.Advise = Warn, []advice.Key{advice.FirstTokenHold}
 		row.Evidence = fmt.Sprintf("the first event arrived %.1f ms later than the following ones, which came %.3f ms after their emission (%s): held %.0f to %.0f ms",
-			v.FirstTokenHoldMs, v.FollowingMs, of, ms(verdict.HoldWarnNs), ms(verdict.HoldFailNs))
-	case v.Class == verdict.Buffers && first > ms(verdict.HoldWarnNs):
+			v.FirstTokenHoldMs, v.FollowingMs, of, stats.Ms(verdict.HoldWarnNs), stats.Ms(verdict.HoldFailNs))
+	case v.Class == verdict.Buffers && first > stats.Ms(verdict.HoldWarnNs):
 		row.Status = Warn
-		row.advise = flushRow(v, n).advise
+		row.Advise = flushRow(v, n).Advise
 		row.Evidence = fmt.Sprintf("the first event arrived %.1f ms after its emission, the following ones %.1f ms (%s): "+
 			"not held beyond them, the gateway buffers every event (the flush row)", first, v.FollowingMs, of)
 	default:
@@ -110,7 +111,7 @@ func compressionRow(encoding string, v verdict.Verdict, n int) Row {
 	}
 	row := flushRow(v, n)
 	if row.Status == Fail {
-		row.advise = []advice.Key{advice.Compression}
+		row.Advise = []advice.Key{advice.Compression}
 	}
 	return row
 }
@@ -122,7 +123,7 @@ func largeEventRow(ok bool, bytes int64, failures []string) Row {
 	case !ok:
 		return failedRow(1, "the stream with a 64 KB event failed", failures, advice.LargeEvent)
 	case bytes < LargeEventBytes:
-		return Row{Status: Warn, Requests: 1, advise: []advice.Key{advice.EventRebuilt},
+		return Row{Status: Warn, Requests: 1, Advise: []advice.Key{advice.EventRebuilt},
 			Evidence: fmt.Sprintf("the tokens arrived, but the stream was %d bytes, under the %d of its 64 KB event: the gateway rebuilt it", bytes, LargeEventBytes)}
 	}
 	return Row{Status: Pass, Requests: 1, Evidence: fmt.Sprintf("all tokens, %d bytes: the 64 KB event arrived whole", bytes)}
@@ -167,7 +168,7 @@ func lineEndingsRow(crlfOK, crOK, comments bool, failures []string) Row {
 // framed otherwise (spec-valid, a PASS).
 func sseFramingRow(n int, broken, reframed, failures []string) Row {
 	if len(broken) > 0 {
-		return Row{Status: Fail, Requests: n, Failures: failures, advise: []advice.Key{advice.SSEFraming},
+		return Row{Status: Fail, Requests: n, Failures: failures, Advise: []advice.Key{advice.SSEFraming},
 			Evidence: "spec-valid streams broken: " + strings.Join(broken, "; ")}
 	}
 	evidence := "all tokens and events with each framing, as sent"
@@ -196,7 +197,7 @@ func usageFidelityRow(ok, compared bool, found, failures []string) Row {
 		return Row{Status: Warn, Requests: 2, Fix: "rerun: the server's record of each stream is kept for a while only",
 			Evidence: "the server's record of the usage it sent was not found: nothing to compare"}
 	case len(found) > 0:
-		return Row{Status: Fail, Requests: 2, Evidence: "the usage was rewritten: " + strings.Join(found, "; "), advise: []advice.Key{advice.UsageRewritten}}
+		return Row{Status: Fail, Requests: 2, Evidence: "the usage was rewritten: " + strings.Join(found, "; "), Advise: []advice.Key{advice.UsageRewritten}}
 	}
 	return Row{Status: Pass, Requests: 2, Evidence: fmt.Sprintf("every usage field arrived as sent, a cache figure (%d) and a null alike", FieldReportCached)}
 }
@@ -239,15 +240,15 @@ func upstreamCutRow(o cutOutcome, tokens int, failure, detail string) Row {
 	case cutAborted:
 		row.Status, row.Evidence = Pass, fmt.Sprintf("the response was cut after %d tokens, without a terminal event", tokens)
 	case cutCleanEnd:
-		row.Status, row.advise = Fail, []advice.Key{advice.UpstreamCutHidden}
+		row.Status, row.Advise = Fail, []advice.Key{advice.UpstreamCutHidden}
 		row.Evidence = fmt.Sprintf("the gateway ended its response cleanly after %d of %d tokens — no error event, no terminal event: "+
 			"a client cannot tell the answer was cut", tokens, cutTokens)
 	case cutTerminal:
-		row.Status, row.advise = Fail, []advice.Key{advice.UpstreamCutHidden}
+		row.Status, row.Advise = Fail, []advice.Key{advice.UpstreamCutHidden}
 		row.Evidence = fmt.Sprintf("the gateway ended the stream with a terminal event after %d of %d tokens: it hides the cut (%s)",
 			tokens, cutTokens, failure)
 	default:
-		row.Status, row.advise = Warn, []advice.Key{advice.UpstreamCutHidden}
+		row.Status, row.Advise = Warn, []advice.Key{advice.UpstreamCutHidden}
 		row.Evidence = fmt.Sprintf("the stream cut upstream after %d tokens ended after %d as: %s", cutAfter, tokens, failure)
 	}
 	return row
@@ -258,7 +259,7 @@ func upstreamCutRow(o cutOutcome, tokens int, failure, detail string) Row {
 func errorStatusRow(good, bad, failures []string) Row {
 	n := len(good) + len(bad)
 	if len(bad) > 0 {
-		return Row{Status: Fail, Requests: n, Failures: failures, Evidence: strings.Join(bad, "; "), advise: []advice.Key{advice.ErrorStatus}}
+		return Row{Status: Fail, Requests: n, Failures: failures, Evidence: strings.Join(bad, "; "), Advise: []advice.Key{advice.ErrorStatus}}
 	}
 	return Row{Status: Pass, Requests: n, Evidence: strings.Join(good, ", ") + " passed through with the upstream's error body"}
 }
@@ -293,12 +294,12 @@ func cancelRow(f cancelFacts, flushKeys []advice.Key) Row {
 	switch f.outcome {
 	case cancelSeen:
 		return Row{Status: Pass, Requests: 1, Evidence: fmt.Sprintf("the upstream saw its client go %.1f ms after the cancel (%d of %d tokens emitted by then, %d after)",
-			ms(int64(f.goneIn)), f.emitted, CancelTokens, f.after)}
+			stats.Ms(int64(f.goneIn)), f.emitted, CancelTokens, f.after)}
 	case cancelStreaming:
-		return Row{Status: Fail, Requests: 1, advise: []advice.Key{advice.CancelIgnored},
+		return Row{Status: Fail, Requests: 1, Advise: []advice.Key{advice.CancelIgnored},
 			Evidence: fmt.Sprintf("the upstream still streamed %v after the client cancelled: %d tokens emitted after the cancel", CancelWithin, f.after)}
 	case cancelReadWhole:
-		return Row{Status: Fail, Requests: 1, advise: []advice.Key{advice.CancelIgnored},
+		return Row{Status: Fail, Requests: 1, Advise: []advice.Key{advice.CancelIgnored},
 			Evidence: fmt.Sprintf("the gateway read the upstream's whole stream after the client cancelled: the last %d of %d tokens were emitted after the cancel",
 				f.after, CancelTokens)}
 	case cancelUntestable:
@@ -310,7 +311,7 @@ func cancelRow(f cancelFacts, flushKeys []advice.Key) Row {
 		if f.received > 0 {
 			what = fmt.Sprintf("the gateway released only %d of %d tokens before the stream ended", f.received, CancelTokens)
 		}
-		return Row{Status: Warn, Requests: 1, advise: keys,
+		return Row{Status: Warn, Requests: 1, Advise: keys,
 			Evidence: fmt.Sprintf("cancel could not be tested: %s (the upstream had emitted %d): its hold is the flush row's finding", what, f.emitted)}
 	}
 	return failedRow(1, fmt.Sprintf("the stream to cancel ended before the cancel, after %d tokens", f.received), f.failures, advice.StreamBroken)
@@ -322,10 +323,10 @@ func largeBodyRow(ok bool, g, d time.Duration, refOK bool, failures []string) Ro
 	if !ok {
 		return failedRow(1, "a 1 MB prompt", failures, advice.LargeBody)
 	}
-	ev := fmt.Sprintf("first token %.1f ms after the request began (%.1f ms straight to the server)", ms(int64(g)), ms(int64(d)))
+	ev := fmt.Sprintf("first token %.1f ms after the request began (%.1f ms straight to the server)", stats.Ms(int64(g)), stats.Ms(int64(d)))
 	if refOK && g-d > LargeBodyWarn && g > LargeBodyFactor*d {
 		return Row{Status: Warn, Requests: 2, Evidence: ev + fmt.Sprintf(": %.1f s more, over %d times as long", (g-d).Seconds(), LargeBodyFactor),
-			advise: []advice.Key{advice.LargeBodySlow}}
+			Advise: []advice.Key{advice.LargeBodySlow}}
 	}
 	return Row{Status: Pass, Requests: 2, Evidence: ev}
 }
@@ -344,13 +345,13 @@ func keepaliveRow(f keepaliveFacts) Row {
 	case len(f.failures) > 0:
 		return failedRow(3, "three requests on one connection", f.failures, advice.StreamBroken)
 	case f.poisoned:
-		return Row{Status: Fail, Requests: 3, advise: []advice.Key{advice.KeepaliveBroken},
+		return Row{Status: Fail, Requests: 3, Advise: []advice.Key{advice.KeepaliveBroken},
 			Evidence: "a response did not end at its framing (bytes after it, or no end): the connection could not be reused"}
 	case f.reuseFailed:
-		return Row{Status: Fail, Requests: 3, advise: []advice.Key{advice.KeepaliveBroken},
+		return Row{Status: Fail, Requests: 3, Advise: []advice.Key{advice.KeepaliveBroken},
 			Evidence: "the gateway closed a kept connection under the next request"}
 	case f.reused < 2:
-		return Row{Status: Warn, Requests: 3, advise: []advice.Key{advice.KeepaliveClosed},
+		return Row{Status: Warn, Requests: 3, Advise: []advice.Key{advice.KeepaliveClosed},
 			Evidence: fmt.Sprintf("%d of 2 requests reused the connection: the gateway closes it after a stream", f.reused)}
 	}
 	return Row{Status: Pass, Requests: 3, Evidence: "3 streams on one connection, each drained to its end"}

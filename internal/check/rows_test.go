@@ -124,10 +124,10 @@ func TestRowOutcomes(t *testing.T) {
 				t.Errorf("%s: evidence %q does not say %q", tt.name, e, s)
 			}
 		}
-		if !slices.Equal(r.advise, tt.keys) {
-			t.Errorf("%s: calls for %v, want %v", tt.name, r.advise, tt.keys)
+		if !slices.Equal(r.Advise, tt.keys) {
+			t.Errorf("%s: calls for %v, want %v", tt.name, r.Advise, tt.keys)
 		}
-		if r.Status != Pass && len(r.advise) == 0 && r.Fix == "" {
+		if r.Status != Pass && len(r.Advise) == 0 && r.Fix == "" {
 			t.Errorf("%s: a %s row without a fix", tt.name, r.Status)
 		}
 		if r.Requests == 0 {

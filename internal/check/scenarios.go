@@ -561,5 +561,3 @@ func (c *checker) silent(ctx context.Context, sp spec, tag, where string) Row {
 	rec := c.do(ctx, sp, tag)
 	return withKinds(silenceRow(where, rec.OK(), time.Since(start), failureTexts(rec)), rec)
 }
-
-func ms(ns int64) float64 { return float64(ns) / 1e6 }

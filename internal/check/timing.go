@@ -104,7 +104,7 @@ func (c *checker) flushAdvice() []advice.Key {
 		return nil
 	}
 	if r := flushRow(judge(s.calibration(), s.gw), len(s.gw)); r.Status == Fail {
-		return r.advise
+		return r.Advise
 	}
 	return nil
 }

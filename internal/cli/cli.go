@@ -358,7 +358,7 @@ func (r *run) serverAccount() {
 	}
 	n := int(r.srv.Requests())
 	r.out.errorf("server: %d %s, %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms\n",
-		n, pluralWord(n, "request", "requests"), late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
+		n, pluralWord(n, "request", "requests"), late.N(), stats.Ms(late.Percentile(0.50)), stats.Ms(late.Percentile(0.99)), stats.Ms(late.Max()))
 	if w := summary.LatenessWarning(late); w != "" {
 		r.out.errorf("warning: %s\n", w)
 	}
@@ -521,12 +521,13 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 	if heapBytes() > gcBeforeSummary {
 		runtime.GC()
 	}
+	var sloGate func(*summary.Run) *summary.SLOs
+	if len(r.cfg.SLOs) > 0 {
+		sloGate = slo.Gate(r.cfg.Objectives(), r.goodput)
+	}
 	sum := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: r.selfAddr, GatewayTarget: r.gwAddr, Identify: r.gwSeen,
 		Lateness: late, UserS: user, SystemS: sys, Rounds: rounds, Clock: r.clockSummary(), Replicas: r.replicaInfos(),
-		PageBytes: os.Getpagesize(), Pin: r.cost.pin(r.toolCPUs)})
-	if len(r.cfg.SLOs) > 0 {
-		sum.SLO = slo.Check(r.cfg.Objectives(), sum, r.goodput)
-	}
+		PageBytes: os.Getpagesize(), Pin: r.cost.pin(r.toolCPUs), SLO: sloGate})
 	if r.replay != nil {
 		rp := *r.replay
 		rp.Replayed = gw.Stats.Requests + gw.Stats.Warmup
@@ -548,7 +549,7 @@ func (r *run) finish(ctx context.Context, loop, gw *summary.Collector, rounds []
 	r.out.report(doc, r.cfg.Compat)
 	if r.cfg.Verbose && late != nil {
 		r.out.debugf("server: %d tokens emitted, emission lateness p50=%.3fms p99=%.3fms max=%.3fms",
-			late.N(), ms(late.Percentile(0.50)), ms(late.Percentile(0.99)), ms(late.Max()))
+			late.N(), stats.Ms(late.Percentile(0.50)), stats.Ms(late.Percentile(0.99)), stats.Ms(late.Max()))
 	}
 	return r.conclude(doc, code)
 }
@@ -654,8 +655,8 @@ func (r *run) runBatch(ctx context.Context, spec batch.Spec, c *summary.Collecto
 			b = round
 		}
 		r.out.debugf("%s: inter-token p1=%.3fms p50=%.3fms p99=%.3fms; emit->recv p50=%.3fms p99=%.3fms p99.9=%.3fms",
-			spec.Name, ms(b.InterToken.Percentile(0.01)), ms(b.InterToken.Percentile(0.50)), ms(b.InterToken.Percentile(0.99)),
-			ms(b.EmitRecv.Percentile(0.50)), ms(b.EmitRecv.Percentile(0.99)), ms(b.EmitRecv.Percentile(0.999)))
+			spec.Name, stats.Ms(b.InterToken.Percentile(0.01)), stats.Ms(b.InterToken.Percentile(0.50)), stats.Ms(b.InterToken.Percentile(0.99)),
+			stats.Ms(b.EmitRecv.Percentile(0.50)), stats.Ms(b.EmitRecv.Percentile(0.99)), stats.Ms(b.EmitRecv.Percentile(0.999)))
 	}
 	return cost, nil
 }

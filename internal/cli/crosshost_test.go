@@ -15,9 +15,9 @@ import (
 	"github.com/sse-latency/sse-latency/internal/control"
 	"github.com/sse-latency/sse-latency/internal/control/controltest"
 	"github.com/sse-latency/sse-latency/internal/emission"
-	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // crossToken guards the control endpoints of these tests.
@@ -66,7 +66,7 @@ func TestRequestLeg(t *testing.T) {
 	const hold = 20 * time.Millisecond
 	const stampSlack = 5 * time.Millisecond
 	for _, crossHost := range []bool{false, true} {
-		g := gatewaytest.Start(t, gatewaytest.Options{Hold: hold})
+		g := testutil.StartGateway(t, testutil.GatewayOptions{Hold: hold})
 		args := []string{"-t", g.Addr, "-r", "4", "-c", "2", "-n", "20", "-d", "1", "-q", "-l"}
 		stderr := &watched{on: func(p []byte) { g.UpstreamFrom(string(p)) }}
 		if crossHost {

@@ -14,14 +14,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/sse-latency/sse-latency/internal/batch"
-	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/probe/probetest"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // watchProbe returns a stderr for a probe that routes g to the server it
 // announces, and sends the metrics URL it announces to metrics.
-func watchProbe(g *gatewaytest.Gateway, metrics chan<- string) *watched {
+func watchProbe(g *testutil.Gateway, metrics chan<- string) *watched {
 	return &watched{on: func(p []byte) {
 		g.UpstreamFrom(string(p))
 		if m := metricsLine.FindSubmatch(p); m != nil {
@@ -34,7 +33,7 @@ var metricsLine = regexp.MustCompile(`probe: metrics on http://(\S+)/metrics`)
 
 // startProbe runs `sse-latency probe` with args through g until ctx is
 // done; it returns the metrics URL, and a channel of the exit status.
-func startProbe(t *testing.T, ctx context.Context, g *gatewaytest.Gateway, args ...string) (metricsURL string, stderr *watched, done <-chan int) {
+func startProbe(t *testing.T, ctx context.Context, g *testutil.Gateway, args ...string) (metricsURL string, stderr *watched, done <-chan int) {
 	t.Helper()
 	urls := make(chan string, 1)
 	stderr = watchProbe(g, urls)
@@ -77,7 +76,7 @@ func TestProbeRounds(t *testing.T) {
 	const r, n = 2, 10
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	g := gatewaytest.Start(t, gatewaytest.Options{})
+	g := testutil.StartGateway(t, testutil.GatewayOptions{})
 	url, stderr, done := startProbe(t, ctx, g, "--every", "20ms", "-r", fmt.Sprint(r), "-c", "2", "-n", fmt.Sprint(n), "-d", "1")
 
 	var fams map[string]*dto.MetricFamily
@@ -151,7 +150,7 @@ func TestProbeStopsAfterTheRoundInFlight(t *testing.T) {
 	const r = 3
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	g := gatewaytest.Start(t, gatewaytest.Options{OnRequest: func(n int64) {
+	g := testutil.StartGateway(t, testutil.GatewayOptions{OnRequest: func(n int64) {
 		if n == r+1 { // the first request of round 2
 			cancel()
 		}

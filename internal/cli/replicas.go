@@ -13,6 +13,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/control"
+	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
@@ -170,7 +171,7 @@ func (r *run) connectReplicas(endpoints []endpoint) ([]*control.Replica, error) 
 		}
 		r.out.errorf("server on another host, control endpoint %s%s: clock offset %+.3fms ± %.3fms "+
 			"(server - client; best round trip %.3fms of %d exchanges), estimated again every %v\n",
-			rep, instance, ms(e.Offset), ms(e.Bound), ms(e.MinRTT), e.Samples+e.Dropped, control.DefaultSyncEvery)
+			rep, instance, stats.Ms(e.Offset), stats.Ms(e.Bound), stats.Ms(e.MinRTT), e.Samples+e.Dropped, control.DefaultSyncEvery)
 	}
 	return replicas, nil
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/control/controltest"
 	"github.com/sse-latency/sse-latency/internal/emission"
-	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/summary"
@@ -35,7 +34,7 @@ func startReplica(t *testing.T, id string, ctl net.Listener) remoteServer {
 
 // replicaRun measures through g with the --server values given, and
 // returns the run's summary and document.
-func replicaRun(t *testing.T, g *gatewaytest.Gateway, servers []string, extra ...string) (int, *Summary, *rundoc.Document, string) {
+func replicaRun(t *testing.T, g *testutil.Gateway, servers []string, extra ...string) (int, *Summary, *rundoc.Document, string) {
 	t.Helper()
 	args := []string{"-t", g.Addr, "--control-token", crossToken, "-r", "6", "-c", "3", "-n", "20", "-d", "1", "-q", "--json", "-"}
 	for _, s := range servers {
@@ -84,7 +83,7 @@ func checkSplit(t *testing.T, what string, d *rundoc.Document) {
 func TestReplicas(t *testing.T) {
 	a, b := startReplica(t, "srv-a", nil), startReplica(t, "srv-b", nil)
 	for _, strip := range []bool{false, true} {
-		g := gatewaytest.Start(t, gatewaytest.Options{Strip: strip})
+		g := testutil.StartGateway(t, testutil.GatewayOptions{Strip: strip})
 		g.SetUpstreams(a.addr, b.addr)
 		code, sum, d, stderr := replicaRun(t, g, []string{a.control, b.control})
 		what := fmt.Sprintf("stripped %v", strip)
@@ -120,7 +119,7 @@ func TestReplicas(t *testing.T) {
 // the replica block, one line per replica; --compat does not.
 func TestReplicasReport(t *testing.T) {
 	a, b := startReplica(t, "srv-a", nil), startReplica(t, "srv-b", nil)
-	g := gatewaytest.Start(t, gatewaytest.Options{})
+	g := testutil.StartGateway(t, testutil.GatewayOptions{})
 	g.SetUpstreams(a.addr, b.addr)
 	for _, compat := range []bool{false, true} {
 		args := []string{"-t", g.Addr, "--server", a.control + "," + b.control, "--control-token", crossToken, "-r", "2", "-n", "5", "-d", "1", "-q"}
@@ -155,7 +154,7 @@ func TestReplicasBadEndpoints(t *testing.T) {
 	t.Cleanup(func() { garbage.Close() })
 	garbageURL := "http://" + garbage.Addr().String()
 
-	g := gatewaytest.Start(t, gatewaytest.Options{})
+	g := testutil.StartGateway(t, testutil.GatewayOptions{})
 	g.SetUpstreams(a.addr)
 	code, sum, d, stderr := replicaRun(t, g, []string{a.control, deadURL, garbageURL})
 	if code != ExitOK || sum.Gateway.OK != 6 || sum.Gateway.Unmeasured != 0 {
@@ -175,7 +174,7 @@ func TestReplicasBadEndpoints(t *testing.T) {
 	checkSplit(t, "bad endpoints", d)
 
 	// A gateway that also reaches srv-b, which no --server names.
-	g = gatewaytest.Start(t, gatewaytest.Options{})
+	g = testutil.StartGateway(t, testutil.GatewayOptions{})
 	g.SetUpstreams(a.addr, b.addr)
 	code, sum, d, stderr = replicaRun(t, g, []string{a.control})
 	if code != ExitFailure || sum.Gateway.OK != 3 || sum.Gateway.IntegrityErrors != 3 || sum.Gateway.Unmeasured != 3*20 {
@@ -237,7 +236,7 @@ func TestReplicasByName(t *testing.T) {
 	}
 	t.Cleanup(func() { lookupIPAddr = net.DefaultResolver.LookupIPAddr })
 
-	g := gatewaytest.Start(t, gatewaytest.Options{})
+	g := testutil.StartGateway(t, testutil.GatewayOptions{})
 	g.SetUpstreams(a.addr, b.addr)
 	code, sum, d, stderr := replicaRun(t, g, []string{"http://replicas.test:" + port})
 	if code != ExitOK || sum.Gateway.Unmeasured != 0 {

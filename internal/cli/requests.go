@@ -154,7 +154,5 @@ func boundAddr(listenHost string, bound net.Addr) string {
 	return net.JoinHostPort(listenHost, strconv.Itoa(port))
 }
 
-func ms(ns int64) float64 { return float64(ns) / 1e6 }
-
 // fmtMs prints a millisecond setting as compactly as C's %g would.
 func fmtMs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

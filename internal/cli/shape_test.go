@@ -13,7 +13,6 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/sse-latency/sse-latency/internal/gatewaytest"
 	"github.com/sse-latency/sse-latency/internal/rundoc"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 )
@@ -93,7 +92,7 @@ const testTrace = `{"timestamp": 0, "input_length": 1024, "output_length": 12, "
 func TestTraceReplayRun(t *testing.T) {
 	backendLn := testutil.Listen(t)
 	backend := backendLn.Addr().String()
-	g := gatewaytest.Start(t, gatewaytest.Options{})
+	g := testutil.StartGateway(t, testutil.GatewayOptions{})
 	g.SetUpstream(backend)
 	dir := t.TempDir()
 	js, csv := filepath.Join(dir, "run.json"), filepath.Join(dir, "run.csv")
@@ -259,7 +258,7 @@ func TestUsageThroughFaultyGateways(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			backendLn := testutil.Listen(t)
 			backend := backendLn.Addr().String()
-			g := gatewaytest.Start(t, gatewaytest.Options{RewriteEvent: tc.rewrite})
+			g := testutil.StartGateway(t, testutil.GatewayOptions{RewriteEvent: tc.rewrite})
 			g.SetUpstream(backend)
 			js := filepath.Join(t.TempDir(), "run.json")
 			args := append([]string{"-L", backend, "-t", g.Addr, "-r", "3", "-n", "5", "-d", "0.5", "--include-usage", "-q", "--json", js}, tc.args...)

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sse-latency/sse-latency/internal/check"
+	"github.com/sse-latency/sse-latency/internal/check/checkreport"
 	"github.com/sse-latency/sse-latency/internal/gateway"
 )
 
@@ -53,7 +53,7 @@ func WriteCheckGateway(w io.Writer, id *gateway.Identity) error {
 //	FAIL  flush             flushes every event: buffered, whole response: 100% of the tokens arrived after …
 //	                        fix: lighttpd: set server.stream-response-body = 2: …
 //	                             https://redmine.lighttpd.net/projects/lighttpd/wiki/Server_stream-response-bodyDetails
-func WriteCheckRow(w io.Writer, r check.Row) error {
+func WriteCheckRow(w io.Writer, r checkreport.Row) error {
 	p := printer{w: w}
 	p.printf("%-4s  %-*s  %s: %s\n", r.Status, checkNameWidth, r.Name, r.Title, r.Evidence)
 	indent := 4 + 2 + checkNameWidth
@@ -78,20 +78,20 @@ func WriteCheckRow(w io.Writer, r check.Row) error {
 
 // checkSummary is the last line of a check: the rows by status and the
 // time it took.
-func checkSummary(rep *check.Report) string {
+func checkSummary(rep *checkreport.Report) string {
 	return fmt.Sprintf("%d checks: %d PASS, %d WARN, %d FAIL (%.1f s)", len(rep.Rows),
-		rep.Count(check.Pass), rep.Count(check.Warn), rep.Count(check.Fail), rep.End.Sub(rep.Start).Seconds())
+		rep.Count(checkreport.Pass), rep.Count(checkreport.Warn), rep.Count(checkreport.Fail), rep.End.Sub(rep.Start).Seconds())
 }
 
 // WriteCheckSummary writes the summary line of a check.
-func WriteCheckSummary(w io.Writer, rep *check.Report) error {
+func WriteCheckSummary(w io.Writer, rep *checkreport.Report) error {
 	_, err := fmt.Fprintln(w, checkSummary(rep))
 	return err
 }
 
 // WriteCheckText writes a whole check's text report: the header, the rows,
 // the summary.
-func WriteCheckText(w io.Writer, rep *check.Report) error {
+func WriteCheckText(w io.Writer, rep *checkreport.Report) error {
 	if err := WriteCheckHeader(w, rep.Target, rep.Dialect, rep.Server); err != nil {
 		return err
 	}
@@ -116,14 +116,14 @@ type checkView struct {
 
 // checkRowView is a row and its advice in words.
 type checkRowView struct {
-	check.Row
+	checkreport.Row
 	Advice adviceText
 }
 
 // WriteCheckHTML writes a check's report as one self-contained, offline
 // HTML page: its "Gateway check" section is the rows, coloured by status,
 // with their evidence and fixes. Its bytes depend on rep only.
-func WriteCheckHTML(w io.Writer, rep *check.Report) error {
+func WriteCheckHTML(w io.Writer, rep *checkreport.Report) error {
 	v := checkView{
 		Title: "sse-latency check of " + rep.Target,
 		Meta: []string{

@@ -7,23 +7,23 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/rundoc"
+	"github.com/sse-latency/sse-latency/internal/rundoc/rundoctest"
 	"github.com/sse-latency/sse-latency/internal/slo"
-	"github.com/sse-latency/sse-latency/internal/summary/summarytest"
 )
 
 // gatesObjectives are the objectives of the gates document: two met (one
 // per request: the goodput), one added not met.
 var gatesObjectives = []string{"gateway emit->recv p99 < 1s", "ttft p50 < 1ms", "added emit->recv p50 < 1ms"}
 
-// gatesDocument is the document of summarytest.GatesRun, with fixed times.
+// gatesDocument is the document of rundoctest.GatesRun, with fixed times.
 func gatesDocument() *rundoc.Document {
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	cfg := rundoc.Config{Rounds: 2, SLOs: gatesObjectives}
 	return rundoc.NewDocument(rundoc.RunInfo{Config: cfg, Start: start, End: start.Add(time.Second), EndReason: rundoc.EndDone,
-		Version: "v"}, summarytest.GatesRun(gatesObjectives...))
+		Version: "v"}, rundoctest.GatesRun(gatesObjectives...))
 }
 
-// sweepDocument is the document of summarytest.Sweep, with fixed times
+// sweepDocument is the document of rundoctest.Sweep, with fixed times
 // and environment.
 func sweepDocument() *rundoc.Document {
 	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -31,7 +31,7 @@ func sweepDocument() *rundoc.Document {
 		End: start.Add(time.Second), EndReason: rundoc.EndInterrupted, ExitCode: 130, Version: "v"}, nil)
 	d.Tool.GoVersion = "go1.26.0"
 	d.Environment = rundoc.Environment{OS: "linux", Arch: "amd64", NumCPU: 2, GOMAXPROCS: 2, Hostname: "bench-host"}
-	d.Sweep = summarytest.Sweep()
+	d.Sweep = rundoctest.Sweep()
 	return d
 }
 

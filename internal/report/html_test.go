@@ -98,11 +98,10 @@ func simBatch(name, target string, requests, tokens int, arrive func(i int, emit
 
 // simMetric is m as the document holds it.
 func simMetric(m *stats.Metric) summary.Metric {
-	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
 	return summary.Metric{
-		N: m.N(), MeanMs: m.Mean() / 1e6, StddevMs: m.Stddev() / 1e6, MinMs: ms(m.Min()),
-		P50Ms: ms(m.Percentile(0.5)), P90Ms: ms(m.Percentile(0.9)), P95Ms: ms(m.Percentile(0.95)),
-		P99Ms: ms(m.Percentile(0.99)), P999Ms: ms(m.Percentile(0.999)), MaxMs: ms(m.Max()),
+		N: m.N(), MeanMs: m.Mean() / 1e6, StddevMs: m.Stddev() / 1e6, MinMs: stats.Ms(m.Min()),
+		P50Ms: stats.Ms(m.Percentile(0.5)), P90Ms: stats.Ms(m.Percentile(0.9)), P95Ms: stats.Ms(m.Percentile(0.95)),
+		P99Ms: stats.Ms(m.Percentile(0.99)), P999Ms: stats.Ms(m.Percentile(0.999)), MaxMs: stats.Ms(m.Max()),
 		Histogram: m.Snapshot(),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
@@ -186,7 +187,7 @@ func PhasesLine(r *result.Request) string {
 	}
 	phase := func(name string, known bool, ns int64) {
 		if known {
-			fmt.Fprintf(&b, " %s %.3f", name, ms(ns))
+			fmt.Fprintf(&b, " %s %.3f", name, stats.Ms(ns))
 		} else {
 			fmt.Fprintf(&b, " %s -", name)
 		}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
@@ -39,9 +40,6 @@ const (
 	nsPerMs = 1e6
 	nsPerS  = 1e9
 )
-
-// ms converts nanoseconds to milliseconds.
-func ms(ns int64) float64 { return float64(ns) / nsPerMs }
 
 // WriteRequestLine writes the per-request line of r (SPEC §6, stdout, per
 // request unless -q). The tag is r.Batch ("loop" or "gw"), the index r.Index.
@@ -69,12 +67,12 @@ func WriteRequestLine(w io.Writer, r *result.Request) error {
 	if !stamped {
 		// Go tool, no SPEC line: the columns of the line below, "n/a" for the delay.
 		_, err = fmt.Fprintf(w, "%s %3d: ok  ttft=%9.2fms  emit-delay(first)=%9s    tokens=%d  wall=%.3fs\n",
-			r.Batch, r.Index, ms(ttft), "n/a", tokens, wall)
+			r.Batch, r.Index, stats.Ms(ttft), "n/a", tokens, wall)
 		return err
 	}
 	// SPEC §6: "gw   0: ok  ttft=     0.18ms  emit-delay(first)=     0.03ms  tokens=1000  wall=5.004s"
 	_, err = fmt.Fprintf(w, "%s %3d: ok  ttft=%9.2fms  emit-delay(first)=%9.2fms  tokens=%d  wall=%.3fs\n",
-		r.Batch, r.Index, ms(ttft), ms(emit), tokens, wall)
+		r.Batch, r.Index, stats.Ms(ttft), stats.Ms(emit), tokens, wall)
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
@@ -116,12 +117,12 @@ func TimelineLine(r *result.Request) string {
 		if t == 0 || r.Sent == 0 {
 			return "-"
 		}
-		return fmt.Sprintf("%.3f", ms(t-r.Sent))
+		return fmt.Sprintf("%.3f", stats.Ms(t-r.Sent))
 	}
 	line := fmt.Sprintf("%s %3d: first event %s, reasoning %s, tool call %s, visible %s ms; %d heartbeats", r.Batch, r.Index,
 		at(r.FirstEventAt), at(r.FirstReasoningAt), at(r.FirstToolCallAt), at(r.FirstTextAt), r.Comments+r.Pings)
 	if r.ServerRecord {
 		line += fmt.Sprintf(" (the server's %d)", r.ServerHeartbeats)
 	}
-	return line + fmt.Sprintf("; longest silence %.3f ms", ms(summary.LongestSilence(r)))
+	return line + fmt.Sprintf("; longest silence %.3f ms", stats.Ms(summary.LongestSilence(r)))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/failures"
 	"github.com/sse-latency/sse-latency/internal/gateway"
+	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
 	"github.com/sse-latency/sse-latency/internal/verdict"
 )
@@ -129,9 +130,9 @@ func withFailures(t verdictText, v verdict.Verdict, fs *failures.Summary) verdic
 func holdBand(level string) string {
 	switch level {
 	case verdict.HoldWarn:
-		return fmt.Sprintf("; WARN: held %.0f to %.0f ms", ms(verdict.HoldWarnNs), ms(verdict.HoldFailNs))
+		return fmt.Sprintf("; WARN: held %.0f to %.0f ms", stats.Ms(verdict.HoldWarnNs), stats.Ms(verdict.HoldFailNs))
 	case verdict.HoldFail:
-		return fmt.Sprintf("; FAIL: held %.0f ms or more", ms(verdict.HoldFailNs))
+		return fmt.Sprintf("; FAIL: held %.0f ms or more", stats.Ms(verdict.HoldFailNs))
 	}
 	return ""
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sse-latency/sse-latency/internal/rundoc/rundoctest"
 	"github.com/sse-latency/sse-latency/internal/slo"
-	"github.com/sse-latency/sse-latency/internal/summary/summarytest"
 )
 
 // gatesDoc is the document of gatesRun.
@@ -21,14 +21,14 @@ func gatesDoc(t *testing.T, objectives ...string) *Document {
 		cfg.SLOs = append(cfg.SLOs, p.String())
 	}
 	ri := RunInfo{Config: cfg, Start: runStart, End: runStart.Add(3e9), EndReason: EndDone, ExitCode: 1, Version: "v1.2.3-test"}
-	return fixEnv(NewDocument(ri, summarytest.GatesRun(objectives...)))
+	return fixEnv(NewDocument(ri, rundoctest.GatesRun(objectives...)))
 }
 
-// sweepDoc is the document of summarytest.Sweep.
+// sweepDoc is the document of rundoctest.Sweep.
 func sweepDoc(t *testing.T) *Document {
 	t.Helper()
 	d := fixEnv(NewDocument(RunInfo{Config: testConfig, Start: runStart, End: runStart.Add(9e9), EndReason: EndDone, Version: "v"}, nil))
-	d.Sweep = summarytest.Sweep()
+	d.Sweep = rundoctest.Sweep()
 	if d.Sweep.Knee == nil {
 		t.Fatal("the buffering gateway of the full scenario has no knee")
 	}

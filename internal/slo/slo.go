@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -319,6 +320,13 @@ func Check(slos []SLO, run *summary.Run, goodput *Goodput) *summary.SLOs {
 	return out
 }
 
+// Gate returns the check of slos on a run's summary, as summary.New takes
+// it (summary.Inputs.SLO): Check with the goodput counted during the run
+// (nil when no objective is per request).
+func Gate(slos []SLO, goodput *Goodput) func(*summary.Run) *summary.SLOs {
+	return func(run *summary.Run) *summary.SLOs { return Check(slos, run, goodput) }
+}
+
 // value returns the figure f of run, or why there is none.
 func value(run *summary.Run, f figure) (float64, string) {
 	if IsCost(f.Metric) {
@@ -490,4 +498,50 @@ func (g *Goodput) Result() *summary.Goodput {
 		out.Share = float64(g.good) / float64(g.requests)
 	}
 	return out
+}
+
+// RunOutcome is what one of the runs of a merge recorded of its
+// objectives: those it was given (--slo, as written) and their check (nil
+// when it had none).
+type RunOutcome struct {
+	Objectives []string
+	Check      *summary.SLOs
+}
+
+// CheckMerged checks a merged run (summary.Merge) against the first run's
+// objectives again, and returns the check with the notes to add: the
+// goodput is the runs' summed when every run counted it for the same
+// objectives, else dropped. It returns nil when the first run had no
+// objectives, and only a note when one of them does not read.
+func CheckMerged(merged *summary.Run, runs []RunOutcome) (*summary.SLOs, []string) {
+	first := runs[0].Objectives
+	if len(first) == 0 {
+		return nil, nil
+	}
+	objectives := make([]SLO, 0, len(first))
+	for _, s := range first {
+		o, err := Parse(s)
+		if err != nil {
+			return nil, []string{fmt.Sprintf("slo: not checked again: the first run's objective %q does not read: %v", s, err)}
+		}
+		objectives = append(objectives, o)
+	}
+	check := Check(objectives, merged, nil)
+	notes := []string{"slo: the first run's objectives checked again on the merged figures"}
+	var good summary.Goodput
+	for _, r := range runs {
+		if r.Check == nil || r.Check.Goodput == nil || !slices.Equal(r.Objectives, first) {
+			if NewGoodput(objectives) != nil {
+				notes = append(notes, "slo: goodput dropped: not every run counted it for the same objectives")
+			}
+			return check, notes
+		}
+		good.Requests += r.Check.Goodput.Requests
+		good.Good += r.Check.Goodput.Good
+	}
+	if good.Requests > 0 {
+		good.Share = float64(good.Good) / float64(good.Requests)
+	}
+	check.Goodput = &good
+	return check, notes
 }

@@ -20,9 +20,6 @@ const LatenessWarnNs = 1_000_000
 // nsPerMs converts the records' nanoseconds to the summary's milliseconds.
 const nsPerMs = 1e6
 
-// ms converts nanoseconds to milliseconds.
-func ms(ns int64) float64 { return float64(ns) / nsPerMs }
-
 // Collector gathers, as a batch's requests finish, what its summary needs:
 // the statistics (stats.Batch), the bursts the verdict is judged from
 // (verdict.Accumulator), the bounded samples the HTML report plots, the
@@ -119,6 +116,10 @@ type Inputs struct {
 	// the local owners of the target's socket. The run's gateway is
 	// identified from both (gateway.Identify) when the gateway batch ran.
 	Identify gateway.Evidence
+	// SLO checks the run's objectives (--slo) on its summary once built,
+	// as package slo does (slo.Gate: slo imports this package, so the
+	// check comes in as a function); nil when the run has none.
+	SLO func(*Run) *SLOs
 }
 
 // New computes the summary of a run: one Batch per batch that ran
@@ -127,7 +128,8 @@ type Inputs struct {
 // its noise floor) with the findings of the gateway batch's timeline
 // (Findings), and the tool's own behaviour with the warning
 // LatenessWarning gives. With rounds, the batches hold every round's
-// requests and the overhead is the rounds' (Rounds.Overhead).
+// requests and the overhead is the rounds' (Rounds.Overhead). Last, the
+// objectives are checked on the summary (Inputs.SLO).
 func New(in Inputs) *Run {
 	r := &Run{Batches: []Batch{}, Self: Self{
 		Lateness: NewMetric(in.Lateness),
@@ -182,6 +184,9 @@ func New(in Inputs) *Run {
 	if in.Clock != nil {
 		r.Clock = NewClock(*in.Clock)
 		r.MarkBelowBound()
+	}
+	if in.SLO != nil {
+		r.SLO = in.SLO(r)
 	}
 	return r
 }
@@ -249,7 +254,7 @@ func OverloadWarning(late *stats.Metric, h *HostCost, gw *GatewayCost, pin *Pin)
 	if p99 <= LatenessWarnNs {
 		return ""
 	}
-	head := fmt.Sprintf("sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): ", ms(p99), ms(LatenessWarnNs))
+	head := fmt.Sprintf("sse-latency fell behind its own emission schedule (lateness p99=%.3fms > %.0fms): ", stats.Ms(p99), stats.Ms(LatenessWarnNs))
 	if h == nil {
 		return head + "these figures describe the tool's overload, not the gateway; lower -c or raise -d"
 	}
@@ -387,13 +392,13 @@ func NewMetric(m *stats.Metric) Metric {
 		N:         m.N(),
 		MeanMs:    m.Mean() / nsPerMs,
 		StddevMs:  m.Stddev() / nsPerMs,
-		MinMs:     ms(m.Min()),
-		P50Ms:     ms(m.Percentile(0.50)),
-		P90Ms:     ms(m.Percentile(0.90)),
-		P95Ms:     ms(m.Percentile(0.95)),
-		P99Ms:     ms(m.Percentile(0.99)),
-		P999Ms:    ms(m.Percentile(0.999)),
-		MaxMs:     ms(m.Max()),
+		MinMs:     stats.Ms(m.Min()),
+		P50Ms:     stats.Ms(m.Percentile(0.50)),
+		P90Ms:     stats.Ms(m.Percentile(0.90)),
+		P95Ms:     stats.Ms(m.Percentile(0.95)),
+		P99Ms:     stats.Ms(m.Percentile(0.99)),
+		P999Ms:    stats.Ms(m.Percentile(0.999)),
+		MaxMs:     stats.Ms(m.Max()),
 		Histogram: m.Snapshot(),
 	}
 }
@@ -419,6 +424,6 @@ func newDelta(loop, gw *stats.Metric) *Delta {
 	if loop.N() == 0 || gw.N() == 0 {
 		return nil
 	}
-	diff := func(p float64) float64 { return ms(gw.Percentile(p) - loop.Percentile(p)) }
+	diff := func(p float64) float64 { return stats.Ms(gw.Percentile(p) - loop.Percentile(p)) }
 	return &Delta{MeanMs: (gw.Mean() - loop.Mean()) / nsPerMs, P50Ms: diff(0.50), P95Ms: diff(0.95), P99Ms: diff(0.99)}
 }

@@ -164,6 +164,26 @@ func TestNew(t *testing.T) {
 	}
 }
 
+func TestNewChecksObjectives(t *testing.T) {
+	gw := collect(records("gw"))
+	want := &SLOs{Met: false, Checks: []SLOCheck{{SLO: "gateway requests", Reason: "seen"}}}
+	var seen *Run
+	r := New(Inputs{Gateway: gw, SLO: func(run *Run) *SLOs {
+		seen = run
+		want.Checks[0].ObservedMs = float64(run.Gateway().Requests)
+		return want
+	}})
+	if seen != r || r.SLO != want {
+		t.Fatalf("New: SLO %+v checked on %p; want %+v on the summary built, %p", r.SLO, seen, want, r)
+	}
+	if got := want.Checks[0].ObservedMs; got != float64(gw.Stats.Requests) {
+		t.Errorf("New: the objectives saw %v gateway requests, want %d (checked after the batches)", got, gw.Stats.Requests)
+	}
+	if r = New(Inputs{Gateway: gw}); r.SLO != nil {
+		t.Errorf("New(no objectives): SLO %+v, want none", r.SLO)
+	}
+}
+
 func mustJSON(t *testing.T, v any) []byte {
 	t.Helper()
 	js, err := json.Marshal(v)

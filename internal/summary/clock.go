@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/sse-latency/sse-latency/internal/clocksync"
+	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
 // Clock is what a run across hosts knows of the offset between the
@@ -24,8 +25,8 @@ type Clock struct {
 
 // NewClock converts a run's clocksync figures.
 func NewClock(s clocksync.Summary) *Clock {
-	return &Clock{OffsetMs: ms(s.Offset), BoundMs: ms(s.Bound), DriftMs: ms(s.Drift), Estimates: s.Estimates,
-		MinRTTMs: ms(s.MinRTT), BelowBound: []string{}}
+	return &Clock{OffsetMs: stats.Ms(s.Offset), BoundMs: stats.Ms(s.Bound), DriftMs: stats.Ms(s.Drift), Estimates: s.Estimates,
+		MinRTTMs: stats.Ms(s.MinRTT), BelowBound: []string{}}
 }
 
 // Below reports whether v (ms), a figure that compares the two clocks, is

@@ -123,7 +123,7 @@ func (c *ReplicaCollector) Replicas(infos []ReplicaInfo) []Replica {
 	for _, in := range infos {
 		row := Replica{Instance: in.Instance, Control: in.Control, Error: in.Error, RequestLeg: NewMetric(nil), EmitRecv: NewMetric(nil)}
 		if in.Clock != nil {
-			row.OffsetMs, row.BoundMs, row.Estimates = ms(in.Clock.Offset), ms(in.Clock.Bound), in.Clock.Estimates
+			row.OffsetMs, row.BoundMs, row.Estimates = stats.Ms(in.Clock.Offset), stats.Ms(in.Clock.Bound), in.Clock.Estimates
 			if !claimed[in.Instance] {
 				claimed[in.Instance] = true
 				c.fill(&row, in.Instance)

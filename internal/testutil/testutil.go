@@ -13,7 +13,8 @@
 //   - Await and Poll, for counters and conditions set by other goroutines
 //     (instead of reading them once, or sleeping);
 //   - Unread (Linux), what the peer of a connection has not read yet;
-//   - FullDuplex, for an in-process reverse proxy.
+//   - FullDuplex, for an in-process reverse proxy, and Gateway
+//     (StartGateway), an SSE-friendly one to measure through.
 //
 // It is imported only by _test.go files (TestImportedOnlyByTests checks
 // it) and imports none of sse-latency's packages, so that the tests of any

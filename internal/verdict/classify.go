@@ -235,8 +235,6 @@ func (a *accumulator) fraction() float64 {
 	return float64(a.coalesced) / float64(a.tokens)
 }
 
-func msOf(ns int64) float64 { return float64(ns) / nsPerMs }
-
 // The levels of a first-token hold (Hold).
 const (
 	HoldNone = ""     // not held
@@ -278,8 +276,8 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 	v.Bursts = g.bursts
 	v.BurstSizeP50 = float64(g.burstSize.Percentile(0.5))
 	v.BurstSizeMax = g.burstSize.Max()
-	v.BurstPeriodMs = msOf(g.period.Percentile(0.5))
-	v.EmitGapMs = msOf(g.emitGap.Percentile(0.5))
+	v.BurstPeriodMs = stats.Ms(g.period.Percentile(0.5))
+	v.EmitGapMs = stats.Ms(g.emitGap.Percentile(0.5))
 
 	loopFraction, loopHoldNs := 0.0, int64(0)
 	if loop != nil && loop.impl.tokens >= MinTokens {
@@ -312,8 +310,8 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 	if n := g.hold.N(); n > 0 {
 		holdNs, followingNs := g.hold.Percentile(0.5), g.following.Percentile(0.5)
 		v.HoldRequests = n
-		v.FirstTokenHoldMs = msOf(holdNs)
-		v.FollowingMs = msOf(followingNs)
+		v.FirstTokenHoldMs = stats.Ms(holdNs)
+		v.FollowingMs = stats.Ms(followingNs)
 		v.FirstTokenHoldLevel = Hold(holdNs-loopHoldNs, followingNs)
 		v.FirstTokenHold = v.FirstTokenHoldLevel != HoldNone
 	}
@@ -321,7 +319,7 @@ func classify(loop, gw *Accumulator, loopStats, gwStats *stats.Batch) Verdict {
 	switch gap := g.emitGap.Percentile(0.5); {
 	case gap < MinEmitGapNs:
 		v.Reason = fmt.Sprintf("tokens were emitted back to back (typical gap %.3f ms, under %.3f ms; -d 0?): "+
-			"bursts cannot be told from the stream itself", msOf(gap), msOf(MinEmitGapNs))
+			"bursts cannot be told from the stream itself", stats.Ms(gap), stats.Ms(MinEmitGapNs))
 	case v.CoalescedFraction >= BufferedFraction && v.CoalescedFraction >= loopFraction+BufferedMargin,
 		v.AddedMeanMs > DelayGaps*v.EmitGapMs && v.CoalescedFraction >= loopFraction+BurstsPresentMargin:
 		v.Class = Buffers
@@ -356,15 +354,15 @@ func (v *Verdict) setAddedDelay(loop, g *stats.Metric) {
 		return
 	}
 	v.AddedMeanMs = g.Mean() / nsPerMs
-	v.AddedP50Ms = msOf(g.Percentile(0.5))
-	v.AddedP99Ms = msOf(g.Percentile(0.99))
+	v.AddedP50Ms = stats.Ms(g.Percentile(0.5))
+	v.AddedP99Ms = stats.Ms(g.Percentile(0.99))
 	if loop == nil || loop.N() == 0 {
 		return
 	}
 	v.Relative = true
 	v.AddedMeanMs -= loop.Mean() / nsPerMs
-	v.AddedP50Ms -= msOf(loop.Percentile(0.5))
-	v.AddedP99Ms -= msOf(loop.Percentile(0.99))
+	v.AddedP50Ms -= stats.Ms(loop.Percentile(0.5))
+	v.AddedP99Ms -= stats.Ms(loop.Percentile(0.99))
 }
 
 // NagleLike reports whether a burst period (ms) is within NagleTolerance

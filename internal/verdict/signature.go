@@ -328,7 +328,7 @@ func (a *sigAccumulator) signature(v *Verdict) *Signature {
 		Pauses: a.pauses, HeldPauses: a.held,
 	}
 	if a.period.N() > 0 {
-		s.PeriodMs, s.PeriodSpread = msOf(a.period.Percentile(0.5)), spread(a.period)
+		s.PeriodMs, s.PeriodSpread = stats.Ms(a.period.Percentile(0.5)), spread(a.period)
 	}
 	releases := a.releaseBytes.N()
 	if releases > 0 {

@@ -1,13 +1,4 @@
-// Package gatewaytest is the in-process gateway of the tests that measure
-// through one: an httputil.ReverseProxy that flushes every event (an
-// SSE-friendly gateway), whose upstream may be set after it started — from
-// the line a run prints when its server listens — and which can hold each
-// request before forwarding it, count the requests, and live in another
-// network namespace (its listener and upstream connections made by the
-// caller), balance its requests round-robin over several upstreams (server
-// replicas), and strip the emission stamps and instance ids the dummy
-// server sends (a gateway that rebuilds the events).
-package gatewaytest
+package testutil
 
 import (
 	"bufio"
@@ -25,9 +16,9 @@ import (
 	"time"
 )
 
-// Options shape a Gateway; the zero Options is a plain gateway on
-// 127.0.0.1.
-type Options struct {
+// GatewayOptions shape a Gateway; the zero GatewayOptions is a plain
+// gateway on 127.0.0.1.
+type GatewayOptions struct {
 	// Listener, when set, is the gateway's listener (it closes it when the
 	// test ends); else it listens on 127.0.0.1:0.
 	Listener net.Listener
@@ -51,7 +42,15 @@ type Options struct {
 	RewriteEvent func(payload []byte) []byte
 }
 
-// Gateway is a running gateway.
+// Gateway is a running in-process gateway, for the tests that measure
+// through one (StartGateway): an httputil.ReverseProxy that flushes every
+// event (an SSE-friendly gateway), whose upstream may be set after it
+// started — from the line a run prints when its server listens — and
+// which can hold each request before forwarding it, count the requests,
+// and live in another network namespace (its listener and upstream
+// connections made by the caller), balance its requests round-robin over
+// several upstreams (server replicas), and strip the emission stamps and
+// instance ids the dummy server sends (a gateway that rebuilds the events).
 type Gateway struct {
 	Addr string // where it listens
 
@@ -62,9 +61,9 @@ type Gateway struct {
 	next  atomic.Int64  // the requests forwarded
 }
 
-// Start starts a gateway for the duration of the test. A request waits
+// StartGateway starts a gateway for the duration of the test. A request waits
 // for the upstream (SetUpstream) before it is forwarded.
-func Start(t testing.TB, o Options) *Gateway {
+func StartGateway(t testing.TB, o GatewayOptions) *Gateway {
 	t.Helper()
 	g := &Gateway{ready: make(chan struct{})}
 	ln := o.Listener

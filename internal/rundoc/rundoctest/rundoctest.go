@@ -1,10 +1,15 @@
-package summarytest
+// Package rundoctest holds the fixtures of the documents' tests (rundoc,
+// report) that need the packages above summary — slo for the objectives
+// checked, sweep for a sweep — and so cannot live in summarytest, which
+// slo's and sweep's own tests import.
+package rundoctest
 
 import (
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/slo"
 	"github.com/sse-latency/sse-latency/internal/stats"
 	"github.com/sse-latency/sse-latency/internal/summary"
+	"github.com/sse-latency/sse-latency/internal/summary/summarytest"
 	"github.com/sse-latency/sse-latency/internal/sweep"
 )
 
@@ -13,7 +18,7 @@ import (
 // (x-litellm-overhead-duration-ms and two Server-Timing metrics) on every
 // other head, with objectives checked (none: no check; they must parse).
 func GatesRun(objectives ...string) *summary.Run {
-	sc := Scenarios["full"]
+	sc := summarytest.Scenarios["full"]
 	var os []slo.SLO
 	for _, s := range objectives {
 		o, err := slo.Parse(s)
@@ -29,14 +34,14 @@ func GatesRun(objectives ...string) *summary.Run {
 		for _, side := range order {
 			b := stats.NewBatch()
 			if side == 'L' {
-				for _, r := range Requests(sc.Loop...) {
+				for _, r := range summarytest.Requests(sc.Loop...) {
 					loop.Add(r)
 					b.Add(r)
 				}
 				rounds = append(rounds, summary.NewRound(summary.LoopbackBatch, pair, b))
 				continue
 			}
-			for i, r := range Requests(sc.Gw...) {
+			for i, r := range summarytest.Requests(sc.Gw...) {
 				if r.Sent != 0 {
 					r.HeadAt = r.Sent + 50_000
 				}
@@ -54,12 +59,12 @@ func GatesRun(objectives ...string) *summary.Run {
 	}
 	late := stats.NewMetric()
 	late.Record(40_000)
-	run := summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: "127.0.0.1:8090", GatewayTarget: "127.0.0.1:8080",
-		Lateness: late, UserS: 1, SystemS: 0.5, Rounds: rounds})
+	var gate func(*summary.Run) *summary.SLOs
 	if len(os) > 0 {
-		run.SLO = slo.Check(os, run, good)
+		gate = slo.Gate(os, good)
 	}
-	return run
+	return summary.New(summary.Inputs{Loop: loop, Gateway: gw, LoopTarget: "127.0.0.1:8090", GatewayTarget: "127.0.0.1:8080",
+		Lateness: late, UserS: 1, SystemS: 0.5, Rounds: rounds, SLO: gate})
 }
 
 // Sweep is a sweep of concurrency 1, 10 and 50 of which two steps ran,

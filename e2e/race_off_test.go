@@ -1,6 +1,6 @@
 //go:build !race
 
-package soak
+package e2e
 
 // raceEnabled is true when the tests run under the race detector, which
 // slows every stream down and caps a process at 8128 live goroutines.

@@ -1,4 +1,6 @@
-package soak
+//go:build linux
+
+package e2e
 
 import (
 	"bytes"
@@ -64,9 +66,9 @@ func heapInuse() uint64 {
 	return ms.HeapInuse
 }
 
-// gateway is an SSE-friendly reverse proxy on loopback: it flushes every
+// soakGateway is an SSE-friendly reverse proxy on loopback: it flushes every
 // write and keeps enough idle backend connections for every stream.
-type gateway struct {
+type soakGateway struct {
 	addr   string
 	srv    *http.Server
 	tr     *http.Transport
@@ -74,13 +76,13 @@ type gateway struct {
 	last   atomic.Value // last proxy error, for the failure message
 }
 
-func startGateway(t *testing.T, backend string, streams int) *gateway {
+func startSoakGateway(t *testing.T, backend string, streams int) *soakGateway {
 	t.Helper()
 	u, err := url.Parse("http://" + backend)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{tr: &http.Transport{
+	g := &soakGateway{tr: &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
 		MaxIdleConns:        streams,
 		MaxIdleConnsPerHost: streams,
@@ -104,7 +106,7 @@ func startGateway(t *testing.T, backend string, streams int) *gateway {
 
 // close stops the gateway: its listener, its client connections, and its
 // idle backend connections.
-func (g *gateway) close() {
+func (g *soakGateway) close() {
 	g.srv.Close()
 	g.tr.CloseIdleConnections()
 }
@@ -173,7 +175,7 @@ func TestSoak(t *testing.T) {
 	backend := backendLn.Addr().String()
 	baseG, baseFD, baseHeap := runtime.NumGoroutine(), openFDs(t), heapInuse()
 
-	gw := startGateway(t, backend, streams)
+	gw := startSoakGateway(t, backend, streams)
 	stopSampling := sample(250 * time.Millisecond)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
