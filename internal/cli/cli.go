@@ -296,7 +296,7 @@ func (r *run) setUp() error {
 // pi_ts a gateway removed.
 func (r *run) startServer() error {
 	cfg := r.cfg
-	r.emissions, r.runID = emission.New(), newRunID()
+	r.emissions, r.runID = emission.New(), emission.NewRunID()
 	if r.instance = cfg.Instance; r.instance == "" && cfg.Control != "" {
 		r.instance = defaultInstance()
 	}
