@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -219,70 +217,44 @@ func runCheck(ctx context.Context, ln net.Listener, cfg Config, t target, only, 
 	return code, nil
 }
 
-// checkFiles are the check's --json and --html files. Each is written to
-// a temporary file beside it, created before the check runs (a path that
-// cannot be written fails at once), and renamed over it at the end: an
-// existing file is replaced only by a finished check.
+// checkFiles are the check's --json and --html files (see outFile).
 type checkFiles struct {
-	paths [2]string   // --json, --html ("": not asked for)
-	tmp   [2]*os.File // their temporary files
-	done  bool
+	json, html *outFile // nil: not asked for
 }
 
-// checkFileFlags name the files, in the order of checkFiles' arrays.
-var checkFileFlags = [2]string{"--json", "--html"}
-
 func createCheckFiles(jsonPath, htmlPath string) (*checkFiles, error) {
-	f := &checkFiles{paths: [2]string{jsonPath, htmlPath}}
-	for i, p := range f.paths {
-		if p == "" {
-			continue
+	f := &checkFiles{}
+	var err error
+	if jsonPath != "" {
+		if f.json, err = createOutFile("--json", jsonPath); err != nil {
+			return nil, err
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*")
-		if err != nil {
+	}
+	if htmlPath != "" {
+		if f.html, err = createOutFile("--html", htmlPath); err != nil {
 			f.abandon()
-			return nil, fmt.Errorf("%s: %w", checkFileFlags[i], err)
+			return nil, err
 		}
-		f.tmp[i] = tmp
 	}
 	return f, nil
 }
 
-// write fills the files and renames them into place.
+// write fills the files and puts them in place.
 func (f *checkFiles) write(rep *check.Report) error {
-	f.done = true
-	writers := [2]func(io.Writer, *check.Report) error{check.WriteJSON, report.WriteCheckHTML}
 	var errs []error
-	for i, file := range f.tmp {
-		if file == nil {
-			continue
-		}
-		err := writers[i](file, rep)
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(file.Name(), f.paths[i])
-		}
-		if err != nil {
-			os.Remove(file.Name())
-			errs = append(errs, fmt.Errorf("%s: %w", checkFileFlags[i], err))
-		}
+	if f.json != nil {
+		errs = append(errs, f.json.commit(func(w io.Writer) error { return check.WriteJSON(w, rep) }))
+	}
+	if f.html != nil {
+		errs = append(errs, f.html.commit(func(w io.Writer) error { return report.WriteCheckHTML(w, rep) }))
 	}
 	return errors.Join(errs...)
 }
 
 // abandon removes the temporary files of a check that did not finish.
 func (f *checkFiles) abandon() {
-	if f.done {
-		return
-	}
-	for _, file := range f.tmp {
-		if file != nil {
-			file.Close()
-			os.Remove(file.Name())
-		}
-	}
+	f.json.abandon()
+	f.html.abandon()
 }
 
 // print writes on stdout with write, keeping its first error (see

@@ -69,19 +69,6 @@ func newSubFlags(name string) *pflag.FlagSet {
 	return fs
 }
 
-// writeFile creates path and fills it with write, reporting the first error.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // readDocument opens and decodes one saved run, naming the file in errors.
 func readDocument(path string) (*rundoc.Document, error) {
 	f, err := os.Open(path)
@@ -106,6 +93,15 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() != 1 {
 		return subUsage(stderr, reportUsage, fmt.Errorf("report takes one RUN.json, got %d arguments", fs.NArg()))
 	}
+	var htmlOut *outFile
+	if *html != "" {
+		var err error
+		if htmlOut, err = createOutFile("--html", *html); err != nil {
+			fmt.Fprintf(stderr, "sse-latency: %v\n", err)
+			return ExitFailure
+		}
+		defer htmlOut.abandon()
+	}
 	d, err := readDocument(fs.Arg(0))
 	if err != nil {
 		fmt.Fprintf(stderr, "sse-latency: %v\n", err)
@@ -123,9 +119,9 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	// What the run warned of, as it did: after the report, on stderr.
 	report.WriteWarnings(stderr, d)
-	if *html != "" {
-		if err := writeFile(*html, func(w io.Writer) error { return report.WriteHTML(w, d) }); err != nil {
-			fmt.Fprintf(stderr, "sse-latency: --html: %v\n", err)
+	if htmlOut != nil {
+		if err := htmlOut.commit(func(w io.Writer) error { return report.WriteHTML(w, d) }); err != nil {
+			fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 			return ExitFailure
 		}
 	}
