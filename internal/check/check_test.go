@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -147,30 +148,40 @@ func TestGatewaySignatures(t *testing.T) {
 			// as irregular bursts. The signature is judged again then, up
 			// to signatureAttempts times; a gateway that does not release
 			// so never gives it.
-			var r Row
 			for attempt := 1; ; attempt++ {
 				rep, err := check(t, tt.gw, api.Chat, "flush")
-				r = rows(t, rep, err)["flush"]
-				if s := r.Signature; r.Status == tt.status && s != nil && s.Kind == tt.kind {
+				problem := signatureProblem(rows(t, rep, err)["flush"], tt.status, tt.kind, tt.size, tt.period)
+				if problem == "" {
 					break
 				}
 				if attempt == signatureAttempts {
-					t.Fatalf("flush row %s (%s), signature %+v, %d times; want %s with signature %s", r.Status, r.Evidence, r.Signature, attempt, tt.status, tt.kind)
+					t.Fatalf("%s, %d times", problem, attempt)
 				}
-				t.Logf("attempt %d: flush row %s (%s); again", attempt, r.Status, r.Evidence)
-			}
-			s := r.Signature
-			if tt.size > 0 && (s.SizeBytes < 0.75*tt.size || s.SizeBytes > 1.25*tt.size) {
-				t.Errorf("size %.0f B, want ~%.0f (%s)", s.SizeBytes, tt.size, r.Evidence)
-			}
-			if tt.period > 0 && (s.PeriodMs < 0.8*tt.period || s.PeriodMs > 1.2*tt.period) {
-				t.Errorf("period %.1f ms, want ~%.0f (%s)", s.PeriodMs, tt.period, r.Evidence)
-			}
-			if tt.status == Fail && (r.Fix == "" || !strings.Contains(r.Evidence, s.Title())) {
-				t.Errorf("a failing row without its fix, or an evidence without the signature's name: %+v", r)
+				t.Logf("attempt %d: %s; again", attempt, problem)
 			}
 		})
 	}
+}
+
+// signatureProblem says what is wrong with the flush row r of
+// TestGatewaySignatures against the status, signature kind, bytes per
+// release (±25 %, 0: not checked) and period (ms ±20 %, 0: not checked)
+// wanted, or "" when nothing is. A starved CPU can move the estimates as
+// well as the kind (a late timer release straddles a pause, and the period
+// goes unmeasured), so each is judged again.
+func signatureProblem(r Row, status Status, kind verdict.SignatureKind, size, period float64) string {
+	s := r.Signature
+	switch {
+	case r.Status != status || s == nil || s.Kind != kind:
+		return fmt.Sprintf("flush row %s (%s), signature %+v; want %s with signature %s", r.Status, r.Evidence, s, status, kind)
+	case size > 0 && (s.SizeBytes < 0.75*size || s.SizeBytes > 1.25*size):
+		return fmt.Sprintf("size %.0f B, want ~%.0f (%s)", s.SizeBytes, size, r.Evidence)
+	case period > 0 && (s.PeriodMs < 0.8*period || s.PeriodMs > 1.2*period):
+		return fmt.Sprintf("period %.1f ms, want ~%.0f (%s)", s.PeriodMs, period, r.Evidence)
+	case status == Fail && (r.Fix == "" || !strings.Contains(r.Evidence, s.Title())):
+		return fmt.Sprintf("a failing row without its fix, or an evidence without the signature's name: %+v", r)
+	}
+	return ""
 }
 
 // TestGatewayCompression: a gateway that gzips the stream for clients that
