@@ -63,11 +63,14 @@ var wantCheck = map[string]map[string]check.Status{
 // piled up in its backend socket meanwhile: irregular releases the flush
 // row calls dispatch bursts (seen in 1 check of 3 through
 // apache-deflate.conf at a load of 12 on 2 CPUs; apache.conf shares the
-// workers and is retried alike).
+// workers and is retried alike), or, when they come every few
+// milliseconds, a short time period; through mod_deflate the compression
+// row shows the same (1 check of 7 at a load of 14: "buffered, compression
+// (gzip, dispatch bursts)", another "(gzip, time period)").
 var intermittent = map[string]map[string]string{
 	"caddy":          {"keepalive": "connection closed before"},
-	"apache":         {"flush": "dispatch bursts"},
-	"apache-deflate": {"flush": "dispatch bursts"},
+	"apache":         {"flush": "buffered, "},
+	"apache-deflate": {"flush": "buffered, ", "compression": "buffered, compression (gzip"},
 }
 
 // checkAttempts bounds the checks of one gateway that say the tool itself
@@ -139,8 +142,9 @@ func TestCheckGateways(t *testing.T) {
 
 // runCheckThrough starts ex's gateway in front of a listener bound for the
 // dummy server and runs the check through it (again, up to checkAttempts
-// times, while the tool says it fell behind or a row of intermittent
-// fails in its known way). It returns the report read
+// times, while the tool says it fell behind, a row of intermittent fails
+// in its known way, or the large-body row, a timing row, warns where it
+// should pass). It returns the report read
 // back from --json and the text printed.
 func runCheckThrough(t *testing.T, ctx context.Context, ex Example, bin string) (*check.Report, string) {
 	t.Helper()
@@ -171,6 +175,12 @@ func runCheckThrough(t *testing.T, ctx context.Context, ex Example, bin string) 
 				over = r.Name + ": " + r.Evidence
 			}
 			if words, ok := intermittent[ex.Name][r.Name]; ok && r.Status == check.Fail && strings.Contains(r.Evidence, words) {
+				flaky = r.Name + ": " + r.Evidence
+			}
+			if _, listed := wantCheck[ex.Name][r.Name]; !listed && r.Name == "large-body" && r.Status == check.Warn {
+				// A timing row: at a load of 13 on 2 CPUs, 2 checks of 3
+				// through haproxy-no-delay.cfg warned (a first token
+				// 1.8 s after a 1 MB body, 0.34 s straight to the server).
 				flaky = r.Name + ": " + r.Evidence
 			}
 		}
