@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -41,24 +40,25 @@ var (
 func init() {
 	commands = []command{
 		{name: "", summary: "measure a gateway", synopsis: "[options]", about: runAbout, notes: runNotes,
-			flags: func() *pflag.FlagSet { return runFlags(new(Config), nil, new(runFlagVars)) }, run: measureCmd},
+			flags: func() *pflag.FlagSet { return runFlags(defaultConfig(), nil, new(runFlagVars)) }, run: measureCmd},
 		{name: "sweep", summary: "a measurement per step of load (-c, --rate or --prompt-bytes lists): the gateway's knee",
 			synopsis: "-t GATEWAY (--concurrency LIST | --rate LIST | --prompt-bytes LIST) [options]", about: sweepAbout, notes: sweepNotes, runs: true,
-			flags: func() *pflag.FlagSet { return runFlags(new(Config), &listFlags{}, new(runFlagVars)) },
+			flags: func() *pflag.FlagSet { return runFlags(defaultConfig(), &listFlags{}, new(runFlagVars)) },
 			run: func(ctx context.Context, opt Options, args []string, stdout, stderr io.Writer) (int, *Summary) {
 				return sweepMain(ctx, opt.Listener, args, stdout, stderr), nil
 			}},
 		{name: "check", summary: "a conformance report card of a gateway: PASS, WARN or FAIL per scenario, with the fix",
 			synopsis: "-t TARGET [options]", about: checkAbout, notes: checkNotes(),
-			flags: func() *pflag.FlagSet { return checkFlags(new(Config), new(checkOptions)) },
+			flags: func() *pflag.FlagSet { return checkFlags(defaultConfig(), new(checkOptions)) },
 			run: func(ctx context.Context, opt Options, args []string, stdout, stderr io.Writer) (int, *Summary) {
 				return CheckOn(ctx, opt.Listener, args, stdout, stderr), nil
 			}},
 		{name: "probe", summary: "a round every --every, served as Prometheus metrics, until stopped",
 			synopsis: "-t GATEWAY [--every 30s] [--metrics ADDR] [-r 5 -c 5 -n 100] [flags of sse-latency]", about: probeAbout, notes: probeNotes, runs: true,
 			flags: func() *pflag.FlagSet {
-				fs := runFlags(new(Config), nil, new(runFlagVars))
-				probeFlags(new(time.Duration), new(string))(fs)
+				fs := runFlags(defaultConfig(), nil, new(runFlagVars))
+				every, metrics := DefaultProbeEvery, DefaultProbeMetrics
+				probeFlags(&every, &metrics)(fs)
 				return fs
 			},
 			run: func(ctx context.Context, _ Options, args []string, stdout, stderr io.Writer) (int, *Summary) {
@@ -87,6 +87,13 @@ var sweepUsage, probeUsage, reportUsage, mergeUsage, compareUsage, checkUsage st
 
 // checkHelp is the help of `sse-latency check`.
 func checkHelp() string { return checkUsage }
+
+// defaultConfig is a new DefaultConfig, for a flag set whose defaults
+// must be the command's.
+func defaultConfig() *Config {
+	cfg := DefaultConfig()
+	return &cfg
+}
 
 // documentCmd adapts a subcommand on saved documents to the table.
 func documentCmd(cmd func(args []string, stdout, stderr io.Writer) int) func(context.Context, Options, []string, io.Writer, io.Writer) (int, *Summary) {

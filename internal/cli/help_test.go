@@ -54,6 +54,19 @@ func TestHelpGolden(t *testing.T) {
 // lists every subcommand with its summary, and `help` prints them.
 func TestHelpIsTheFlagSets(t *testing.T) {
 	run := FlagSets()[""]
+	// The flag sets' defaults are the commands' own.
+	for name, want := range map[string]map[string]string{
+		"":      {"listen": DefaultConfig().Listen, "tokens": "1000", "delay": "5"},
+		"check": {"listen": DefaultConfig().Listen, "api": DefaultConfig().API},
+		"probe": {"every": DefaultProbeEvery.String(), "metrics": DefaultProbeMetrics},
+		"sweep": {"knee-threshold": "1"},
+	} {
+		for flag, def := range want {
+			if got := FlagSets()[name].Lookup(flag).DefValue; got != def {
+				t.Errorf("%q --%s: default %q, want %q", name, flag, got, def)
+			}
+		}
+	}
 	for name, fs := range FlagSets() {
 		c := lookup(name)
 		help := commandHelp(name)
