@@ -82,6 +82,12 @@ type Encoder interface {
 	AppendBody(dst []byte) []byte
 }
 
+// The encoders of the dialects.
+var (
+	_ Encoder = (*completionsEncoder)(nil)
+	_ Encoder = (*phased)(nil)
+)
+
 // NewEncoder returns the encoder of answer a in dialect d (Chat for an
 // unknown dialect).
 func NewEncoder(d Dialect, a Answer) Encoder {

@@ -117,6 +117,13 @@ type phaseEvents interface {
 	appendBody(dst []byte) []byte
 }
 
+// The dialects whose events the phased encoder frames.
+var (
+	_ phaseEvents = (*anthropicEncoder)(nil)
+	_ phaseEvents = (*chatEncoder)(nil)
+	_ phaseEvents = (*responsesEncoder)(nil)
+)
+
 // phased is the Encoder of a dialect: it streams the dialect's events in
 // order — head, the first phase's opening, lead, its tokens; for each
 // following phase the previous one's closing, its opening and its tokens

@@ -154,7 +154,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Listener.Close()
 		return nil, err
 	}
-	c := &checker{o: o, reg: emission.New(), direct: loopbackAddr(o.Listener.Addr()), runID: newRunID()}
+	c := &checker{o: o, reg: emission.New(), direct: loopbackAddr(o.Listener.Addr()), runID: emission.NewRunID()}
 	srv := server.New(o.Listener, server.Config{Tokens: 1, DelayMs: DelayMs, Emissions: c.reg, HTTP2: true,
 		Engine: o.Engine, Logf: o.Logf})
 	sctx, stop := context.WithCancel(context.Background())
@@ -222,9 +222,4 @@ func loopbackAddr(a net.Addr) string {
 		ip = net.IPv6loopback
 	}
 	return net.JoinHostPort(ip.String(), fmt.Sprint(ta.Port))
-}
-
-// newRunID returns a short id that prefixes the check's request ids.
-func newRunID() string {
-	return fmt.Sprintf("chk%x", time.Now().UnixNano()&0xffffff)
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -18,11 +16,9 @@ import (
 	"github.com/sse-latency/sse-latency/internal/report"
 )
 
-// checkUsage is the help of `sse-latency check`; a test pins it and checks
-// that it names every flag and every scenario.
-const checkUsage = `usage: sse-latency check -t TARGET [options]
-
-Runs a fixed battery of short scenarios through the gateway at -t, which
+// checkAbout is check's help before its flags (see command); a test
+// checks that the help names every flag and every scenario.
+const checkAbout = `Runs a fixed battery of short scenarios through the gateway at -t, which
 forwards to sse-latency's dummy server on -L, and says for each PASS, WARN
 or FAIL, with the evidence and the likely fix: whether the gateway flushes
 every event (and how it buffers if not), holds the first event, passes a
@@ -33,38 +29,11 @@ within 1 s; takes a 1 MB prompt; reuses its connection; compresses the
 stream without holding it. A few seconds; --long adds 65 s silences.
 Exit status 0 when no check failed, 1 otherwise (and when the target is no
 gateway to the server: one line says why).
-
-Options:
-  -t, --target <[ip:]port|URL>  the gateway (required)
-  -L, --listen <[ip:]port>      listen address of the dummy server the gateway forwards to (def :8090)
-      --api <name>              API dialect: chat, completions, responses, anthropic (def chat)
-      --only <names>            run only these checks (comma-separated)
-      --skip <names>            leave these checks out (comma-separated)
-      --long                    also run the long checks (a minute or more each)
-      --json <file>             write the check as a JSON document
-      --html <file>             write the check as a self-contained HTML page
-      --model <name>            model the requests ask for (def sse-latency-1)
-      --path <path>             request path through the gateway (def: the dialect's)
-  -H, --header <line>           extra request header "Name: value" (repeatable)
-      --api-key <key>           send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
-      --host-header <host>      Host header to send
-      --gateway <name>          the gateway under test, for its own fixes (names: sse-latency -h); def: named from
-                                its response headers and the local process listening at -t
-      --insecure                https targets: do not verify the certificate
-      --cacert <file>           https targets: trust the CAs of this PEM file
-      --http2                   https targets: offer HTTP/2 (ALPN)
-      --h2c                     http targets: speak HTTP/2 with prior knowledge
-      --engine <name>           I/O engine: auto, epoll, uring, goroutine (def auto)
-  -v, --verbose                 debug lines on stderr (the server's among them)
-  -h, --help                    help
-
-Checks, in the order they run:
-  ` + "%s" + `
 `
 
-// checkHelp is checkUsage with the scenarios' names.
-func checkHelp() string {
-	return fmt.Sprintf(checkUsage, strings.Join(check.Names(), ", "))
+// checkNotes is check's help after its flags: the scenarios' names.
+func checkNotes() string {
+	return "Checks, in the order they run:\n  " + strings.Join(check.Names(), ", ") + "\n"
 }
 
 // CheckOn runs `sse-latency check` with args (those after "check") and
@@ -88,26 +57,26 @@ type checkOptions struct {
 // checkFlags is check's flag set, filling cfg and co.
 func checkFlags(cfg *Config, co *checkOptions) *pflag.FlagSet {
 	fs := newSubFlags("check")
-	fs.StringVarP(&cfg.Target, "target", "t", "", "")
-	fs.StringVarP(&cfg.Listen, "listen", "L", cfg.Listen, "")
-	fs.StringVar(&cfg.API, "api", cfg.API, "")
-	fs.StringSliceVar(&co.only, "only", nil, "")
-	fs.StringSliceVar(&co.skip, "skip", nil, "")
-	fs.BoolVar(&co.long, "long", false, "")
-	fs.StringVar(&cfg.JSONPath, "json", "", "")
-	fs.StringVar(&cfg.HTMLPath, "html", "", "")
-	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
-	fs.StringVar(&cfg.Path, "path", "", "")
-	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "")
-	fs.StringVar(&cfg.APIKey, "api-key", "", "")
-	fs.StringVar(&cfg.HostHeader, "host-header", "", "")
-	fs.StringVar(&cfg.Gateway, "gateway", "", "")
-	fs.BoolVar(&cfg.Insecure, "insecure", false, "")
-	fs.StringVar(&cfg.CACert, "cacert", "", "")
-	fs.BoolVar(&cfg.HTTP2, "http2", false, "")
-	fs.BoolVar(&cfg.H2C, "h2c", false, "")
-	fs.StringVar(&cfg.Engine, "engine", cfg.Engine, "")
-	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
+	fs.StringVarP(&cfg.Target, "target", "t", "", "<[ip:]port|URL> the gateway (required)")
+	fs.StringVarP(&cfg.Listen, "listen", "L", cfg.Listen, "<[ip:]port> listen address of the dummy server the gateway forwards to (def :8090)")
+	fs.StringVar(&cfg.API, "api", cfg.API, "<name> API dialect: chat, completions, responses, anthropic (def chat)")
+	fs.StringSliceVar(&co.only, "only", nil, "<names> run only these checks (comma-separated)")
+	fs.StringSliceVar(&co.skip, "skip", nil, "<names> leave these checks out (comma-separated)")
+	fs.BoolVar(&co.long, "long", false, "also run the long checks (a minute or more each)")
+	fs.StringVar(&cfg.JSONPath, "json", "", "<file> write the check as a JSON document")
+	fs.StringVar(&cfg.HTMLPath, "html", "", "<file> write the check as a self-contained HTML page")
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "<name> model the requests ask for (def sse-latency-1)")
+	fs.StringVar(&cfg.Path, "path", "", "<path> request path through the gateway (def: the dialect's)")
+	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "<line> extra request header \"Name: value\" (repeatable)")
+	fs.StringVar(&cfg.APIKey, "api-key", "", "<key> send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed")
+	fs.StringVar(&cfg.HostHeader, "host-header", "", "<host> Host header to send")
+	fs.StringVar(&cfg.Gateway, "gateway", "", "<name> the gateway under test, for its own fixes (names: sse-latency -h); def: named from\nits response headers and the local process listening at -t")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "https targets: do not verify the certificate")
+	fs.StringVar(&cfg.CACert, "cacert", "", "<file> https targets: trust the CAs of this PEM file")
+	fs.BoolVar(&cfg.HTTP2, "http2", false, "https targets: offer HTTP/2 (ALPN)")
+	fs.BoolVar(&cfg.H2C, "h2c", false, "http targets: speak HTTP/2 with prior knowledge")
+	fs.StringVar(&cfg.Engine, "engine", cfg.Engine, "<name> I/O engine: auto, epoll, uring, goroutine (def auto)")
+	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "debug lines on stderr (the server's among them)")
 	return fs
 }
 
@@ -219,70 +188,44 @@ func runCheck(ctx context.Context, ln net.Listener, cfg Config, t target, only, 
 	return code, nil
 }
 
-// checkFiles are the check's --json and --html files. Each is written to
-// a temporary file beside it, created before the check runs (a path that
-// cannot be written fails at once), and renamed over it at the end: an
-// existing file is replaced only by a finished check.
+// checkFiles are the check's --json and --html files (see outFile).
 type checkFiles struct {
-	paths [2]string   // --json, --html ("": not asked for)
-	tmp   [2]*os.File // their temporary files
-	done  bool
+	json, html *outFile // nil: not asked for
 }
 
-// checkFileFlags name the files, in the order of checkFiles' arrays.
-var checkFileFlags = [2]string{"--json", "--html"}
-
 func createCheckFiles(jsonPath, htmlPath string) (*checkFiles, error) {
-	f := &checkFiles{paths: [2]string{jsonPath, htmlPath}}
-	for i, p := range f.paths {
-		if p == "" {
-			continue
+	f := &checkFiles{}
+	var err error
+	if jsonPath != "" {
+		if f.json, err = createOutFile("--json", jsonPath); err != nil {
+			return nil, err
 		}
-		tmp, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".*")
-		if err != nil {
+	}
+	if htmlPath != "" {
+		if f.html, err = createOutFile("--html", htmlPath); err != nil {
 			f.abandon()
-			return nil, fmt.Errorf("%s: %w", checkFileFlags[i], err)
+			return nil, err
 		}
-		f.tmp[i] = tmp
 	}
 	return f, nil
 }
 
-// write fills the files and renames them into place.
+// write fills the files and puts them in place.
 func (f *checkFiles) write(rep *check.Report) error {
-	f.done = true
-	writers := [2]func(io.Writer, *check.Report) error{check.WriteJSON, report.WriteCheckHTML}
 	var errs []error
-	for i, file := range f.tmp {
-		if file == nil {
-			continue
-		}
-		err := writers[i](file, rep)
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(file.Name(), f.paths[i])
-		}
-		if err != nil {
-			os.Remove(file.Name())
-			errs = append(errs, fmt.Errorf("%s: %w", checkFileFlags[i], err))
-		}
+	if f.json != nil {
+		errs = append(errs, f.json.commit(func(w io.Writer) error { return check.WriteJSON(w, rep) }))
+	}
+	if f.html != nil {
+		errs = append(errs, f.html.commit(func(w io.Writer) error { return report.WriteCheckHTML(w, rep) }))
 	}
 	return errors.Join(errs...)
 }
 
 // abandon removes the temporary files of a check that did not finish.
 func (f *checkFiles) abandon() {
-	if f.done {
-		return
-	}
-	for _, file := range f.tmp {
-		if file != nil {
-			file.Close()
-			os.Remove(file.Name())
-		}
-	}
+	f.json.abandon()
+	f.html.abandon()
 }
 
 // print writes on stdout with write, keeping its first error (see

@@ -74,7 +74,7 @@ func TestCheckBadInput(t *testing.T) {
 		{[]string{"-t", "127.0.0.1:1", "extra"}, `unexpected argument "extra"`},
 		{[]string{"-t", "127.0.0.1:1", "--json", "a", "--html", "a"}, "name the same file"},
 		{[]string{"-t", "127.0.0.1:1", "-L", "127.0.0.1:0", "--only", "flush,flsh"}, `unknown check "flsh"`},
-		{[]string{"-t", "127.0.0.1:1", "-L", "127.0.0.1:0", "--json", "/no/such/dir/x.json"}, "--json: open /no/such/dir/.x.json"},
+		{[]string{"-t", "127.0.0.1:1", "-L", "127.0.0.1:0", "--json", "/no/such/dir/x.json"}, "--json: open /no/such/dir/x.json: no such file or directory"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(context.Background(), append([]string{"check"}, tt.args...), &stdout, &stderr); code != ExitFailure ||

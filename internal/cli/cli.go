@@ -95,21 +95,12 @@ type Options struct {
 
 // MeasureWith is MeasureOn with the options opt.
 func MeasureWith(ctx context.Context, opt Options, args []string, stdout, stderr io.Writer) (int, *Summary) {
+	return dispatch(ctx, opt, args, stdout, stderr)
+}
+
+// measureCmd runs the measurement itself: the command table's first row.
+func measureCmd(ctx context.Context, opt Options, args []string, stdout, stderr io.Writer) (int, *Summary) {
 	ln := opt.Listener
-	if len(args) > 0 {
-		if cmd, ok := subcommands[args[0]]; ok {
-			return cmd(args[1:], stdout, stderr), nil
-		}
-		if args[0] == "sweep" { // runs like a measurement, under ctx
-			return sweepMain(ctx, ln, args[1:], stdout, stderr), nil
-		}
-		if args[0] == "check" { // runs the server and streams, under ctx
-			return CheckOn(ctx, ln, args[1:], stdout, stderr), nil
-		}
-		if cmd, ok := runCommands[args[0]]; ok {
-			return cmd(ctx, args[1:], stdout, stderr), nil
-		}
-	}
 	cl, err := parseArgs(args)
 	switch {
 	case errors.Is(err, errHelp):
@@ -296,7 +287,7 @@ func (r *run) setUp() error {
 // pi_ts a gateway removed.
 func (r *run) startServer() error {
 	cfg := r.cfg
-	r.emissions, r.runID = emission.New(), newRunID()
+	r.emissions, r.runID = emission.New(), emission.NewRunID()
 	if r.instance = cfg.Instance; r.instance == "" && cfg.Control != "" {
 		r.instance = defaultInstance()
 	}

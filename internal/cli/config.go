@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 	"time"
@@ -404,104 +403,24 @@ type listFlags struct {
 // measurement (probe).
 func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) (commandLine, error) {
 	cfg := DefaultConfig()
-	fs := pflag.NewFlagSet("sse-latency", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	fs.SortFlags = false
-	var help, version bool
-	fs.StringVarP(&cfg.Listen, "listen", "L", cfg.Listen, "")
-	fs.StringVarP(&cfg.Target, "target", "t", cfg.Target, "")
-	fs.IntVarP(&cfg.Requests, "requests", "r", cfg.Requests, "")
-	var promptBytes string
-	var slos []string
-	if lists == nil {
-		fs.IntVarP(&cfg.Concurrency, "concurrency", "c", cfg.Concurrency, "")
-	} else {
-		fs.StringVarP(&lists.concurrency, "concurrency", "c", "", "")
-	}
-	fs.VarP(tokensValue{&cfg}, "tokens", "n", "")
-	fs.Float64VarP(&cfg.ThinkMs, "think", "T", cfg.ThinkMs, "")
-	fs.Float64VarP(&cfg.DelayMs, "delay", "d", cfg.DelayMs, "")
-	fs.IntVarP(&cfg.TimeoutMs, "timeout", "w", cfg.TimeoutMs, "")
-	fs.BoolVarP(&cfg.NoLoopback, "no-loopback", "l", false, "")
-	fs.BoolVarP(&cfg.Quiet, "quiet", "q", false, "")
-	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "")
-	fs.BoolVar(&cfg.Compat, "compat", false, "")
-	fs.BoolVar(&cfg.Compressed, "compressed", false, "")
-	fs.StringVar(&cfg.Engine, "engine", cfg.Engine, "")
-	fs.StringVar(&cfg.API, "api", cfg.API, "")
-	fs.StringVar(&cfg.Model, "model", cfg.Model, "")
-	fs.StringVar(&cfg.Path, "path", cfg.Path, "")
-	fs.BoolVar(&cfg.IncludeUsage, "include-usage", false, "")
-	fs.IntVar(&cfg.Reasoning, "reasoning", 0, "")
-	fs.IntVar(&cfg.ToolCall, "tool-call", 0, "")
-	fs.StringVar(&cfg.ReasoningField, "reasoning-field", cfg.ReasoningField, "")
-	fs.Float64Var(&cfg.HeartbeatMs, "heartbeat", 0, "")
-	fs.IntVar(&cfg.IdleMs, "idle-timeout", 0, "")
-	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "")
-	fs.BoolVar(&cfg.ServerClose, "server-close", false, "")
-	fs.IntVar(&cfg.MaxStreams, "max-streams", 0, "")
-	fs.Var(faultsValue{&cfg.Faults}, "fault", "")
-	fs.BoolVar(&cfg.Insecure, "insecure", false, "")
-	fs.StringVar(&cfg.CACert, "cacert", "", "")
-	fs.BoolVar(&cfg.HTTP2, "http2", false, "")
-	fs.BoolVar(&cfg.H2C, "h2c", false, "")
-	fs.BoolVar(&cfg.WebSocket, "websocket", false, "")
-	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "")
-	fs.StringVar(&cfg.TLSKey, "tls-key", "", "")
-	fs.BoolVar(&cfg.TLSSelfSigned, "tls-self-signed", false, "")
-	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "")
-	fs.StringVar(&cfg.APIKey, "api-key", "", "")
-	fs.StringVar(&cfg.HostHeader, "host-header", "", "")
-	fs.StringVar(&cfg.Gateway, "gateway", "", "")
-	if lists == nil {
-		fs.Float64Var(&cfg.Rate, "rate", 0, "")
-	} else {
-		fs.StringVar(&lists.rate, "rate", "", "")
-	}
-	fs.StringVar(&cfg.Arrival, "arrival", cfg.Arrival, "")
-	fs.DurationVar(&cfg.Duration, "duration", 0, "")
-	fs.IntVar(&cfg.Warmup, "warmup", 0, "")
-	fs.IntVar(&cfg.Rounds, "rounds", 0, "")
-	fs.StringVar(&promptBytes, "prompt-bytes", "", "")
-	fs.StringArrayVar(&slos, "slo", nil, "")
-	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "")
-	fs.StringVar(&cfg.Trace, "trace", "", "")
-	fs.Float64Var(&cfg.TraceSpeed, "trace-speed", cfg.TraceSpeed, "")
-	fs.IntVar(&cfg.TraceLimit, "trace-limit", 0, "")
-	fs.BoolVar(&cfg.TraceSkipBad, "trace-skip-bad", false, "")
-	fs.IntVar(&cfg.CacheBlock, "cache-block", cfg.CacheBlock, "")
-	if lists != nil {
-		fs.Float64Var(&lists.kneeMs, "knee-threshold", sweep.DefaultKneeThresholdMs, "")
-	}
-	fs.StringVar(&cfg.JSONPath, "json", "", "")
-	fs.StringVar(&cfg.HTMLPath, "html", "", "")
-	fs.StringVar(&cfg.CSVPath, "csv", "", "")
-	fs.StringVar(&cfg.Control, "control", "", "")
-	fs.StringVar(&cfg.ControlToken, "control-token", "", "")
-	fs.StringSliceVar(&cfg.Servers, "server", nil, "")
-	fs.StringVar(&cfg.Instance, "instance-id", "", "")
-	fs.StringVar(&cfg.Corpus, "corpus", "", "")
-	fs.IntSliceVar(&cfg.GatewayPIDs, "gateway-pid", nil, "")
-	fs.StringVar(&cfg.CPUs, "cpus", "", "")
-	fs.BoolVarP(&help, "help", "h", false, "")
-	fs.BoolVar(&version, "version", false, "")
+	var v runFlagVars
+	fs := runFlags(&cfg, lists, &v)
 	for _, f := range extra {
 		f(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		return commandLine{cfg: cfg}, err
 	}
-	cfg.SLOs = slos
+	cfg.SLOs = v.slos
 	cfg.Server = strings.Join(cfg.Servers, ",")
 	if err := applyCorpus(&cfg, fs.Changed); err != nil {
 		return commandLine{cfg: cfg}, err
 	}
 	switch {
 	case lists != nil:
-		lists.promptBytes, lists.changed = promptBytes, fs.Changed
-	case promptBytes != "":
-		if err := cfg.setPromptBytes(promptBytes); err != nil {
+		lists.promptBytes, lists.changed = v.promptBytes, fs.Changed
+	case v.promptBytes != "":
+		if err := cfg.setPromptBytes(v.promptBytes); err != nil {
 			return commandLine{cfg: cfg}, err
 		}
 	}
@@ -527,9 +446,9 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 		cfg.Concurrency = 0 // open loop: no cap unless -c gives one
 	}
 	switch {
-	case help:
+	case v.help:
 		return commandLine{cfg: cfg}, errHelp
-	case version:
+	case v.version:
 		return commandLine{cfg: cfg}, errVersion
 	case fs.NArg() > 0:
 		return commandLine{cfg: cfg}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -537,114 +456,113 @@ func parseFlags(args []string, lists *listFlags, extra ...func(*pflag.FlagSet)) 
 	return commandLine{cfg: cfg}, checkCrossHost(&cfg, fs)
 }
 
-// usage is the help text; a test pins it and checks that it names every flag.
-const usage = `usage: sse-latency [options]
+// runFlagVars are the run's flags that parseFlags reads after parsing,
+// not straight into a Config.
+type runFlagVars struct {
+	help, version bool
+	promptBytes   string
+	slos          []string
+}
 
-Measures how much latency an HTTP gateway adds to streamed (SSE) LLM
+// runFlags is the flag set of a run (and of a sweep, with lists, and of a
+// probe, which adds its own): it fills cfg, lists and v. Its usage strings
+// are the help (see writeFlags): a placeholder "<...>" first for a flag
+// that takes a value, then the description, its lines after the first
+// indented under it.
+func runFlags(cfg *Config, lists *listFlags, v *runFlagVars) *pflag.FlagSet {
+	fs := newSubFlags("sse-latency")
+	fs.StringVarP(&cfg.Listen, "listen", "L", cfg.Listen, "<[ip:]port> listen address of the dummy OpenAI-like server (def :8090)")
+	fs.StringVarP(&cfg.Target, "target", "t", cfg.Target, "<[ip:]port> gateway address; empty = server only")
+	fs.IntVarP(&cfg.Requests, "requests", "r", cfg.Requests, "<n> number of requests (def 1)")
+	if lists == nil {
+		fs.IntVarP(&cfg.Concurrency, "concurrency", "c", cfg.Concurrency, "<n> concurrency (def 1)")
+	} else {
+		fs.StringVarP(&lists.concurrency, "concurrency", "c", "", sweepConcurrencyUsage)
+	}
+	fs.VarP(tokensValue{cfg}, "tokens", "n", "<n|dist> tokens per response (def 1000), or a distribution each request draws from:\nfixed:200, uniform:50-500, normal:300,50, lognormal:300,0.5 (median, sigma), file:PATH")
+	fs.Float64VarP(&cfg.ThinkMs, "think", "T", cfg.ThinkMs, "<ms> think delay before first token (def 0)")
+	fs.Float64VarP(&cfg.DelayMs, "delay", "d", cfg.DelayMs, "<ms> inter-token delay (def 5, float ok)")
+	fs.IntVarP(&cfg.TimeoutMs, "timeout", "w", cfg.TimeoutMs, "<ms> per-request timeout (def 300000)")
+	fs.BoolVarP(&cfg.NoLoopback, "no-loopback", "l", false, "disable the loopback calibration batch")
+	fs.BoolVarP(&cfg.Quiet, "quiet", "q", false, "quiet, no per-request lines")
+	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "verbose")
+	fs.BoolVar(&cfg.Compat, "compat", false, "output byte for byte as the reference tool (no verdict block)")
+	fs.BoolVar(&cfg.Compressed, "compressed", false, "send Accept-Encoding: gzip (gzip responses are always decoded)")
+	fs.StringVar(&cfg.Engine, "engine", cfg.Engine, "<name> I/O engine: auto, epoll, uring, goroutine (def auto: epoll on Linux for plain http, else goroutine)")
+	fs.StringVar(&cfg.API, "api", cfg.API, "<name> API dialect: chat, completions, responses, anthropic (def chat)")
+	fs.StringVar(&cfg.Model, "model", cfg.Model, "<name> model the requests ask for (def sse-latency-1)")
+	fs.StringVar(&cfg.Path, "path", cfg.Path, "<path> request path through the gateway (def: the dialect's, e.g. /v1/messages)")
+	fs.BoolVar(&cfg.IncludeUsage, "include-usage", false, "ask chat/completions streams for usage and fail requests without it")
+	fs.IntVar(&cfg.Reasoning, "reasoning", 0, "<n> stream n reasoning tokens first, spread over -T (at -d when -T is 0) (def 0)")
+	fs.IntVar(&cfg.ToolCall, "tool-call", 0, "<n> then one tool call of n argument tokens, at -d, before the text (def 0)")
+	fs.StringVar(&cfg.ReasoningField, "reasoning-field", cfg.ReasoningField, "<f> reasoning_content (chat delta.reasoning_content, responses summary) or\nreasoning (chat delta.reasoning, responses reasoning_text) (def reasoning_content)")
+	fs.Float64Var(&cfg.HeartbeatMs, "heartbeat", 0, "<ms> the server writes a heartbeat (\": ping\", anthropic: event: ping) after each <ms> of silence (def 0: none)")
+	fs.IntVar(&cfg.IdleMs, "idle-timeout", 0, "<ms> end a request whose stream stays silent this long (def 0: off; -w still applies)")
+	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "reuse one connection per concurrency slot (drained to its end after [DONE])")
+	fs.BoolVar(&cfg.ServerClose, "server-close", false, "the server closes every connection after its response, as the reference")
+	fs.IntVar(&cfg.MaxStreams, "max-streams", 0, "<n> the server answers 429 beyond n concurrent streams (def 10000; -1: no limit)")
+	fs.Var(faultsValue{&cfg.Faults}, "fault", "<spec> the server injects upstream faults into every answer, e.g. \"cut_after=5\" or\n\"stall_after=10; stall_ms=2000\" (repeatable; keys in README.md, \"Fault hints\")")
+	fs.StringVar(&cfg.Corpus, "corpus", "", "<name> a preset stream: responses (the field reports' relay corpus: --api responses, 1024\ntext deltas, 256 reasoning, a function call of 4 argument deltas, 16 KiB upstream writes)")
+	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "<line> extra request header \"Name: value\" (repeatable)")
+	fs.StringVar(&cfg.APIKey, "api-key", "", "<key> send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed")
+	fs.StringVar(&cfg.HostHeader, "host-header", "", "<host> Host header to send")
+	fs.StringVar(&cfg.Gateway, "gateway", "", "<name> the gateway under test, for its own advice: haproxy, nginx, caddy, apache, lighttpd, varnish,\nsquid, h2o, trafficserver, envoy, traefik, kong, node, go, litellm, portkey, cloudflare\n(def: named from its response headers and the local process listening at -t)")
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "https targets: do not verify the certificate")
+	fs.StringVar(&cfg.CACert, "cacert", "", "<file> https targets: trust the CAs of this PEM file")
+	fs.BoolVar(&cfg.HTTP2, "http2", false, "https targets: offer HTTP/2 (ALPN)")
+	fs.BoolVar(&cfg.H2C, "h2c", false, "http targets: speak HTTP/2 with prior knowledge")
+	fs.BoolVar(&cfg.WebSocket, "websocket", false, "with --api responses: the Responses API's WebSocket mode (one response.create\nper request, each event a message; -k keeps the socket for the next)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "<file> the server listens with TLS, with this certificate (PEM) ...")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "<file> ... and this key")
+	fs.BoolVar(&cfg.TLSSelfSigned, "tls-self-signed", false, "the server listens with TLS, with an in-memory certificate (fingerprint on stderr)")
+	if lists == nil {
+		fs.Float64Var(&cfg.Rate, "rate", 0, "<r/s> open loop: start requests at this rate (-c caps those in flight)")
+	} else {
+		fs.StringVar(&lists.rate, "rate", "", sweepRateUsage)
+	}
+	fs.StringVar(&cfg.Arrival, "arrival", cfg.Arrival, "<kind> constant or poisson arrivals with --rate (def constant)")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "<d> start requests for this long (e.g. 30s) instead of counting -r")
+	fs.IntVar(&cfg.Warmup, "warmup", 0, "<n> the first n requests are reported but left out of the statistics")
+	fs.IntVar(&cfg.Rounds, "rounds", 0, "<n> alternate n loopback and n gateway rounds (L G G L ...); the overhead is\nthe difference of the rounds' medians (def 0: one calibration, as the reference)")
+	promptBytesUsage := "<size> pad the prompt to this size: bytes, or k/m (64k, 1m; def: the short prompt),\nor a distribution of sizes as for -n (uniform:1k-64k)"
+	if lists != nil {
+		promptBytesUsage = sweepPromptBytesUsage
+	}
+	fs.StringVar(&v.promptBytes, "prompt-bytes", "", promptBytesUsage)
+	if lists != nil {
+		fs.Float64Var(&lists.kneeMs, "knee-threshold", sweep.DefaultKneeThresholdMs, sweepKneeUsage)
+	}
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "<n> seed of the distributions' draws and the Poisson arrivals (def 1)")
+	fs.StringVar(&cfg.Trace, "trace", "", "<file> replay a trace, Mooncake JSONL or BurstGPT CSV: each request's arrival, prompt\n(its prefix blocks shared) and output length; -c caps the requests in flight")
+	fs.Float64Var(&cfg.TraceSpeed, "trace-speed", cfg.TraceSpeed, "<x> replay the trace x times as fast (def 1)")
+	fs.IntVar(&cfg.TraceLimit, "trace-limit", 0, "<n> replay at most the trace's first n requests (def 0: all; --duration bounds it too)")
+	fs.BoolVar(&cfg.TraceSkipBad, "trace-skip-bad", false, "skip the trace's bad lines (counted in the report) instead of stopping")
+	fs.IntVar(&cfg.CacheBlock, "cache-block", cfg.CacheBlock, "<tokens> block of the server's simulated prefix cache, and of a trace's hash_ids (def 512;\n0: no cache, the usage's cache fields are null)")
+	fs.StringArrayVar(&v.slos, "slo", nil, "<objective> check after the run, e.g. 'gateway emit->recv p99 < 1ms' or 'added TTFT p50 < 2ms'\n(repeatable); exit 3 when one is not met")
+	fs.IntSliceVar(&cfg.GatewayPIDs, "gateway-pid", nil, "<pid> account this gateway process's CPU, writes and memory per batch, children included\n(repeatable; def: the process listening on -t's address, when it is on this host)")
+	fs.StringVar(&cfg.CPUs, "cpus", "", "<list> pin the tool's threads and GOMAXPROCS to these CPUs (e.g. 0 or 0,2-3); the cost block\nprints the taskset line that pins the gateway to the others")
+	fs.StringVar(&cfg.JSONPath, "json", "", "<file> write the run as a JSON document (\"-\": stdout; the text report then goes to stderr)")
+	fs.StringVar(&cfg.HTMLPath, "html", "", "<file> write a self-contained HTML report with plots")
+	fs.StringVar(&cfg.CSVPath, "csv", "", "<file> stream one row per token (batch, request, token, emitted, arrived, delay, read)")
+	fs.StringVar(&cfg.Control, "control", "", "<[ip:]port> serve the server's timing records there (clock, emission times, arrivals), for a\nclient on another host; bind it to a private address")
+	fs.StringVar(&cfg.ControlToken, "control-token", "", "<t> the token of those control endpoints (def: a random one, printed at start)")
+	fs.StringVar(&cfg.Instance, "instance-id", "", "<id> with --control: this server's name in every chunk and stream head, for clients\nof several replicas (def: host name and process id)")
+	fs.StringSliceVar(&cfg.Servers, "server", nil, "<URL> the server runs on another host: its control endpoint, http://host:port\n(with --control-token; the server's own clock is read and corrected for);\nrepeatable, one per server replica, or a name resolving to each (at most 64)")
+	fs.BoolVarP(&v.help, "help", "h", false, "help")
+	fs.BoolVar(&v.version, "version", false, "print the version and exit")
+	return fs
+}
+
+// runAbout and runNotes are the measurement's help around its flags (see
+// command); a test pins the help and checks that it names every flag.
+const runAbout = `Measures how much latency an HTTP gateway adds to streamed (SSE) LLM
 responses. One process is both a dummy OpenAI-like server (-L) and a client
 that streams through the gateway under test (-t); every token carries its
 emission time, so its one-way delay through the gateway is exact.
+`
 
-Options:
-  -L, --listen <[ip:]port>   listen address of the dummy OpenAI-like server (def :8090)
-  -t, --target <[ip:]port>   gateway address; empty = server only
-  -r, --requests <n>         number of requests (def 1)
-  -c, --concurrency <n>      concurrency (def 1)
-  -n, --tokens <n|dist>      tokens per response (def 1000), or a distribution each request draws from:
-                             fixed:200, uniform:50-500, normal:300,50, lognormal:300,0.5 (median, sigma), file:PATH
-  -T, --think <ms>           think delay before first token (def 0)
-  -d, --delay <ms>           inter-token delay (def 5, float ok)
-  -w, --timeout <ms>         per-request timeout (def 300000)
-  -l, --no-loopback          disable the loopback calibration batch
-  -q, --quiet                quiet, no per-request lines
-  -v, --verbose              verbose
-      --compat               output byte for byte as the reference tool (no verdict block)
-      --compressed           send Accept-Encoding: gzip (gzip responses are always decoded)
-      --engine <name>        I/O engine: auto, epoll, uring, goroutine (def auto: epoll on Linux for plain http, else goroutine)
-      --api <name>           API dialect: chat, completions, responses, anthropic (def chat)
-      --model <name>         model the requests ask for (def sse-latency-1)
-      --path <path>          request path through the gateway (def: the dialect's, e.g. /v1/messages)
-      --include-usage        ask chat/completions streams for usage and fail requests without it
-      --reasoning <n>        stream n reasoning tokens first, spread over -T (at -d when -T is 0) (def 0)
-      --tool-call <n>        then one tool call of n argument tokens, at -d, before the text (def 0)
-      --reasoning-field <f>  reasoning_content (chat delta.reasoning_content, responses summary) or
-                             reasoning (chat delta.reasoning, responses reasoning_text) (def reasoning_content)
-      --heartbeat <ms>       the server writes a heartbeat (": ping", anthropic: event: ping) after each <ms> of silence (def 0: none)
-      --idle-timeout <ms>    end a request whose stream stays silent this long (def 0: off; -w still applies)
-  -k, --keepalive            reuse one connection per concurrency slot (drained to its end after [DONE])
-      --server-close         the server closes every connection after its response, as the reference
-      --max-streams <n>      the server answers 429 beyond n concurrent streams (def 10000; -1: no limit)
-      --fault <spec>         the server injects upstream faults into every answer, e.g. "cut_after=5" or
-                             "stall_after=10; stall_ms=2000" (repeatable; keys in README.md, "Fault hints")
-      --corpus <name>        a preset stream: responses (the field reports' relay corpus: --api responses, 1024
-                             text deltas, 256 reasoning, a function call of 4 argument deltas, 16 KiB upstream writes)
-  -H, --header <line>        extra request header "Name: value" (repeatable)
-      --api-key <key>        send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed
-      --host-header <host>   Host header to send
-      --gateway <name>       the gateway under test, for its own advice: haproxy, nginx, caddy, apache, lighttpd, varnish,
-                             squid, h2o, trafficserver, envoy, traefik, kong, node, go, litellm, portkey, cloudflare
-                             (def: named from its response headers and the local process listening at -t)
-      --insecure             https targets: do not verify the certificate
-      --cacert <file>        https targets: trust the CAs of this PEM file
-      --http2                https targets: offer HTTP/2 (ALPN)
-      --h2c                  http targets: speak HTTP/2 with prior knowledge
-      --websocket            with --api responses: the Responses API's WebSocket mode (one response.create
-                             per request, each event a message; -k keeps the socket for the next)
-      --tls-cert <file>      the server listens with TLS, with this certificate (PEM) ...
-      --tls-key <file>       ... and this key
-      --tls-self-signed      the server listens with TLS, with an in-memory certificate (fingerprint on stderr)
-      --rate <r/s>           open loop: start requests at this rate (-c caps those in flight)
-      --arrival <kind>       constant or poisson arrivals with --rate (def constant)
-      --duration <d>         start requests for this long (e.g. 30s) instead of counting -r
-      --warmup <n>           the first n requests are reported but left out of the statistics
-      --rounds <n>           alternate n loopback and n gateway rounds (L G G L ...); the overhead is
-                             the difference of the rounds' medians (def 0: one calibration, as the reference)
-      --prompt-bytes <size>  pad the prompt to this size: bytes, or k/m (64k, 1m; def: the short prompt),
-                             or a distribution of sizes as for -n (uniform:1k-64k)
-      --seed <n>             seed of the distributions' draws and the Poisson arrivals (def 1)
-      --trace <file>         replay a trace, Mooncake JSONL or BurstGPT CSV: each request's arrival, prompt
-                             (its prefix blocks shared) and output length; -c caps the requests in flight
-      --trace-speed <x>      replay the trace x times as fast (def 1)
-      --trace-limit <n>      replay at most the trace's first n requests (def 0: all; --duration bounds it too)
-      --trace-skip-bad       skip the trace's bad lines (counted in the report) instead of stopping
-      --cache-block <tokens> block of the server's simulated prefix cache, and of a trace's hash_ids (def 512;
-                             0: no cache, the usage's cache fields are null)
-      --slo <objective>      check after the run, e.g. 'gateway emit->recv p99 < 1ms' or 'added TTFT p50 < 2ms'
-                             (repeatable); exit 3 when one is not met
-      --gateway-pid <pid>    account this gateway process's CPU, writes and memory per batch, children included
-                             (repeatable; def: the process listening on -t's address, when it is on this host)
-      --cpus <list>          pin the tool's threads and GOMAXPROCS to these CPUs (e.g. 0 or 0,2-3); the cost block
-                             prints the taskset line that pins the gateway to the others
-      --json <file>          write the run as a JSON document ("-": stdout; the text report then goes to stderr)
-      --html <file>          write a self-contained HTML report with plots
-      --csv <file>           stream one row per token (batch, request, token, emitted, arrived, delay, read)
-      --control <[ip:]port>  serve the server's timing records there (clock, emission times, arrivals), for a
-                             client on another host; bind it to a private address
-      --control-token <t>    the token of those control endpoints (def: a random one, printed at start)
-      --instance-id <id>     with --control: this server's name in every chunk and stream head, for clients
-                             of several replicas (def: host name and process id)
-      --server <URL>         the server runs on another host: its control endpoint, http://host:port
-                             (with --control-token; the server's own clock is read and corrected for);
-                             repeatable, one per server replica, or a name resolving to each (at most 64)
-  -h, --help                 help
-      --version              print the version and exit
-
+const runNotes = `
 Addresses: port, :port, *:port, ip:port, host:port, [v6]:port; -t also takes
 a URL, http(s)://host[:port][/prefix] (the prefix goes before the API path).
 Example: sse-latency -L :8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 1000
-
-Sweep (each step a measurement with its own loopback; see sse-latency sweep -h):
-  sse-latency sweep -t GW --concurrency 1,10,50 [options]    or --rate 10,50,100 or --prompt-bytes 1k,64k,1m
-
-A conformance report card of a gateway (sse-latency check -h for its options):
-  sse-latency check -t 127.0.0.1:8080 -L 127.0.0.1:8090 [--api chat] [--only|--skip names] [--long]
-
-Subcommands on saved runs (--json files):
-  sse-latency report RUN.json [--text] [--html OUT]          re-render a run and its warnings
-  sse-latency merge [--force] A.json B.json ... > ALL.json   combine parallel runs through one gateway
-  sse-latency compare BEFORE.json AFTER.json [--fail-if C]   the difference, metric by metric; exit 3 when
-                                                             a --fail-if growth exceeds its threshold and the noise
-
-Continuous measurement:
-  sse-latency probe -t GW [--every 30s] [--metrics :9464]    a round every --every, as Prometheus metrics (probe -h)
 `

@@ -16,6 +16,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/clocksync"
 	"github.com/sse-latency/sse-latency/internal/control"
+	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/stats"
 )
 
@@ -179,7 +180,7 @@ func (r *run) connectRemote() error {
 	if err != nil {
 		return err
 	}
-	r.remote, r.runID = &remote{replicas: replicas, fetchErrors: make(map[*control.Replica]string)}, newRunID()
+	r.remote, r.runID = &remote{replicas: replicas, fetchErrors: make(map[*control.Replica]string)}, emission.NewRunID()
 	ctx, r.stopServer = context.WithCancel(context.Background())
 	r.serverDone = make(chan error, 1)
 	var wg sync.WaitGroup

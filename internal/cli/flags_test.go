@@ -1226,19 +1226,14 @@ func TestFlagTableCoversEveryFlag(t *testing.T) {
 	}
 }
 
-// commandFlagSets are the flag sets of the commands, as they parse.
+// commandFlagSets are the flag sets of the commands that measure, from
+// the command table, as they parse.
 func commandFlagSets() map[string]*pflag.FlagSet {
-	capture := func(lists *listFlags, extra ...func(*pflag.FlagSet)) *pflag.FlagSet {
-		var got *pflag.FlagSet
-		parseFlags(nil, lists, append(extra, func(fs *pflag.FlagSet) { got = fs })...)
-		return got
-	}
-	every, metrics := time.Duration(0), ""
-	cfg := DefaultConfig()
+	sets := FlagSets()
 	return map[string]*pflag.FlagSet{
-		cmdRun:   capture(nil),
-		cmdSweep: capture(&listFlags{}),
-		cmdProbe: capture(nil, probeFlags(&every, &metrics)),
-		cmdCheck: checkFlags(&cfg, &checkOptions{}),
+		cmdRun:   sets[""],
+		cmdSweep: sets["sweep"],
+		cmdProbe: sets["probe"],
+		cmdCheck: sets["check"],
 	}
 }

@@ -19,12 +19,6 @@ import (
 	"github.com/sse-latency/sse-latency/internal/summary"
 )
 
-// runCommands are the subcommands that measure, like the main command:
-// ctx stops them.
-var runCommands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) int{
-	"probe": probeCmd,
-}
-
 // Defaults of a probe.
 const (
 	DefaultProbeEvery   = 30 * time.Second
@@ -50,20 +44,18 @@ func probeDefaultsFor(args []string) []string {
 	return slices.Clone(probeDefaults)
 }
 
-const probeUsage = `usage: sse-latency probe -t GATEWAY [--every 30s] [--metrics ADDR] [-r 5 -c 5 -n 100] [flags of sse-latency]
-
-Measures the gateway in rounds, one every --every, until it is stopped, and
+// probeAbout and probeNotes are the probe's help around its own flags
+// (see command).
+const probeAbout = `Measures the gateway in rounds, one every --every, until it is stopped, and
 serves what it measured as Prometheus metrics. Each round is a measurement
 of its own: the calibration straight to the server, then -r requests (-c at
 once, -n tokens each) through the gateway; a line per round on stderr. The
 dummy server runs here (-L), or on another host (--server, --control-token).
 Ctrl-C or SIGTERM ends the probe after the round in flight (exit 0); a second
 signal at once.
+`
 
-  --every <d>        time between the starts of two rounds (def 30s)
-  --metrics <addr>   listen address of the metrics endpoint: GET /metrics, GET /healthz (def :9464)
-
-The flags of sse-latency set up the measurement (see sse-latency -h); the
+const probeNotes = `The flags of sse-latency set up the measurement (see sse-latency -h); the
 probe's defaults are -r 5 -c 5 -n 100. --json, --html, --csv, --compat,
 --duration, --rounds and --slo do not apply to a probe.
 `
@@ -102,8 +94,8 @@ func parseProbe(args []string) (cl commandLine, every time.Duration, metricsAddr
 // probeFlags adds the probe's own flags to the run's.
 func probeFlags(every *time.Duration, metricsAddr *string) func(*pflag.FlagSet) {
 	return func(fs *pflag.FlagSet) {
-		fs.DurationVar(every, "every", *every, "")
-		fs.StringVar(metricsAddr, "metrics", *metricsAddr, "")
+		fs.DurationVar(every, "every", *every, "<d> time between the starts of two rounds (def 30s)")
+		fs.StringVar(metricsAddr, "metrics", *metricsAddr, "<addr> listen address of the metrics endpoint: GET /metrics, GET /healthz (def :9464)")
 	}
 }
 

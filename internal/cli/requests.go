@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"crypto/rand"
 	"crypto/tls"
 	"net"
 	"slices"
@@ -130,17 +129,6 @@ func (r *run) extraHeaders() []string {
 		out = append(out, "Accept-Encoding: gzip")
 	}
 	return append(out, r.cfg.Headers...)
-}
-
-// runIDLen is the length of a run id: 30 random bits, enough for the runs
-// that share a gateway or a server not to mix their requests up.
-const runIDLen = 6
-
-// newRunID returns a short random id (lowercase letters and digits) that
-// prefixes this run's request ids, so that two runs sharing a gateway (or a
-// server) cannot mix them up.
-func newRunID() string {
-	return strings.ToLower(rand.Text()[:runIDLen])
 }
 
 // boundAddr is the address the server really bound, in the -L syntax: the

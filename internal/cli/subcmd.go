@@ -13,24 +13,15 @@ import (
 	"github.com/sse-latency/sse-latency/internal/slo"
 )
 
-// subcommands work on documents saved with --json.
-var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"report":  reportCmd,
-	"merge":   mergeCmd,
-	"compare": compareCmd,
-}
-
-const reportUsage = `usage: sse-latency report RUN.json [--text] [--html OUT]
-
-Re-renders a run (or a sweep) saved with --json: the text report (the
+// reportAbout, mergeAbout, compareAbout and compareNotes are the helps of
+// the subcommands on saved documents, around their flags (see command).
+const reportAbout = `Re-renders a run (or a sweep) saved with --json: the text report (the
 default, or with --text) and/or the HTML report; then, on stderr, the
 warnings the run printed (its own overload, an interruption, a forced
 merge, an objective not met).
 `
 
-const mergeUsage = `usage: sse-latency merge [--force] A.json B.json ... > ALL.json
-
-Combines runs taken in parallel against one gateway (for example one per pod
+const mergeAbout = `Combines runs taken in parallel against one gateway (for example one per pod
 of a Kubernetes Indexed Job): histograms are merged exactly, counts and the
 load (-r, -c, --rate, --warmup) summed. Each run may have its own listen
 address and --path prefix. Runs against another gateway (-t, --host-header)
@@ -38,11 +29,10 @@ or of another measurement (-n, -d, --api, ...) are refused with the field
 named; --force merges them anyway and the merged run says so.
 `
 
-const compareUsage = `usage: sse-latency compare BEFORE.json AFTER.json [--fail-if CONDITION ...]
+const compareAbout = `Prints, metric by metric, how AFTER differs from BEFORE.
+`
 
-Prints, metric by metric, how AFTER differs from BEFORE.
-
---fail-if '[gateway|loopback|added] <metric> <stat> +<n>%' (or +<n>ms; repeatable),
+const compareNotes = `--fail-if '[gateway|loopback|added] <metric> <stat> +<n>%' (or +<n>ms; repeatable),
 e.g. --fail-if 'emit->recv p99 +20%', exits 3 when the figure grew by more
 than the threshold AND beyond the noise of the runs' rounds: every round
 of AFTER worse than every round of BEFORE (runs made with --rounds). The
@@ -51,6 +41,28 @@ rounds has no measure of its noise, and only the threshold decides.
 Stats: mean, p50, p95, p99. A condition a document cannot answer (no such
 batch, no samples) exits 1.
 `
+
+// reportFlags is report's flag set.
+func reportFlags(text *bool, html *string) *pflag.FlagSet {
+	fs := newSubFlags("report")
+	fs.BoolVar(text, "text", false, "print the text report (the default without --html)")
+	fs.StringVar(html, "html", "", "<file> write the self-contained HTML report")
+	return fs
+}
+
+// mergeFlags is merge's flag set.
+func mergeFlags(force *bool) *pflag.FlagSet {
+	fs := newSubFlags("merge")
+	fs.BoolVar(force, "force", false, "merge runs of other gateways or measurements anyway (the merged run says so)")
+	return fs
+}
+
+// compareFlags is compare's flag set.
+func compareFlags(failIf *[]string) *pflag.FlagSet {
+	fs := newSubFlags("compare")
+	fs.StringArrayVar(failIf, "fail-if", nil, "<condition> exit 3 when AFTER regressed by more than this, e.g. 'emit->recv p99 +20%' (repeatable)")
+	return fs
+}
 
 // subUsage prints err (if any) and the usage, and returns the exit status.
 func subUsage(stderr io.Writer, usage string, err error) int {
@@ -66,20 +78,8 @@ func newSubFlags(name string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	fs.SortFlags = false // the help lists the flags in their order
 	return fs
-}
-
-// writeFile creates path and fills it with write, reporting the first error.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // readDocument opens and decodes one saved run, naming the file in errors.
@@ -97,14 +97,22 @@ func readDocument(path string) (*rundoc.Document, error) {
 }
 
 func reportCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newSubFlags("report")
-	text := fs.Bool("text", false, "")
-	html := fs.String("html", "", "")
+	text, html := new(bool), new(string)
+	fs := reportFlags(text, html)
 	if err := fs.Parse(args); err != nil {
 		return subUsage(stderr, reportUsage, err)
 	}
 	if fs.NArg() != 1 {
 		return subUsage(stderr, reportUsage, fmt.Errorf("report takes one RUN.json, got %d arguments", fs.NArg()))
+	}
+	var htmlOut *outFile
+	if *html != "" {
+		var err error
+		if htmlOut, err = createOutFile("--html", *html); err != nil {
+			fmt.Fprintf(stderr, "sse-latency: %v\n", err)
+			return ExitFailure
+		}
+		defer htmlOut.abandon()
 	}
 	d, err := readDocument(fs.Arg(0))
 	if err != nil {
@@ -123,9 +131,9 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	// What the run warned of, as it did: after the report, on stderr.
 	report.WriteWarnings(stderr, d)
-	if *html != "" {
-		if err := writeFile(*html, func(w io.Writer) error { return report.WriteHTML(w, d) }); err != nil {
-			fmt.Fprintf(stderr, "sse-latency: --html: %v\n", err)
+	if htmlOut != nil {
+		if err := htmlOut.commit(func(w io.Writer) error { return report.WriteHTML(w, d) }); err != nil {
+			fmt.Fprintf(stderr, "sse-latency: %v\n", err)
 			return ExitFailure
 		}
 	}
@@ -133,8 +141,8 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func mergeCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newSubFlags("merge")
-	force := fs.Bool("force", false, "")
+	force := new(bool)
+	fs := mergeFlags(force)
 	if err := fs.Parse(args); err != nil {
 		return subUsage(stderr, mergeUsage, err)
 	}
@@ -168,8 +176,8 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func compareCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newSubFlags("compare")
-	failIf := fs.StringArray("fail-if", nil, "")
+	failIf := new([]string)
+	fs := compareFlags(failIf)
 	if err := fs.Parse(args); err != nil {
 		return subUsage(stderr, compareUsage, err)
 	}

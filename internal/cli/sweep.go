@@ -18,14 +18,11 @@ import (
 	"github.com/sse-latency/sse-latency/internal/sweep"
 )
 
-const sweepUsage = `usage: sse-latency sweep -t GATEWAY (--concurrency LIST | --rate LIST | --prompt-bytes LIST) [options]
-
-Walks one axis of load, a measurement per value, to find where the
-gateway's overhead starts to climb:
-
-  -c, --concurrency 1,10,50,100,200   requests in flight (-r is raised to at least each value)
-      --rate 10,50,100                requests started per second (open loop; -c caps those in flight)
-      --prompt-bytes 1k,64k,256k,1m   the prompt padded to each size (k = 1024 bytes, m = 1024 k)
+// sweepAbout and sweepNotes are the sweep's help around its own flags
+// (see command).
+const sweepAbout = `Walks one axis of load, a measurement per value, to find where the
+gateway's overhead starts to climb: -c, --rate or --prompt-bytes takes
+the list of values.
 
 Each step runs its own loopback round and gateway round (--rounds n: n of
 each, alternated L G G L ...), so the overhead at each load is measured
@@ -39,13 +36,21 @@ and the tool's own saturation (its emission lateness p99 above 1 ms, or
 its loopback adding more than the threshold), which makes a step's figures
 the tool's, not the gateway's. A step where more than 1% of the gateway
 requests failed is marked FAILING, with what went wrong.
+`
 
-      --knee-threshold <ms>   the knee's threshold on the added emit->recv p99 (def 1)
-      --json <file>, --html <file>   every step, re-rendered by sse-latency report
+const sweepNotes = `--json and --html hold every step, re-rendered by sse-latency report.
 
 Ctrl-C stops the sweep and prints the steps done (exit 130). Exit 1 when a
 request failed, else 0.
 `
+
+// The usages of the sweep's flags that differ from the run's.
+const (
+	sweepConcurrencyUsage = "<list> requests in flight, a step per value, e.g. 1,10,50,100,200 (-r is raised to at least each value)"
+	sweepRateUsage        = "<list> requests started per second, a step per value, e.g. 10,50,100 (open loop; -c caps those in flight)"
+	sweepPromptBytesUsage = "<list> the prompt padded to each size, a step per value, e.g. 1k,64k,256k,1m (k = 1024 bytes, m = 1024 k)"
+	sweepKneeUsage        = "<ms> the knee's threshold on the added emit->recv p99 (def 1)"
+)
 
 // sweepPlan is a sweep's command line: the run's, with an axis and its
 // values.

@@ -56,6 +56,8 @@ type timerfdWaker struct {
 	setTime func(fd uintptr)
 }
 
+var _ Waker = (*timerfdWaker)(nil)
+
 // NewWaker returns a timerfd-backed Waker on Linux, or a timer-backed one if
 // timerfd is unavailable.
 func NewWaker() Waker {

@@ -19,6 +19,8 @@ type timerWaker struct {
 	once   sync.Once
 }
 
+var _ Waker = (*timerWaker)(nil)
+
 func newTimerWaker() *timerWaker {
 	return &timerWaker{fired: make(chan struct{}, 1), closed: make(chan struct{})}
 }

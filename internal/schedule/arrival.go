@@ -33,6 +33,13 @@ type Arrivals interface {
 	Next() int64
 }
 
+// The arrival processes.
+var (
+	_ Arrivals = (*Constant)(nil)
+	_ Arrivals = (*Poisson)(nil)
+	_ Arrivals = (*Offsets)(nil)
+)
+
 // CheckArrival reports whether kind names an arrival process; "" is
 // ArrivalConstant.
 func CheckArrival(kind string) error {

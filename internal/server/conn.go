@@ -93,6 +93,13 @@ type transport interface {
 	bind(st *stream)
 }
 
+// The transports a stream is written to.
+var (
+	_ transport = (*h1conn)(nil)
+	_ transport = (*h2Stream)(nil)
+	_ transport = (*wsResponse)(nil)
+)
+
 // h1conn is one HTTP/1.x connection. It reads requests one after the other
 // and is the transport of each, and the stream writer of their streams. It
 // has one owner at a time: the goroutine reading its next request, or the

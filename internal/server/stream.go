@@ -49,6 +49,9 @@ type streamWriter interface {
 	String() string
 }
 
+// A faultWriter wraps a transport's streamWriter and is one itself.
+var _ streamWriter = (*faultWriter)(nil)
+
 // stream is one streaming response in progress. While scheduled it belongs
 // to its shard; an event hands it to a goroutine that does what may block
 // — drain a full socket, write a token without a file descriptor, finish,
