@@ -7,7 +7,6 @@ package api
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // requestHintNames are the JSON fields (from the struct tags of the
@@ -27,46 +28,39 @@ func requestHintNames(t *testing.T) (fields, keys map[string]bool) {
 	for _, k := range faultKeys {
 		keys[k] = true
 	}
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pkg := range pkgs {
-		for _, f := range pkg.Files {
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.Field:
-					if n.Tag != nil {
-						tag, _ := strconv.Unquote(n.Tag.Value)
-						name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
-						if strings.HasPrefix(name, "pi_") {
-							fields[name] = true
-						}
+	for _, f := range testutil.ParseSources(t, ".") {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.Field:
+				if n.Tag != nil {
+					tag, _ := strconv.Unquote(n.Tag.Value)
+					name, _, _ := strings.Cut(reflect.StructTag(tag).Get("json"), ",")
+					if strings.HasPrefix(name, "pi_") {
+						fields[name] = true
 					}
-				case *ast.FuncDecl:
-					if n.Name.Name != "set" || n.Recv == nil || len(n.Recv.List) != 1 {
-						return true
-					}
-					if star, ok := n.Recv.List[0].Type.(*ast.StarExpr); !ok || !isIdent(star.X, "Hints") {
-						return true
-					}
-					ast.Inspect(n.Body, func(n ast.Node) bool {
-						if cc, ok := n.(*ast.CaseClause); ok {
-							for _, e := range cc.List {
-								if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-									k, _ := strconv.Unquote(lit.Value)
-									keys[k] = true
-								}
+				}
+			case *ast.FuncDecl:
+				if n.Name.Name != "set" || n.Recv == nil || len(n.Recv.List) != 1 {
+					return true
+				}
+				if star, ok := n.Recv.List[0].Type.(*ast.StarExpr); !ok || !isIdent(star.X, "Hints") {
+					return true
+				}
+				ast.Inspect(n.Body, func(n ast.Node) bool {
+					if cc, ok := n.(*ast.CaseClause); ok {
+						for _, e := range cc.List {
+							if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+								k, _ := strconv.Unquote(lit.Value)
+								keys[k] = true
 							}
 						}
-						return true
-					})
-					return false
-				}
-				return true
-			})
-		}
+					}
+					return true
+				})
+				return false
+			}
+			return true
+		})
 	}
 	return fields, keys
 }

@@ -6,7 +6,6 @@ package cli
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // referenceRow is one row of a flag table of docs/reference.md: the long
@@ -80,42 +81,35 @@ func referenceFlags(t *testing.T) (rows map[string][]referenceRow, inheritsRun m
 // fs.StringVarP(&x, "target", "t", …)).
 func registeredFlags(t *testing.T) map[string][]string {
 	t.Helper()
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	register := regexp.MustCompile(`^(Bool|String|Int|Int64|Uint64|Float64|Duration|StringSlice|StringArray|IntSlice)?(Var)?P?$`)
 	got := map[string][]string{}
-	for _, pkg := range pkgs {
-		for _, f := range pkg.Files {
-			for _, d := range f.Decls {
-				fn, ok := d.(*ast.FuncDecl)
-				if !ok || fn.Body == nil {
-					continue
-				}
-				ast.Inspect(fn.Body, func(n ast.Node) bool {
-					call, ok := n.(*ast.CallExpr)
-					if !ok {
-						return true
-					}
-					sel, ok := call.Fun.(*ast.SelectorExpr)
-					if !ok || sel.Sel.Name == "" || !register.MatchString(sel.Sel.Name) || sel.Sel.Name == "P" {
-						return true
-					}
-					if id, ok := sel.X.(*ast.Ident); !ok || id.Name != "fs" {
-						return true
-					}
-					for _, a := range call.Args {
-						if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-							name, _ := strconv.Unquote(lit.Value)
-							got[fn.Name.Name] = append(got[fn.Name.Name], name)
-							break
-						}
-					}
-					return true
-				})
+	for _, f := range testutil.ParseSources(t, ".") {
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
 			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name == "" || !register.MatchString(sel.Sel.Name) || sel.Sel.Name == "P" {
+					return true
+				}
+				if id, ok := sel.X.(*ast.Ident); !ok || id.Name != "fs" {
+					return true
+				}
+				for _, a := range call.Args {
+					if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						name, _ := strconv.Unquote(lit.Value)
+						got[fn.Name.Name] = append(got[fn.Name.Name], name)
+						break
+					}
+				}
+				return true
+			})
 		}
 	}
 	return got
@@ -205,34 +199,27 @@ func TestReferenceExitStatuses(t *testing.T) {
 		t.Fatal(`docs/reference.md has no "## Exit status" section`)
 	}
 	table, _, _ = strings.Cut(table, "\n## ")
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	found := 0
-	for _, pkg := range pkgs {
-		for _, f := range pkg.Files {
-			for _, d := range f.Decls {
-				gd, ok := d.(*ast.GenDecl)
-				if !ok || gd.Tok != token.CONST {
-					continue
-				}
-				for _, s := range gd.Specs {
-					vs := s.(*ast.ValueSpec)
-					for i, id := range vs.Names {
-						if !strings.HasPrefix(id.Name, "Exit") || i >= len(vs.Values) {
-							continue
-						}
-						lit, ok := vs.Values[i].(*ast.BasicLit)
-						if !ok || lit.Kind != token.INT {
-							continue
-						}
-						found++
-						row := "| `" + lit.Value + "` | `cli." + id.Name + "` |"
-						if !strings.Contains(table, row) {
-							t.Errorf("docs/reference.md, Exit status: no row %q", row)
-						}
+	for _, f := range testutil.ParseSources(t, ".") {
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, s := range gd.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, id := range vs.Names {
+					if !strings.HasPrefix(id.Name, "Exit") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.INT {
+						continue
+					}
+					found++
+					row := "| `" + lit.Value + "` | `cli." + id.Name + "` |"
+					if !strings.Contains(table, row) {
+						t.Errorf("docs/reference.md, Exit status: no row %q", row)
 					}
 				}
 			}
