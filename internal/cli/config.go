@@ -503,14 +503,7 @@ func runFlags(cfg *Config, lists *listFlags, v *runFlagVars) *pflag.FlagSet {
 	fs.IntVar(&cfg.MaxStreams, "max-streams", 0, "<n> the server answers 429 beyond n concurrent streams (def 10000; -1: no limit)")
 	fs.Var(faultsValue{&cfg.Faults}, "fault", "<spec> the server injects upstream faults into every answer, e.g. \"cut_after=5\" or\n\"stall_after=10; stall_ms=2000\" (repeatable; keys in README.md, \"Fault hints\")")
 	fs.StringVar(&cfg.Corpus, "corpus", "", "<name> a preset stream: responses (the field reports' relay corpus: --api responses, 1024\ntext deltas, 256 reasoning, a function call of 4 argument deltas, 16 KiB upstream writes)")
-	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "<line> extra request header \"Name: value\" (repeatable)")
-	fs.StringVar(&cfg.APIKey, "api-key", "", "<key> send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed")
-	fs.StringVar(&cfg.HostHeader, "host-header", "", "<host> Host header to send")
-	fs.StringVar(&cfg.Gateway, "gateway", "", "<name> the gateway under test, for its own advice: haproxy, nginx, caddy, apache, lighttpd, varnish,\nsquid, h2o, trafficserver, envoy, traefik, kong, node, go, litellm, portkey, cloudflare\n(def: named from its response headers and the local process listening at -t)")
-	fs.BoolVar(&cfg.Insecure, "insecure", false, "https targets: do not verify the certificate")
-	fs.StringVar(&cfg.CACert, "cacert", "", "<file> https targets: trust the CAs of this PEM file")
-	fs.BoolVar(&cfg.HTTP2, "http2", false, "https targets: offer HTTP/2 (ALPN)")
-	fs.BoolVar(&cfg.H2C, "h2c", false, "http targets: speak HTTP/2 with prior knowledge")
+	addRequestFlags(fs, cfg, "<name> the gateway under test, for its own advice: haproxy, nginx, caddy, apache, lighttpd, varnish,\nsquid, h2o, trafficserver, envoy, traefik, kong, node, go, litellm, portkey, cloudflare\n(def: named from its response headers and the local process listening at -t)")
 	fs.BoolVar(&cfg.WebSocket, "websocket", false, "with --api responses: the Responses API's WebSocket mode (one response.create\nper request, each event a message; -k keeps the socket for the next)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "<file> the server listens with TLS, with this certificate (PEM) ...")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "<file> ... and this key")
@@ -566,3 +559,18 @@ Addresses: port, :port, *:port, ip:port, host:port, [v6]:port; -t also takes
 a URL, http(s)://host[:port][/prefix] (the prefix goes before the API path).
 Example: sse-latency -L :8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 1000
 `
+
+// addRequestFlags registers the flags that shape a request to the gateway
+// and name it, which a run and check share: -H, --api-key, --host-header,
+// --gateway (gatewayUsage, each command's own words), --insecure,
+// --cacert, --http2 and --h2c, in that order.
+func addRequestFlags(fs *pflag.FlagSet, cfg *Config, gatewayUsage string) {
+	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "<line> extra request header \"Name: value\" (repeatable)")
+	fs.StringVar(&cfg.APIKey, "api-key", "", "<key> send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed")
+	fs.StringVar(&cfg.HostHeader, "host-header", "", "<host> Host header to send")
+	fs.StringVar(&cfg.Gateway, "gateway", "", gatewayUsage)
+	fs.BoolVar(&cfg.Insecure, "insecure", false, "https targets: do not verify the certificate")
+	fs.StringVar(&cfg.CACert, "cacert", "", "<file> https targets: trust the CAs of this PEM file")
+	fs.BoolVar(&cfg.HTTP2, "http2", false, "https targets: offer HTTP/2 (ALPN)")
+	fs.BoolVar(&cfg.H2C, "h2c", false, "http targets: speak HTTP/2 with prior knowledge")
+}
