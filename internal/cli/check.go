@@ -91,6 +91,9 @@ func checkArgs(ctx context.Context, ln net.Listener, args []string, stdout, stde
 	if err == nil {
 		err = cfg.Validate()
 	}
+	if err == nil && cfg.HTTP3 && t.scheme != "https" {
+		err = errors.New("--http3: -t must be an https:// URL (QUIC is always TLS)")
+	}
 	if err == nil && cfg.JSONPath != "" && cfg.JSONPath == cfg.HTMLPath {
 		err = fmt.Errorf("--json and --html name the same file %q", cfg.JSONPath)
 	}
@@ -123,7 +126,7 @@ func runCheck(ctx context.Context, ln net.Listener, cfg Config, t target, only, 
 	}
 	o := client.Options{Dialect: cfg.Dialect(), Addr: gwAddr, Model: cfg.Model, Path: cfg.Path, Host: cfg.HostHeader,
 		Scheme: t.scheme, APIKey: cfg.APIKey, ExtraHeaders: cfg.Headers, Engine: client.Engine(cfg.Engine),
-		HTTP2: cfg.HTTP2 && t.scheme == "https", H2C: cfg.H2C && t.scheme != "https"}
+		HTTP2: cfg.HTTP2 && t.scheme == "https", H2C: cfg.H2C && t.scheme != "https", HTTP3: cfg.HTTP3}
 	if o.Path == "" && t.prefix != "" {
 		o.Path = t.prefix + o.Dialect.Path()
 	}

@@ -302,6 +302,11 @@ func (r *run) startServer() error {
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", cfg.Listen, err)
 	}
+	if cfg.HTTP3 && r.selfTLS != nil {
+		if _, err := srv.ListenHTTP3(); err != nil {
+			return fmt.Errorf("--http3: cannot listen on UDP %s: %w", displayListen(srv.Addr()), err)
+		}
+	}
 	r.srv = srv
 	ctx, cancel := context.WithCancel(context.Background())
 	r.serverDone, r.stopServer = make(chan error, 1), cancel

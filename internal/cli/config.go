@@ -201,8 +201,11 @@ func (c *Config) Validate() error {
 	if c.WebSocket && c.Dialect() != api.Responses {
 		return errors.New("--websocket needs --api responses: the WebSocket mode is the Responses API's")
 	}
-	if c.WebSocket && (c.HTTP2 || c.H2C) {
-		return errors.New("--websocket upgrades an HTTP/1.1 connection: not with --http2 or --h2c")
+	if c.WebSocket && (c.HTTP2 || c.H2C || c.HTTP3) {
+		return errors.New("--websocket upgrades an HTTP/1.1 connection: not with --http2, --h2c or --http3")
+	}
+	if c.HTTP3 && (c.HTTP2 || c.H2C) {
+		return errors.New("--http3 speaks HTTP/3 over QUIC: not with --http2 or --h2c")
 	}
 	if err := c.validateGates(); err != nil {
 		return err
@@ -381,6 +384,9 @@ func (cl *commandLine) check() error {
 			return fmt.Errorf("-t: %v", err)
 		}
 		cl.target = t
+		if cfg.HTTP3 && t.scheme != "https" {
+			return errors.New("--http3: -t must be an https:// URL (QUIC is always TLS)")
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -563,7 +569,7 @@ Example: sse-latency -L :8090 -t 127.0.0.1:8080 -r 20 -c 5 -n 1000
 // addRequestFlags registers the flags that shape a request to the gateway
 // and name it, which a run and check share: -H, --api-key, --host-header,
 // --gateway (gatewayUsage, each command's own words), --insecure,
-// --cacert, --http2 and --h2c, in that order.
+// --cacert, --http2, --h2c and --http3, in that order.
 func addRequestFlags(fs *pflag.FlagSet, cfg *Config, gatewayUsage string) {
 	fs.StringArrayVarP(&cfg.Headers, "header", "H", nil, "<line> extra request header \"Name: value\" (repeatable)")
 	fs.StringVar(&cfg.APIKey, "api-key", "", "<key> send Authorization: Bearer <key> (x-api-key for --api anthropic); never printed")
@@ -573,4 +579,5 @@ func addRequestFlags(fs *pflag.FlagSet, cfg *Config, gatewayUsage string) {
 	fs.StringVar(&cfg.CACert, "cacert", "", "<file> https targets: trust the CAs of this PEM file")
 	fs.BoolVar(&cfg.HTTP2, "http2", false, "https targets: offer HTTP/2 (ALPN)")
 	fs.BoolVar(&cfg.H2C, "h2c", false, "http targets: speak HTTP/2 with prior knowledge")
+	fs.BoolVar(&cfg.HTTP3, "http3", false, "https targets: speak HTTP/3 over QUIC (UDP); a TLS -L serves it too")
 }

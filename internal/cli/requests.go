@@ -30,6 +30,7 @@ func (r *run) gatewayRequest() *client.Request {
 	}
 	o.Scheme, o.TLS = t.scheme, r.gwTLS
 	o.HTTP2, o.H2C = r.cfg.HTTP2 && t.scheme == "https", r.cfg.H2C && t.scheme != "https"
+	o.HTTP3 = r.cfg.HTTP3
 	r.remoteOptions(&o)
 	o.WebSocket = r.cfg.WebSocket
 	o.Received = r.received
@@ -59,7 +60,8 @@ func (r *run) calibrationRequest(tokens int) *client.Request {
 // server, with at most phaseCap reasoning and tool-call tokens: on the
 // dialect's own path (--path is the gateway's), with TLS when it listens
 // with TLS (trusting its own certificate), in the protocol closest to the
-// gateway batch's (over WebSocket with --websocket).
+// gateway batch's (over WebSocket with --websocket; HTTP/3 with --http3
+// when it listens with TLS, HTTP/1.1 in clear text otherwise).
 func (r *run) loopbackRequest(tokens, phaseCap int) *client.Request {
 	o := r.baseOptions(r.selfAddr, tokens, tokens)
 	o.Reasoning, o.ToolCall = min(o.Reasoning, phaseCap), min(o.ToolCall, phaseCap)
@@ -67,6 +69,7 @@ func (r *run) loopbackRequest(tokens, phaseCap int) *client.Request {
 		o.Scheme = "https"
 		o.TLS = &tls.Config{InsecureSkipVerify: true} // our own certificate, generated or given
 		o.HTTP2 = r.cfg.HTTP2 || r.cfg.H2C
+		o.HTTP3 = r.cfg.HTTP3 // the server serves HTTP/3 too (startServer)
 	} else {
 		o.H2C = r.cfg.H2C || r.cfg.HTTP2
 	}

@@ -9,7 +9,9 @@
 // taken at once, and every token completed by that Read shares it. HTTP/2
 // (h2 over TLS by ALPN, h2c with prior knowledge) goes through
 // golang.org/x/net/http2, one connection per Session; there the timestamp is
-// taken where the response body's Read returns.
+// taken where the response body's Read returns. HTTP/3 (Options.HTTP3)
+// goes through quic-go's http3 client, one QUIC connection per Session, the
+// timestamp taken where the request stream's Read returns (h3.go).
 //
 // A Session is one concurrency slot: with Options.KeepAlive its requests
 // share one connection, which it keeps only when a response ended cleanly at
@@ -116,6 +118,10 @@ type Options struct {
 	// H2C speaks HTTP/2 with prior knowledge on plain TCP (rec.Proto
 	// "h2c"). Ignored over TLS.
 	H2C bool
+	// HTTP3 speaks HTTP/3 over QUIC (UDP) to Addr, TLS as for https
+	// (NextProtos "h3"), one QUIC connection per Session, each request a
+	// stream on it (rec.Proto "h3"); not with HTTP2, H2C or WebSocket.
+	HTTP3 bool
 	// KeepAlive keeps a Session's connection for its next request: the
 	// request omits "Connection: close", and after the terminal event the
 	// response is drained to its framing end (see Session.Do).

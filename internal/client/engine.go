@@ -20,8 +20,8 @@ import (
 // io_uring: a multishot receive per socket into the loop's provided
 // buffers, the arrival time taken when the loop takes the completion. All
 // feed the same response parser, so that they record the same tokens,
-// failures and integrity results; TLS and HTTP/2 always use the goroutine
-// engine.
+// failures and integrity results; TLS, HTTP/2 and HTTP/3 always use the
+// goroutine engine.
 type Engine = evloop.Engine
 
 // The engines; the zero value means EngineAuto.
@@ -49,7 +49,8 @@ func ParseEngine(s string) (Engine, error) { return evloop.ParseEngine(s) }
 // ResolveEngine returns the engine the requests of o use, and, when it is
 // not the one o.Engine asks for, why: the text of a note for the user.
 // EngineAuto falls back without a note: to the goroutine engine for TLS
-// and HTTP/2, which always use it, and where there are no event loops.
+// HTTP/2 and HTTP/3, which always use it, and where there are no event
+// loops.
 func (o *Options) ResolveEngine() (Engine, string) {
 	want := o.Engine
 	if want == "" {
@@ -62,6 +63,11 @@ func (o *Options) ResolveEngine() (Engine, string) {
 		return EngineGoroutine, ""
 	}
 	switch {
+	case o.HTTP3:
+		if want != EngineAuto {
+			return EngineGoroutine, "the " + string(want) + " engine serves plain-TCP HTTP/1.1; HTTP/3 (QUIC) uses the goroutine engine"
+		}
+		return EngineGoroutine, ""
 	case o.TLS != nil || o.Scheme == "https":
 		if want != EngineAuto {
 			return EngineGoroutine, "the " + string(want) + " engine serves plain-TCP HTTP/1.1; TLS uses the goroutine engine"

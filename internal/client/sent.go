@@ -11,7 +11,7 @@ import (
 // Sent is the head of a request as the client sends it, secrets
 // redacted (Redact): what a report records of what went on the wire.
 type Sent struct {
-	Proto   string   `json:"proto"`   // "HTTP/1.1", "h2" (offered by ALPN; HTTP/1.1 if refused), "h2c", "websocket" (an HTTP/1.1 upgrade)
+	Proto   string   `json:"proto"`   // "HTTP/1.1", "h2" (offered by ALPN; HTTP/1.1 if refused), "h2c", "h3" (QUIC), "websocket" (an HTTP/1.1 upgrade)
 	Method  string   `json:"method"`  // "POST", "GET" for the WebSocket upgrade
 	Path    string   `json:"path"`    // the request target
 	Headers []string `json:"headers"` // "Name: value", in the order sent (HTTP/2: the pseudo-fields first, then by name)
@@ -20,12 +20,16 @@ type Sent struct {
 // SentHead returns the head of the request with id id ("" for none) as
 // it goes on the wire, secrets redacted: the HTTP/1.1 head of AppendHTTP,
 // the WebSocket upgrade of AppendUpgrade (with a placeholder key), or the
-// HTTP/2 fields of the round trip.
+// HTTP/2 (and HTTP/3) fields of the round trip.
 func (q *Request) SentHead(id string) Sent {
 	switch {
 	case q.WebSocket:
 		s := sentOf(string(q.AppendUpgrade(nil, "<Sec-WebSocket-Key>")))
 		s.Proto = "websocket"
+		return s
+	case q.HTTP3:
+		s := q.sentH2(id)
+		s.Proto = ProtoH3
 		return s
 	case q.tlsConfig() == nil && q.H2C, q.tlsConfig() != nil && q.HTTP2:
 		return q.sentH2(id)

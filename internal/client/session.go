@@ -32,6 +32,7 @@ type Session struct {
 	//lint:ignore SA1019 see shared in client.go
 	cc    *http2.ClientConn
 	stamp *stampConn // the connection under cc
+	h3    *h3Conn    // the QUIC connection, for HTTP/3 (Options.HTTP3), in place of conn
 	id    int64      // its ConnID
 	proto string     // its protocol (rec.Proto)
 
@@ -53,12 +54,14 @@ func (s *Session) Close() error {
 	s.closeWS(0)
 	var err error
 	switch {
+	case s.h3 != nil:
+		err = s.h3.close()
 	case s.cc != nil:
 		err = s.cc.Close()
 	case s.conn != nil:
 		err = s.conn.Close()
 	}
-	s.conn, s.raw, s.cc, s.stamp, s.id, s.proto = nil, nil, nil, nil, 0, ""
+	s.conn, s.raw, s.cc, s.stamp, s.h3, s.id, s.proto = nil, nil, nil, nil, nil, 0, ""
 	return err
 }
 
@@ -130,17 +133,19 @@ func (s *Session) Do(ctx context.Context, rec *result.Request) {
 	if s.buf == nil {
 		s.buf = make([]byte, ReadBufferSize)
 	}
-	if s.conn != nil && !s.usable(rec) {
+	if (s.conn != nil || s.h3 != nil) && !s.usable(rec) {
 		s.Close()
 	}
 	for {
-		reused := s.conn != nil
+		reused := s.conn != nil || s.h3 != nil
 		if !reused && !s.connect(ctx, rec, deadline) {
 			return
 		}
 		rec.ConnID, rec.Reused, rec.Proto = s.id, reused, s.proto
 		var a attempt
 		switch {
+		case s.h3 != nil:
+			a = s.doH3(ctx, rec, deadline, reused)
 		case s.cc != nil:
 			a = s.doH2(ctx, rec, deadline, reused)
 		case q.WebSocket:
@@ -165,6 +170,13 @@ func (s *Session) Do(ctx context.Context, rec *result.Request) {
 func (s *Session) usable(rec *result.Request) bool {
 	if s.ws != nil {
 		return s.wsUsable(rec)
+	}
+	if s.h3 != nil {
+		if s.h3.open() {
+			return true
+		}
+		rec.ReuseFailed = true
+		return false
 	}
 	if s.cc != nil {
 		if s.cc.CanTakeNewRequest() {
@@ -204,10 +216,13 @@ func tlsPending(tc *tls.Conn, buf []byte) connState {
 }
 
 // connect opens a new connection for the session: TCP, then TLS when
-// configured, then HTTP/2 when wanted or negotiated. On failure it fills
-// rec.Failure and returns false.
+// configured, then HTTP/2 when wanted or negotiated; or QUIC for HTTP/3
+// (connectH3). On failure it fills rec.Failure and returns false.
 func (s *Session) connect(ctx context.Context, rec *result.Request, deadline time.Time) bool {
 	q := s.q
+	if q.HTTP3 {
+		return s.connectH3(ctx, rec, deadline)
+	}
 	d := net.Dialer{Deadline: deadline}
 	conn, err := d.DialContext(ctx, "tcp", q.Addr)
 	if err != nil {
@@ -249,7 +264,7 @@ func (s *Session) connect(ctx context.Context, rec *result.Request, deadline tim
 // tlsConfig returns the TLS configuration of the connections, nil for
 // plain TCP.
 func (q *Request) tlsConfig() *tls.Config {
-	if q.TLS == nil && q.Scheme != "https" {
+	if q.TLS == nil && q.Scheme != "https" && !q.HTTP3 {
 		return nil
 	}
 	var cfg *tls.Config

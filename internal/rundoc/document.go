@@ -65,7 +65,7 @@ func (d *Document) Compat() bool { return d.Config.Compat }
 
 // SentRequest is the head of a request as it went on the wire.
 type SentRequest struct {
-	Proto   string   `json:"proto"`   // "HTTP/1.1", "h2" (offered by ALPN; HTTP/1.1 if the gateway refused it), "h2c", "websocket"
+	Proto   string   `json:"proto"`   // "HTTP/1.1", "h2" (offered by ALPN; HTTP/1.1 if the gateway refused it), "h2c", "h3" (HTTP/3 over QUIC), "websocket"
 	Method  string   `json:"method"`  // "POST"; "GET" for the WebSocket upgrade
 	Path    string   `json:"path"`    // the request target
 	Headers []string `json:"headers"` // "Name: value" in the order sent, secrets redacted

@@ -281,4 +281,9 @@ func (t *h2Stream) direct() bool { return false }
 
 func (t *h2Stream) tryWrite([]byte) (int, error) { return 0, errors.New("h2Stream: no direct write") }
 
-func (t *h2Stream) String() string { return t.r.RemoteAddr + " (HTTP/2)" }
+func (t *h2Stream) String() string {
+	if t.r.ProtoMajor == 3 {
+		return t.r.RemoteAddr + " (HTTP/3)"
+	}
+	return t.r.RemoteAddr + " (HTTP/2)"
+}

@@ -45,6 +45,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quic-go/quic-go/http3"
 	"golang.org/x/net/http2"
 
 	"github.com/sse-latency/sse-latency/internal/api"
@@ -232,6 +233,8 @@ type Server struct {
 	head, headKeepAlive string
 	quit                chan struct{}    // closed when Serve stops
 	h2                  func(c net.Conn) // serves an HTTP/2 connection; nil without Config.HTTP2
+	h3                  *http3.Server    // serves HTTP/3 on h3pc; nil without UseHTTP3
+	h3pc                net.PacketConn
 
 	mu sync.Mutex
 	// conns maps each open connection to the socket Serve closes when it
@@ -335,6 +338,10 @@ func (s *Server) Serve(ctx context.Context) error {
 			go func() { defer s.wg.Done(); sh.run(sh.own) }()
 		}
 	}
+	if s.h3 != nil {
+		s.wg.Add(1)
+		go s.serveH3()
+	}
 	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
 	defer stop()
 	var err error
@@ -362,6 +369,9 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.ln.Close()
 	close(s.quit)
+	if s.h3 != nil {
+		s.stopH3()
+	}
 	s.mu.Lock()
 	s.closing = true
 	for _, sock := range s.conns {

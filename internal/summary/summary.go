@@ -156,7 +156,7 @@ type Connections struct {
 	RequestsPerConnection float64        `json:"requests_per_connection"` // requests / (opened + opened_by_warmup); 0 without connections
 	ReuseFailures         int            `json:"reuse_failures"`          // kept connections found closed by the peer; the request went again on a new one
 	Poisoned              int            `json:"poisoned"`                // kept connections closed because of bytes after, or no, framing end
-	Protocols             map[string]int `json:"protocols"`               // requests per protocol: "HTTP/1.1", "h2", "h2c"
+	Protocols             map[string]int `json:"protocols"`               // requests per protocol: "HTTP/1.1", "h2", "h2c", "h3"
 }
 
 // Phases are the phases of the time to first token (k6-style), one sample

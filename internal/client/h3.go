@@ -1,0 +1,233 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+
+	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// ProtoH3 is rec.Proto of a request carried over HTTP/3 (QUIC).
+const ProtoH3 = "h3"
+
+// h3Conn is a session's QUIC connection and the HTTP/3 client connection
+// over it: each request is one bidirectional stream on it.
+type h3Conn struct {
+	qc *quic.Conn
+	cc *http3.ClientConn
+}
+
+// open reports whether the connection can carry a new request: neither
+// side closed it (a GOAWAY shows on the next stream: see doH3).
+func (c *h3Conn) open() bool { return c.qc.Context().Err() == nil }
+
+func (c *h3Conn) close() error {
+	return c.qc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
+}
+
+// h3Transport makes the sessions' HTTP/3 client connections: no gzip
+// (DisableCompression, as over HTTP/1.1 and HTTP/2), nothing else of its
+// own; it never dials (the session does).
+var h3Transport = &http3.Transport{DisableCompression: true}
+
+// connectH3 opens the session's QUIC connection: one UDP socket of its
+// own, the QUIC handshake (TLS 1.3 inside, ALPN "h3"), then HTTP/3 over
+// it. QUIC has no connection before its handshake: rec.Connected and
+// rec.TLSDone are both when the handshake completed. The handshake is
+// bounded by the request's deadline; a handshake that gets no answer at
+// all (UDP blocked) and one the peer refuses (TLS, ALPN) fail as connect
+// failures that say so.
+func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline time.Time) bool {
+	q := s.q
+	cfg := q.tlsConfig()
+	if cfg == nil {
+		cfg = &tls.Config{}
+	}
+	cfg.NextProtos = []string{http3.NextProtoH3}
+	hctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	wait := time.Until(deadline)
+	qc, err := quic.DialAddr(hctx, q.Addr, cfg, &quic.Config{HandshakeIdleTimeout: wait, MaxIdleTimeout: max(wait, 30*time.Second)})
+	if err != nil {
+		if ctx.Err() != nil {
+			rec.Failure = result.Failure{Kind: result.Interrupted}
+			return false
+		}
+		rec.Failure = h3HandshakeFailure(q.Addr, err, wait)
+		return false
+	}
+	rec.Connected = clock.Now()
+	rec.TLSDone = rec.Connected
+	id := q.state().conns.Add(1)
+	rec.ConnID = id
+	s.h3 = &h3Conn{qc: qc, cc: h3Transport.NewClientConn(qc)}
+	s.id, s.proto = id, ProtoH3
+	return true
+}
+
+// h3HandshakeFailure names why a QUIC handshake with addr failed: no
+// answer (a timeout: nothing came back on the UDP port within wait, or
+// what came was dropped), the peer's refusal (a TLS alert: wrong ALPN,
+// certificate), or the error itself.
+func h3HandshakeFailure(addr string, err error, wait time.Duration) result.Failure {
+	var idle *quic.IdleTimeoutError
+	var hs *quic.HandshakeTimeoutError
+	var te *quic.TransportError
+	switch {
+	case errors.As(err, &idle), errors.As(err, &hs), errors.Is(err, context.DeadlineExceeded):
+		return result.Failure{Kind: result.Connect, Detail: fmt.Sprintf(
+			"QUIC handshake: no answer from UDP %s within %v (UDP blocked, or no HTTP/3 server there)", addr, wait.Round(time.Millisecond))}
+	case errors.As(err, &te) && te.ErrorCode.IsCryptoError():
+		return result.Failure{Kind: result.Connect, Detail: "QUIC handshake: TLS: " + h3ErrText(te)}
+	}
+	return sysFailure(result.Connect, "QUIC handshake: ", err)
+}
+
+// h3ErrText is err's text with quic-go's "CRYPTO_ERROR 0x178 (local):"
+// kind of prefix kept, so the alert (0x178: no_application_protocol) is
+// named; an empty reason says what the code means.
+func h3ErrText(te *quic.TransportError) string {
+	s := te.Error()
+	if te.ErrorCode == quic.TransportErrorCode(0x100+120) && !strings.Contains(s, "application protocol") {
+		s += ": no application protocol (the server does not offer ALPN h3)"
+	}
+	return s
+}
+
+// doH3 sends the request as one HTTP/3 request stream on the session's
+// QUIC connection and reads the response body, timestamping where the
+// stream's Read returns: http3's body reads the QUIC stream straight,
+// one DATA frame's bytes at most per Read, with no buffer in between.
+func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.Time, reused bool) attempt {
+	q := s.q
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	sctx, scancel := context.WithCancelCause(rctx)
+	defer scancel(nil)
+	idle := newIdleWatch(q.IdleTimeout, scancel)
+	defer idle.stop()
+	req, err := q.newHTTPRequest(sctx, rec.ID, "https")
+	if err != nil {
+		rec.Failure = result.Failure{Kind: result.RecvError, Detail: "request: " + err.Error()}
+		return finished
+	}
+	req.Proto, req.ProtoMajor = "HTTP/3.0", 3
+	// http3 writes the body on a goroutine of its own, after the HEADERS
+	// frame: Sent is when it read the body's end, after its last Write
+	// (the stream's FIN follows at once).
+	var eof atomic.Int64
+	req.Body = &h3Body{ReadCloser: req.Body, eof: &eof}
+	keep := false
+	h3 := s.h3
+	defer func() {
+		if rec.Sent == 0 {
+			rec.Sent = eof.Load()
+		}
+		if !keep || !h3.open() {
+			s.Close()
+		}
+	}()
+
+	x := h2Exchange{reused: reused, keepAlive: q.KeepAlive && !s.oneShot}
+	resp, err := h3.cc.RoundTrip(req)
+	if err != nil {
+		if x.settle(step{err: err, cancelled: ctx.Err() != nil || sctx.Err() != nil}) == fateRetry {
+			return deadConn
+		}
+		rec.Failure = h2Failure(ctx, sctx, q, err, h3Failure("send: ", err))
+		return finished
+	}
+	now := clock.Now()
+	if sent := eof.Load(); sent != 0 && sent <= now {
+		rec.Sent = sent
+	}
+	body := &idleBody{r: resp.Body, w: idle}
+	defer resp.Body.Close()
+	if n := q.expectedTokens(); cap(rec.Tokens) == 0 && n > 0 {
+		rec.Tokens = make([]result.Token, 0, n)
+	}
+	r := newReader(rec, &q.Options)
+	defer r.close()
+	x.r = r
+	if r.h2Head(resp.StatusCode, "HTTP/3 "+resp.Status, resp.Header, now) {
+		rec.End = now
+		keep = x.settle(step{}) == fateKeep
+		return finished
+	}
+	x.streaming = true
+	if r.statusFailing() {
+		t := time.AfterFunc(q.drainTimeout(), func() { scancel(errStatusWait) })
+		defer t.Stop()
+	}
+	buf := s.buf
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			now := clock.Now()
+			rec.Reads++
+			if r.feed(buf[:n], now) {
+				rec.End = now
+				r.close()
+				if keep = x.settle(step{}) == fateDrain; keep {
+					s.drainH2(rec, body, cancel)
+				}
+				return finished
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				rec.BodyEnded = true // the stream's FIN: the peer ended the response
+			}
+			if r.statusFailing() && ctx.Err() == nil {
+				rec.Failure = r.statusFailure()
+			} else if errors.Is(err, io.EOF) {
+				rec.Failure = h2Failure(ctx, sctx, q, err, r.endOfStream(err))
+			} else {
+				rec.Failure = h2Failure(ctx, sctx, q, err, h3Failure("", err))
+			}
+			keep = x.settle(step{err: err}) == fateKeep
+			return finished
+		}
+	}
+}
+
+// h3Failure names an HTTP/3 error of a request: the stream reset by the
+// peer (with its HTTP/3 error code), the connection closed by it (a
+// GOAWAY that ended it, an application or transport close), else the
+// error's text; a receive error.
+func h3Failure(prefix string, err error) result.Failure {
+	var se *quic.StreamError
+	var ae *quic.ApplicationError
+	switch {
+	case errors.As(err, &se) && se.Remote:
+		return result.Failure{Kind: result.RecvError, Detail: prefix + "HTTP/3 stream reset by the peer: " + http3.ErrCode(se.ErrorCode).String()}
+	case errors.As(err, &ae) && ae.Remote:
+		return result.Failure{Kind: result.RecvError, Detail: prefix + "HTTP/3 connection closed by the peer: " + http3.ErrCode(ae.ErrorCode).String()}
+	}
+	return sysFailure(result.RecvError, prefix+"HTTP/3: ", err)
+}
+
+// h3Body notes when http3's body goroutine reads the end of the request
+// body.
+type h3Body struct {
+	io.ReadCloser
+	eof *atomic.Int64
+}
+
+func (b *h3Body) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof.CompareAndSwap(0, clock.Now())
+	}
+	return n, err
+}
