@@ -201,6 +201,7 @@ var TransportExamples = []Example{
 	{Name: "haproxy-keepalive", Gateway: HAProxy, File: "examples/haproxy/haproxy-keepalive.cfg"},
 	{Name: "nginx-keepalive", Gateway: Nginx, File: "examples/nginx/nginx-keepalive.conf"},
 	{Name: "haproxy-tls-h2", Gateway: HAProxy, File: "examples/haproxy/haproxy-tls-h2.cfg", PEM: true},
+	{Name: "caddy-h3", Gateway: Caddy, File: "examples/caddy/Caddyfile-h3", PEM: true},
 	{Name: "haproxy-websocket", Gateway: HAProxy, File: "examples/haproxy/haproxy-websocket.cfg"},
 	{Name: "nginx-websocket", Gateway: Nginx, File: "examples/nginx/nginx-websocket.conf"},
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/stats"
+	"github.com/sse-latency/sse-latency/internal/verdict"
 )
 
 // The transport measurement: 8 gateway requests of 100 tokens, 2 at a
@@ -289,5 +290,31 @@ func TestTLS(t *testing.T) {
 				t.Errorf("no TLS handshake timed by the calibration, straight to the --tls-self-signed server\n%s", m)
 			}
 		})
+	}
+}
+
+// TestHTTP3 measures through Caddyfile-h3: HTTP/3 over QUIC from the
+// client to Caddy (--http3, Caddy's certificate trusted by --cacert), and
+// HTTP/1.1 from Caddy to the server. Every request goes over h3, each on
+// a stream of its slot's QUIC connection (-k), every token arrives, and
+// the verdict is that Caddy flushes every event. Caddy binds its UDP port
+// itself, with the number of the TCP port Launch chose: when that UDP
+// port is taken Caddy exits at start, and Launch tries again on another
+// port (nothing is closed and reused for it).
+func TestHTTP3(t *testing.T) {
+	checkGoroutines(t)
+	m := runTransport(t, transportExample(t, "caddy-h3"), "https://", func(gw *Launched) []string {
+		return []string{"--http3", "--cacert", filepath.Join(filepath.Dir(gw.ConfPath), testCertName), "-k"}
+	})
+	if m == nil {
+		return
+	}
+	m.checkProtocol(t, client.ProtoH3)
+	m.checkClientReuse(t, transportConcurrency)
+	if v := m.sum.Verdict; v.Class != verdict.Flushes {
+		t.Errorf("verdict %s (%s), want flushes: Caddy with flush_interval -1 forwards every event\n%s", v.Class, v.Reason, m)
+	}
+	if g := m.sum.Gateway; g.TLS.N() == 0 {
+		t.Errorf("no QUIC handshake timed through the gateway (phases: tls n=0)\n%s", m)
 	}
 }

@@ -384,12 +384,12 @@ func (cl *commandLine) check() error {
 			return fmt.Errorf("-t: %v", err)
 		}
 		cl.target = t
-		if cfg.HTTP3 && t.scheme != "https" {
-			return errors.New("--http3: -t must be an https:// URL (QUIC is always TLS)")
-		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if cfg.HTTP3 && cfg.Target != "" && cl.target.scheme != "https" {
+		return errors.New("--http3: -t must be an https:// URL (QUIC is always TLS)")
 	}
 	return checkOutputs(*cfg)
 }

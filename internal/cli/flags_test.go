@@ -721,6 +721,10 @@ func flagTable(t *testing.T) []flagRow {
 		}},
 		{flags: []string{"h2c"}, cmds: all, args: []string{"--h2c"},
 			want: wantEach("the HTTP/2 preface", func(r seenRequest) bool { return r.Line == "PRI * HTTP/2.0" })},
+		// HTTP/3 to an HTTP/3 gateway (UDP: a setup of its own, h3FlagRows).
+		{flags: []string{"http3"}, cmds: all, run: h3FlagRows},
+		{flags: []string{"http3"}, cmds: []string{cmdRun}, args: []string{"--http3", "--h2c"}, want: refused("--http3 speaks HTTP/3 over QUIC: not with --http2 or --h2c")},
+		{flags: []string{"http3"}, cmds: []string{cmdRun}, args: []string{"--http3"}, want: refused("--http3: -t must be an https:// URL (QUIC is always TLS)")},
 		// The server's own TLS, the gateway passing the TLS bytes on: the
 		// client trusts the server's certificate by --cacert, or not at
 		// all with --insecure, and speaks HTTP/2 with --http2; the

@@ -63,7 +63,7 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 			rec.Failure = result.Failure{Kind: result.Interrupted}
 			return false
 		}
-		rec.Failure = h3HandshakeFailure(q.Addr, err, wait)
+		rec.Failure = h3HandshakeFailure(q.Addr, err, q.Timeout)
 		return false
 	}
 	rec.Connected = clock.Now()
@@ -76,8 +76,8 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 }
 
 // h3HandshakeFailure names why a QUIC handshake with addr failed: no
-// answer (a timeout: nothing came back on the UDP port within wait, or
-// what came was dropped), the peer's refusal (a TLS alert: wrong ALPN,
+// answer (a timeout: nothing came back on the UDP port within wait, the
+// request's timeout, or what came was dropped), the peer's refusal (a TLS alert: wrong ALPN,
 // certificate), or the error itself.
 func h3HandshakeFailure(addr string, err error, wait time.Duration) result.Failure {
 	var idle *quic.IdleTimeoutError

@@ -28,6 +28,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -211,4 +212,39 @@ func FullDuplex(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// ListenUDP returns a UDP socket bound to 127.0.0.1:0, closed when the test
+// ends (a second Close by its user is harmless): hand it to a QUIC server.
+func ListenUDP(t testing.TB) net.PacketConn {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen on udp 127.0.0.1:0: %v", err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	return pc
+}
+
+// DropUDP binds a loopback UDP socket that reads every datagram and drops
+// it, answering nothing (a firewall that blocks UDP, as far as a client
+// can tell), until the test ends; it returns its address and a count of
+// the datagrams dropped.
+func DropUDP(t testing.TB) (addr string, dropped *atomic.Int64) {
+	t.Helper()
+	pc := ListenUDP(t)
+	dropped = new(atomic.Int64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := pc.ReadFrom(buf); err != nil {
+				return
+			}
+			dropped.Add(1)
+		}
+	}()
+	t.Cleanup(func() { pc.Close(); <-done })
+	return pc.LocalAddr().String(), dropped
 }

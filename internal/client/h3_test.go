@@ -1,0 +1,228 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+
+	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/testutil"
+)
+
+// h3Server runs the dummy server with TLS (a self-signed certificate) and
+// HTTP/3 on a bound UDP socket until the test ends, and returns the UDP
+// address.
+func h3Server(t *testing.T, cfg server.Config) string {
+	t.Helper()
+	tc, _, err := server.SelfSignedTLS("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TLS = tc
+	srv := server.New(testutil.Listen(t), cfg)
+	pc := testutil.ListenUDP(t)
+	if err := srv.UseHTTP3(pc); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Serve(t, srv)
+	return pc.LocalAddr().String()
+}
+
+// h3Options are the options of an HTTP/3 request to addr, trusting any
+// certificate.
+func h3Options(addr string, d api.Dialect, n int) Options {
+	return Options{Dialect: d, Addr: addr, Scheme: "https", TLS: &tls.Config{InsecureSkipVerify: true}, HTTP3: true,
+		Tokens: n, ExpectTokens: n, IncludeUsage: true, Timeout: 20 * time.Second, DrainTimeout: 10 * time.Second, KeepAlive: true}
+}
+
+// TestH3AgainstOurServer: every dialect over HTTP/3 to the dummy server,
+// three requests per session: every token arrives with its emission time
+// (pi_ts) and an arrival no earlier, the requests are streams on one QUIC
+// connection (reused, one ConnID), the phases are timed.
+func TestH3AgainstOurServer(t *testing.T) {
+	const n = 12
+	reg := emission.New()
+	addr := h3Server(t, server.Config{Tokens: 1, DelayMs: 0.2, Emissions: reg})
+	for _, d := range api.Dialects {
+		o := h3Options(addr, d, n)
+		o.Registry, o.IDPrefix = reg, "h3"
+		q := New(o)
+		s := q.NewSession()
+		var conn int64
+		for i := range 3 {
+			rec := &result.Request{Batch: "gw", Index: i}
+			s.Do(context.Background(), rec)
+			if i == 0 {
+				conn = rec.ConnID
+			}
+			if !rec.OK() || len(rec.Tokens) != n || rec.Proto != ProtoH3 || rec.Reused != (i > 0) || rec.ConnID != conn || rec.ReuseFailed {
+				t.Fatalf("%s request %d: %q, %d tokens, proto %q, conn %d (first %d), reused %v; want ok, %d tokens over h3 on one connection",
+					d, i, rec.Failure.Error(), len(rec.Tokens), rec.Proto, rec.ConnID, conn, rec.Reused, n)
+			}
+			if i == 0 && (rec.Connected == 0 || rec.TLSDone != rec.Connected || rec.Connected < rec.Start) {
+				t.Errorf("%s: connected %d, TLS done %d, start %d: want the handshake's end after the start", d, rec.Connected, rec.TLSDone, rec.Start)
+			}
+			if rec.Sent == 0 || rec.HeadAt < rec.Sent {
+				t.Errorf("%s request %d: sent %d, head %d", d, i, rec.Sent, rec.HeadAt)
+			}
+			for j, tok := range rec.Tokens {
+				if tok.Emitted == 0 || tok.Arrived < tok.Emitted || tok.Arrived < rec.HeadAt {
+					t.Fatalf("%s request %d token %d: emitted %d, arrived %d (head %d)", d, i, j, tok.Emitted, tok.Arrived, rec.HeadAt)
+				}
+			}
+		}
+		s.Close()
+	}
+}
+
+// TestH3CutFault: the server resets a stream mid-answer (cut_after): the
+// request fails naming the reset and its HTTP/3 code, and the session's
+// next request goes on and succeeds. (A QUIC reset discards what the
+// stream had not delivered yet: the tokens before it may or may not
+// arrive, so their number is not checked.)
+func TestH3CutFault(t *testing.T) {
+	addr := h3Server(t, server.Config{Tokens: 1})
+	o := h3Options(addr, api.Chat, 6)
+	cut := New(o)
+	cut.Faults = api.Faults{CutAfter: new(int64(2))}
+	s := cut.NewSession()
+	defer s.Close()
+	rec := &result.Request{Batch: "gw"}
+	s.Do(context.Background(), rec)
+	if rec.Failure.Kind != result.RecvError || !strings.Contains(rec.Failure.Detail, "HTTP/3 stream reset by the peer: H3_INTERNAL_ERROR") || len(rec.Tokens) > 2 {
+		t.Fatalf("cut after 2: %q with %d tokens; want a stream reset named, at most 2 tokens", rec.Failure.Error(), len(rec.Tokens))
+	}
+	next := New(o) // the same session, no fault
+	s.q, s.base = next, next
+	rec = &result.Request{Batch: "gw", Index: 1}
+	s.Do(context.Background(), rec)
+	if !rec.OK() || len(rec.Tokens) != 6 {
+		t.Errorf("after the reset: %q with %d tokens; want ok", rec.Failure.Error(), len(rec.Tokens))
+	}
+}
+
+// quicConnKey holds a request's QUIC connection in its context.
+type quicConnKey struct{}
+
+// hostileH3 serves HTTP/3 on a bound UDP socket with h, which finds the
+// request's QUIC connection in its context (quicConnKey), until the test
+// ends; it returns the address.
+func hostileH3(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	tc, _, err := server.SelfSignedTLS("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.NextProtos = []string{http3.NextProtoH3}
+	pc := testutil.ListenUDP(t)
+	srv := &http3.Server{Handler: h, TLSConfig: tc,
+		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context { return context.WithValue(ctx, quicConnKey{}, c) }}
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(pc) }()
+	t.Cleanup(func() { srv.Close(); pc.Close(); <-done })
+	return pc.LocalAddr().String()
+}
+
+// TestH3ConnectionClosedMidStream: the peer sends a GOAWAY then closes the
+// QUIC connection after the first token of the first request: that
+// request fails naming the close, the next one finds the connection gone
+// and succeeds on a new one.
+func TestH3ConnectionClosedMidStream(t *testing.T) {
+	const n = 4
+	var requests atomic.Int64
+	addr := hostileH3(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		io.WriteString(w, chatRole)
+		first := requests.Add(1) == 1
+		for i := range n {
+			io.WriteString(w, chatTok(clock.Now(), api.Token(i)))
+			f.Flush()
+			if first {
+				c := r.Context().Value(quicConnKey{}).(*quic.Conn)
+				c.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "going away")
+				return
+			}
+		}
+		io.WriteString(w, chatFinish+done)
+	})
+	o := h3Options(addr, api.Chat, n)
+	o.IncludeUsage = false
+	s := New(o).NewSession()
+	defer s.Close()
+	rec := &result.Request{Batch: "gw"}
+	s.Do(context.Background(), rec)
+	if rec.Failure.Kind != result.RecvError || !strings.Contains(rec.Failure.Detail, "HTTP/3 connection closed by the peer: H3_NO_ERROR") {
+		t.Fatalf("closed after a token: %q with %d tokens; want the close named", rec.Failure.Error(), len(rec.Tokens))
+	}
+	rec = &result.Request{Batch: "gw", Index: 1}
+	s.Do(context.Background(), rec)
+	if !rec.OK() || len(rec.Tokens) != n || rec.ConnID != 2 {
+		t.Errorf("after the close: %q with %d tokens on connection %d; want ok on connection 2", rec.Failure.Error(), len(rec.Tokens), rec.ConnID)
+	}
+}
+
+// TestH3HandshakeFailures: nothing answers on the UDP port (a socket that
+// drops every datagram), the server offers no h3 in ALPN, the certificate
+// is not trusted: each a connect failure that names it, within the
+// request's timeout.
+func TestH3HandshakeFailures(t *testing.T) {
+	dropAddr, dropped := testutil.DropUDP(t)
+	tc, _, err := server.SelfSignedTLS("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.NextProtos = []string{"h2"}
+	pc := testutil.ListenUDP(t)
+	ln, err := quic.Listen(pc, tc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			if _, err := ln.Accept(context.Background()); err != nil {
+				return
+			}
+		}
+	}()
+	h3Addr := h3Server(t, server.Config{Tokens: 1})
+	for _, c := range []struct {
+		name, addr string
+		verify     bool
+		want       string
+	}{
+		{"UDP blocked", dropAddr, false, "QUIC handshake: no answer from UDP " + dropAddr + " within 300ms (UDP blocked, or no HTTP/3 server there)"},
+		{"no h3 in ALPN", pc.LocalAddr().String(), false, "QUIC handshake: TLS: CRYPTO_ERROR 0x178"},
+		{"untrusted certificate", h3Addr, true, "QUIC handshake: TLS: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := h3Options(c.addr, api.Chat, 3)
+			o.Timeout = 300 * time.Millisecond
+			if c.verify {
+				o.TLS = &tls.Config{}
+			}
+			rec := &result.Request{Batch: "gw"}
+			New(o).NewSession().Do(context.Background(), rec)
+			if rec.Failure.Kind != result.Connect || !strings.Contains(rec.Failure.Detail, c.want) || rec.Connected != 0 {
+				t.Errorf("%s: %q (connected %d); want a connect failure with %q", c.name, rec.Failure.Error(), rec.Connected, c.want)
+			}
+		})
+	}
+	if dropped.Load() == 0 {
+		t.Errorf("the blocked port saw no datagram: the handshake was never tried")
+	}
+}
