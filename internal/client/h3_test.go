@@ -128,7 +128,9 @@ func hostileH3(t *testing.T, h http.HandlerFunc) string {
 	tc.NextProtos = []string{http3.NextProtoH3}
 	pc := testutil.ListenUDP(t)
 	srv := &http3.Server{Handler: h, TLSConfig: tc,
-		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context { return context.WithValue(ctx, quicConnKey{}, c) }}
+		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
+			return context.WithValue(ctx, quicConnKey{}, c)
+		}}
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(pc) }()
 	t.Cleanup(func() { srv.Close(); pc.Close(); <-done })
