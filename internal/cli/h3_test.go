@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -119,7 +118,7 @@ func TestHTTP3Unreachable(t *testing.T) {
 			if len(lines) == 0 {
 				t.Errorf("%s: no line says %q\n%s", c.name, c.want, out)
 			}
-			t.Log(fmt.Sprintf("%d lines name it: %q", len(lines), lines))
+			t.Logf("%d lines name it: %q", len(lines), lines)
 		})
 	}
 }
