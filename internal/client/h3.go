@@ -35,6 +35,14 @@ func (c *h3Conn) close() error {
 	return c.qc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 }
 
+// The QUIC connection's idle timeout (the lower of the two sides' wins)
+// and the period of the PINGs that keep a silent connection from reaching
+// it.
+const (
+	h3IdleTimeout = 30 * time.Second
+	h3KeepAlive   = 10 * time.Second
+)
+
 // h3Transport makes the sessions' HTTP/3 client connections: no gzip
 // (DisableCompression, as over HTTP/1.1 and HTTP/2), nothing else of its
 // own; it never dials (the session does).
@@ -56,8 +64,12 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 	cfg.NextProtos = []string{http3.NextProtoH3}
 	hctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	wait := time.Until(deadline)
-	qc, err := quic.DialAddr(hctx, q.Addr, cfg, &quic.Config{HandshakeIdleTimeout: wait, MaxIdleTimeout: max(wait, 30*time.Second)})
+	wait := max(time.Until(deadline), time.Millisecond)
+	qc, err := quic.DialAddr(hctx, q.Addr, cfg, &quic.Config{HandshakeIdleTimeout: wait,
+		// A stream may stay silent longer than QUIC's idle timeout (a
+		// long think time, a stalling gateway): PINGs keep the connection
+		// alive, the request's own timeouts bound the wait.
+		MaxIdleTimeout: h3IdleTimeout, KeepAlivePeriod: h3KeepAlive})
 	if err != nil {
 		if ctx.Err() != nil {
 			rec.Failure = result.Failure{Kind: result.Interrupted}
