@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -57,10 +56,7 @@ var h3Transport = &http3.Transport{DisableCompression: true}
 // failures that say so.
 func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline time.Time) bool {
 	q := s.q
-	cfg := q.tlsConfig()
-	if cfg == nil {
-		cfg = &tls.Config{}
-	}
+	cfg := q.tlsConfig() // never nil with HTTP3
 	cfg.NextProtos = []string{http3.NextProtoH3}
 	hctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
