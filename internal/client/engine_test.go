@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -104,9 +105,14 @@ func TestResolveEngine(t *testing.T) {
 		{"epoll, https", Options{Scheme: "https", Engine: EngineEpoll}, EngineGoroutine, true},
 		{"epoll, h2c", Options{H2C: true, Engine: EngineEpoll}, EngineGoroutine, true},
 		{"auto, h2c", Options{H2C: true, Engine: EngineAuto}, EngineGoroutine, false},
+		{"uring, h3", Options{Scheme: "https", HTTP3: true, Engine: EngineUring}, EngineGoroutine, true},
+		{"auto, h3", Options{Scheme: "https", HTTP3: true, Engine: EngineAuto}, EngineGoroutine, false},
 	}
 	for _, tt := range tests {
 		got, note := tt.o.ResolveEngine()
+		if tt.o.HTTP3 && tt.note && !strings.Contains(note, "HTTP/3 (QUIC) uses the goroutine engine") {
+			t.Errorf("%s: note %q, want it to name HTTP/3", tt.name, note)
+		}
 		if got != tt.want || (note != "") != tt.note {
 			t.Errorf("%s: ResolveEngine() = %q, note %q; want %q, a note: %v", tt.name, got, note, tt.want, tt.note)
 		}
