@@ -202,7 +202,7 @@ func (c *Config) Validate() error {
 		return errors.New("--websocket needs --api responses: the WebSocket mode is the Responses API's")
 	}
 	if c.WebSocket && (c.HTTP2 || c.H2C || c.HTTP3) {
-		return errors.New("--websocket upgrades an HTTP/1.1 connection: not with --http2, --h2c or --http3")
+		return errors.New("--websocket upgrades an HTTP/1.1 connection: not with --http2 or --h2c, nor --http3")
 	}
 	if c.HTTP3 && (c.HTTP2 || c.H2C) {
 		return errors.New("--http3 speaks HTTP/3 over QUIC: not with --http2 or --h2c")

@@ -53,7 +53,7 @@ type Config struct {
 	CACert        string   `json:"cacert" merge:"instance"`      // --cacert: PEM file of CAs to trust for https targets (a path on each machine)
 	HTTP2         bool     `json:"http2" merge:"same"`           // --http2: offer h2 to https targets (ALPN)
 	H2C           bool     `json:"h2c" merge:"same"`             // --h2c: speak h2c with prior knowledge to http targets
-	HTTP3         bool     `json:"http3,omitempty" merge:"same"` // --http3: speak HTTP/3 (QUIC) to https targets
+	HTTP3         bool     `json:"http3" merge:"same"`           // --http3: speak HTTP/3 (QUIC) to https targets
 	WebSocket     bool     `json:"websocket" merge:"same"`       // --websocket: the Responses API's WebSocket mode to the gateway (and the calibration)
 	TLSCert       string   `json:"tls_cert" merge:"instance"`    // --tls-cert: the server's certificate (PEM; a path on each machine)
 	TLSKey        string   `json:"tls_key" merge:"instance"`     // --tls-key: its key
