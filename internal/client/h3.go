@@ -40,6 +40,9 @@ func (c *h3Conn) close() error {
 const (
 	h3IdleTimeout = 30 * time.Second
 	h3KeepAlive   = 10 * time.Second
+	// h3HandshakeIdle bounds a QUIC handshake that hears nothing from the
+	// server (quic-go's default is 5 s; a loaded gateway gets twice that).
+	h3HandshakeIdle = 10 * time.Second
 )
 
 // h3Transport makes the sessions' HTTP/3 client connections: no gzip
@@ -51,7 +54,8 @@ var h3Transport = &http3.Transport{DisableCompression: true}
 // own, the QUIC handshake (TLS 1.3 inside, ALPN "h3"), then HTTP/3 over
 // it. QUIC has no connection before its handshake: rec.Connected and
 // rec.TLSDone are both when the handshake completed. The handshake is
-// bounded by the request's deadline; a handshake that gets no answer at
+// bounded by the request's deadline, and by h3HandshakeIdle without a
+// packet from the server; a handshake that gets no answer at
 // all (UDP blocked) and one the peer refuses (TLS, ALPN) fail as connect
 // failures that say so.
 func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline time.Time) bool {
@@ -60,7 +64,11 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 	cfg.NextProtos = []string{http3.NextProtoH3}
 	hctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	wait := max(time.Until(deadline), time.Millisecond)
+	// The handshake gives up after h3HandshakeIdle without a packet from
+	// the server (sooner when the request's deadline comes first): with
+	// UDP blocked nothing ever answers, and -w (5 minutes by default) is
+	// no time to wait for that.
+	wait := max(min(time.Until(deadline), h3HandshakeIdle), time.Millisecond)
 	qc, err := quic.DialAddr(hctx, q.Addr, cfg, &quic.Config{HandshakeIdleTimeout: wait,
 		// A stream may stay silent longer than QUIC's idle timeout (a
 		// long think time, a stalling gateway): PINGs keep the connection
@@ -71,7 +79,7 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 			rec.Failure = result.Failure{Kind: result.Interrupted}
 			return false
 		}
-		rec.Failure = h3HandshakeFailure(q.Addr, err, q.Timeout)
+		rec.Failure = h3HandshakeFailure(q.Addr, err, min(q.Timeout, h3HandshakeIdle))
 		return false
 	}
 	rec.Connected = clock.Now()
@@ -85,7 +93,7 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 
 // h3HandshakeFailure names why a QUIC handshake with addr failed: no
 // answer (a timeout: nothing came back on the UDP port within wait, the
-// request's timeout, or what came was dropped), the peer's refusal (a TLS alert: wrong ALPN,
+// handshake's bound, or what came was dropped), the peer's refusal (a TLS alert: wrong ALPN,
 // certificate), or the error itself.
 func h3HandshakeFailure(addr string, err error, wait time.Duration) result.Failure {
 	var idle *quic.IdleTimeoutError
