@@ -65,6 +65,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
 )
@@ -215,7 +216,15 @@ type Options struct {
 	// the pong (0: DefaultWSPongTimeout); without one the request fails.
 	WSPing        time.Duration
 	WSPongTimeout time.Duration
+
+	// Clock is the clock every timestamp of a request is read from; nil
+	// means clock.Real. The event-loop engines' timeouts run on the real
+	// clock whatever it is (internal/evloop).
+	Clock clock.Clock
 }
+
+// clk is the clock of the requests' timestamps: Clock, or clock.Real.
+func (o *Options) clk() clock.Clock { return clock.Or(o.Clock) }
 
 // Request sends the requests of a batch. Its Options may be changed until
 // the first Do or NewSession; Do only reads them, and may run concurrently.

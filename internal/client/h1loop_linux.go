@@ -349,7 +349,7 @@ func (ls *loopSession) start() {
 	q, rec := ls.s.q, ls.rec
 	ls.active = true
 	rec.ID = q.ID(rec.Batch, rec.Index)
-	rec.Start = clock.Now()
+	rec.Start = ls.s.clk.Now()
 	ls.deadline = rec.Start + int64(q.Timeout)
 	if ls.ctx.Err() != nil {
 		ls.failConn(result.Failure{Kind: result.Interrupted})
@@ -461,7 +461,7 @@ func (ls *loopSession) connect() {
 func (c *econn) connected() {
 	ls := c.ls
 	s, rec := ls.s, ls.rec
-	rec.Connected = clock.Now()
+	rec.Connected = s.clk.Now()
 	s.id = s.q.state().conns.Add(1)
 	s.proto = ProtoHTTP1
 	if s.q.WebSocket {
@@ -520,7 +520,7 @@ func (c *econn) write() {
 func (c *econn) sent() {
 	ls := c.ls
 	q, rec := ls.s.q, ls.rec
-	now := clock.Now()
+	now := ls.s.clk.Now()
 	rec.Sent = now
 	ls.out = nil // sent: thousands of sessions would each keep it for nothing
 	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
@@ -551,19 +551,22 @@ func (c *econn) sent() {
 
 // schedule puts c's next deadline in the loop's timer heap. A deadline
 // that moves later (the idle timeout, pushed back by every read) leaves
-// the heap alone: Expire looks again when the entry falls due.
+// the heap alone: Expire looks again when the entry falls due. The heap
+// runs on the real clock (clock.ToReal), c's deadlines on the session's.
 func (c *econn) schedule() {
 	if at := c.expiry(); at != 0 {
-		c.ls.l.Schedule(&c.timer, at, c)
+		c.ls.l.Schedule(&c.timer, clock.ToReal(c.ls.s.clk, at), c)
 	}
 }
 
-// Expire: the earliest deadline c scheduled has passed.
+// Expire: the earliest deadline c scheduled has passed (now: the loop's
+// real clock).
 func (c *econn) Expire(l *evloop.Loop, now int64) {
+	now = clock.FromReal(c.ls.s.clk, now)
 	switch at := c.expiry(); {
 	case at == 0:
 	case at > now:
-		l.Schedule(&c.timer, at, c)
+		l.Schedule(&c.timer, clock.ToReal(c.ls.s.clk, at), c)
 	default:
 		c.timeout(now)
 	}
@@ -612,7 +615,7 @@ func (c *econn) readResponse() {
 	q, rec := ls.s.q, ls.rec
 	p, err := ls.l.Read(&c.reg)
 	if len(p) > 0 {
-		now := clock.Now()
+		now := ls.s.clk.Now()
 		rec.Reads++
 		if q.IdleTimeout > 0 {
 			c.idleAt = now + int64(q.IdleTimeout)
@@ -677,7 +680,7 @@ func (c *econn) responseEnded() {
 	}
 	f := ls.x.settle(step{cancelled: ls.ctx.Err() != nil})
 	if f == fateDrain {
-		now := clock.Now()
+		now := ls.s.clk.Now()
 		c.phase = phDraining
 		c.drainAt = min(now+int64(q.drainTimeout()), ls.deadline)
 		c.idleAt = 0
@@ -697,7 +700,7 @@ func (c *econn) readDrain() {
 	p, err := ls.l.Read(&c.reg)
 	if len(p) > 0 {
 		if q.IdleTimeout > 0 {
-			c.idleAt = clock.Now() + int64(q.IdleTimeout)
+			c.idleAt = ls.s.clk.Now() + int64(q.IdleTimeout)
 		}
 		c.drainStep(step{p: p})
 		return
@@ -830,7 +833,7 @@ func (ls *loopSession) finish() {
 	rec, done := ls.rec, ls.done
 	ls.unwatchCtx()
 	if rec.End == 0 {
-		rec.End = clock.Now()
+		rec.End = ls.s.clk.Now()
 	}
 	ls.s.q.fillEmitted(rec)
 	ls.active = false

@@ -50,7 +50,7 @@ func sseHandler(n int, s *seen) http.HandlerFunc {
 		io.WriteString(w, chatRole)
 		f.Flush()
 		for i := range n {
-			io.WriteString(w, chatTok(clock.Now(), api.Token(i)))
+			io.WriteString(w, chatTok(clock.Real.Now(), api.Token(i)))
 			f.Flush()
 			time.Sleep(time.Millisecond)
 		}

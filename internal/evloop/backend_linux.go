@@ -180,7 +180,7 @@ func (p *parker) park(until int64, poll func(fd uintptr) bool) (bool, error) {
 	if until != p.deadline {
 		var t time.Time
 		if until != 0 {
-			t = clock.ToTime(until)
+			t = clock.Real.ToTime(until)
 		}
 		p.f.SetReadDeadline(t)
 		p.deadline = until

@@ -386,7 +386,7 @@ func (l *Loop) run() {
 			panic("evloop: " + err.Error())
 		}
 		l.dispatch(l.keys[:n], true)
-		l.expire(clock.Now())
+		l.expire(clock.Real.Now())
 		l.release()
 	}
 }
@@ -490,7 +490,7 @@ func (t *Ticker) Arm(deadline int64) error {
 	if t.done.Load() {
 		return clock.ErrClosed
 	}
-	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(max(clock.Mono(deadline), 1))}
+	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(max(clock.Real.Mono(deadline), 1))}
 	t.arms++
 	if err := timerfdSettime(t.fd, &t.spec); err != nil {
 		return os.NewSyscallError("timerfd_settime", err)

@@ -97,7 +97,7 @@ func TestUringRearmsAnEndedPoll(t *testing.T) {
 		t.Fatalf("after its end the poll was ended %v, armed again %v; want both", ended, armed)
 	}
 	for i := range 2 {
-		if err := tk.Arm(clock.Now() + int64(time.Millisecond)); err != nil {
+		if err := tk.Arm(clock.Real.Now() + int64(time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
 		within(t, fired, fmt.Sprintf("fire %d after the poll was armed again", i))

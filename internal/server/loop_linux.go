@@ -5,6 +5,7 @@ package server
 import (
 	"net"
 
+	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/evloop"
 )
 
@@ -26,6 +27,9 @@ func (s *Server) onLoop(sh *shard, i int) bool {
 		return false
 	}
 	sh.waker = t
+	if _, real := s.clk.(clock.RealClock); !real {
+		sh.waker = realAlarm{t, s.clk}
+	}
 	s.affine = len(all) == s.cfg.Shards || s.cfg.Shards%len(all) == 0
 	return true
 }
@@ -46,3 +50,13 @@ func (s *Server) shardFor(t transport, no uint64) *shard {
 	}
 	return s.shards[no%uint64(len(s.shards))]
 }
+
+// realAlarm arms an event loop's Ticker, whose deadlines are readings of
+// the real clock, for deadlines of the server's clock clk (a shifted one).
+type realAlarm struct {
+	t   *evloop.Ticker
+	clk clock.Clock
+}
+
+func (a realAlarm) Arm(deadline int64) error { return a.t.Arm(clock.ToReal(a.clk, deadline)) }
+func (a realAlarm) Close() error             { return a.t.Close() }
