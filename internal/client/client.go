@@ -67,6 +67,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/result"
 )
 
@@ -216,6 +217,11 @@ type Options struct {
 	// the pong (0: DefaultWSPongTimeout); without one the request fails.
 	WSPing        time.Duration
 	WSPongTimeout time.Duration
+
+	// Loops, when set, is the set of event loops the requests of the
+	// epoll and uring engines run on (its engine is theirs; a test's own
+	// set, which it stops); nil: the process's loops of Engine.
+	Loops *evloop.Set
 
 	// Clock is the clock every timestamp of a request is read from; nil
 	// means clock.Real. The event-loop engines' timeouts run on the real

@@ -61,6 +61,9 @@ func (o *Options) ResolveEngine() (Engine, string) {
 	if want == EngineGoroutine {
 		return EngineGoroutine, ""
 	}
+	if o.Loops != nil && o.TLS == nil && o.Scheme != "https" && !o.H2C {
+		return o.Loops.Engine(), ""
+	}
 	switch {
 	case o.TLS != nil || o.Scheme == "https":
 		if want != EngineAuto {

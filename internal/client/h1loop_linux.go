@@ -27,6 +27,24 @@ import (
 // errLoopGone: the loop could not watch a socket (its epoll set failed).
 var errLoopGone = errors.New("event loop: cannot watch the socket")
 
+// loopGone is the error of a loop that refused a socket: ErrStopped when
+// it was stopped, else errLoopGone.
+func loopGone(err error) error {
+	if errors.Is(err, evloop.ErrStopped) {
+		return err
+	}
+	return errLoopGone
+}
+
+// pickLoop returns a loop for a new session: of Options.Loops when set,
+// else of the process's loops of the engine.
+func (q *Request) pickLoop() *evloop.Loop {
+	if q.Loops != nil {
+		return q.Loops.Pick()
+	}
+	return evloop.PickOf(q.loopEngine())
+}
+
 // What a session posts to its loop.
 const (
 	msgStart  uint8 = iota + 1 // run the request (Session.Start)
@@ -173,7 +191,7 @@ func (s *Session) startLoop(ctx context.Context, rec *result.Request, done func(
 	s.prepare(rec)
 	ls := &s.ev
 	if ls.l == nil {
-		ls.s, ls.l = s, evloop.PickOf(s.q.loopEngine())
+		ls.s, ls.l = s, s.q.pickLoop()
 	}
 	ls.ctx, ls.rec, ls.done = ctx, rec, done
 	ls.l.Post(ls, msgStart, 0)
@@ -439,9 +457,9 @@ func (ls *loopSession) connect() {
 		ls.fail(connectFailure(os.NewSyscallError("connect", err)))
 		return
 	}
-	if ls.l.Add(&c.reg, fd, c, want) != nil {
+	if err := ls.l.Add(&c.reg, fd, c, want); err != nil {
 		unix.Close(fd)
-		ls.fail(connectFailure(errLoopGone))
+		ls.fail(connectFailure(loopGone(err)))
 		return
 	}
 	ls.c = c
@@ -556,6 +574,20 @@ func (c *econn) sent() {
 func (c *econn) schedule() {
 	if at := c.expiry(); at != 0 {
 		c.ls.l.Schedule(&c.timer, clock.ToReal(c.ls.s.clk, at), c)
+	}
+}
+
+// Stopped: the loop was stopped (evloop.Set.Stop). The request in flight
+// fails, naming it; a kept connection is closed.
+func (c *econn) Stopped(_ *evloop.Loop, err error) {
+	ls := c.ls
+	if ls.active && ls.c == c {
+		ls.failConn(result.Failure{Kind: result.RecvError, Detail: err.Error()})
+		return
+	}
+	if ls.c == c {
+		ls.closeConn()
+		ls.lost = peerClosed
 	}
 }
 

@@ -51,6 +51,8 @@ type backend interface {
 	wake()
 	// woken acknowledges a wake-up (the loop saw wakeKey).
 	woken()
+	// close closes the backend's descriptors (the loop is stopped).
+	close()
 }
 
 // maxEvents is how many ready descriptors one wait returns at most.
@@ -229,6 +231,11 @@ func (b *epollBackend) wake() {
 		one := [8]byte{1}
 		RawWrite(b.wakeFd, one[:])
 	}
+}
+
+func (b *epollBackend) close() {
+	b.parker.f.Close() // the epoll set
+	unix.Close(b.wakeFd)
 }
 
 func (b *epollBackend) woken() {

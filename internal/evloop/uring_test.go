@@ -23,11 +23,13 @@ func TestUringOutOfBuffers(t *testing.T) {
 	}
 	saved := uringBuffers
 	uringBuffers = 4
-	l, err := newLoop(0, Uring)
+	set, err := NewSet(Uring, 1)
 	uringBuffers = saved
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer set.Stop()
+	l := set.Loops()[0]
 	const socks, msgs = 16, 20
 	type peer struct {
 		s    *sock

@@ -13,13 +13,18 @@ import (
 // so: the loop's Ticker is its alarm, and the loop runs its ticks. It
 // reports false when the shard is to have its own goroutine.
 func (s *Server) onLoop(sh *shard, i int) bool {
-	e, _ := s.cfg.Engine.Resolve()
-	if !e.OnLoops() {
-		return false
-	}
-	all, err := evloop.LoopsOf(e)
-	if err != nil {
-		return false
+	var all []*evloop.Loop
+	if s.cfg.Loops != nil {
+		all = s.cfg.Loops.Loops()
+	} else {
+		e, _ := s.cfg.Engine.Resolve()
+		if !e.OnLoops() {
+			return false
+		}
+		var err error
+		if all, err = evloop.LoopsOf(e); err != nil {
+			return false
+		}
 	}
 	t, err := all[i%len(all)].NewTicker(func(t *evloop.Ticker) { sh.tick(t.Poll) })
 	if err != nil {

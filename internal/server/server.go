@@ -187,6 +187,10 @@ type Config struct {
 	// goroutine of its own (evloop.Goroutine, and elsewhere). The tokens,
 	// their stamps and the wire bytes are the same.
 	Engine evloop.Engine
+	// Loops, when set, is the set of event loops the shards run on,
+	// whatever Engine says: a test's own set (evloop.NewSet), to stop
+	// once Serve has returned. nil: the process's loops of Engine.
+	Loops *evloop.Set
 
 	// Clock is the clock of the pi_ts stamps, the emission deadlines and
 	// the emission records; nil means clock.Real. A clock.Fake needs
