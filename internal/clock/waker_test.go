@@ -77,3 +77,26 @@ func BenchmarkWakeLateness(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNow is a reading of the process clock: called on Real, and
+// through a Clock interface holding Real, as the sessions and shards that
+// store their clock once make it per token.
+func BenchmarkNow(b *testing.B) {
+	b.Run("direct", func(b *testing.B) {
+		var s int64
+		for b.Loop() {
+			s += Real.Now()
+		}
+		sink = s
+	})
+	b.Run("interface", func(b *testing.B) {
+		var c Clock = Real
+		var s int64
+		for b.Loop() {
+			s += c.Now()
+		}
+		sink = s
+	})
+}
+
+var sink int64
