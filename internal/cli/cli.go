@@ -454,6 +454,9 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 	r.engineNote(req)
 	col := r.newCollector()
 	_, err := r.runBatch(ctx, r.batchSpec("gw", req), col, nil, 0)
+	if note := req.TLSFallback(); note != "" {
+		r.out.errorf("note: %s\n", note)
+	}
 	return col, err
 }
 

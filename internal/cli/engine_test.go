@@ -194,19 +194,19 @@ func reportShape(out string) string {
 	return b.String()
 }
 
-// TestEngineFallsBackWithANote: asking for the epoll engine with an https
-// target measures on the goroutine engine, and says so.
+// TestEngineFallsBackWithANote: asking for the epoll engine for HTTP/2
+// over TLS measures on the goroutine engine, and says so.
 func TestEngineFallsBackWithANote(t *testing.T) {
 	g := newLaterGateway(t, true)
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	code := Main(ctx, []string{"-L", "127.0.0.1:0", "-t", "https://" + g.addr, "--insecure", "-r", "2", "-c", "2", "-n", "20", "-d", "1",
-		"-l", "--engine", "epoll"}, &out, g)
+		"-l", "--engine", "epoll", "--http2"}, &out, g)
 	if code != ExitOK {
 		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, out.String(), g.stderrText())
 	}
-	if !strings.Contains(g.stderrText(), "note: the epoll engine serves plain-TCP HTTP/1.1; TLS uses the goroutine engine") {
+	if !strings.Contains(g.stderrText(), "note: the epoll engine serves HTTP/1.1; HTTP/2 uses the goroutine engine") {
 		t.Errorf("stderr lacks the engine note:\n%s", g.stderrText())
 	}
 }

@@ -257,6 +257,10 @@ type shared struct {
 	engineOnce sync.Once
 	engine     Engine
 	loop       loopShared // what the event loops need of the Request, resolved once
+	// tlsFallback, once set, is why a TLS handshake's outcome cannot run
+	// on the event loops (TLS 1.2): the Request's requests use the
+	// goroutine engine from then on.
+	tlsFallback atomic.Pointer[string]
 }
 
 // sharedDefault serves the Requests not made by New.

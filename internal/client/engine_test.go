@@ -97,11 +97,14 @@ func TestResolveEngine(t *testing.T) {
 	}{
 		{"auto, plain http", Options{Engine: EngineAuto}, loopOr(EngineEpoll), false},
 		{"uring, plain http", Options{Engine: EngineUring}, uring, uringNote != ""},
-		{"uring, https", Options{Scheme: "https", Engine: EngineUring}, EngineGoroutine, true},
+		{"uring, https", Options{Scheme: "https", Engine: EngineUring}, uring, uringNote != ""},
 		{"epoll, plain http", Options{Engine: EngineEpoll}, loopOr(EngineEpoll), !epoll},
 		{"goroutine", Options{Engine: EngineGoroutine}, EngineGoroutine, false},
-		{"auto, https", Options{Scheme: "https", Engine: EngineAuto}, EngineGoroutine, false},
-		{"epoll, https", Options{Scheme: "https", Engine: EngineEpoll}, EngineGoroutine, true},
+		{"auto, https", Options{Scheme: "https", Engine: EngineAuto}, loopOr(EngineEpoll), false},
+		{"epoll, https", Options{Scheme: "https", Engine: EngineEpoll}, loopOr(EngineEpoll), !epoll},
+		{"epoll, https, HTTP/2", Options{Scheme: "https", HTTP2: true, Engine: EngineEpoll}, EngineGoroutine, true},
+		{"auto, https, HTTP/2", Options{Scheme: "https", HTTP2: true, Engine: EngineAuto}, EngineGoroutine, false},
+		{"epoll, wss", Options{Scheme: "https", WebSocket: true, Engine: EngineEpoll}, EngineGoroutine, true},
 		{"epoll, h2c", Options{H2C: true, Engine: EngineEpoll}, EngineGoroutine, true},
 		{"auto, h2c", Options{H2C: true, Engine: EngineAuto}, EngineGoroutine, false},
 	}
