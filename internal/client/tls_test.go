@@ -350,3 +350,59 @@ func TestTLSBadRecord(t *testing.T) {
 		t.Errorf("a tampered record: %q, %d tokens (%d bytes, %d reads); want a recv error naming the bad MAC, the bytes before it counted", r.Failure.Error(), len(r.Tokens), r.Bytes, r.Reads)
 	}
 }
+
+// TestTLSHandshakeStalls: a server that accepts the connection and never
+// answers the ClientHello holds the handshake: the request's timeout ends
+// it as a timeout, a cancelled context as an interruption, on every
+// engine (on the event loops the handshake runs on a goroutine of its
+// own, which must end by itself).
+func TestTLSHandshakeStalls(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	defer func() {
+		for {
+			select {
+			case c := <-accepted:
+				c.Close()
+			default:
+				return
+			}
+		}
+	}()
+	q := New(Options{Addr: ln.Addr().String(), TLS: &tls.Config{InsecureSkipVerify: true}, Timeout: 200 * time.Millisecond, Tokens: -1})
+	rec := &result.Request{}
+	q.Do(context.Background(), rec)
+	if got := rec.Failure.Error(); got != "timeout after 200ms" || rec.Connected == 0 || rec.TLSDone != 0 {
+		t.Errorf("a stalled handshake: %q, connected %d, TLS done %d; want timeout after 200ms, connected, no TLS", got, rec.Connected, rec.TLSDone)
+	}
+	q.Timeout = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec = &result.Request{}
+	ended := make(chan struct{})
+	go func() {
+		q.Do(ctx, rec)
+		close(ended)
+	}()
+	(<-accepted).Close() // the first request's connection
+	second := <-accepted // the handshake is under way
+	cancel()
+	<-ended
+	second.Close()
+	if rec.Failure.Kind != result.Interrupted {
+		t.Errorf("a cancelled handshake: %q, want interrupted", rec.Failure.Error())
+	}
+}
