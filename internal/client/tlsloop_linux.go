@@ -164,8 +164,8 @@ func (ls *loopSession) tlsUp(d *tlsDial) {
 
 // tlsFallback: the handshake negotiated what the loops' record layer does
 // not speak (TLS 1.2): this request ends on the goroutine engine, on the
-// connection it has, and the Request's later ones run there from the
-// start (Request.TLSFallback says why).
+// connection it has, and the Request's later ones run there (on that
+// connection too, when kept: Request.TLSFallback says why).
 func (ls *loopSession) tlsFallback(d *tlsDial) {
 	s, ctx, rec, done := ls.s, ls.ctx, ls.rec, ls.done
 	st := s.q.state()
@@ -181,7 +181,8 @@ func (ls *loopSession) tlsFallback(d *tlsDial) {
 }
 
 // doFallback runs the rest of a request whose connection the handshake
-// goroutine made on the goroutine engine, then closes the connection.
+// goroutine made on the goroutine engine, which keeps the connection
+// when the exchange allows, as its own.
 func (s *Session) doFallback(ctx context.Context, rec *result.Request, raw net.Conn, tc *tls.Conn) {
 	q := s.q
 	defer q.fillEmitted(rec)
@@ -191,9 +192,9 @@ func (s *Session) doFallback(ctx context.Context, rec *result.Request, raw net.C
 	s.id = q.state().conns.Add(1)
 	s.raw, s.conn, s.proto = raw, tc, ProtoHTTP1
 	rec.ConnID, rec.Reused, rec.Proto = s.id, false, s.proto
+	// doH1 keeps the connection (s.conn) for the session's next request,
+	// which runs on the goroutine engine, or closes it.
 	s.doH1(ctx, rec, s.clk.ToTime(rec.Start).Add(q.Timeout), false)
-	s.conn.Close()
-	s.conn, s.raw, s.id, s.proto = nil, nil, 0, ""
 	if rec.End == 0 {
 		rec.End = s.clk.Now()
 	}
