@@ -200,6 +200,10 @@ func (s *Session) doFallback(ctx context.Context, rec *result.Request, raw net.C
 	}
 }
 
+// maxKeptPlaintext bounds the plaintext buffer a TLS connection keeps
+// from one read to the next (token reads need a few hundred bytes).
+const maxKeptPlaintext = 16 << 10
+
 // recv reads once from c's socket. Over TLS it opens the records read and
 // returns their plaintext (c.readAt is when the read returned), which may
 // be empty (a record not yet complete, a session ticket): err is then
@@ -224,6 +228,9 @@ func (c *econn) recv() ([]byte, error) {
 			}
 		}
 		return nil, err
+	}
+	if cap(c.pt) > maxKeptPlaintext { // a large read once: thousands of connections would each keep it
+		c.pt = nil
 	}
 	c.pt, err = c.tls.Open(c.pt[:0], p)
 	switch {
