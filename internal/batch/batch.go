@@ -154,8 +154,9 @@ func Run(ctx context.Context, spec Spec, sink Sink, progress func(Progress)) err
 		r.spec.Request = &req
 	}
 	base := received.Load()
-	startTime := time.Now()
-	start := clock.FromTime(startTime)
+	r.clk = clock.Or(spec.Request.Clock)
+	start := r.clk.Now()
+	startTime := r.clk.ToTime(start)
 
 	// stop ends the starting of requests (ctx, or the Duration); requests
 	// themselves run under ctx.
@@ -208,6 +209,7 @@ type runner struct {
 	sink     Sink
 	done     atomic.Int64
 	inFlight atomic.Int64
+	clk      clock.Clock // the request's (client.Options.Clock), or clock.Real
 }
 
 // record returns the record of the request started i-th.
@@ -355,10 +357,10 @@ func (r *runner) openLoop(ctx, stop context.Context, start int64) {
 		end = start + int64(r.spec.Duration)
 	}
 
-	w := clock.NewWaker()
+	w := r.clk.NewWaker()
 	defer w.Close()
 	// Stopping wakes the scheduler from its wait for a deadline.
-	defer context.AfterFunc(stop, func() { w.Arm(clock.Now()) })()
+	defer context.AfterFunc(stop, func() { w.Arm(r.clk.Now()) })()
 
 	p := r.newPool(ctx, limit)
 	defer p.close()
@@ -367,7 +369,7 @@ func (r *runner) openLoop(ctx, stop context.Context, start int64) {
 		if due == math.MaxInt64 { // past a trace's last request
 			return
 		}
-		if due >= end || !sleepUntil(stop, w, due) {
+		if due >= end || !sleepUntil(stop, r.clk, w, due) {
 			return
 		}
 		sl := p.take(stop)
@@ -384,12 +386,12 @@ func (r *runner) openLoop(ctx, stop context.Context, start int64) {
 // whether it did; false means stop is done. It never returns true early,
 // whatever the waker's resolution, so that no request starts before its
 // deadline.
-func sleepUntil(stop context.Context, w clock.Waker, due int64) bool {
+func sleepUntil(stop context.Context, clk clock.Clock, w clock.Waker, due int64) bool {
 	for {
 		if stop.Err() != nil {
 			return false
 		}
-		if clock.Now() >= due {
+		if clk.Now() >= due {
 			return true
 		}
 		if err := w.Arm(due); err != nil {

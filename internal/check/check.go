@@ -30,6 +30,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/advice"
 	"github.com/sse-latency/sse-latency/internal/check/checkreport"
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/evloop"
 	gwid "github.com/sse-latency/sse-latency/internal/gateway"
@@ -138,6 +139,7 @@ type checker struct {
 	direct string // host:port of the dummy server itself
 	runID  string
 	seq    atomic.Int64
+	clk    clock.Clock // o.Client.Clock, or clock.Real: the server's too
 
 	flushStreams streams        // the signature streams, once run (flush, first-token)
 	id           *gwid.Identity // the gateway, named by the pre-flight request
@@ -154,9 +156,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Listener.Close()
 		return nil, err
 	}
-	c := &checker{o: o, reg: emission.New(), direct: loopbackAddr(o.Listener.Addr()), runID: emission.NewRunID()}
+	c := &checker{o: o, reg: emission.New(), direct: loopbackAddr(o.Listener.Addr()), runID: emission.NewRunID(), clk: clock.Or(o.Client.Clock)}
 	srv := server.New(o.Listener, server.Config{Tokens: 1, DelayMs: DelayMs, Emissions: c.reg, HTTP2: true,
-		Engine: o.Engine, Logf: o.Logf})
+		Engine: o.Engine, Logf: o.Logf, Clock: o.Client.Clock})
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx) }()

@@ -13,7 +13,6 @@ import (
 	"github.com/sse-latency/sse-latency/internal/advice"
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/client"
-	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/failures"
 	gwid "github.com/sse-latency/sse-latency/internal/gateway"
@@ -421,7 +420,7 @@ watch:
 		case <-done:
 			f.received, f.failures = received.Load(), failureTexts(rec)
 			if tm := c.reg.Lookup(id); tm.Finished() {
-				f.outcome, f.emitted, f.received = cancelUntestable, emittedBy(tm, clock.Now()), releasedBefore(rec, tm)
+				f.outcome, f.emitted, f.received = cancelUntestable, emittedBy(tm, c.clk.Now()), releasedBefore(rec, tm)
 			}
 			if len(f.failures) == 0 && f.outcome == cancelEnded {
 				f.failures = []string{"it ended without a failure before the cancel"}
@@ -434,10 +433,10 @@ watch:
 			case tm.Finished(): // the upstream is done: nothing left to cancel
 				stop()
 				<-done
-				f.outcome, f.received, f.emitted = cancelUntestable, releasedBefore(rec, tm), emittedBy(tm, clock.Now())
+				f.outcome, f.received, f.emitted = cancelUntestable, releasedBefore(rec, tm), emittedBy(tm, c.clk.Now())
 				return cancelRow(f, c.flushAdvice())
 			case n >= CancelAfterTokens && tm != nil:
-				cancelled = clock.Now()
+				cancelled = c.clk.Now()
 				f.received, f.emitted = n, emittedBy(tm, cancelled)
 				stop()
 				break watch

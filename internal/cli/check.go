@@ -124,9 +124,13 @@ func runCheck(ctx context.Context, ln net.Listener, cfg Config, t target, only, 
 	if err != nil {
 		return ExitFailure, fmt.Errorf("-t: %v", err)
 	}
+	clk, _, err := processClock()
+	if err != nil {
+		return ExitFailure, err
+	}
 	o := client.Options{Dialect: cfg.Dialect(), Addr: gwAddr, Model: cfg.Model, Path: cfg.Path, Host: cfg.HostHeader,
 		Scheme: t.scheme, APIKey: cfg.APIKey, ExtraHeaders: cfg.Headers, Engine: client.Engine(cfg.Engine),
-		HTTP2: cfg.HTTP2 && t.scheme == "https", H2C: cfg.H2C && t.scheme != "https", HTTP3: cfg.HTTP3}
+		HTTP2: cfg.HTTP2 && t.scheme == "https", H2C: cfg.H2C && t.scheme != "https", HTTP3: cfg.HTTP3, Clock: clk}
 	if o.Path == "" && t.prefix != "" {
 		o.Path = t.prefix + o.Dialect.Path()
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	gwid "github.com/sse-latency/sse-latency/internal/gateway"
 	"github.com/sse-latency/sse-latency/internal/procstat"
@@ -182,6 +183,7 @@ type run struct {
 	goodput    *slo.Goodput       // counts the gateway requests that meet every per-request --slo; nil without one
 	ln         net.Listener       // the listener handed to MeasureOn; nil: bind -L
 	received   *atomic.Int64      // Options.Received: counts the gateway batch's tokens as they arrive; nil: none
+	clk        clock.Clock        // the clock of the server, the client and the control endpoints (processClock)
 
 	gwSeen gwid.Evidence   // what is known of the gateway besides its responses (--gateway, its local process)
 	trace  *trace.Trace    // --trace: the trace the gateway batch replays; nil without one
@@ -294,7 +296,7 @@ func (r *run) startServer() error {
 	srvCfg := server.Config{Instance: r.instance, Tokens: cfg.Tokens, ThinkMs: cfg.ThinkMs, DelayMs: cfg.DelayMs, Emissions: r.emissions,
 		HTTP2: true, ServerClose: cfg.ServerClose, MaxStreams: cfg.MaxStreams, TLS: r.selfTLS,
 		Reasoning: cfg.Reasoning, ToolCall: cfg.ToolCall, ReasoningField: cfg.ReasoningShape(), HeartbeatMs: cfg.HeartbeatMs,
-		Engine: client.Engine(cfg.Engine), Faults: cfg.ServerFaults(), CacheBlockTokens: cfg.CacheBlock}
+		Engine: client.Engine(cfg.Engine), Faults: cfg.ServerFaults(), CacheBlockTokens: cfg.CacheBlock, Clock: r.clk}
 	if cfg.Verbose {
 		srvCfg.Logf = r.out.debugf
 	}
@@ -457,6 +459,9 @@ func (r *run) measure(ctx context.Context) (*summary.Collector, error) {
 	r.engineNote(req)
 	col := r.newCollector()
 	_, err := r.runBatch(ctx, r.batchSpec("gw", req), col, nil, 0)
+	if note := req.TLSFallback(); note != "" {
+		r.out.errorf("note: %s\n", note)
+	}
 	return col, err
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/batch"
 	"github.com/sse-latency/sse-latency/internal/client"
-	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/clocksync"
 	"github.com/sse-latency/sse-latency/internal/control"
 	"github.com/sse-latency/sse-latency/internal/emission"
@@ -87,7 +86,12 @@ const firstSyncTimeout = time.Minute
 // (--server), the connection to the server's control endpoints, with a
 // first clock-offset estimate.
 func (r *run) startBackend() error {
-	if off := clock.TestOffset(); off != 0 {
+	clk, off, err := processClock()
+	if err != nil {
+		return err
+	}
+	r.clk = clk
+	if off != 0 {
 		r.out.errorf("warning: test build: this process's clock is shifted by %d ns (%s)\n", off, "SSE_LATENCY_TEST_CLOCK_OFFSET_NS")
 	}
 	if r.cfg.Server != "" {
@@ -122,6 +126,7 @@ func (r *run) startControl() error {
 	if err != nil {
 		return err
 	}
+	h.SetClock(r.clk)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--control: cannot listen on %s: %w", cfg.Control, err)

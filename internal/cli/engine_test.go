@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -55,7 +56,7 @@ type serverAddrWatcher struct {
 	stderr  bytes.Buffer
 }
 
-func newLaterGateway(t *testing.T, tlsGateway bool) *laterGateway {
+func newLaterGateway(t *testing.T, tlsGateway bool, tlsConfig ...*tls.Config) *laterGateway {
 	g := &laterGateway{serverAddrWatcher: serverAddrWatcher{backend: make(chan string, 1)}}
 	var target *url.URL
 	var targetOnce sync.Once
@@ -81,6 +82,9 @@ func newLaterGateway(t *testing.T, tlsGateway bool) *laterGateway {
 	}
 	srv := httptest.NewUnstartedServer(rp)
 	if tlsGateway {
+		if len(tlsConfig) > 0 {
+			srv.TLS = tlsConfig[0]
+		}
 		srv.StartTLS()
 	} else {
 		srv.Start()
@@ -194,20 +198,42 @@ func reportShape(out string) string {
 	return b.String()
 }
 
-// TestEngineFallsBackWithANote: asking for the epoll engine with an https
-// target measures on the goroutine engine, and says so.
+// TestEngineFallsBackWithANote: asking for the epoll engine for HTTP/2
+// over TLS measures on the goroutine engine, and says so.
 func TestEngineFallsBackWithANote(t *testing.T) {
 	g := newLaterGateway(t, true)
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	code := Main(ctx, []string{"-L", "127.0.0.1:0", "-t", "https://" + g.addr, "--insecure", "-r", "2", "-c", "2", "-n", "20", "-d", "1",
-		"-l", "--engine", "epoll"}, &out, g)
+		"-l", "--engine", "epoll", "--http2"}, &out, g)
 	if code != ExitOK {
 		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, out.String(), g.stderrText())
 	}
-	if !strings.Contains(g.stderrText(), "note: the epoll engine serves plain-TCP HTTP/1.1; TLS uses the goroutine engine") {
+	if !strings.Contains(g.stderrText(), "note: the epoll engine serves HTTP/1.1; HTTP/2 uses the goroutine engine") {
 		t.Errorf("stderr lacks the engine note:\n%s", g.stderrText())
+	}
+}
+
+// TestEngineTLS12Note: a gateway that stops at TLS 1.2 is measured on
+// the goroutine engine, and the run says so after the gateway batch.
+func TestEngineTLS12Note(t *testing.T) {
+	if ok, _ := client.EngineEpoll.Loops(); !ok {
+		t.Skip("no event loops here: TLS always uses the goroutine engine")
+	}
+	g := newLaterGateway(t, true, &tls.Config{MaxVersion: tls.VersionTLS12})
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := Main(ctx, []string{"-L", "127.0.0.1:0", "-t", "https://" + g.addr, "--insecure", "-r", "3", "-c", "1", "-n", "5", "-d", "1", "-l", "-k"}, &out, g)
+	if code != ExitOK {
+		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, out.String(), g.stderrText())
+	}
+	if got := parseTitles(t, out.String())["gateway"]; got.requests != 3 || got.failed != 0 {
+		t.Errorf("gateway batch %+v, want 3 requests, none failed\n%s", got, out.String())
+	}
+	if !strings.Contains(g.stderrText(), "note: TLS 1.2 negotiated, the loops' record layer speaks TLS 1.3: TLS uses the goroutine engine") {
+		t.Errorf("stderr lacks the TLS 1.2 note:\n%s", g.stderrText())
 	}
 }
 

@@ -125,6 +125,7 @@ func (r *run) connectReplicas(endpoints []endpoint) ([]*control.Replica, error) 
 			}
 			return nil, fmt.Errorf("--server: %v", err)
 		}
+		c.SetClock(r.clk)
 		rep := &control.Replica{Syncer: control.NewSyncer(c, 0)}
 		replicas[i] = rep
 		wg.Add(1)

@@ -83,6 +83,7 @@ func (r *run) loopbackRequest(tokens, phaseCap int) *client.Request {
 // the server for that many; expect is how many the responses must carry.
 func (r *run) baseOptions(addr string, tokens, expect int) client.Options {
 	return client.Options{
+		Clock:        r.clk,
 		Dialect:      r.cfg.Dialect(),
 		Addr:         addr,
 		Model:        r.cfg.Model,

@@ -182,7 +182,7 @@ func startRecordingGateway(t *testing.T, upstream, upstreamPath string, keepHint
 			// Stamped before the write: stamped after its flush, a
 			// gateway preempted between the two would log a hold longer
 			// than the client saw (1 run in 50 at a load of 9).
-			at := clock.Now()
+			at := clock.Real.Now()
 			fmt.Fprintf(w, "data: %s\n\n", payload)
 			fl.Flush()
 			holds.mu.Lock()

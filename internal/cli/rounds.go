@@ -29,6 +29,7 @@ func (r *run) interleave(ctx context.Context, pairs int, tag string) (loop, gw *
 		loop = summary.NewCollector()
 	}
 	var offsets, done [2]int // per side (0 loopback, 1 gateway): records so far, rounds so far
+	fellBack := false        // the TLS fallback note was printed (once for all rounds)
 	for i := range len(order) {
 		if ctx.Err() != nil {
 			break
@@ -50,6 +51,10 @@ func (r *run) interleave(ctx context.Context, pairs int, tag string) (loop, gw *
 		cost, err := r.runBatch(ctx, r.batchSpec(name, req), c, st, offsets[side])
 		if err != nil {
 			return nil, nil, nil, err
+		}
+		if note := req.TLSFallback(); note != "" && side == 1 && !fellBack {
+			fellBack = true
+			r.out.errorf("note: %s\n", note)
 		}
 		offsets[side] += st.Requests + st.Warmup
 		round := summary.NewRound(batchName, done[side], st)

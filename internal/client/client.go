@@ -67,7 +67,9 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/sse-latency/sse-latency/internal/api"
+	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/emission"
+	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/result"
 )
 
@@ -221,7 +223,20 @@ type Options struct {
 	// the pong (0: DefaultWSPongTimeout); without one the request fails.
 	WSPing        time.Duration
 	WSPongTimeout time.Duration
+
+	// Loops, when set, is the set of event loops the requests of the
+	// epoll and uring engines run on (its engine is theirs; a test's own
+	// set, which it stops); nil: the process's loops of Engine.
+	Loops *evloop.Set
+
+	// Clock is the clock every timestamp of a request is read from; nil
+	// means clock.Real. The event-loop engines' timeouts run on the real
+	// clock whatever it is (internal/evloop).
+	Clock clock.Clock
 }
+
+// clk is the clock of the requests' timestamps: Clock, or clock.Real.
+func (o *Options) clk() clock.Clock { return clock.Or(o.Clock) }
 
 // Request sends the requests of a batch. Its Options may be changed until
 // the first Do or NewSession; Do only reads them, and may run concurrently.
@@ -248,6 +263,10 @@ type shared struct {
 	engineOnce sync.Once
 	engine     Engine
 	loop       loopShared // what the event loops need of the Request, resolved once
+	// tlsFallback, once set, is why a TLS handshake's outcome cannot run
+	// on the event loops (TLS 1.2): the Request's requests use the
+	// goroutine engine from then on.
+	tlsFallback atomic.Pointer[string]
 }
 
 // sharedDefault serves the Requests not made by New.

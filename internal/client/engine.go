@@ -20,7 +20,9 @@ import (
 // io_uring: a multishot receive per socket into the loop's provided
 // buffers, the arrival time taken when the loop takes the completion. All
 // feed the same response parser, so that they record the same tokens,
-// failures and integrity results; TLS, HTTP/2 and HTTP/3 always use the
+// failures and integrity results. HTTP/1.1 over TLS 1.3 runs on the loops
+// too: the handshake on a goroutine, then the loop opens and seals the
+// records itself (package tlsrecord); TLS 1.2, HTTP/2, HTTP/3 and wss use the
 // goroutine engine.
 type Engine = evloop.Engine
 
@@ -48,9 +50,11 @@ func ParseEngine(s string) (Engine, error) { return evloop.ParseEngine(s) }
 
 // ResolveEngine returns the engine the requests of o use, and, when it is
 // not the one o.Engine asks for, why: the text of a note for the user.
-// EngineAuto falls back without a note: to the goroutine engine for TLS
-// HTTP/2 and HTTP/3, which always use it, and where there are no event
-// loops.
+// EngineAuto falls back without a note: to the goroutine engine for
+// HTTP/2 and WebSocket over TLS and for HTTP/3, which always use it, and
+// where there are no event loops. HTTP/1.1 over TLS runs on the loops (a
+// TLS 1.3 record layer, package tlsrecord); a handshake that negotiates
+// TLS 1.2 moves the Request to the goroutine engine then (TLSFallback).
 func (o *Options) ResolveEngine() (Engine, string) {
 	want := o.Engine
 	if want == "" {
@@ -62,15 +66,21 @@ func (o *Options) ResolveEngine() (Engine, string) {
 	if want == EngineGoroutine {
 		return EngineGoroutine, ""
 	}
+	tlsOn := o.TLS != nil || o.Scheme == "https"
 	switch {
 	case o.HTTP3:
 		if want != EngineAuto {
 			return EngineGoroutine, "the " + string(want) + " engine serves plain-TCP HTTP/1.1; HTTP/3 (QUIC) uses the goroutine engine"
 		}
 		return EngineGoroutine, ""
-	case o.TLS != nil || o.Scheme == "https":
+	case tlsOn && o.HTTP2:
 		if want != EngineAuto {
-			return EngineGoroutine, "the " + string(want) + " engine serves plain-TCP HTTP/1.1; TLS uses the goroutine engine"
+			return EngineGoroutine, "the " + string(want) + " engine serves HTTP/1.1; HTTP/2 uses the goroutine engine"
+		}
+		return EngineGoroutine, ""
+	case tlsOn && o.WebSocket:
+		if want != EngineAuto {
+			return EngineGoroutine, "the " + string(want) + " engine serves WebSocket on plain TCP; wss uses the goroutine engine"
 		}
 		return EngineGoroutine, ""
 	case o.H2C:
@@ -79,12 +89,29 @@ func (o *Options) ResolveEngine() (Engine, string) {
 		}
 		return EngineGoroutine, ""
 	}
+	if o.Loops != nil {
+		return o.Loops.Engine(), ""
+	}
 	return want.Resolve()
+}
+
+// TLSFallback returns, once a TLS handshake of q's requests on the event
+// loops negotiated what their record layer does not speak (TLS 1.2), the
+// text of a note saying so: that request and the later ones use the
+// goroutine engine. "" while none did.
+func (q *Request) TLSFallback() string {
+	if why := q.state().tlsFallback.Load(); why != nil {
+		return *why + ": TLS uses the goroutine engine"
+	}
+	return ""
 }
 
 // loopEngine returns the engine of q's requests when they run on the
 // event loops, "" when they do not.
 func (q *Request) loopEngine() Engine {
+	if q.state().tlsFallback.Load() != nil {
+		return ""
+	}
 	var e Engine
 	if q.shared == nil {
 		e, _ = q.ResolveEngine()

@@ -17,6 +17,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/tlsrecord"
 )
 
 // This file is the epoll engine's HTTP/1.1 exchange: the steps, rules and
@@ -26,6 +27,24 @@ import (
 
 // errLoopGone: the loop could not watch a socket (its epoll set failed).
 var errLoopGone = errors.New("event loop: cannot watch the socket")
+
+// loopGone is the error of a loop that refused a socket: ErrStopped when
+// it was stopped, else errLoopGone.
+func loopGone(err error) error {
+	if errors.Is(err, evloop.ErrStopped) {
+		return err
+	}
+	return errLoopGone
+}
+
+// pickLoop returns a loop for a new session: of Options.Loops when set,
+// else of the process's loops of the engine.
+func (q *Request) pickLoop() *evloop.Loop {
+	if q.Loops != nil {
+		return q.Loops.Pick()
+	}
+	return evloop.PickOf(q.loopEngine())
+}
 
 // What a session posts to its loop.
 const (
@@ -68,6 +87,7 @@ type loopSession struct {
 	ws       *wsExchange // the request's, over WebSocket (x.r is its reader)
 	out      []byte      // the request as it goes on the wire
 	reused   bool        // the attempt runs on a kept connection
+	dial     *tlsDial    // the TLS dial and handshake in progress on a goroutine; nil: none
 
 	wait   chan struct{} // Do waits here
 	signal func(*result.Request)
@@ -101,6 +121,11 @@ type econn struct {
 	port    int    // the local port, claimed on the loop (0: none)
 	wsOut   []byte // WebSocket frames a write could not take yet
 	pingAt  int64  // WebSocket: when to ping, or when the pong is due (0: none)
+
+	tls    *tlsrecord.Conn // over TLS: the record layer; nil: plain TCP
+	pt     []byte          // over TLS: the plaintext of the last read
+	tlsEOF bool            // over TLS: the peer's close_notify came
+	readAt int64           // over TLS: when the last read returned
 }
 
 // expiry is c's next deadline, 0 for none.
@@ -173,7 +198,7 @@ func (s *Session) startLoop(ctx context.Context, rec *result.Request, done func(
 	s.prepare(rec)
 	ls := &s.ev
 	if ls.l == nil {
-		ls.s, ls.l = s, evloop.PickOf(s.q.loopEngine())
+		ls.s, ls.l = s, s.q.pickLoop()
 	}
 	ls.ctx, ls.rec, ls.done = ctx, rec, done
 	ls.l.Post(ls, msgStart, 0)
@@ -300,6 +325,10 @@ func (ls *loopSession) Receive(_ *evloop.Loop, kind uint8, _ uint64) {
 				ls.state, ls.found = ls.lost, true
 			} else {
 				ls.state, ls.found = peekFD(ls.c.reg.FD()), true
+				if ls.state == pending && ls.c.tls != nil { // records without data leave it idle
+					ls.c.readIdle()
+					ls.state = ls.lost
+				}
 			}
 		}
 		close(ls.ack)
@@ -349,7 +378,7 @@ func (ls *loopSession) start() {
 	q, rec := ls.s.q, ls.rec
 	ls.active = true
 	rec.ID = q.ID(rec.Batch, rec.Index)
-	rec.Start = clock.Now()
+	rec.Start = ls.s.clk.Now()
 	ls.deadline = rec.Start + int64(q.Timeout)
 	if ls.ctx.Err() != nil {
 		ls.failConn(result.Failure{Kind: result.Interrupted})
@@ -375,12 +404,14 @@ func (ls *loopSession) start() {
 // after what the loop received ahead of the socket (uring) if anything.
 func (ls *loopSession) usable() bool {
 	if ls.l.Buffered(&ls.c.reg) {
-		ls.c.readIdle() // closes the connection, unless what waited is a WebSocket frame it answered
-		return ls.s.ws != nil && ls.c != nil
+		// closes the connection, unless what waited is a WebSocket frame
+		// it answered, or TLS records without data (a session ticket)
+		ls.c.readIdle()
+		return ls.c != nil && (ls.s.ws != nil || ls.c.tls != nil)
 	}
-	if ls.lost = peekFD(ls.c.reg.FD()); ls.lost == pending && ls.s.ws != nil {
+	if ls.lost = peekFD(ls.c.reg.FD()); ls.lost == pending && (ls.s.ws != nil || ls.c.tls != nil) {
 		ls.lost = idle
-		ls.c.readIdle() // answered, or closed: what waited is a WebSocket frame
+		ls.c.readIdle() // answered, or closed: what waited is a WebSocket frame, or TLS records
 		return ls.c != nil
 	}
 	return ls.lost == idle
@@ -405,6 +436,10 @@ func (ls *loopSession) attempt() {
 // connect opens a new non-blocking connection.
 func (ls *loopSession) connect() {
 	q := ls.s.q
+	if cfg := q.tlsConfig(); cfg != nil {
+		ls.connectTLS(cfg)
+		return
+	}
 	sa, err := q.loopAddr()
 	if err != nil {
 		ls.fail(q.classify(ls.ctx, err, connectFailure(err)))
@@ -439,9 +474,9 @@ func (ls *loopSession) connect() {
 		ls.fail(connectFailure(os.NewSyscallError("connect", err)))
 		return
 	}
-	if ls.l.Add(&c.reg, fd, c, want) != nil {
+	if err := ls.l.Add(&c.reg, fd, c, want); err != nil {
 		unix.Close(fd)
-		ls.fail(connectFailure(errLoopGone))
+		ls.fail(connectFailure(loopGone(err)))
 		return
 	}
 	ls.c = c
@@ -458,10 +493,14 @@ func (ls *loopSession) connect() {
 }
 
 // connected: the connection is up; the request goes out.
-func (c *econn) connected() {
+func (c *econn) connected() { c.connectedAt(c.ls.s.clk.Now()) }
+
+// connectedAt: the connection came up at the time at; the request goes
+// out.
+func (c *econn) connectedAt(at int64) {
 	ls := c.ls
 	s, rec := ls.s, ls.rec
-	rec.Connected = clock.Now()
+	rec.Connected = at
 	s.id = s.q.state().conns.Add(1)
 	s.proto = ProtoHTTP1
 	if s.q.WebSocket {
@@ -478,16 +517,32 @@ func (c *econn) connected() {
 // thousands of them at the start of a batch.
 var requestBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
+// putRequestBuffer gives b, whose bytes are now out, back to
+// requestBuffers, unless it grew too large to keep.
+func putRequestBuffer(b *[]byte, out []byte) {
+	if cap(out) <= 64<<10 {
+		*b = out[:0]
+		requestBuffers.Put(b)
+	}
+}
+
 // write writes what remains of the request: at the first write the whole
 // request, put together in a pooled buffer and kept (ls.out) only when
 // the socket does not take all of it.
 func (c *econn) write() {
 	ls := c.ls
 	out := ls.out
-	var pooled *[]byte
+	var pooled, sealed *[]byte
 	if out == nil {
 		pooled = requestBuffers.Get().(*[]byte)
 		out = ls.appendRequest((*pooled)[:0], ls.rec.ID)
+		if c.tls != nil {
+			sealed = requestBuffers.Get().(*[]byte)
+			plain := out
+			out = c.seal((*sealed)[:0], plain)
+			putRequestBuffer(pooled, plain)
+			pooled = sealed
+		}
 	}
 	n, err := evloop.RawWrite(c.reg.FD(), out[c.written:])
 	c.written += n
@@ -495,10 +550,7 @@ func (c *econn) write() {
 		if c.written < len(out) {
 			ls.out = slices.Clone(out)
 		}
-		if cap(out) <= 64<<10 {
-			*pooled = out[:0]
-			requestBuffers.Put(pooled)
-		}
+		putRequestBuffer(pooled, out)
 	}
 	switch {
 	case c.written == len(out):
@@ -520,7 +572,7 @@ func (c *econn) write() {
 func (c *econn) sent() {
 	ls := c.ls
 	q, rec := ls.s.q, ls.rec
-	now := clock.Now()
+	now := ls.s.clk.Now()
 	rec.Sent = now
 	ls.out = nil // sent: thousands of sessions would each keep it for nothing
 	if cap(rec.Tokens) == 0 && q.ExpectTokens > 0 {
@@ -551,19 +603,36 @@ func (c *econn) sent() {
 
 // schedule puts c's next deadline in the loop's timer heap. A deadline
 // that moves later (the idle timeout, pushed back by every read) leaves
-// the heap alone: Expire looks again when the entry falls due.
+// the heap alone: Expire looks again when the entry falls due. The heap
+// runs on the real clock (clock.ToReal), c's deadlines on the session's.
 func (c *econn) schedule() {
 	if at := c.expiry(); at != 0 {
-		c.ls.l.Schedule(&c.timer, at, c)
+		c.ls.l.Schedule(&c.timer, clock.ToReal(c.ls.s.clk, at), c)
 	}
 }
 
-// Expire: the earliest deadline c scheduled has passed.
+// Stopped: the loop was stopped (evloop.Set.Stop). The request in flight
+// fails, naming it; a kept connection is closed.
+func (c *econn) Stopped(_ *evloop.Loop, err error) {
+	ls := c.ls
+	if ls.active && ls.c == c {
+		ls.failConn(result.Failure{Kind: result.RecvError, Detail: err.Error()})
+		return
+	}
+	if ls.c == c {
+		ls.closeConn()
+		ls.lost = peerClosed
+	}
+}
+
+// Expire: the earliest deadline c scheduled has passed (now: the loop's
+// real clock).
 func (c *econn) Expire(l *evloop.Loop, now int64) {
+	now = clock.FromReal(c.ls.s.clk, now)
 	switch at := c.expiry(); {
 	case at == 0:
 	case at > now:
-		l.Schedule(&c.timer, at, c)
+		l.Schedule(&c.timer, clock.ToReal(c.ls.s.clk, at), c)
 	default:
 		c.timeout(now)
 	}
@@ -610,9 +679,14 @@ func (c *econn) connecting() {
 func (c *econn) readResponse() {
 	ls := c.ls
 	q, rec := ls.s.q, ls.rec
-	p, err := ls.l.Read(&c.reg)
+	p, err := c.recv()
 	if len(p) > 0 {
-		now := clock.Now()
+		var now int64
+		if c.tls != nil {
+			now = c.readAt // the read that completed the records, before they were opened
+		} else {
+			now = ls.s.clk.Now()
+		}
 		rec.Reads++
 		if q.IdleTimeout > 0 {
 			c.idleAt = now + int64(q.IdleTimeout)
@@ -628,15 +702,17 @@ func (c *econn) readResponse() {
 			c.waitAt = now + int64(q.drainTimeout())
 			c.schedule()
 		}
-		return
+		if err == nil { // over TLS, a record after the data may have ended the stream (err)
+			return
+		}
 	}
 	if err == unix.EAGAIN || err == unix.EINTR {
 		return
 	}
 	if err == nil {
 		err = io.EOF
-	} else {
-		err = os.NewSyscallError("read", err)
+	} else if errno, ok := err.(unix.Errno); ok {
+		err = os.NewSyscallError("read", errno)
 	}
 	if ls.settle(step{err: err, cancelled: ls.ctx.Err() != nil}) == fateRetry {
 		ls.retry()
@@ -677,7 +753,7 @@ func (c *econn) responseEnded() {
 	}
 	f := ls.x.settle(step{cancelled: ls.ctx.Err() != nil})
 	if f == fateDrain {
-		now := clock.Now()
+		now := ls.s.clk.Now()
 		c.phase = phDraining
 		c.drainAt = min(now+int64(q.drainTimeout()), ls.deadline)
 		c.idleAt = 0
@@ -694,13 +770,14 @@ func (c *econn) responseEnded() {
 func (c *econn) readDrain() {
 	ls := c.ls
 	q := ls.s.q
-	p, err := ls.l.Read(&c.reg)
+	p, err := c.recv()
 	if len(p) > 0 {
 		if q.IdleTimeout > 0 {
-			c.idleAt = clock.Now() + int64(q.IdleTimeout)
+			c.idleAt = ls.s.clk.Now() + int64(q.IdleTimeout)
 		}
-		c.drainStep(step{p: p})
-		return
+		if c.drainStep(step{p: p}); err == nil || c.phase != phDraining || c.ls.c != c {
+			return
+		}
 	}
 	if err == unix.EAGAIN || err == unix.EINTR {
 		return
@@ -739,7 +816,7 @@ func (c *econn) drainEnded(f fate) {
 // closed, and the next request learns why (Session.usable's rules).
 func (c *econn) readIdle() {
 	ls := c.ls
-	p, err := ls.l.Read(&c.reg)
+	p, err := c.recv()
 	if len(p) > 0 && ls.s.ws != nil {
 		c.idleWS(p)
 		return
@@ -782,7 +859,7 @@ func (c *econn) timeout(now int64) {
 
 // cancel: the request's context is done.
 func (ls *loopSession) cancel() {
-	if !ls.active {
+	if !ls.active || ls.dial != nil { // a dial ends by itself, on its context
 		return
 	}
 	if c := ls.c; c != nil && c.phase == phDraining {
@@ -830,7 +907,7 @@ func (ls *loopSession) finish() {
 	rec, done := ls.rec, ls.done
 	ls.unwatchCtx()
 	if rec.End == 0 {
-		rec.End = clock.Now()
+		rec.End = ls.s.clk.Now()
 	}
 	ls.s.q.fillEmitted(rec)
 	ls.active = false

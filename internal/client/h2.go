@@ -24,7 +24,7 @@ import (
 // the connection.
 func (s *Session) startH2(ctx context.Context, rec *result.Request, proto string) bool {
 	s.conn.SetDeadline(time.Time{})
-	s.stamp = &stampConn{Conn: s.conn}
+	s.stamp = &stampConn{Conn: s.conn, clk: s.clk}
 	//lint:ignore SA1019 see shared in client.go
 	cc, err := s.q.state().h2.NewClientConn(s.stamp)
 	if err != nil {
@@ -67,7 +67,7 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 	keep := false
 	defer func() {
 		if rec.Sent == 0 {
-			rec.Sent = stamp.sentBefore(clock.Now())
+			rec.Sent = stamp.sentBefore(s.clk.Now())
 		}
 		if !keep || !s.cc.CanTakeNewRequest() {
 			s.Close()
@@ -84,7 +84,7 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 		rec.Failure = h2Failure(ctx, sctx, q, err, sysFailure(result.RecvError, "send: ", err))
 		return finished
 	}
-	now := clock.Now()
+	now := s.clk.Now()
 	rec.Sent = stamp.sentBefore(now)
 	body := &idleBody{r: resp.Body, w: idle}
 	defer resp.Body.Close()
@@ -105,11 +105,11 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 		t := time.AfterFunc(q.drainTimeout(), func() { scancel(errStatusWait) })
 		defer t.Stop()
 	}
-	buf := s.buf
+	buf, clk := s.buf, s.clk
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
-			now := clock.Now()
+			now := clk.Now()
 			rec.Reads++
 			if r.feed(buf[:n], now) {
 				rec.End = now
@@ -188,6 +188,7 @@ type stampConn struct {
 	armed atomic.Bool  // the request body has been read to its end
 	eof   atomic.Int64 // when it was
 	sent  atomic.Int64 // when the first Write after that returned
+	clk   clock.Clock  // the session's
 }
 
 func (c *stampConn) reset() {
@@ -212,7 +213,7 @@ func (c *stampConn) Write(p []byte) (int, error) {
 	armed := c.armed.Load()
 	n, err := c.Conn.Write(p)
 	if armed && err == nil {
-		c.sent.CompareAndSwap(0, clock.Now())
+		c.sent.CompareAndSwap(0, c.clk.Now())
 	}
 	return n, err
 }
@@ -226,7 +227,7 @@ type eofBody struct {
 func (b *eofBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF && !b.c.armed.Load() {
-		b.c.eof.Store(clock.Now())
+		b.c.eof.Store(b.c.clk.Now())
 		b.c.armed.Store(true)
 	}
 	return n, err

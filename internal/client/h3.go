@@ -82,7 +82,7 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 		rec.Failure = h3HandshakeFailure(q.Addr, err, min(q.Timeout, h3HandshakeIdle))
 		return false
 	}
-	rec.Connected = clock.Now()
+	rec.Connected = s.clk.Now()
 	rec.TLSDone = rec.Connected
 	id := q.state().conns.Add(1)
 	rec.ConnID = id
@@ -142,7 +142,7 @@ func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.T
 	// frame: Sent is when it read the body's end, after its last Write
 	// (the stream's FIN follows at once).
 	var eof atomic.Int64
-	req.Body = &h3Body{ReadCloser: req.Body, eof: &eof}
+	req.Body = &h3Body{ReadCloser: req.Body, eof: &eof, clk: s.clk}
 	keep := false
 	h3 := s.h3
 	defer func() {
@@ -163,7 +163,7 @@ func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.T
 		rec.Failure = h2Failure(ctx, sctx, q, err, h3Failure("send: ", err))
 		return finished
 	}
-	now := clock.Now()
+	now := s.clk.Now()
 	if sent := eof.Load(); sent != 0 && sent <= now {
 		rec.Sent = sent
 	}
@@ -189,7 +189,7 @@ func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.T
 	for {
 		n, err := body.Read(buf)
 		if n > 0 {
-			now := clock.Now()
+			now := s.clk.Now()
 			rec.Reads++
 			if r.feed(buf[:n], now) {
 				rec.End = now
@@ -238,12 +238,13 @@ func h3Failure(prefix string, err error) result.Failure {
 type h3Body struct {
 	io.ReadCloser
 	eof *atomic.Int64
+	clk clock.Clock
 }
 
 func (b *h3Body) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
-		b.eof.CompareAndSwap(0, clock.Now())
+		b.eof.CompareAndSwap(0, b.clk.Now())
 	}
 	return n, err
 }

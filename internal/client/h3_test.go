@@ -151,7 +151,7 @@ func TestH3ConnectionClosedMidStream(t *testing.T) {
 		io.WriteString(w, chatRole)
 		first := requests.Add(1) == 1
 		for i := range n {
-			io.WriteString(w, chatTok(clock.Now(), api.Token(i)))
+			io.WriteString(w, chatTok(clock.Real.Now(), api.Token(i)))
 			f.Flush()
 			if first {
 				c := r.Context().Value(quicConnKey{}).(*quic.Conn)

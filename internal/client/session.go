@@ -41,11 +41,15 @@ type Session struct {
 	oneShot bool     // Request.Do's: the connection closes after the request, no drain
 
 	ev loopSession // the epoll engine's state (see Engine)
+
+	// clk is the clock of every timestamp (Options.Clock), read once here
+	// so that the per-token path makes one call on a concrete clock.
+	clk clock.Clock
 }
 
 // NewSession returns a Session that sends q's requests.
 func (q *Request) NewSession() *Session {
-	return &Session{q: q, base: q}
+	return &Session{q: q, base: q, clk: clock.Or(q.Clock)}
 }
 
 // Close closes the session's connection, if one is open.
@@ -123,11 +127,12 @@ func (s *Session) Do(ctx context.Context, rec *result.Request) {
 	// get their emission times from the registry (and the entry is freed),
 	// once the request has ended.
 	defer q.fillEmitted(rec)
-	rec.Start = clock.Now()
-	deadline := clock.ToTime(rec.Start).Add(q.Timeout)
+	clk := s.clk
+	rec.Start = clk.Now()
+	deadline := clk.ToTime(rec.Start).Add(q.Timeout)
 	defer func() {
 		if rec.End == 0 {
-			rec.End = clock.Now()
+			rec.End = clk.Now()
 		}
 	}()
 	if s.buf == nil {
@@ -229,7 +234,7 @@ func (s *Session) connect(ctx context.Context, rec *result.Request, deadline tim
 		rec.Failure = q.classify(ctx, err, connectFailure(err))
 		return false
 	}
-	rec.Connected = clock.Now()
+	rec.Connected = s.clk.Now()
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
@@ -253,7 +258,7 @@ func (s *Session) connect(ctx context.Context, rec *result.Request, deadline tim
 		rec.Failure = q.classify(ctx, err, sysFailure(result.Connect, "TLS handshake: ", err))
 		return false
 	}
-	rec.TLSDone = clock.Now()
+	rec.TLSDone = s.clk.Now()
 	s.conn = tc
 	if tc.ConnectionState().NegotiatedProtocol == http2.NextProtoTLS {
 		return s.startH2(ctx, rec, ProtoH2)
@@ -308,7 +313,7 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 	defer r.close()
 	x := h1Exchange{r: r, rec: rec, reused: reused, keepAlive: q.KeepAlive && !s.oneShot}
 	lim := readLimit{conn: conn, ctx: ctx, deadline: deadline, set: deadline, idle: q.IdleTimeout}
-	buf := s.buf
+	buf, clk := s.buf, s.clk
 	for {
 		if r.statusFailing() && lim.wait.IsZero() {
 			lim.wait = time.Now().Add(q.drainTimeout())
@@ -316,7 +321,7 @@ func (s *Session) doH1(ctx context.Context, rec *result.Request, deadline time.T
 		lim.arm()
 		n, err := conn.Read(buf)
 		if n > 0 {
-			now := clock.Now()
+			now := clk.Now()
 			rec.Reads++
 			if r.feed(buf[:n], now) {
 				rec.End = now
@@ -357,7 +362,7 @@ func (q *Request) send(ctx context.Context, rec *result.Request, conn net.Conn, 
 		rec.Failure = q.classify(ctx, err, sysFailure(result.RecvError, "send: ", err))
 		return finished, false
 	}
-	rec.Sent = clock.Now()
+	rec.Sent = q.clk().Now()
 	if n := q.expectedTokens(); cap(rec.Tokens) == 0 && n > 0 {
 		rec.Tokens = make([]result.Token, 0, n)
 	}

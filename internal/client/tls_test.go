@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/tlsrecord"
 )
 
 // seen is what an in-process net/http server saw of each request.
@@ -50,7 +53,7 @@ func sseHandler(n int, s *seen) http.HandlerFunc {
 		io.WriteString(w, chatRole)
 		f.Flush()
 		for i := range n {
-			io.WriteString(w, chatTok(clock.Now(), api.Token(i)))
+			io.WriteString(w, chatTok(clock.Real.Now(), api.Token(i)))
 			f.Flush()
 			time.Sleep(time.Millisecond)
 		}
@@ -264,5 +267,142 @@ func TestHTTP2Timeout(t *testing.T) {
 	q.Do(ctx, rec)
 	if rec.Failure.Kind != result.Interrupted {
 		t.Errorf("a cancelled h2c stream: %q, want interrupted", rec.Failure.Error())
+	}
+}
+
+// TestTLS12FallsBack: a server that stops at TLS 1.2 is measured all the
+// same; on the event loops, whose record layer speaks TLS 1.3, the first
+// request ends on the goroutine engine and the Request says why.
+func TestTLS12FallsBack(t *testing.T) {
+	const tokens = 5
+	var s seen
+	srv := httptest.NewUnstartedServer(sseHandler(tokens, &s))
+	srv.TLS = &tls.Config{MaxVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	q := New(Options{Addr: srv.Listener.Addr().String(), TLS: &tls.Config{InsecureSkipVerify: true},
+		ExpectTokens: tokens, KeepAlive: true, Timeout: 10 * time.Second, Tokens: -1})
+	sess := q.NewSession()
+	defer sess.Close()
+	for i := range 3 {
+		rec := &result.Request{Batch: "gw", Index: i}
+		sess.Do(context.Background(), rec)
+		if rec.Failure.Kind != result.OK || len(rec.Tokens) != tokens || rec.Proto != ProtoHTTP1 {
+			t.Fatalf("request %d over TLS 1.2: %q, %d tokens, proto %q; want ok, %d tokens, HTTP/1.1", i, rec.Failure.Error(), len(rec.Tokens), rec.Proto, tokens)
+		}
+	}
+	e, _ := q.ResolveEngine()
+	note := q.TLSFallback()
+	if e.OnLoops() != (note != "") || (note != "" && !strings.Contains(note, "TLS 1.2")) {
+		t.Errorf("engine %s: TLSFallback() = %q; want a note naming TLS 1.2 exactly on the event loops", e, note)
+	}
+}
+
+// TestTLSBadRecord: a record that fails authentication in the middle of a
+// stream is a named receive error, on every engine, with the bytes
+// before it kept.
+func TestTLSBadRecord(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	cfg, _, err := server.SelfSignedTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SessionTicketsDisabled = true
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		tc, rl, why, err := tlsrecord.Server(context.Background(), c, cfg)
+		if err != nil || rl == nil {
+			t.Errorf("server handshake: %v %s", err, why)
+			return
+		}
+		_ = tc
+		buf := make([]byte, 4096)
+		var req []byte
+		for !strings.Contains(string(req), "\r\n\r\n") {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			if req, err = rl.Open(req, buf[:n]); err != nil {
+				t.Errorf("server: %v", err)
+				return
+			}
+		}
+		head := "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+		out := rl.Seal(nil, []byte(head+chatRole+chatTok(clock.Real.Now(), "a")))
+		bad := rl.Seal(nil, []byte(chatTok(clock.Real.Now(), "b")))
+		bad[len(bad)-1] ^= 0x80
+		c.Write(append(out, bad...))
+		io.Copy(io.Discard, c)
+	}()
+	recs := sessionRecs(t, Options{Addr: ln.Addr().String(), TLS: &tls.Config{InsecureSkipVerify: true}}, 1)
+	r := recs[0]
+	if r.Failure.Kind != result.RecvError || !strings.Contains(r.Failure.Error(), "MAC") || r.Bytes == 0 {
+		t.Errorf("a tampered record: %q, %d tokens (%d bytes, %d reads); want a recv error naming the bad MAC, the bytes before it counted", r.Failure.Error(), len(r.Tokens), r.Bytes, r.Reads)
+	}
+}
+
+// TestTLSHandshakeStalls: a server that accepts the connection and never
+// answers the ClientHello holds the handshake: the request's timeout ends
+// it as a timeout, a cancelled context as an interruption, on every
+// engine (on the event loops the handshake runs on a goroutine of its
+// own, which must end by itself).
+func TestTLSHandshakeStalls(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	defer func() {
+		for {
+			select {
+			case c := <-accepted:
+				c.Close()
+			default:
+				return
+			}
+		}
+	}()
+	q := New(Options{Addr: ln.Addr().String(), TLS: &tls.Config{InsecureSkipVerify: true}, Timeout: 200 * time.Millisecond, Tokens: -1})
+	rec := &result.Request{}
+	q.Do(context.Background(), rec)
+	if got := rec.Failure.Error(); got != "timeout after 200ms" || rec.Connected == 0 || rec.TLSDone != 0 {
+		t.Errorf("a stalled handshake: %q, connected %d, TLS done %d; want timeout after 200ms, connected, no TLS", got, rec.Connected, rec.TLSDone)
+	}
+	q.Timeout = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rec = &result.Request{}
+	ended := make(chan struct{})
+	go func() {
+		q.Do(ctx, rec)
+		close(ended)
+	}()
+	(<-accepted).Close() // the first request's connection
+	second := <-accepted // the handshake is under way
+	cancel()
+	<-ended
+	second.Close()
+	if rec.Failure.Kind != result.Interrupted {
+		t.Errorf("a cancelled handshake: %q, want interrupted", rec.Failure.Error())
 	}
 }

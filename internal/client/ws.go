@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
-	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
@@ -325,7 +324,7 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 		if ping > 0 && !r.statusFailing() {
 			due := last.Add(ping)
 			if w.pingAt != 0 {
-				due = clock.ToTime(w.pingAt).Add(q.pongTimeout())
+				due = s.clk.ToTime(w.pingAt).Add(q.pongTimeout())
 			}
 			if due.Before(lim.set) {
 				byPing = true
@@ -338,7 +337,7 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 		}
 		n, err := conn.Read(s.buf)
 		if n > 0 {
-			now := clock.Now()
+			now := s.clk.Now()
 			last = time.Now()
 			rec.Reads++
 			ended := w.feed(s.buf[:n], now)
@@ -368,7 +367,7 @@ func (s *Session) doWS(ctx context.Context, rec *result.Request, deadline time.T
 		case ctx.Err() != nil:
 			rec.Failure = result.Failure{Kind: result.Interrupted}
 		case byPing && isTimeout(err) && w.pingAt == 0:
-			w.pingAt = clock.Now()
+			w.pingAt = s.clk.Now()
 			if _, werr := conn.Write(wire.AppendWSFrame(nil, wire.WSPing, nil, wsMask())); werr == nil {
 				continue
 			} else {

@@ -5,7 +5,6 @@ package client
 import (
 	"golang.org/x/sys/unix"
 
-	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/wire"
@@ -129,7 +128,7 @@ func (c *econn) pingDue(now int64) {
 		ls.failConn(ls.s.q.noPong())
 		return
 	}
-	w.pingAt = clock.Now()
+	w.pingAt = c.ls.s.clk.Now()
 	if err := c.sendWS(wire.AppendWSFrame(nil, wire.WSPing, nil, wsMask())); err != nil {
 		ls.failConn(ls.s.q.classify(ls.ctx, err, sysFailure(result.RecvError, "send: ", err)))
 		return

@@ -39,9 +39,9 @@ func monoBase() (ns, errNs int64) {
 	return best, bestGap/2 + 1
 }
 
-// Mono converts a process-clock reading to CLOCK_MONOTONIC nanoseconds,
-// the time base of timerfd's absolute deadlines.
-func Mono(ns int64) int64 { return monoBaseNs + (ns - baseEpochNs) }
+// Mono converts a reading of the process clock (Real) to CLOCK_MONOTONIC
+// nanoseconds, the time base of timerfd's absolute deadlines.
+func (RealClock) Mono(ns int64) int64 { return monoBaseNs + (ns - baseEpochNs) }
 
 type timerfdWaker struct {
 	f   *os.File
@@ -58,9 +58,9 @@ type timerfdWaker struct {
 
 var _ Waker = (*timerfdWaker)(nil)
 
-// NewWaker returns a timerfd-backed Waker on Linux, or a timer-backed one if
+// newWaker returns a timerfd-backed Waker on Linux, or a timer-backed one if
 // timerfd is unavailable.
-func NewWaker() Waker {
+func newWaker() Waker {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
 		return newTimerWaker()
@@ -81,7 +81,7 @@ func NewWaker() Waker {
 }
 
 func (w *timerfdWaker) Arm(deadline int64) error {
-	mono := Mono(deadline)
+	mono := Real.Mono(deadline)
 	if mono <= 0 {
 		mono = 1 // zero would disarm the timer
 	}

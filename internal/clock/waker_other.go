@@ -2,6 +2,6 @@
 
 package clock
 
-// NewWaker returns the portable timer-based Waker on platforms without
+// newWaker returns the portable timer-based Waker on platforms without
 // timerfd.
-func NewWaker() Waker { return newTimerWaker() }
+func newWaker() Waker { return newTimerWaker() }

@@ -10,24 +10,24 @@ import (
 // an armed deadline, re-arming earlier from another goroutine wakes the
 // waiter, and Close releases it. Precision lives in BenchmarkWakeLateness.
 func TestWakerWakes(t *testing.T) {
-	for name, w := range map[string]Waker{"default": NewWaker(), "timer": NewTimerWaker()} {
+	for name, w := range map[string]Waker{"default": Real.NewWaker(), "timer": NewTimerWaker()} {
 		t.Run(name, func(t *testing.T) {
-			deadline := Now() + int64(2*time.Millisecond)
+			deadline := Real.Now() + int64(2*time.Millisecond)
 			if err := w.Arm(deadline); err != nil {
 				t.Fatal(err)
 			}
 			if err := w.Wait(); err != nil {
 				t.Fatal(err)
 			}
-			if now := Now(); now < deadline {
+			if now := Real.Now(); now < deadline {
 				t.Errorf("Wait returned %d ns before the deadline", deadline-now)
 			}
 			// Armed far away, then re-armed to now from another goroutine.
 			// The pause lets the waiter block first, most likely; the
 			// other order (a deadline already past when Wait begins) must
 			// wake it too, so no outcome depends on it.
-			w.Arm(Now() + int64(time.Hour))
-			go func() { time.Sleep(10 * time.Millisecond); w.Arm(Now()) }()
+			w.Arm(Real.Now() + int64(time.Hour))
+			go func() { time.Sleep(10 * time.Millisecond); w.Arm(Real.Now()) }()
 			done := make(chan error)
 			go func() { done <- w.Wait() }()
 			select {
@@ -42,7 +42,7 @@ func TestWakerWakes(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				w.Arm(Now() + int64(time.Hour))
+				w.Arm(Real.Now() + int64(time.Hour))
 				if err := w.Wait(); err == nil {
 					t.Error("Wait returned nil after Close")
 				}
@@ -57,17 +57,17 @@ func TestWakerWakes(t *testing.T) {
 // BenchmarkWakeLateness reports how late Wait returns after a 1 ms deadline
 // (ns/op is dominated by the 1 ms; see the late-ns metric).
 func BenchmarkWakeLateness(b *testing.B) {
-	for name, mk := range map[string]func() Waker{"timerfd": NewWaker, "timer": NewTimerWaker} {
+	for name, mk := range map[string]func() Waker{"timerfd": Real.NewWaker, "timer": NewTimerWaker} {
 		b.Run(name, func(b *testing.B) {
 			w := mk()
 			defer w.Close()
 			var late, worst int64
 			n := 0
 			for b.Loop() {
-				d := Now() + int64(time.Millisecond)
+				d := Real.Now() + int64(time.Millisecond)
 				w.Arm(d)
 				w.Wait()
-				l := Now() - d
+				l := Real.Now() - d
 				late += l
 				worst = max(worst, l)
 				n++
@@ -77,3 +77,26 @@ func BenchmarkWakeLateness(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNow is a reading of the process clock: called on Real, and
+// through a Clock interface holding Real, as the sessions and shards that
+// store their clock once make it per token.
+func BenchmarkNow(b *testing.B) {
+	b.Run("direct", func(b *testing.B) {
+		var s int64
+		for b.Loop() {
+			s += Real.Now()
+		}
+		sink = s
+	})
+	b.Run("interface", func(b *testing.B) {
+		var c Clock = Real
+		var s int64
+		for b.Loop() {
+			s += c.Now()
+		}
+		sink = s
+	})
+}
+
+var sink int64

@@ -25,13 +25,13 @@ func newTimerWaker() *timerWaker {
 	return &timerWaker{fired: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
-// NewTimerWaker returns the portable, time.Timer-based Waker. It is what
-// NewWaker returns on platforms without timerfd; tests and benchmarks use it
+// NewTimerWaker returns the portable, time.Timer-based Waker of the
+// process clock (Real). It is what Real.NewWaker returns on platforms without timerfd; tests and benchmarks use it
 // to compare both.
 func NewTimerWaker() Waker { return newTimerWaker() }
 
 func (w *timerWaker) Arm(deadline int64) error {
-	d := time.Until(ToTime(deadline))
+	d := time.Until(Real.ToTime(deadline))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.timer != nil {

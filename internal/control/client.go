@@ -49,7 +49,12 @@ type Client struct {
 	base  *url.URL // scheme and host of the control endpoint, and its path prefix
 	token string
 	hc    *http.Client
+	clk   clock.Clock // this process's clock (clock.Real unless SetClock)
 }
+
+// SetClock makes c time its exchanges on clk (nil: clock.Real): this
+// process's clock. Call it before the first Exchange.
+func (c *Client) SetClock(clk clock.Clock) { c.clk = clock.Or(clk) }
 
 // ErrUnauthorized is the error of a call the server refused for its token.
 var ErrUnauthorized = errors.New("the server refused the control token (401): give the server's --control-token")
@@ -80,7 +85,7 @@ func NewClient(rawURL, token string) (*Client, error) {
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,
 	}
-	return &Client{base: u, token: token, hc: &http.Client{Transport: tr}}, nil
+	return &Client{base: u, token: token, hc: &http.Client{Transport: tr}, clk: clock.Real}, nil
 }
 
 // Close closes the client's idle connections.
@@ -97,7 +102,7 @@ func (c *Client) Exchange(ctx context.Context) (clocksync.Sample, string, error)
 	if err != nil {
 		return clocksync.Sample{}, "", err
 	}
-	sent := clock.Now()
+	sent := c.clk.Now()
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return clocksync.Sample{}, "", err
@@ -108,7 +113,7 @@ func (c *Client) Exchange(ctx context.Context) (clocksync.Sample, string, error)
 		Instance string `json:"instance"`
 	}
 	err = decode(resp, &v)
-	received := clock.Now()
+	received := c.clk.Now()
 	switch {
 	case err != nil:
 		return clocksync.Sample{}, "", err

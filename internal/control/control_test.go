@@ -152,9 +152,9 @@ func TestEndpoints(t *testing.T) {
 		}
 	}
 
-	before := clock.Now()
+	before := clock.Real.Now()
 	status, _, body := get(t, "GET", base+"/v1/clock", bearer)
-	after := clock.Now()
+	after := clock.Real.Now()
 	var c struct {
 		Now int64 `json:"now_ns"`
 	}
@@ -198,7 +198,7 @@ func TestNewClient(t *testing.T) {
 func TestClientAndSync(t *testing.T) {
 	const offset = 3_456_789_012 // ns: the server's clock is 3.46 s ahead
 	h, _ := NewHandler(testRegistry(), testToken, "")
-	h.now = func() int64 { return clock.Now() + offset }
+	h.SetClock(clock.Offset{Ns: offset})
 	base := serveControl(t, h)
 	c, err := NewClient(base, testToken)
 	if err != nil {

@@ -65,7 +65,7 @@ const (
 type Handler struct {
 	reg      *emission.Registry
 	token    [sha256.Size]byte // the token's digest: compared in constant time, whatever its length
-	now      func() int64      // the server's clock (clock.Now)
+	clk      clock.Clock       // the server's clock (clock.Real unless SetClock)
 	instance string            // the server's instance id, "" if none
 }
 
@@ -79,8 +79,12 @@ func NewHandler(reg *emission.Registry, token, instance string) (*Handler, error
 	case instance != "" && !api.ValidID(instance):
 		return nil, fmt.Errorf("control: instance id %s: want 1 to 64 of A-Z, a-z, 0-9 and - _ . (no other character)", quote(instance))
 	}
-	return &Handler{reg: reg, token: sha256.Sum256([]byte(token)), now: clock.Now, instance: instance}, nil
+	return &Handler{reg: reg, token: sha256.Sum256([]byte(token)), clk: clock.Real, instance: instance}, nil
 }
+
+// SetClock makes h answer with readings of c (nil: clock.Real): the
+// server's clock. Call it before h serves.
+func (h *Handler) SetClock(c clock.Clock) { h.clk = clock.Or(c) }
 
 // ServeHTTP answers one request: 401 without the token (before anything
 // else, so that a client without it learns nothing, not even which paths
@@ -139,7 +143,7 @@ func (h *Handler) serveClock(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	b := make([]byte, 0, 64+len(h.instance))
-	b = strconv.AppendInt(append(b, `{"now_ns":`...), h.now(), 10)
+	b = strconv.AppendInt(append(b, `{"now_ns":`...), h.clk.Now(), 10)
 	if h.instance != "" {
 		b = append(append(append(b, `,"instance":"`...), h.instance...), '"') // a valid id needs no escaping
 	}

@@ -38,7 +38,7 @@ func newReplica(t *testing.T, instance, id string, offset int64) *replicaFixture
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.now = func() int64 { return clock.Now() + offset }
+	h.SetClock(clock.Offset{Ns: offset})
 	return &replicaFixture{reg: reg, offset: offset, r: syncedReplica(t, serveControl(t, h))}
 }
 

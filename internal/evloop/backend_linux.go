@@ -51,6 +51,8 @@ type backend interface {
 	wake()
 	// woken acknowledges a wake-up (the loop saw wakeKey).
 	woken()
+	// close closes the backend's descriptors (the loop is stopped).
+	close()
 }
 
 // maxEvents is how many ready descriptors one wait returns at most.
@@ -180,7 +182,7 @@ func (p *parker) park(until int64, poll func(fd uintptr) bool) (bool, error) {
 	if until != p.deadline {
 		var t time.Time
 		if until != 0 {
-			t = clock.ToTime(until)
+			t = clock.Real.ToTime(until)
 		}
 		p.f.SetReadDeadline(t)
 		p.deadline = until
@@ -229,6 +231,11 @@ func (b *epollBackend) wake() {
 		one := [8]byte{1}
 		RawWrite(b.wakeFd, one[:])
 	}
+}
+
+func (b *epollBackend) close() {
+	b.parker.f.Close() // the epoll set
+	unix.Close(b.wakeFd)
 }
 
 func (b *epollBackend) woken() {

@@ -17,3 +17,16 @@ func UringAvailable() error { return errors.New("no io_uring on " + runtime.GOOS
 // UringExpected reports whether this machine should allow the io_uring
 // backend: not here.
 func UringExpected() bool { return false }
+
+// A Set is the event loops of one engine; there are none here (see
+// Available), so NewSet always fails.
+type Set struct{}
+
+// NewSet fails: no event loops run here.
+func NewSet(e Engine, n int) (*Set, error) { return nil, Available() }
+
+// Engine is the engine of the set's loops: none here.
+func (s *Set) Engine() Engine { return Goroutine }
+
+// Stop does nothing: no set starts here.
+func (s *Set) Stop() {}

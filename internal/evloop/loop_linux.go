@@ -3,6 +3,8 @@
 package evloop
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"sync"
@@ -63,19 +65,118 @@ type Timer struct {
 	h   Expirer
 }
 
-// The loops of the process, per backend: one per CPU (GOMAXPROCS when
-// first used), started with the first use and never stopped (an idle loop
-// is a parked goroutine, costing nothing).
-type loopSet struct {
-	once sync.Once
-	all  []*Loop
-	err  error
+// A Set is the event loops of one engine (Epoll or Uring), each a
+// goroutine. The process has one per engine (LoopsOf, PickOf): one loop
+// per CPU (GOMAXPROCS when first used), started with the first use and
+// never stopped (an idle loop is a parked goroutine, costing nothing).
+// NewSet makes a private one, which Stop ends: a test's own loops.
+type Set struct {
+	engine Engine
+	once   sync.Once
+	all    []*Loop
+	err    error
+	wg     sync.WaitGroup // the loops' goroutines
+	stop   sync.Once
 }
 
+// The process's sets, per engine.
 var (
-	epollLoops loopSet
-	uringLoops loopSet
+	epollLoops = Set{engine: Epoll}
+	uringLoops = Set{engine: Uring}
 )
+
+// NewSet starts a private set of n loops of engine e (Epoll or Uring; n
+// <= 0: one per CPU), for its caller to Stop. It fails as LoopsOf does
+// where e cannot run; no loop is left running then.
+func NewSet(e Engine, n int) (*Set, error) {
+	if !e.OnLoops() {
+		return nil, fmt.Errorf("evloop: NewSet(%q): not an engine of the event loops", e)
+	}
+	s := &Set{engine: e}
+	s.start(n)
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s, nil
+}
+
+// start starts the set's n loops (n <= 0: GOMAXPROCS), once. On a
+// failure it stops the loops it started and records the error.
+func (s *Set) start(n int) {
+	s.once.Do(func() {
+		if n <= 0 {
+			n = runtime.GOMAXPROCS(0)
+		}
+		for i := range n {
+			l, err := newLoop(i, s.engine, &s.wg)
+			if err != nil {
+				s.err = err
+				break
+			}
+			s.all = append(s.all, l)
+		}
+		if s.engine != Uring { // those run already, on their threads
+			for _, l := range s.all {
+				s.wg.Add(1)
+				go l.run(&s.wg)
+			}
+		}
+		if s.err != nil {
+			s.stopLoops()
+			s.all = nil
+		}
+	})
+}
+
+// Engine is the engine of the set's loops.
+func (s *Set) Engine() Engine { return s.engine }
+
+// Loops returns the set's loops.
+func (s *Set) Loops() []*Loop { return s.all }
+
+// Pick returns a loop of the set for a new user (see PickOf).
+func (s *Set) Pick() *Loop { return pick(s.all) }
+
+// Stop stops the set's loops and returns once their goroutines have
+// ended and their descriptors (epoll sets, rings, timers, sockets) are
+// closed. What was registered is failed: a Handler that is a Stopper is
+// told (ErrStopped), then every socket and Ticker still on a loop is
+// closed; the timers are forgotten. A message posted to a stopped loop is
+// handled on the poster's goroutine, where Add, Watch, Read and NewTicker
+// fail with ErrStopped and a Ticker's Arm with clock.ErrClosed: a request
+// started on a stopped loop fails at once, naming it. Stop the users of a
+// set first where they can be (a server's shards stop with Serve). The
+// process's own sets are never stopped; calling Stop on one panics.
+func (s *Set) Stop() {
+	if s == &epollLoops || s == &uringLoops {
+		panic("evloop: Stop of the process's own loops")
+	}
+	s.stop.Do(s.stopLoops)
+}
+
+// stopLoops posts the stop to every loop and waits for their goroutines.
+func (s *Set) stopLoops() {
+	for _, l := range s.all {
+		l.Post(stopMessage{}, 0, 0)
+	}
+	s.wg.Wait()
+}
+
+// ErrStopped is the error of a loop that was stopped (Set.Stop).
+var ErrStopped = errors.New("evloop: the event loop was stopped")
+
+// A Stopper is a Handler that wants to know that its loop stopped
+// (Set.Stop), to fail what it was doing with err, on the loop's goroutine.
+// The loop then closes its socket if it is still registered.
+type Stopper interface {
+	Stopped(l *Loop, err error)
+}
+
+// stopMessage is the message that stops a loop.
+type stopMessage struct{}
+
+// Receive marks the loop to stop after the messages in hand.
+func (stopMessage) Receive(l *Loop, _ uint8, _ uint64) { l.quit = true }
 
 // LoopsOf returns the loops of engine e (Epoll or Uring), starting them
 // at the first call.
@@ -84,22 +185,7 @@ func LoopsOf(e Engine) ([]*Loop, error) {
 	if e == Uring {
 		set = &uringLoops
 	}
-	set.once.Do(func() {
-		n := runtime.GOMAXPROCS(0)
-		for i := range n {
-			l, err := newLoop(i, e)
-			if err != nil {
-				set.err = err
-				return
-			}
-			set.all = append(set.all, l)
-		}
-		if e != Uring { // those run already, on their threads
-			for _, l := range set.all {
-				go l.run()
-			}
-		}
-	})
+	set.start(0)
 	return set.all, set.err
 }
 
@@ -193,11 +279,18 @@ type Loop struct {
 	queued   atomic.Int32
 	sleeping atomic.Bool
 	users    atomic.Int32 // PickOf's users that have not left
+
+	quit bool        // a stopMessage came: the loop stops after the messages in hand
+	dead atomic.Bool // stopped (set under mu): Post handles messages itself, under deadMu
+	// deadMu serialises the messages handled on posters' goroutines once
+	// the loop is stopped.
+	deadMu sync.Mutex
 }
 
 // entry is what a key stands for.
 type entry struct {
 	h      Handler
+	fd     int
 	ticker bool // a Ticker's timerfd: not handled by Ticker.Poll
 }
 
@@ -207,22 +300,26 @@ type message struct {
 	arg  uint64
 }
 
-func newLoop(index int, e Engine) (*Loop, error) {
+// newLoop makes loop index of engine e. A Uring loop's goroutine runs
+// at once, counted in wg; the caller starts an Epoll loop's (run).
+func newLoop(index int, e Engine, wg *sync.WaitGroup) (*Loop, error) {
 	l := &Loop{index: index}
 	if e == Uring {
 		// The ring belongs to the thread of the loop's goroutine: it is
 		// made there, and the goroutine runs the loop at once.
 		made := make(chan error)
+		wg.Add(1)
 		go func() {
 			be, err := newUringBackend()
 			if err != nil {
 				runtime.UnlockOSThread()
+				wg.Done()
 				made <- err
 				return
 			}
 			l.be = be
 			made <- nil
-			l.run()
+			l.run(wg)
 		}()
 		return l, <-made
 	}
@@ -238,14 +335,25 @@ func newLoop(index int, e Engine) (*Loop, error) {
 func (l *Loop) Index() int { return l.index }
 
 // Post hands (kind, arg) to r on the loop's goroutine. Any goroutine.
+// On a stopped loop (Set.Stop) r.Receive runs on the calling goroutine.
 func (l *Loop) Post(r Receiver, kind uint8, arg uint64) {
 	l.mu.Lock()
+	if l.dead.Load() {
+		l.mu.Unlock()
+		l.deadMu.Lock()
+		defer l.deadMu.Unlock()
+		r.Receive(l, kind, arg)
+		l.release()
+		return
+	}
 	l.inbox = append(l.inbox, message{r, kind, arg})
-	l.mu.Unlock()
 	l.queued.Add(1)
+	// Woken under mu, so that a stopping loop closes its backend only
+	// after every wake-up of it.
 	if l.sleeping.Load() {
 		l.be.wake()
 	}
+	l.mu.Unlock()
 }
 
 // Add registers fd, a non-blocking socket, with h as its handler, watched
@@ -255,6 +363,10 @@ func (l *Loop) Add(r *Reg, fd int, h Handler, want Interest) error {
 }
 
 func (l *Loop) add(r *Reg, fd int, e entry, want Interest) error {
+	if l.dead.Load() {
+		return ErrStopped
+	}
+	e.fd = fd
 	var k int32
 	if n := len(l.free); n > 0 {
 		k = l.free[n-1]
@@ -277,6 +389,9 @@ func (l *Loop) Watch(r *Reg, want Interest) error {
 	if r.want == want || r.key == 0 {
 		return nil
 	}
+	if l.dead.Load() {
+		return ErrStopped
+	}
 	r.want = want
 	return l.be.watch(r.fd, r.key-1, want, true, true)
 }
@@ -290,6 +405,10 @@ func (l *Loop) Drop(r *Reg) {
 		return
 	}
 	k := r.key - 1
+	if l.dead.Load() && l.regs[k].h == nil { // closed by the stop already
+		r.key = 0
+		return
+	}
 	l.be.unwatch(k)
 	l.regs[k] = entry{}
 	l.freed = append(l.freed, k)
@@ -302,6 +421,9 @@ func (l *Loop) Drop(r *Reg) {
 // error is the end of the stream; unix.EAGAIN means nothing was there
 // after all.
 func (l *Loop) Read(r *Reg) ([]byte, error) {
+	if l.dead.Load() {
+		return nil, ErrStopped
+	}
 	return l.be.read(r.fd, r.key-1, l.buf)
 }
 
@@ -368,10 +490,16 @@ func Affine(port int) int {
 	return -1
 }
 
-// run is the loop's goroutine.
-func (l *Loop) run() {
+// run is the loop's goroutine, counted in wg; it returns once the loop
+// is stopped (stopMessage) and closed.
+func (l *Loop) run(wg *sync.WaitGroup) {
+	defer wg.Done()
 	for {
 		l.handleInbox()
+		if l.quit {
+			l.shutdown()
+			return
+		}
 		l.sleeping.Store(true)
 		var until int64
 		if l.queued.Load() > 0 {
@@ -386,9 +514,50 @@ func (l *Loop) run() {
 			panic("evloop: " + err.Error())
 		}
 		l.dispatch(l.keys[:n], true)
-		l.expire(clock.Now())
+		l.expire(clock.Real.Now())
 		l.release()
 	}
+}
+
+// shutdown closes the stopped loop, on its goroutine: the messages still
+// in its inbox are handled as a stopped loop's; the Stoppers among the
+// handlers are told; the Tickers are closed and every descriptor still
+// registered, the backend's last.
+func (l *Loop) shutdown() {
+	l.deadMu.Lock() // the posters that find the loop stopped wait for the end of this
+	defer l.deadMu.Unlock()
+	l.mu.Lock()
+	l.dead.Store(true)
+	rest := l.inbox
+	l.inbox, l.work = nil, nil
+	l.queued.Store(0)
+	l.sleeping.Store(false)
+	l.mu.Unlock()
+	for _, m := range rest {
+		m.r.Receive(l, m.kind, m.arg)
+	}
+	for k := range l.regs {
+		e := l.regs[k]
+		if t, ok := e.h.(*Ticker); ok && e.ticker {
+			t.mu.Lock() // no Arm on the timerfd once it is closed
+			t.done.Store(true)
+			t.mu.Unlock()
+			continue
+		}
+		if s, ok := e.h.(Stopper); ok {
+			s.Stopped(l, ErrStopped)
+		}
+	}
+	for k := range l.regs {
+		if e := l.regs[k]; e.h != nil {
+			l.be.unwatch(int32(k))
+			l.regs[k] = entry{}
+			l.closing = append(l.closing, e.fd)
+		}
+	}
+	l.timers = nil
+	l.release()
+	l.be.close()
 }
 
 // dispatch calls the handlers of the ready keys (the tickers' too when
@@ -490,7 +659,7 @@ func (t *Ticker) Arm(deadline int64) error {
 	if t.done.Load() {
 		return clock.ErrClosed
 	}
-	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(max(clock.Mono(deadline), 1))}
+	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(max(clock.Real.Mono(deadline), 1))}
 	t.arms++
 	if err := timerfdSettime(t.fd, &t.spec); err != nil {
 		return os.NewSyscallError("timerfd_settime", err)

@@ -183,7 +183,7 @@ func testTimers(t *testing.T, l *Loop) {
 	var log []string
 	mk := func(name string) *expirer { return &expirer{name: name, log: &log} }
 	a, b, c, d, e, far := mk("a"), mk("b"), mk("c"), mk("d"), mk("e"), mk("far")
-	now := clock.Now()
+	now := clock.Real.Now()
 	onLoop(t, l, func() {
 		l.Schedule(&a.t, now+3, a)
 		l.Schedule(&b.t, now+1, b)
@@ -289,7 +289,7 @@ func testTicker(t *testing.T, l *Loop) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.Arm(clock.Now() + int64(time.Millisecond)); err != nil {
+	if err := tk.Arm(clock.Real.Now() + int64(time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
 	if got := within(t, polled, "the ticker"); got != "x" {
@@ -298,7 +298,7 @@ func testTicker(t *testing.T, l *Loop) {
 	if err := tk.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.Arm(clock.Now()); !errors.Is(err, clock.ErrClosed) {
+	if err := tk.Arm(clock.Real.Now()); !errors.Is(err, clock.ErrClosed) {
 		t.Errorf("Arm after Close: %v, want clock.ErrClosed", err)
 	}
 	onLoop(t, l, func() { l.Drop(&s.reg) })
@@ -377,7 +377,7 @@ func testTickerRearmedInFire(t *testing.T, l *Loop) {
 		mu.Unlock()
 		switch {
 		case k < fires:
-			if err := tk.Arm(clock.Now() + int64(100*time.Microsecond)); err != nil {
+			if err := tk.Arm(clock.Real.Now() + int64(100*time.Microsecond)); err != nil {
 				t.Error(err)
 			}
 		case k == fires:
@@ -388,7 +388,7 @@ func testTickerRearmedInFire(t *testing.T, l *Loop) {
 		t.Fatal(err)
 	}
 	defer tk.Close()
-	if err := tk.Arm(clock.Now()); err != nil {
+	if err := tk.Arm(clock.Real.Now()); err != nil {
 		t.Fatal(err)
 	}
 	within(t, last, "the last fire")

@@ -23,11 +23,13 @@ func TestUringOutOfBuffers(t *testing.T) {
 	}
 	saved := uringBuffers
 	uringBuffers = 4
-	l, err := newLoop(0, Uring)
+	set, err := NewSet(Uring, 1)
 	uringBuffers = saved
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer set.Stop()
+	l := set.Loops()[0]
 	const socks, msgs = 16, 20
 	type peer struct {
 		s    *sock
@@ -97,7 +99,7 @@ func TestUringRearmsAnEndedPoll(t *testing.T) {
 		t.Fatalf("after its end the poll was ended %v, armed again %v; want both", ended, armed)
 	}
 	for i := range 2 {
-		if err := tk.Arm(clock.Now() + int64(time.Millisecond)); err != nil {
+		if err := tk.Arm(clock.Real.Now() + int64(time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
 		within(t, fired, fmt.Sprintf("fire %d after the poll was armed again", i))

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
-	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/schedule"
 	"github.com/sse-latency/sse-latency/internal/wire"
 )
@@ -260,7 +259,7 @@ func (hc *h1conn) readRequest(idle time.Duration) (request, error) {
 		}
 		return request{}, err
 	}
-	return request{head: head, body: body, arrived: clock.Now()}, nil
+	return request{head: head, body: body, arrived: hc.s.clk.Now()}, nil
 }
 
 // bodyStep is how much a body buffer grows at a time: a client that
@@ -510,14 +509,15 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 		Prompt: s.promptUsage(req.body, h)}
 	if !sr.Stream {
 		defer s.leaveAnswer()
-		p := s.plan(clock.Now(), d, h, &a)
+		p := s.plan(s.clk.Now(), d, h, &a)
 		s.serveCompletion(t, d, a, p)
 		return nil
 	}
-	start := clock.Now()
+	start := s.clk.Now()
 	p := s.plan(start, d, h, &a)
 	a.Created = start / 1e9
 	st := newStream(t, api.NewEncoder(d, a), p)
+	st.clk = s.clk
 	st.firsts = [2]int{a.Reasoning, a.Reasoning + a.ToolCall}
 	st.w = wrapFaults(t, h.Faults, st.enc.StartEvents())
 	sc := getScratch()
@@ -559,16 +559,16 @@ func (s *Server) advance(st *stream, ev event) (ended, complete bool) {
 			return false, false
 		}
 		s.logf("server: %s: stream dropped: %v", st.w, err)
-		st.times.Gone(clock.Now())
+		st.times.Gone(s.clk.Now())
 	case evWrite:
 		st.shard.start(st)
 		return false, false
 	case evFinish:
 		if complete = s.finish(st) == nil; !complete {
-			st.times.Gone(clock.Now())
+			st.times.Gone(s.clk.Now())
 		}
 	default:
-		st.times.Gone(clock.Now())
+		st.times.Gone(s.clk.Now())
 	}
 	s.leaveAnswer()
 	return true, complete
@@ -634,7 +634,7 @@ func (s *Server) finish(st *stream) error {
 	sc := getScratch()
 	defer putScratch(sc)
 	out := sc.out[:0]
-	ts := clock.Now()
+	ts := s.clk.Now()
 	for i := range st.enc.EndEvents() {
 		sc.payload = st.enc.AppendEnd(sc.payload[:0], i, ts)
 		out = st.w.appendEvent(out, sc.payload)
@@ -648,10 +648,10 @@ func (s *Server) finish(st *stream) error {
 // would have been generated. A client that goes away (or a server shutdown)
 // ends the wait early.
 func (s *Server) serveCompletion(t transport, d api.Dialect, a api.Answer, p schedule.Plan) {
-	if !t.waitUntil(clock.ToTime(p.End())) {
+	if !t.waitUntil(s.clk.ToTime(p.End())) {
 		return
 	}
-	a.Created = clock.Now() / 1e9
+	a.Created = s.clk.Now() / 1e9
 	t.writeJSON(200, api.NewEncoder(d, a).AppendBody(nil))
 }
 

@@ -131,7 +131,7 @@ func (s *Server) serveH2Request(w http.ResponseWriter, r *http.Request) {
 	defer s.wg.Done()
 	defer s.recoverH2(t)
 	s.requests.Add(1)
-	req, err := readH2Request(r, s.cfg.ReadTimeout)
+	req, err := readH2Request(r, s.cfg.ReadTimeout, s.clk)
 	if err != nil {
 		var he *httpError
 		if errors.As(err, &he) {
@@ -175,7 +175,7 @@ func (s *Server) recoverH2(t *h2Stream) {
 
 // readH2Request turns an HTTP/2 request into the server's request: its
 // pseudo-header fields as the request line, its fields, its whole body.
-func readH2Request(r *http.Request, readTimeout time.Duration) (request, error) {
+func readH2Request(r *http.Request, readTimeout time.Duration, clk clock.Clock) (request, error) {
 	head := wire.RequestHead{
 		Method:        r.Method,
 		Target:        r.RequestURI,
@@ -203,7 +203,7 @@ func readH2Request(r *http.Request, readTimeout time.Duration) (request, error) 
 		return request{}, &httpError{status: 413, code: "request_too_large",
 			message: fmt.Sprintf("request body larger than the limit of %d bytes", MaxBodyBytes)}
 	}
-	return request{head: head, body: body, arrived: clock.Now()}, nil
+	return request{head: head, body: body, arrived: clk.Now()}, nil
 }
 
 // h2Stream is the transport and stream writer of one HTTP/2 request. Every

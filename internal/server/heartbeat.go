@@ -2,7 +2,6 @@ package server
 
 import (
 	"github.com/sse-latency/sse-latency/internal/api"
-	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/schedule"
 )
 
@@ -68,7 +67,7 @@ func (st *stream) wake() int64 {
 // heartbeatDue reports whether the stream was woken for a heartbeat: its
 // next token is not due yet, and its silence has lasted the interval.
 func (st *stream) heartbeatDue() bool {
-	now := clock.Now()
+	now := st.clk.Now()
 	return st.k < st.plan.Tokens && st.plan.Deadline(st.k) > now+earlySlack && st.hb.last+st.hb.every <= now+earlySlack
 }
 
@@ -88,6 +87,6 @@ func (st *stream) emitHeartbeat(sc *scratch, direct bool) event {
 	sc.payload = api.AppendHeartbeat(sc.payload[:0], st.hb.dialect)
 	sc.out = st.w.appendEvent(sc.out[:0], sc.payload)
 	st.times.AddHeartbeats(1)
-	st.wroteSomething(clock.Now())
+	st.wroteSomething(st.clk.Now())
 	return st.send(sc.out, direct)
 }

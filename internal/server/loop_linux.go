@@ -5,6 +5,7 @@ package server
 import (
 	"net"
 
+	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/evloop"
 )
 
@@ -12,13 +13,18 @@ import (
 // so: the loop's Ticker is its alarm, and the loop runs its ticks. It
 // reports false when the shard is to have its own goroutine.
 func (s *Server) onLoop(sh *shard, i int) bool {
-	e, _ := s.cfg.Engine.Resolve()
-	if !e.OnLoops() {
-		return false
-	}
-	all, err := evloop.LoopsOf(e)
-	if err != nil {
-		return false
+	var all []*evloop.Loop
+	if s.cfg.Loops != nil {
+		all = s.cfg.Loops.Loops()
+	} else {
+		e, _ := s.cfg.Engine.Resolve()
+		if !e.OnLoops() {
+			return false
+		}
+		var err error
+		if all, err = evloop.LoopsOf(e); err != nil {
+			return false
+		}
 	}
 	t, err := all[i%len(all)].NewTicker(func(t *evloop.Ticker) { sh.tick(t.Poll) })
 	if err != nil {
@@ -26,6 +32,9 @@ func (s *Server) onLoop(sh *shard, i int) bool {
 		return false
 	}
 	sh.waker = t
+	if _, real := s.clk.(clock.RealClock); !real {
+		sh.waker = realAlarm{t, s.clk}
+	}
 	s.affine = len(all) == s.cfg.Shards || s.cfg.Shards%len(all) == 0
 	return true
 }
@@ -46,3 +55,13 @@ func (s *Server) shardFor(t transport, no uint64) *shard {
 	}
 	return s.shards[no%uint64(len(s.shards))]
 }
+
+// realAlarm arms an event loop's Ticker, whose deadlines are readings of
+// the real clock, for deadlines of the server's clock clk (a shifted one).
+type realAlarm struct {
+	t   *evloop.Ticker
+	clk clock.Clock
+}
+
+func (a realAlarm) Arm(deadline int64) error { return a.t.Arm(clock.ToReal(a.clk, deadline)) }
+func (a realAlarm) Close() error             { return a.t.Close() }

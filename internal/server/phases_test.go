@@ -130,7 +130,7 @@ func TestPhaseStreams(t *testing.T) {
 			for _, h := range ch.header {
 				header = append(header, fmt.Sprintf(h, id))
 			}
-			before := clock.Now()
+			before := clock.Real.Now()
 			h, b := splitResponse(t, exchange(t, srv, postRequest(d.Path(), body, header...)))
 			if h != streamHead {
 				t.Fatalf("%s: head %q body %q", what, h, b)

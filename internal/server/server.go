@@ -188,6 +188,15 @@ type Config struct {
 	// goroutine of its own (evloop.Goroutine, and elsewhere). The tokens,
 	// their stamps and the wire bytes are the same.
 	Engine evloop.Engine
+	// Loops, when set, is the set of event loops the shards run on,
+	// whatever Engine says: a test's own set (evloop.NewSet), to stop
+	// once Serve has returned. nil: the process's loops of Engine.
+	Loops *evloop.Set
+
+	// Clock is the clock of the pi_ts stamps, the emission deadlines and
+	// the emission records; nil means clock.Real. A clock.Fake needs
+	// the goroutine engine: the event loops' timers run on the real clock.
+	Clock clock.Clock
 }
 
 // Defaults for the zero values of Config.
@@ -214,6 +223,7 @@ const retryAfter = "1"
 // Serve.
 type Server struct {
 	cfg    Config
+	clk    clock.Clock // cfg.Clock, or clock.Real
 	ln     net.Listener
 	shards []*shard
 	affine bool // shard i runs on event loop i mod the loops: see shardFor
@@ -303,7 +313,7 @@ func New(ln net.Listener, cfg Config) *Server {
 		cfg.TLS = tc
 		ln = tls.NewListener(ln, tc)
 	}
-	s := &Server{cfg: cfg, ln: ln, start: time.Now(), conns: make(map[net.Conn]net.Conn), quit: make(chan struct{}),
+	s := &Server{cfg: cfg, clk: clock.Or(cfg.Clock), ln: ln, start: time.Now(), conns: make(map[net.Conn]net.Conn), quit: make(chan struct{}),
 		limits:   api.Limits{MaxTokens: int64(cfg.MaxTokens), MaxDelay: cfg.MaxDelay},
 		instance: api.NewInstanceField(cfg.Instance), head: streamHead, headKeepAlive: streamHeadKeepAlive,
 		cache: newPrefixCache(cfg.CacheBlockTokens, 0)}
@@ -315,8 +325,9 @@ func New(ln net.Listener, cfg Config) *Server {
 	}
 	for i := 0; i < cfg.Shards; i++ {
 		sh := newShard(nil, int64(cfg.WakeInterval), int64(cfg.SpinAhead))
+		sh.clk = s.clk
 		if !s.onLoop(sh, i) {
-			w := clock.NewWaker()
+			w := s.clk.NewWaker()
 			sh.waker, sh.own = w, w
 		}
 		s.shards = append(s.shards, sh)

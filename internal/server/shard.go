@@ -38,15 +38,16 @@ type shard struct {
 	closed  bool
 	// lateness holds, per emitted token, how late it was written (ns).
 	lateness *stats.Metric
-	due      []*stream // owned by tick
-	scratch  *scratch  // owned by tick
+	due      []*stream   // owned by tick
+	scratch  *scratch    // owned by tick
+	clk      clock.Clock // the server's (Config.Clock); clock.Real unless set after newShard
 }
 
 // newShard returns a shard whose timer fires at most spinAhead before a
 // deadline (see wakeLateness), and at most once per minGap.
 func newShard(w alarm, minGap, spinAhead int64) *shard {
 	return &shard{waker: w, minGap: minGap, wake: newWakeLateness(spinAhead), armed: math.MaxInt64,
-		lateness: stats.NewMetric(), scratch: newScratch()}
+		lateness: stats.NewMetric(), scratch: newScratch(), clk: clock.Real}
 }
 
 // add schedules st at st.next. It may be called from any goroutine.
@@ -77,7 +78,7 @@ func (sh *shard) add(st *stream) {
 func (sh *shard) start(st *stream) {
 	sc := getScratch()
 	defer putScratch(sc)
-	for st.k < st.plan.Tokens && st.next <= clock.Now()+earlySlack {
+	for st.k < st.plan.Tokens && st.next <= sh.clk.Now()+earlySlack {
 		ev := st.emitToken(sc, true)
 		sh.mu.Lock()
 		st.recordLateness(sh.lateness)
@@ -112,12 +113,12 @@ func (sh *shard) run(w clock.Waker) {
 // and re-arms the alarm. It returns false when the alarm failed (closed).
 func (sh *shard) tick(poll func()) bool {
 	sh.mu.Lock()
-	if now := clock.Now(); sh.armed != math.MaxInt64 && now >= sh.armed {
+	if now := sh.clk.Now(); sh.armed != math.MaxInt64 && now >= sh.armed {
 		sh.wake.observe(now - sh.armed)
 	}
 	sh.mu.Unlock()
 	sh.spinUntilDue(poll)
-	woke := clock.Now()
+	woke := sh.clk.Now()
 	sh.mu.Lock()
 	sh.armed = math.MaxInt64
 	due := sh.due[:0]
@@ -289,7 +290,7 @@ func (sh *shard) spinUntilDue(poll func()) {
 			}
 		}
 		sh.mu.Unlock()
-		now := clock.Now()
+		now := sh.clk.Now()
 		if next <= now+earlySlack || next-now > ahead {
 			return
 		}

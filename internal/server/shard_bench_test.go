@@ -33,7 +33,7 @@ func BenchmarkShardTick(b *testing.B) {
 	var all []*stream
 	const tokens = 1 << 22 // more than the ticks of a run of seconds
 	for i := range streams {
-		p := schedule.Plan{Start: clock.Now(), Delay: 1, Tokens: tokens}
+		p := schedule.Plan{Start: clock.Real.Now(), Delay: 1, Tokens: tokens}
 		st := newStream(&discardWriter{}, api.NewEncoder(api.Chat, api.Answer{Tokens: p.Tokens}), p)
 		st.times = reg.StartAt("bench-"+string(rune('a'+i%26))+string(rune('a'+i/26)), tokens, func(k int) int64 { return st.plan.Deadline(k) })
 		sh.add(st)
@@ -41,7 +41,7 @@ func BenchmarkShardTick(b *testing.B) {
 	}
 	// Every stream's next token is due now, on time: one token per write.
 	due := func() {
-		now := clock.Now()
+		now := clock.Real.Now()
 		for _, st := range all {
 			st.plan.Start = now - int64(st.k)
 		}

@@ -90,10 +90,13 @@ type stream struct {
 	// one owner).
 	onEvent func(st *stream, ev event)
 	events  chan event
+	// clk is the clock of its pi_ts and deadlines: the server's
+	// (Config.Clock), clock.Real unless set after newStream.
+	clk clock.Clock
 }
 
 func newStream(w streamWriter, enc api.Encoder, p schedule.Plan) *stream {
-	return &stream{w: w, enc: enc, plan: p, next: p.Deadline(0), grid: gridFor(p)}
+	return &stream{w: w, enc: enc, plan: p, next: p.Deadline(0), grid: gridFor(p), clk: clock.Real}
 }
 
 // scratch is where the bytes of a write are put together: an SSE event
@@ -180,7 +183,7 @@ func (st *stream) emitToken(sc *scratch, mayBlock bool) event {
 	if st.hb.every > 0 && st.heartbeatDue() {
 		return st.emitHeartbeat(sc, direct)
 	}
-	ts := clock.Now()
+	ts := st.clk.Now()
 	st.wroteFrom, st.wroteN, st.wroteAt = st.k, 0, ts
 	sc.out = sc.out[:0]
 	for {

@@ -21,7 +21,7 @@ type fakeWriter struct {
 	accept   int   // direct: bytes tryWrite takes (-1: all)
 	err      error // returned by the writes
 	writes   []string
-	at       []int64 // clock.Now() at each write
+	at       []int64 // clock.Real.Now() at each write
 }
 
 func (w *fakeWriter) appendEvent(dst, ev []byte) []byte { return append(dst, ev...) }
@@ -30,13 +30,13 @@ func (w *fakeWriter) direct() bool                      { return w.isDirect }
 func (w *fakeWriter) String() string                    { return "fake" }
 
 func (w *fakeWriter) write(b []byte) error {
-	w.at = append(w.at, clock.Now())
+	w.at = append(w.at, clock.Real.Now())
 	w.writes = append(w.writes, string(b))
 	return w.err
 }
 
 func (w *fakeWriter) tryWrite(b []byte) (int, error) {
-	w.at = append(w.at, clock.Now())
+	w.at = append(w.at, clock.Real.Now())
 	n := len(b)
 	if w.accept >= 0 {
 		n = min(w.accept, n)
@@ -74,9 +74,9 @@ func TestEmitToken(t *testing.T) {
 	for _, tt := range tests {
 		reg := emission.New()
 		w := tt.w
-		st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: tt.tokens}), schedule.Plan{Start: clock.Now(), Delay: 1e6, Tokens: tt.tokens})
+		st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: tt.tokens}), schedule.Plan{Start: clock.Real.Now(), Delay: 1e6, Tokens: tt.tokens})
 		st.times = reg.Start("id", tt.tokens)
-		before := clock.Now()
+		before := clock.Real.Now()
 		sc := newScratch()
 		ev := st.emitToken(sc, tt.mayBlock)
 		if ev != tt.want {
@@ -127,7 +127,7 @@ func TestEmitOverdueTokens(t *testing.T) {
 		reg := emission.New()
 		w := fakeWriter{isDirect: tt.direct, accept: -1}
 		// Every deadline lies a second in the past.
-		p := schedule.Plan{Start: clock.Now() - 1e9, Delay: 1e3, Tokens: tokens}
+		p := schedule.Plan{Start: clock.Real.Now() - 1e9, Delay: 1e3, Tokens: tokens}
 		st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: tokens}), p)
 		st.times = reg.Start("id", tokens)
 		sc := newScratch()
@@ -159,7 +159,7 @@ func TestEmitOverdueTokens(t *testing.T) {
 // token whenever it is called; only coalescing looks at the schedule).
 func TestEmitOnTimeTokensAlone(t *testing.T) {
 	w := fakeWriter{isDirect: true, accept: -1}
-	p := schedule.Plan{Start: clock.Now() + int64(time.Hour), Delay: 1, Tokens: 3}
+	p := schedule.Plan{Start: clock.Real.Now() + int64(time.Hour), Delay: 1, Tokens: 3}
 	st := newStream(&w, api.NewEncoder(api.Chat, api.Answer{Tokens: 3}), p)
 	sc := newScratch()
 	for i := range 3 {

@@ -33,7 +33,7 @@ func TestRequestArrival(t *testing.T) {
 	c.SetDeadline(time.Now().Add(20 * time.Second))
 	send(t, c, head)
 	awaitRead(t, c)
-	before := clock.Now() // the body is sent after this
+	before := clock.Real.Now() // the body is sent after this
 	send(t, c, body)
 	resp, err := readResponse(bufio.NewReader(c))
 	if err != nil {
@@ -46,7 +46,7 @@ func TestRequestArrival(t *testing.T) {
 
 	h := h2Setup{srv: srv, base: "http://" + srv.Addr().String()}
 	h.client, _ = h2Client(t, nil)
-	before = clock.Now()
+	before = clock.Real.Now()
 	if r, _ := h.post(t, "/v1/responses", `{"stream":true,"pi_id":"arrival-h2","pi_tokens":3}`); r.StatusCode != 200 {
 		t.Fatalf("h2c stream: %s", r.Status)
 	}
@@ -84,7 +84,7 @@ func TestClientGone(t *testing.T) {
 	if _, err := bufio.NewReader(c).ReadString('\n'); err != nil {
 		t.Fatalf("reading the status line: %v", err)
 	}
-	closed := clock.Now()
+	closed := clock.Real.Now()
 	c.Close()
 	testutil.Await(t, "the HTTP/1.1 stream to find its client gone", func() bool { return reg.Lookup("gone-h1").GoneAt() != 0 })
 	checkGone(t, "HTTP/1.1", reg.Lookup("gone-h1"), closed)
@@ -99,7 +99,7 @@ func TestClientGone(t *testing.T) {
 		t.Fatalf("h2c stream: %s", resp.Status)
 	}
 	testutil.Await(t, "the h2c stream's entry", func() bool { return reg.Lookup("gone-h2") != nil })
-	closed = clock.Now()
+	closed = clock.Real.Now()
 	resp.Body.Close() // resets the stream
 	testutil.Await(t, "the h2c stream to find its client gone", func() bool { return reg.Lookup("gone-h2").GoneAt() != 0 })
 	checkGone(t, "h2c", reg.Lookup("gone-h2"), closed)

@@ -110,7 +110,7 @@ func TestShardWakesOnTheGrid(t *testing.T) {
 		sh := newShard(a, int64(DefaultWakeInterval), int64(DefaultSpinAhead))
 		// Far in the future, with odd offsets: nothing is due, and the
 		// deadlines are off every grid.
-		start := clock.Now() + int64(time.Hour)
+		start := clock.Real.Now() + int64(time.Hour)
 		earliest := int64(math.MaxInt64)
 		for i := range tt.streams {
 			p := schedule.Plan{Start: start + int64(i)*37_123 + 1_234, Delay: tt.delay, Tokens: 10}
@@ -144,7 +144,7 @@ func TestShardFirstTokenBeforeTheGrid(t *testing.T) {
 	const step = 500_000
 	// A grid point an hour ahead, then deadlines 1 µs past it: written at
 	// the next point, 499 µs later.
-	g := (clock.Now() + int64(time.Hour)) / step * step
+	g := (clock.Real.Now() + int64(time.Hour)) / step * step
 	enc := api.NewEncoder(api.Chat, api.Answer{Tokens: 10})
 	for range gridStreams {
 		p := schedule.Plan{Start: g + 1_000 + earlySlack, Delay: 5_000_000, Tokens: 10}

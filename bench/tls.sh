@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# TLS against plain HTTP/1.1, two binaries side by side, in the setup of
+# issue 28: one server process (sse-latency -L, with --control so that the
+# client reads its emission times) and a separate client process (-l,
+# --server) with -r = -c, -n 200, 5 ms between tokens, loopback. Runs
+# alternate OLD, NEW for each path (plain, tls) and concurrency, REPEAT
+# times (default 3), then prints the medians per binary, path and -c.
+#
+#   bench/tls.sh OLD_BINARY NEW_BINARY
+#   CONFIGS="100" MODES="plain tls plaingo tlsgo" bench/tls.sh old new
+#
+# Paths: plain (http, --engine auto), tls (https: --tls-self-signed server,
+# --insecure client, --engine auto), plaingo and tlsgo (the same on
+# --engine goroutine). Columns: emit->recv p50/p99 (the report's
+# "emit->recv (tokens)" line), client and server CPU per token
+# ((user+sys)/tokens, /usr/bin/time), the 1-minute load when the run
+# started. Every run is bounded by `timeout` (TIMEOUT seconds, default
+# 120); traffic stays on 127.0.0.1, ports from BENCH_PORT (default 20100)
+# up, two per run, never reused.
+set -euo pipefail
+if [ $# -ne 2 ]; then
+	echo "usage: $0 OLD_BINARY NEW_BINARY" >&2
+	exit 2
+fi
+repeat=${REPEAT:-3}
+configs=${CONFIGS:-"100 300"}
+modes=${MODES:-"plain tls"}
+port=${BENCH_PORT:-20100}
+limit=${TIMEOUT:-120}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# one BIN MODE C: one run, one line
+one() {
+	local bin=$1 mode=$2 c=$3 ctl=$((port + 1))
+	local sargs=() cargs=() tgt=127.0.0.1:$port
+	case $mode in tls*) sargs=(--tls-self-signed) cargs=(--insecure) tgt=https://127.0.0.1:$port ;; esac
+	case $mode in *go) cargs+=(--engine goroutine) ;; esac
+	/usr/bin/time -f "%U %S" -o "$tmp/stime" timeout "$limit" "$bin" -L 127.0.0.1:$port \
+		--control 127.0.0.1:$ctl --control-token bench "${sargs[@]}" -q >"$tmp/srv" 2>&1 &
+	local spid=$!
+	for _ in $(seq 100); do (echo >/dev/tcp/127.0.0.1/$ctl) 2>/dev/null && break; sleep 0.05; done
+	local load
+	load=$(cut -d' ' -f1 /proc/loadavg)
+	/usr/bin/time -f "%U %S" -o "$tmp/ctime" timeout "$limit" "$bin" -t "$tgt" --server http://127.0.0.1:$ctl \
+		--control-token bench -l -r "$c" -c "$c" -n 200 -q "${cargs[@]}" >"$tmp/cli" 2>&1 || true
+	pkill -TERM -P "$spid" || true
+	wait "$spid" 2>/dev/null || true
+	local line cu cs su ss
+	line=$(grep -m1 '^ *emit->recv (tokens)' "$tmp/cli" || echo "failed")
+	read -r cu cs < <(tail -1 "$tmp/ctime")
+	read -r su ss < <(tail -1 "$tmp/stime")
+	echo "$(basename "$bin") $mode $c $(sed -E 's/.*p50=([0-9.]+)ms.*p99=([0-9.]+)ms.*/\1 \2/' <<<"$line") $(echo "$cu + $cs" | bc) $(echo "$su + $ss" | bc) $load"
+	port=$((port + 2))
+}
+
+echo "| binary | path | -c | emit->recv p50 ms | p99 ms | client CPU s | server CPU s | load |"
+echo "|---|---|---|---|---|---|---|---|"
+for _ in $(seq "$repeat"); do
+	for c in $configs; do
+		for m in $modes; do
+			for b in "$1" "$2"; do
+				one "$b" "$m" "$c" | tee -a "$tmp/rows" | awk '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8}'
+			done
+		done
+	done
+done
+echo
+echo "Medians (CPU per token = (user+sys) / (c * 200 tokens)):"
+echo "| binary | path | -c | emit->recv p50 ms | p99 ms | client CPU us/token | server CPU us/token |"
+echo "|---|---|---|---|---|---|---|"
+sort -k2,2 -k3,3n -k1,1 "$tmp/rows" | awk '
+function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+function flush() { if (n) printf "| %s | %s | %s | %.2f | %.2f | %.1f | %.1f |\n", kb, km, kc, med(p50, n), med(p99, n), med(cc, n) / (kc * 200) * 1e6, med(sc, n) / (kc * 200) * 1e6; n = 0 }
+{ k = $1 " " $2 " " $3; if (k != key) { flush(); key = k; kb = $1; km = $2; kc = $3 }
+  n++; p50[n] = $4; p99[n] = $5; cc[n] = $6; sc[n] = $7 }
+END { flush() }'
