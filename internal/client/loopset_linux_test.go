@@ -13,6 +13,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/result"
 	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // TestPrivateLoopsStop runs requests on a private set of event loops
@@ -77,7 +78,7 @@ func testPrivateLoopsStop(t *testing.T, addr string, e evloop.Engine) {
 	}
 	for _, l := range set.Loops() {
 		frame := fmt.Sprintf("evloop.(*Loop).run(%p", l)
-		awaitNoFrame(t, frame)
+		testutil.AwaitNoGoroutine(t, frame)
 	}
 	next := &result.Request{Batch: "loops", Index: 2}
 	s.Do(context.Background(), next)
@@ -93,23 +94,6 @@ func awaitCount(t *testing.T, c *atomic.Int64, n int64, what string) {
 	for c.Load() < n {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: the count is %d after a minute, want %d", what, c.Load(), n)
-		}
-		runtime.Gosched()
-	}
-}
-
-// awaitNoFrame waits until no goroutine's stack holds frame (at most 10 s).
-func awaitNoFrame(t *testing.T, frame string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if !strings.Contains(string(buf[:n]), frame) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a goroutine still runs %s) 10 s after Stop", frame)
 		}
 		runtime.Gosched()
 	}

@@ -5,14 +5,13 @@ package evloop
 import (
 	"errors"
 	"fmt"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // stopSock is a sock that records the error its loop's stop told it.
@@ -88,7 +87,7 @@ func testSetStop(t *testing.T, e Engine) {
 		t.Errorf("Ticker.Arm after Stop: %v, want clock.ErrClosed", err)
 	}
 	for _, l := range loops {
-		awaitNoGoroutine(t, fmt.Sprintf("evloop.(*Loop).run(%p", l))
+		testutil.AwaitNoGoroutine(t, fmt.Sprintf("evloop.(*Loop).run(%p", l))
 	}
 	// A stopped loop handles a message on the poster's goroutine, and
 	// refuses new work.
@@ -110,25 +109,6 @@ func testSetStop(t *testing.T, e Engine) {
 		t.Errorf("NewTicker on a stopped loop: %v, want ErrStopped", err)
 	}
 	set.Stop() // a second Stop does nothing
-}
-
-// awaitNoGoroutine waits until no goroutine's stack holds frame (a loop's
-// run, with its receiver): Stop waits for the loops' goroutines to reach
-// their end, which the runtime then takes an instant to reap.
-func awaitNoGoroutine(t *testing.T, frame string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if !strings.Contains(string(buf[:n]), frame) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a goroutine still runs %s) 10 s after Stop:\n%s", frame, buf[:n])
-		}
-		runtime.Gosched()
-	}
 }
 
 // TestStopProcessSetPanics: the process's own loops are shared by every
