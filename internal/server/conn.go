@@ -119,7 +119,8 @@ type h1conn struct {
 
 	// The raw write and its results live here so that the callback given
 	// to RawConn.Write is built once per connection, not once per token.
-	raw     syscall.RawConn // nil when the conn has no file descriptor (TLS)
+	raw     syscall.RawConn // nil when the conn has no file descriptor (TLS on crypto/tls)
+	rec     *recordConn     // c, when it is TLS on the record layer: tryWrite seals
 	writeFn func(fd uintptr) bool
 	wbuf    []byte
 	wn      int
@@ -128,6 +129,7 @@ type h1conn struct {
 
 func newH1conn(s *Server, c net.Conn) *h1conn {
 	hc := &h1conn{s: s, c: c, start: time.Now()}
+	hc.rec, _ = c.(*recordConn)
 	if sc, ok := c.(syscall.Conn); ok && directWrites {
 		if rc, err := sc.SyscallConn(); err == nil {
 			hc.raw = rc
@@ -384,10 +386,10 @@ func (hc *h1conn) readMore() error {
 
 // awaitReadable waits, without a buffer, until the connection has bytes
 // to read, is closed, or its read deadline passes (the error then is the
-// one a Read would return). Without a file descriptor (TLS) it returns at
-// once.
+// one a Read would return). Without a file descriptor (TLS on crypto/tls),
+// or with opened bytes of TLS records waiting, it returns at once.
 func (hc *h1conn) awaitReadable() error {
-	if hc.raw == nil {
+	if hc.raw == nil || hc.rec != nil && hc.rec.buffered() {
 		return nil
 	}
 	return hc.raw.Read(readableFd)
@@ -553,6 +555,7 @@ func (s *Server) serveAnswer(t transport, req request, d api.Dialect) *stream {
 func (s *Server) advance(st *stream, ev event) (ended, complete bool) {
 	switch ev {
 	case evFlush:
+		s.flushes.Add(1)
 		err := st.w.write(st.pending)
 		if err == nil {
 			st.shard.start(st)
@@ -561,6 +564,7 @@ func (s *Server) advance(st *stream, ev event) (ended, complete bool) {
 		s.logf("server: %s: stream dropped: %v", st.w, err)
 		st.times.Gone(s.clk.Now())
 	case evWrite:
+		s.handoffs.Add(1)
 		st.shard.start(st)
 		return false, false
 	case evFinish:
@@ -739,8 +743,23 @@ func (hc *h1conn) write(b []byte) error {
 
 func (hc *h1conn) direct() bool { return hc.raw != nil }
 
-// tryWrite writes b with one non-blocking write(2) on the socket.
+// tryWrite writes b with one non-blocking write(2) on the socket; on TLS
+// on the record layer, the records that seal it (recordConn.wrote says
+// what the count means then).
 func (hc *h1conn) tryWrite(b []byte) (int, error) {
+	if rc := hc.rec; rc != nil {
+		if rc.waiting() {
+			return 0, errAgain
+		}
+		out := rc.seal(b)
+		n, err := hc.rawWrite(out)
+		return rc.wrote(b, out, n, err)
+	}
+	return hc.rawWrite(b)
+}
+
+// rawWrite is one non-blocking write(2) of b on the socket.
+func (hc *h1conn) rawWrite(b []byte) (int, error) {
 	hc.wbuf = b
 	err := hc.raw.Write(hc.writeFn)
 	hc.wbuf = nil

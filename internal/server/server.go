@@ -25,10 +25,14 @@
 // (and elsewhere, with a timer) each shard has a goroutine. A shard writes
 // each token with a non-blocking write; a connection whose socket buffer is
 // full is handed back to its own goroutine to drain, so one slow reader
-// never stalls the other streams. A connection without a file descriptor
-// (TLS) and an HTTP/2 stream get each token handed to a goroutine when it is
-// due, which stamps and writes it. When a stream ends on a persistent
-// connection, its last goroutine goes on reading the next request.
+// never stalls the other streams. HTTP/1.1 over TLS 1.3 is written the
+// same way: after the crypto/tls handshake the record layer of package
+// tlsrecord carries the connection on its TCP socket (tlsconn.go), the
+// shard sealing each token's record right after its pi_ts. A connection
+// crypto/tls keeps (TLS 1.2) and an HTTP/2 stream get each token handed to
+// a goroutine when it is due, which stamps and writes it. When a stream
+// ends on a persistent connection, its last goroutine goes on reading the
+// next request.
 package server
 
 import (
@@ -229,14 +233,17 @@ type Server struct {
 	affine bool // shard i runs on event loop i mod the loops: see shardFor
 	start  time.Time
 
-	streamNo    atomic.Uint64
-	connections atomic.Int64      // accepted so far
-	requests    atomic.Int64      // read so far
-	active      atomic.Int64      // answers in progress (Config.MaxStreams)
-	panics      atomic.Int64      // panics recovered in connection goroutines
-	limits      api.Limits        // the hint caps of Config
-	instance    api.InstanceField // Config.Instance, encoded once for every event
-	cache       *prefixCache      // the simulated prefix cache; nil without Config.CacheBlockTokens
+	streamNo     atomic.Uint64
+	connections  atomic.Int64      // accepted so far
+	requests     atomic.Int64      // read so far
+	active       atomic.Int64      // answers in progress (Config.MaxStreams)
+	panics       atomic.Int64      // panics recovered in connection goroutines
+	handoffs     atomic.Int64      // tokens a shard handed to a goroutine to write (TokenHandoffs)
+	tlsFallbacks atomic.Int64      // TLS HTTP/1.1 connections left to crypto/tls (TLSFallbacks)
+	flushes      atomic.Int64      // streams handed to a goroutine to drain a full socket (evFlush)
+	limits       api.Limits        // the hint caps of Config
+	instance     api.InstanceField // Config.Instance, encoded once for every event
+	cache        *prefixCache      // the simulated prefix cache; nil without Config.CacheBlockTokens
 	// heads are the response heads of a stream on HTTP/1.x: closing its
 	// connection and keeping it (streamHead, streamHeadKeepAlive, with
 	// Config.Instance's field).
@@ -305,13 +312,11 @@ func New(ln net.Listener, cfg Config) *Server {
 		cfg.MaxStreams = DefaultMaxStreams
 	}
 	if cfg.TLS != nil {
-		tc := cfg.TLS.Clone()
-		tc.NextProtos = []string{"http/1.1"}
+		protos := []string{"http/1.1"}
 		if cfg.HTTP2 {
-			tc.NextProtos = []string{http2.NextProtoTLS, "http/1.1"}
+			protos = []string{http2.NextProtoTLS, "http/1.1"}
 		}
-		cfg.TLS = tc
-		ln = tls.NewListener(ln, tc)
+		cfg.TLS = serverTLS(cfg.TLS, protos) // handshakes in serveConn (handshakeTLS)
 	}
 	s := &Server{cfg: cfg, clk: clock.Or(cfg.Clock), ln: ln, start: time.Now(), conns: make(map[net.Conn]net.Conn), quit: make(chan struct{}),
 		limits:   api.Limits{MaxTokens: int64(cfg.MaxTokens), MaxDelay: cfg.MaxDelay},
@@ -367,13 +372,9 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 			break
 		}
-		sock := c
-		if tc, ok := c.(*tls.Conn); ok {
-			sock = tc.NetConn()
-		}
 		s.connections.Add(1)
 		s.mu.Lock()
-		s.conns[c] = sock
+		s.conns[c] = c
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go s.serveConn(c)
@@ -403,22 +404,22 @@ func (s *Server) Serve(ctx context.Context) error {
 // picks HTTP/2 (ALPN "h2", or the client preface on a plain connection) or
 // HTTP/1.x, and serves it until it ends.
 func (s *Server) serveConn(c net.Conn) {
-	defer s.recoverPanic(c)
-	hc := newH1conn(s, c)
-	if tc, ok := c.(*tls.Conn); ok {
-		tc.SetDeadline(hc.start.Add(s.cfg.ReadHeaderTimeout))
-		if err := tc.Handshake(); err != nil {
-			s.logf("server: %s: TLS handshake: %v", describe(c), err)
-			s.release(c)
+	if s.cfg.TLS != nil {
+		var h2 bool
+		if c, h2 = s.handshakeTLS(c); c == nil {
 			return
 		}
-		tc.SetDeadline(time.Time{})
-		hc.start = time.Now()
-		if tc.ConnectionState().NegotiatedProtocol == http2.NextProtoTLS {
+		defer s.recoverPanic(c)
+		if h2 {
 			s.serveH2(c, c)
 			return
 		}
-	} else if s.h2 != nil {
+		s.serveH1(newH1conn(s, c)) // its start: the end of the handshake
+		return
+	}
+	defer s.recoverPanic(c)
+	hc := newH1conn(s, c)
+	if s.h2 != nil {
 		isH2, err := hc.peekPreface()
 		if err != nil {
 			if !isClosed(err) {
@@ -470,6 +471,19 @@ func (s *Server) recoverPanic(c net.Conn) {
 // connections and HTTP/2 streams (see recoverPanic); anything but 0 is a
 // bug.
 func (s *Server) Panics() int64 { return s.panics.Load() }
+
+// TokenHandoffs returns how many tokens (or heartbeats) a shard handed to
+// a goroutine to write: every token of an HTTP/2 stream, and of an
+// HTTP/1.x connection without a file descriptor the shard can write on
+// (TLS left to crypto/tls: TLS 1.2, a suite the record layer does not
+// have). Plain connections and TLS 1.3 on the record layer (recordConn)
+// hand none.
+func (s *Server) TokenHandoffs() int64 { return s.handoffs.Load() }
+
+// TLSFallbacks returns how many TLS HTTP/1.1 connections were left to
+// crypto/tls rather than carried on by the record layer (see
+// tlsrecord.Server: TLS 1.2 above all); HTTP/2 over TLS is not counted.
+func (s *Server) TLSFallbacks() int64 { return s.tlsFallbacks.Load() }
 
 // ActiveStreams returns the number of answers in progress: the streams and
 // waiting non-streaming answers that count against Config.MaxStreams.

@@ -24,7 +24,8 @@ const (
 // streamWriter is where the bytes of a stream go. It has two
 // implementations: h1conn, an HTTP/1.1 connection whose body is chunked —
 // written from the shard with a non-blocking write(2) when the connection
-// has a file descriptor, else from a goroutine — and h2Stream, an HTTP/2
+// has a file descriptor (plain, or TLS on the record layer), else from a
+// goroutine — and h2Stream, an HTTP/2
 // response written and flushed from its handler goroutine, one DATA frame
 // per write, without HTTP/1.1 framing.
 type streamWriter interface {
@@ -156,7 +157,7 @@ const (
 
 // emitToken writes token st.k now — on a direct writer with the tokens
 // after it that are more than coalesceLate late too, up to
-// maxTokensPerWrite (elsewhere every token has its own write: one TLS
+// maxTokensPerWrite (elsewhere every token has its own write: one crypto/tls
 // record, one HTTP/2 DATA frame) —
 // stamped with pi_ts taken immediately before the write (tokens written
 // together share it: they were handed to the socket at the same instant),

@@ -18,12 +18,22 @@ import (
 type BoundedConn struct {
 	net.Conn
 	hdr  [HeaderLen]byte
-	hdrN int // bytes of hdr read
-	left int // body bytes of the current record not yet read
+	hdrN int  // bytes of hdr read
+	left int  // body bytes of the current record not yet read
+	free bool // Unbound: reads go straight to Conn
 }
+
+// Unbound makes the reads that follow go straight to the connection, for
+// a tls.Conn that carries on after its handshake (TLS 1.2, HTTP/2): the
+// bound is only needed up to the handshake's end, and costs a read per
+// record header. It must not be called while a Read is in progress.
+func (b *BoundedConn) Unbound() { b.free = true }
 
 // Read reads at most to the end of the current record's header or body.
 func (b *BoundedConn) Read(p []byte) (int, error) {
+	if b.free {
+		return b.Conn.Read(p)
+	}
 	if len(p) == 0 {
 		return 0, nil
 	}

@@ -384,3 +384,27 @@ func TestTLS12NotOffloaded(t *testing.T) {
 		t.Fatalf("the tls.Conn read %q, %v; want \"hi\"", b, err)
 	}
 }
+
+// TestBoundedConnUnbound checks that a BoundedConn reads a record's header
+// alone, and after Unbound everything a read returns.
+func TestBoundedConnUnbound(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	recs := []byte{23, 3, 3, 0, 2, 'h', 'i', 23, 3, 3, 0, 1, '!'}
+	go a.Write(recs)
+	bc := &BoundedConn{Conn: b}
+	buf := make([]byte, 64)
+	n, err := bc.Read(buf)
+	if err != nil || n != HeaderLen {
+		t.Fatalf("bounded Read = %d, %v; want the %d bytes of the header", n, err, HeaderLen)
+	}
+	bc.Unbound()
+	n, err = bc.Read(buf) // net.Pipe: what is left of the one write
+	if err != nil {
+		t.Fatalf("Read after Unbound: %v", err)
+	}
+	if got := buf[:n]; string(got) != string(recs[HeaderLen:]) {
+		t.Errorf("one read after Unbound got %q, want %q (past the record's end)", got, recs[HeaderLen:])
+	}
+}
