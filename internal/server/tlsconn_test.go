@@ -6,7 +6,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,5 +206,42 @@ func testTLSFullSocket(t *testing.T, e evloop.Engine) {
 	checkStep(t, r, "the next stream", st, true)
 	if n := srv.TokenHandoffs(); n != 0 {
 		t.Errorf("TokenHandoffs() = %d, want 0", n)
+	}
+}
+
+// TestTLSBadRecord sends, after a TLS 1.3 handshake, a record that fails
+// authentication: the server closes the connection, logs the record
+// layer's error naming it, and serves the next connection.
+func TestTLSBadRecord(t *testing.T) {
+	tlsCfg, roots, _ := selfSigned(t)
+	var mu sync.Mutex
+	var lines []string
+	srv := startServer(t, Config{Tokens: 2, DelayMs: 0.1, TLS: tlsCfg,
+		Logf: func(f string, a ...any) { mu.Lock(); lines = append(lines, fmt.Sprintf(f, a...)); mu.Unlock() }})
+	c := dialRecordClient(t, srv, roots)
+	bad := []byte{23, 3, 3, 0, 20}
+	bad = append(bad, make([]byte, 20)...) // 20 bytes no key seals to
+	if _, err := c.raw.Write(bad); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(io.Discard, c); err == nil && n != 0 || isTimeout(err) {
+		t.Errorf("after a bad record the server sent %d bytes (%v), want the connection closed", n, err)
+	}
+	testutil.Await(t, "the server to log the bad record", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range lines {
+			if strings.Contains(l, "reading request") && strings.Contains(l, tlsrecord.ErrBadRecordMAC.Error()) {
+				return true
+			}
+		}
+		return false
+	})
+	next := dialRecordClient(t, srv, roots)
+	st := streamStep(api.Chat, 2, "b2")
+	next.send(t, st.req)
+	checkStep(t, bufio.NewReader(next), "the next connection", st, true)
+	if p := srv.Panics(); p != 0 {
+		t.Errorf("Panics() = %d", p)
 	}
 }
