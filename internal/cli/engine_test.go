@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/sse-latency/sse-latency/internal/client"
 	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // cliEngines are the engines a measurement can run on here.
@@ -56,7 +58,7 @@ type serverAddrWatcher struct {
 	stderr  bytes.Buffer
 }
 
-func newLaterGateway(t *testing.T, tlsGateway bool, tlsConfig ...*tls.Config) *laterGateway {
+func newLaterGateway(t *testing.T, tlsGateway bool) *laterGateway {
 	g := &laterGateway{serverAddrWatcher: serverAddrWatcher{backend: make(chan string, 1)}}
 	var target *url.URL
 	var targetOnce sync.Once
@@ -82,9 +84,6 @@ func newLaterGateway(t *testing.T, tlsGateway bool, tlsConfig ...*tls.Config) *l
 	}
 	srv := httptest.NewUnstartedServer(rp)
 	if tlsGateway {
-		if len(tlsConfig) > 0 {
-			srv.TLS = tlsConfig[0]
-		}
 		srv.StartTLS()
 	} else {
 		srv.Start()
@@ -221,7 +220,7 @@ func TestEngineTLS12Note(t *testing.T) {
 	if ok, _ := client.EngineEpoll.Loops(); !ok {
 		t.Skip("no event loops here: TLS always uses the goroutine engine")
 	}
-	g := newLaterGateway(t, true, &tls.Config{MaxVersion: tls.VersionTLS12})
+	g := newTLS12Relay(t)
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -235,6 +234,47 @@ func TestEngineTLS12Note(t *testing.T) {
 	if !strings.Contains(g.stderrText(), "note: TLS 1.2 negotiated, the loops' record layer speaks TLS 1.3: TLS uses the goroutine engine") {
 		t.Errorf("stderr lacks the TLS 1.2 note:\n%s", g.stderrText())
 	}
+}
+
+// newTLS12Relay is a gateway that terminates TLS 1.2 (at most) and relays
+// the bytes of each connection to the tool's server, one backend
+// connection per client connection, with no HTTP layer of its own. (The
+// TLS gateway of newLaterGateway, httputil.ReverseProxy behind
+// net/http's TLS server, now and then ends a TLS 1.2 stream mid-way, on
+// the goroutine engine too and on the main before the loops spoke TLS:
+// its own log says it closed the backend connection; what in net/http
+// does that is not found yet, and this test is about the engine's note.)
+func newTLS12Relay(t *testing.T) *laterGateway {
+	g := &laterGateway{serverAddrWatcher: serverAddrWatcher{backend: make(chan string, 1)}}
+	cert := httptest.NewUnstartedServer(nil)
+	cert.StartTLS() // only for its certificate
+	cfg := cert.TLS.Clone()
+	cert.Close()
+	cfg.MaxVersion, cfg.NextProtos = tls.VersionTLS12, []string{"http/1.1"}
+	var backend string
+	var once sync.Once
+	g.addr = testutil.ServeTCP(t, func(down net.Conn) {
+		once.Do(func() {
+			select {
+			case backend = <-g.backend:
+			case <-time.After(20 * time.Second): // the test fails on the refused connection
+				backend = "127.0.0.1:1"
+			}
+		})
+		tc := tls.Server(down, cfg)
+		defer tc.Close()
+		up, err := net.Dial("tcp", backend)
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		go func() {
+			io.Copy(up, tc)
+			up.(*net.TCPConn).CloseWrite()
+		}()
+		io.Copy(tc, up)
+	})
+	return g
 }
 
 // TestEngineInterrupt cancels a run on each engine once tokens are flowing
