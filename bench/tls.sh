@@ -8,13 +8,16 @@
 #
 #   bench/tls.sh OLD_BINARY NEW_BINARY
 #   CONFIGS="100" MODES="plain tls plaingo tlsgo" bench/tls.sh old new
+#   CLIENT_ARGS="-T 1000" bench/tls.sh old new   # extra client arguments, both binaries
 #
 # Paths: plain (http, --engine auto), tls (https: --tls-self-signed server,
 # --insecure client, --engine auto), plaingo and tlsgo (the same on
 # --engine goroutine). Columns: emit->recv p50/p99 (the report's
 # "emit->recv (tokens)" line), client and server CPU per token
 # ((user+sys)/tokens, /usr/bin/time), the 1-minute load when the run
-# started. Every run is bounded by `timeout` (TIMEOUT seconds, default
+# started. CLIENT_ARGS, split as the shell splits words, goes to every
+# client (e.g. -T 1000: the first token after every handshake of the
+# batch). Every run is bounded by `timeout` (TIMEOUT seconds, default
 # 120); traffic stays on 127.0.0.1, ports from BENCH_PORT (default 20100)
 # up, two per run, never reused.
 set -euo pipefail
@@ -25,6 +28,7 @@ fi
 repeat=${REPEAT:-3}
 configs=${CONFIGS:-"100 300"}
 modes=${MODES:-"plain tls"}
+read -r -a client_args <<<"${CLIENT_ARGS:-}"
 port=${BENCH_PORT:-20100}
 limit=${TIMEOUT:-120}
 tmp=$(mktemp -d)
@@ -36,6 +40,7 @@ one() {
 	local sargs=() cargs=() tgt=127.0.0.1:$port
 	case $mode in tls*) sargs=(--tls-self-signed) cargs=(--insecure) tgt=https://127.0.0.1:$port ;; esac
 	case $mode in *go) cargs+=(--engine goroutine) ;; esac
+	cargs+=("${client_args[@]}")
 	/usr/bin/time -f "%U %S" -o "$tmp/stime" timeout "$limit" "$bin" -L 127.0.0.1:$port \
 		--control 127.0.0.1:$ctl --control-token bench "${sargs[@]}" -q >"$tmp/srv" 2>&1 &
 	local spid=$!
