@@ -105,7 +105,7 @@ func measureCmd(ctx context.Context, opt Options, args []string, stdout, stderr 
 	cl, err := parseArgs(args)
 	switch {
 	case errors.Is(err, errHelp):
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return ExitOK, nil
 	case errors.Is(err, errVersion):
 		if _, err := fmt.Fprintln(stdout, "sse-latency", Version()); err != nil {
@@ -114,7 +114,7 @@ func measureCmd(ctx context.Context, opt Options, args []string, stdout, stderr 
 		}
 		return ExitOK, nil
 	case err != nil:
-		fmt.Fprintf(stderr, "sse-latency: %v\n%s", err, usage)
+		fmt.Fprintf(stderr, "sse-latency: %v\n%s", err, usage())
 		return ExitFailure, nil
 	}
 	text := stdout

@@ -52,14 +52,14 @@ func runOn(t *testing.T, ctx context.Context, ln net.Listener, args ...string) (
 func TestUsagePinned(t *testing.T) {
 	golden := filepath.Join("testdata", "usage.txt")
 	if *update {
-		os.WriteFile(golden, []byte(usage), 0o644)
+		os.WriteFile(golden, []byte(usage()), 0o644)
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if usage != string(want) {
-		t.Errorf("usage text drifted from %s (run go test -update to accept):\n%s", golden, usage)
+	if usage() != string(want) {
+		t.Errorf("usage text drifted from %s (run go test -update to accept):\n%s", golden, usage())
 	}
 }
 
@@ -68,12 +68,12 @@ func TestUsagePinned(t *testing.T) {
 func TestUsageNamesEveryFlag(t *testing.T) {
 	for _, name := range []string{"listen", "target", "requests", "concurrency", "tokens", "think", "delay",
 		"timeout", "no-loopback", "quiet", "verbose", "compat", "compressed", "api", "model", "path", "include-usage", "json", "html", "csv", "idle-timeout", "keepalive", "server-close", "max-streams", "header", "api-key", "host-header", "gateway", "insecure", "cacert", "http2", "h2c", "tls-cert", "tls-key", "tls-self-signed", "rate", "arrival", "duration", "warmup", "rounds", "prompt-bytes", "slo", "control", "control-token", "server", "help", "version"} {
-		if !strings.Contains(usage, "--"+name) {
+		if !strings.Contains(usage(), "--"+name) {
 			t.Errorf("usage does not mention --%s", name)
 		}
 	}
 	for _, short := range "LtrcnTdwlqvhkH" {
-		if !strings.Contains(usage, "-"+string(short)+",") {
+		if !strings.Contains(usage(), "-"+string(short)+",") {
 			t.Errorf("usage does not mention -%c", short)
 		}
 	}
@@ -82,7 +82,7 @@ func TestUsageNamesEveryFlag(t *testing.T) {
 func TestHelpAndVersion(t *testing.T) {
 	for _, args := range [][]string{{"-h"}, {"--help"}} {
 		code, out, errOut := runMain(t, nil, args...)
-		if code != ExitOK || out != "" || errOut != usage {
+		if code != ExitOK || out != "" || errOut != usage() {
 			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 0 and the usage on stderr", args, code, out, errOut)
 		}
 	}
@@ -135,7 +135,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		code, out, errOut := runMain(t, nil, tt.args...)
-		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage) {
+		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage()) {
 			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 1, an error containing %q, then the usage", tt.args, code, out, errOut, tt.want)
 		}
 	}
@@ -287,7 +287,7 @@ func TestHeartbeatFlag(t *testing.T) {
 		{[]string{"--heartbeat", "often"}, `invalid argument "often" for "--heartbeat" flag`},
 	} {
 		code, out, errOut := runMain(t, nil, tt.args...)
-		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage) {
+		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage()) {
 			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 1, an error containing %q, then the usage", tt.args, code, out, errOut, tt.want)
 		}
 	}
@@ -323,7 +323,7 @@ func TestPhaseFlags(t *testing.T) {
 		{[]string{"--api", "completions", "--tool-call", "2"}, "--reasoning and --tool-call need --api chat, responses or anthropic"},
 	} {
 		code, out, errOut := runMain(t, nil, tt.args...)
-		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage) {
+		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage()) {
 			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 1, an error containing %q, then the usage", tt.args, code, out, errOut, tt.want)
 		}
 	}

@@ -25,7 +25,7 @@ func TestKubernetesExamplesFlags(t *testing.T) {
 		n := 0
 		for _, m := range flagRE.FindAllStringSubmatch(string(data), -1) {
 			n++
-			if flag := m[1]; !strings.Contains(usage, flag+" ") && !strings.Contains(probeUsage, flag+" ") {
+			if flag := m[1]; !strings.Contains(usage(), flag+" ") && !strings.Contains(probeUsage(), flag+" ") {
 				t.Errorf("%s gives %s, which sse-latency does not have", f, flag)
 			}
 		}

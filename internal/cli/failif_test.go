@@ -95,7 +95,7 @@ func TestCompareFailIf(t *testing.T) {
 		{"latency p99 +20%", `unknown metric "latency"`},
 	} {
 		code, out, errOut := runMain(t, nil, "compare", docs["before"], docs["worse"], "--fail-if", bad.cond)
-		if code != ExitFailure || out != "" || !strings.Contains(errOut, bad.want) || !strings.HasSuffix(errOut, compareUsage) {
+		if code != ExitFailure || out != "" || !strings.Contains(errOut, bad.want) || !strings.HasSuffix(errOut, compareUsage()) {
 			t.Errorf("--fail-if %q: exit %d, stdout %q, stderr %q; want 1 and %q", bad.cond, code, out, errOut, bad.want)
 		}
 	}

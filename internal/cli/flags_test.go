@@ -1123,7 +1123,7 @@ func runServerFlags(t *testing.T) {
 
 // runHelpFlag: -h prints each command's own usage.
 func runHelpFlag(t *testing.T) {
-	for cmd, want := range map[string]string{cmdRun: usage, cmdSweep: sweepUsage, cmdProbe: probeUsage, cmdCheck: checkHelp()} {
+	for cmd, want := range map[string]string{cmdRun: usage(), cmdSweep: sweepUsage(), cmdProbe: probeUsage(), cmdCheck: checkHelp()} {
 		var stdout, stderr bytes.Buffer
 		args := []string{"-h"}
 		if cmd != cmdRun {

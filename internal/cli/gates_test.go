@@ -249,7 +249,7 @@ func TestGateUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		code, out, errOut := runMain(t, nil, tt.args...)
-		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage) {
+		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, usage()) {
 			t.Errorf("Main(%q) = %d, stdout %q, stderr %q; want 1, an error containing %q, then the usage", tt.args, code, out, errOut, tt.want)
 		}
 	}
@@ -280,15 +280,15 @@ func TestSweepUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		code, out, errOut := runMain(t, nil, append([]string{"sweep"}, tt.args...)...)
-		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, sweepUsage) {
+		if code != ExitFailure || out != "" || !strings.Contains(errOut, tt.want) || !strings.HasSuffix(errOut, sweepUsage()) {
 			t.Errorf("sweep %q = %d, stdout %q, stderr %q; want 1, an error containing %q, then the sweep's usage", tt.args, code, out, errOut, tt.want)
 		}
 	}
-	if code, _, errOut := runMain(t, nil, "sweep", "-h"); code != ExitOK || errOut != sweepUsage {
+	if code, _, errOut := runMain(t, nil, "sweep", "-h"); code != ExitOK || errOut != sweepUsage() {
 		t.Errorf("sweep -h = %d, %q", code, errOut)
 	}
 	for _, flag := range []string{"--concurrency", "--rate", "--prompt-bytes", "--rounds", "--knee-threshold", "--json", "--html"} {
-		if !strings.Contains(sweepUsage, flag) {
+		if !strings.Contains(sweepUsage(), flag) {
 			t.Errorf("the sweep's usage does not mention %s", flag)
 		}
 	}

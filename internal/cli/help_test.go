@@ -88,7 +88,7 @@ func TestHelpIsTheFlagSets(t *testing.T) {
 				t.Errorf("%q's help does not list %s", name, left)
 			}
 		})
-		if name != "" && (!strings.Contains(usage, "  "+name+"  ") || !strings.Contains(usage, c.summary)) {
+		if name != "" && (!strings.Contains(usage(), "  "+name+"  ") || !strings.Contains(usage(), c.summary)) {
 			t.Errorf("sse-latency -h does not list %q with its summary %q", name, c.summary)
 		}
 	}
@@ -97,11 +97,11 @@ func TestHelpIsTheFlagSets(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"help"}, ExitOK, usage},
-		{[]string{"help", "sweep"}, ExitOK, sweepUsage},
+		{[]string{"help"}, ExitOK, usage()},
+		{[]string{"help", "sweep"}, ExitOK, sweepUsage()},
 		{[]string{"help", "check"}, ExitOK, checkHelp()},
 		{[]string{"help", "--help"}, ExitOK, commandHelp("help")},
-		{[]string{"help", "nosuch"}, ExitFailure, "sse-latency: help: no command \"nosuch\"\n" + usage},
+		{[]string{"help", "nosuch"}, ExitFailure, "sse-latency: help: no command \"nosuch\"\n" + usage()},
 	} {
 		var out, errOut bytes.Buffer
 		if code := Main(context.Background(), tt.args, &out, &errOut); code != tt.code || errOut.String() != tt.want || out.Len() != 0 {

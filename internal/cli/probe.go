@@ -65,13 +65,13 @@ func probeCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cl, every, metricsAddr, err := parseProbe(args)
 	switch {
 	case errors.Is(err, errHelp):
-		fmt.Fprint(stderr, probeUsage)
+		fmt.Fprint(stderr, probeUsage())
 		return ExitOK
 	case errors.Is(err, errVersion):
 		fmt.Fprintln(stdout, "sse-latency", Version())
 		return ExitOK
 	case err != nil:
-		fmt.Fprintf(stderr, "sse-latency probe: %v\n%s", err, probeUsage)
+		fmt.Fprintf(stderr, "sse-latency probe: %v\n%s", err, probeUsage())
 		return ExitFailure
 	}
 	cl.cfg.Quiet = true // a line per round, not per request

@@ -100,10 +100,10 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 	text, html := new(bool), new(string)
 	fs := reportFlags(text, html)
 	if err := fs.Parse(args); err != nil {
-		return subUsage(stderr, reportUsage, err)
+		return subUsage(stderr, reportUsage(), err)
 	}
 	if fs.NArg() != 1 {
-		return subUsage(stderr, reportUsage, fmt.Errorf("report takes one RUN.json, got %d arguments", fs.NArg()))
+		return subUsage(stderr, reportUsage(), fmt.Errorf("report takes one RUN.json, got %d arguments", fs.NArg()))
 	}
 	var htmlOut *outFile
 	if *html != "" {
@@ -144,10 +144,10 @@ func mergeCmd(args []string, stdout, stderr io.Writer) int {
 	force := new(bool)
 	fs := mergeFlags(force)
 	if err := fs.Parse(args); err != nil {
-		return subUsage(stderr, mergeUsage, err)
+		return subUsage(stderr, mergeUsage(), err)
 	}
 	if fs.NArg() < 1 {
-		return subUsage(stderr, mergeUsage, errors.New("merge needs at least one RUN.json"))
+		return subUsage(stderr, mergeUsage(), errors.New("merge needs at least one RUN.json"))
 	}
 	var docs []*rundoc.Document
 	for _, p := range fs.Args() {
@@ -179,16 +179,16 @@ func compareCmd(args []string, stdout, stderr io.Writer) int {
 	failIf := new([]string)
 	fs := compareFlags(failIf)
 	if err := fs.Parse(args); err != nil {
-		return subUsage(stderr, compareUsage, err)
+		return subUsage(stderr, compareUsage(), err)
 	}
 	if fs.NArg() != 2 {
-		return subUsage(stderr, compareUsage, fmt.Errorf("compare takes BEFORE.json and AFTER.json, got %d arguments", fs.NArg()))
+		return subUsage(stderr, compareUsage(), fmt.Errorf("compare takes BEFORE.json and AFTER.json, got %d arguments", fs.NArg()))
 	}
 	var conds []slo.FailIf
 	for _, c := range *failIf {
 		fc, err := slo.ParseFailIf(c)
 		if err != nil {
-			return subUsage(stderr, compareUsage, fmt.Errorf("--fail-if: %v (want %s)", err, slo.FailIfSyntax))
+			return subUsage(stderr, compareUsage(), fmt.Errorf("--fail-if: %v (want %s)", err, slo.FailIfSyntax))
 		}
 		conds = append(conds, fc)
 	}

@@ -152,12 +152,12 @@ func sweepMain(ctx context.Context, ln net.Listener, args []string, stdout, stde
 	p, err := parseSweep(args)
 	switch {
 	case errors.Is(err, errHelp):
-		fmt.Fprint(stderr, sweepUsage)
+		fmt.Fprint(stderr, sweepUsage())
 		return ExitOK
 	case errors.Is(err, errVersion):
 		return Main(ctx, []string{"--version"}, stdout, stderr)
 	case err != nil:
-		fmt.Fprintf(stderr, "sse-latency: sweep: %v\n%s", err, sweepUsage)
+		fmt.Fprintf(stderr, "sse-latency: sweep: %v\n%s", err, sweepUsage())
 		return ExitFailure
 	}
 	text := stdout
