@@ -1,7 +1,13 @@
 # Shortcuts for the commands of README.md and docs/. Each target is one
 # command that can also be run by hand.
 
-.PHONY: test e2e-report bench image image-test
+.PHONY: build test e2e-report bench image image-test
+
+# The release binary ./sse-latency: static and stripped (image/build.sh
+# binary, as in the image). Against a plain `go build`, -c 1 -n 1 runs
+# take ~1.4 MB less resident memory and ~2 ms less CPU (docs/PERF.md).
+build:
+	image/build.sh binary sse-latency
 
 # The README's test command (what CI runs after gofmt, go vet and staticcheck).
 test:
