@@ -191,6 +191,9 @@ func testTLSFullSocket(t *testing.T, e evloop.Engine) {
 	tlsCfg, roots, _ := selfSigned(t)
 	srv := startServer(t, Config{Tokens: 1, DelayMs: 0.1, TLS: tlsCfg, Engine: e, Shards: 1})
 	c := dialTLS(t, srv, roots, 0)
+	// 22 MB through -race on a loaded 2-vCPU machine took 26 s once: the
+	// deadline bounds a hang, not the speed.
+	c.SetDeadline(time.Now().Add(3 * time.Minute))
 	// At no delay: ~22 MB, more than the socket buffers take. (A small
 	// SO_RCVBUF would need fewer, but a 4 KiB one stalls loopback TCP
 	// for plain connections too once the reader resumes.)
