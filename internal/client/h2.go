@@ -41,19 +41,13 @@ func (s *Session) startH2(ctx context.Context, rec *result.Request, proto string
 // returns.
 func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.Time, reused bool) attempt {
 	q := s.q
-	rctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	// The stream's own context: the idle timeout and the end of the wait
-	// for an error body cancel it, with their cause.
-	sctx, scancel := context.WithCancelCause(rctx)
-	defer scancel(nil)
-	idle := newIdleWatch(q.IdleTimeout, scancel)
-	defer idle.stop()
+	st := newStreamCtx(ctx, deadline, q.IdleTimeout)
+	defer st.close()
 	scheme := "https"
 	if s.proto == ProtoH2C {
 		scheme = "http"
 	}
-	req, err := q.newHTTPRequest(sctx, rec.ID, scheme)
+	req, err := q.newHTTPRequest(st.sctx, rec.ID, scheme)
 	if err != nil {
 		rec.Failure = result.Failure{Kind: result.RecvError, Detail: "request: " + err.Error()}
 		return finished
@@ -75,18 +69,60 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 	}()
 
 	x := h2Exchange{reused: reused, keepAlive: q.KeepAlive && !s.oneShot}
-	cancelled := func() bool { return ctx.Err() != nil || sctx.Err() != nil }
 	resp, err := s.cc.RoundTrip(req)
 	if err != nil {
-		if x.settle(step{err: err, cancelled: cancelled()}) == fateRetry {
+		if x.settle(step{err: err, cancelled: st.cancelled()}) == fateRetry {
 			return deadConn
 		}
-		rec.Failure = h2Failure(ctx, sctx, q, err, sysFailure(result.RecvError, "send: ", err))
+		rec.Failure = h2Failure(ctx, st.sctx, q, err, sysFailure(result.RecvError, "send: ", err))
 		return finished
 	}
 	now := s.clk.Now()
 	rec.Sent = stamp.sentBefore(now)
-	body := &idleBody{r: resp.Body, w: idle}
+	keep = s.readStream(st, rec, resp, resp.Proto+" "+resp.Status, now, &x,
+		func(r *reader, err error) result.Failure { return r.endOfStream(err) })
+	return finished
+}
+
+// streamCtx holds the contexts of one HTTP/2 or HTTP/3 request: the
+// request's, bounded by its deadline, and the stream's own under it,
+// which the idle timeout and the end of the wait for an error body cancel
+// with their cause.
+type streamCtx struct {
+	ctx     context.Context    // the caller's: done when the run is interrupted
+	rctx    context.Context    // the request's
+	cancel  context.CancelFunc // ends rctx: resets the stream, the connection stays
+	sctx    context.Context    // the stream's
+	scancel context.CancelCauseFunc
+	idle    *idleWatch // nil without an idle timeout
+}
+
+func newStreamCtx(ctx context.Context, deadline time.Time, idle time.Duration) *streamCtx {
+	st := &streamCtx{ctx: ctx}
+	st.rctx, st.cancel = context.WithDeadline(ctx, deadline)
+	st.sctx, st.scancel = context.WithCancelCause(st.rctx)
+	st.idle = newIdleWatch(idle, st.scancel)
+	return st
+}
+
+// cancelled reports whether the run or the stream's context is done.
+func (st *streamCtx) cancelled() bool { return st.ctx.Err() != nil || st.sctx.Err() != nil }
+
+// close stops the idle timer and ends both contexts.
+func (st *streamCtx) close() {
+	st.idle.stop()
+	st.scancel(nil)
+	st.cancel()
+}
+
+// readStream reads the response resp of an HTTP/2 or HTTP/3 stream, whose
+// head arrived at now and whose status line is status, timestamping where
+// each Read of its body returns, and settles it with x: it reports
+// whether the connection may carry the next request. A body that ends
+// with an error other than io.EOF fails as bodyFailure names it.
+func (s *Session) readStream(st *streamCtx, rec *result.Request, resp *http.Response, status string, now int64, x *h2Exchange, bodyFailure func(*reader, error) result.Failure) (keep bool) {
+	q := s.q
+	body := &idleBody{r: resp.Body, w: st.idle}
 	defer resp.Body.Close()
 	if n := q.expectedTokens(); cap(rec.Tokens) == 0 && n > 0 {
 		rec.Tokens = make([]result.Token, 0, n)
@@ -94,15 +130,14 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 	r := newReader(rec, &q.Options)
 	defer r.close()
 	x.r = r
-	if r.h2Head(resp.StatusCode, resp.Proto+" "+resp.Status, resp.Header, now) {
+	if r.h2Head(resp.StatusCode, status, resp.Header, now) {
 		rec.End = now
-		keep = x.settle(step{}) == fateKeep
-		return finished
+		return x.settle(step{}) == fateKeep
 	}
 	x.streaming = true
 	if r.statusFailing() {
 		// The start of an error body, within DrainTimeout.
-		t := time.AfterFunc(q.drainTimeout(), func() { scancel(errStatusWait) })
+		t := time.AfterFunc(q.drainTimeout(), func() { st.scancel(errStatusWait) })
 		defer t.Stop()
 	}
 	buf, clk := s.buf, s.clk
@@ -115,22 +150,24 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 				rec.End = now
 				r.close()
 				if keep = x.settle(step{}) == fateDrain; keep {
-					s.drainH2(rec, body, cancel)
+					s.drainH2(rec, body, st.cancel)
 				}
-				return finished
+				return keep
 			}
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				rec.BodyEnded = true // END_STREAM: the peer ended the response
+				rec.BodyEnded = true // END_STREAM or FIN: the peer ended the response
 			}
-			if r.statusFailing() && ctx.Err() == nil {
+			switch {
+			case r.statusFailing() && st.ctx.Err() == nil:
 				rec.Failure = r.statusFailure()
-			} else {
-				rec.Failure = h2Failure(ctx, sctx, q, err, r.endOfStream(err))
+			case errors.Is(err, io.EOF):
+				rec.Failure = h2Failure(st.ctx, st.sctx, q, err, r.endOfStream(err))
+			default:
+				rec.Failure = h2Failure(st.ctx, st.sctx, q, err, bodyFailure(r, err))
 			}
-			keep = x.settle(step{err: err}) == fateKeep
-			return finished
+			return x.settle(step{err: err}) == fateKeep
 		}
 	}
 }

@@ -126,13 +126,9 @@ func h3ErrText(te *quic.TransportError) string {
 // one DATA frame's bytes at most per Read, with no buffer in between.
 func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.Time, reused bool) attempt {
 	q := s.q
-	rctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	sctx, scancel := context.WithCancelCause(rctx)
-	defer scancel(nil)
-	idle := newIdleWatch(q.IdleTimeout, scancel)
-	defer idle.stop()
-	req, err := q.newHTTPRequest(sctx, rec.ID, "https")
+	st := newStreamCtx(ctx, deadline, q.IdleTimeout)
+	defer st.close()
+	req, err := q.newHTTPRequest(st.sctx, rec.ID, "https")
 	if err != nil {
 		rec.Failure = result.Failure{Kind: result.RecvError, Detail: "request: " + err.Error()}
 		return finished
@@ -157,64 +153,19 @@ func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.T
 	x := h2Exchange{reused: reused, keepAlive: q.KeepAlive && !s.oneShot}
 	resp, err := h3.cc.RoundTrip(req)
 	if err != nil {
-		if x.settle(step{err: err, cancelled: ctx.Err() != nil || sctx.Err() != nil}) == fateRetry {
+		if x.settle(step{err: err, cancelled: st.cancelled()}) == fateRetry {
 			return deadConn
 		}
-		rec.Failure = h2Failure(ctx, sctx, q, err, h3Failure("send: ", err))
+		rec.Failure = h2Failure(ctx, st.sctx, q, err, h3Failure("send: ", err))
 		return finished
 	}
 	now := s.clk.Now()
 	if sent := eof.Load(); sent != 0 && sent <= now {
 		rec.Sent = sent
 	}
-	body := &idleBody{r: resp.Body, w: idle}
-	defer resp.Body.Close()
-	if n := q.expectedTokens(); cap(rec.Tokens) == 0 && n > 0 {
-		rec.Tokens = make([]result.Token, 0, n)
-	}
-	r := newReader(rec, &q.Options)
-	defer r.close()
-	x.r = r
-	if r.h2Head(resp.StatusCode, "HTTP/3 "+resp.Status, resp.Header, now) {
-		rec.End = now
-		keep = x.settle(step{}) == fateKeep
-		return finished
-	}
-	x.streaming = true
-	if r.statusFailing() {
-		t := time.AfterFunc(q.drainTimeout(), func() { scancel(errStatusWait) })
-		defer t.Stop()
-	}
-	buf := s.buf
-	for {
-		n, err := body.Read(buf)
-		if n > 0 {
-			now := s.clk.Now()
-			rec.Reads++
-			if r.feed(buf[:n], now) {
-				rec.End = now
-				r.close()
-				if keep = x.settle(step{}) == fateDrain; keep {
-					s.drainH2(rec, body, cancel)
-				}
-				return finished
-			}
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				rec.BodyEnded = true // the stream's FIN: the peer ended the response
-			}
-			if r.statusFailing() && ctx.Err() == nil {
-				rec.Failure = r.statusFailure()
-			} else if errors.Is(err, io.EOF) {
-				rec.Failure = h2Failure(ctx, sctx, q, err, r.endOfStream(err))
-			} else {
-				rec.Failure = h2Failure(ctx, sctx, q, err, h3Failure("", err))
-			}
-			keep = x.settle(step{err: err}) == fateKeep
-			return finished
-		}
-	}
+	keep = s.readStream(st, rec, resp, "HTTP/3 "+resp.Status, now, &x,
+		func(_ *reader, err error) result.Failure { return h3Failure("", err) })
+	return finished
 }
 
 // h3Failure names an HTTP/3 error of a request: the stream reset by the
