@@ -90,8 +90,7 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 // with their cause.
 type streamCtx struct {
 	ctx     context.Context    // the caller's: done when the run is interrupted
-	rctx    context.Context    // the request's
-	cancel  context.CancelFunc // ends rctx: resets the stream, the connection stays
+	cancel  context.CancelFunc // ends the request's context: resets the stream, the connection stays
 	sctx    context.Context    // the stream's
 	scancel context.CancelCauseFunc
 	idle    *idleWatch // nil without an idle timeout
@@ -99,8 +98,9 @@ type streamCtx struct {
 
 func newStreamCtx(ctx context.Context, deadline time.Time, idle time.Duration) *streamCtx {
 	st := &streamCtx{ctx: ctx}
-	st.rctx, st.cancel = context.WithDeadline(ctx, deadline)
-	st.sctx, st.scancel = context.WithCancelCause(st.rctx)
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	st.cancel = cancel
+	st.sctx, st.scancel = context.WithCancelCause(rctx)
 	st.idle = newIdleWatch(idle, st.scancel)
 	return st
 }
