@@ -76,8 +76,11 @@ type kaStep struct {
 	id     string // streams: the pi_id the registry must hold
 }
 
-func streamStep(d api.Dialect, n int, id string) kaStep {
-	body := fmt.Sprintf(`{"stream":true,"pi_id":%q,"pi_tokens":%d,"pi_delay_ms":0.1}`, id, n)
+func streamStep(d api.Dialect, n int, id string) kaStep { return pacedStreamStep(d, n, id, 0.1) }
+
+// pacedStreamStep is streamStep with delayMs between the tokens.
+func pacedStreamStep(d api.Dialect, n int, id string, delayMs float64) kaStep {
+	body := fmt.Sprintf(`{"stream":true,"pi_id":%q,"pi_tokens":%d,"pi_delay_ms":%g}`, id, n, delayMs)
 	return kaStep{req: kaRequest(d.Path(), body), stream: true, d: d, n: n, id: id}
 }
 

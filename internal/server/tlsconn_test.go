@@ -70,8 +70,13 @@ func testTLSTokensWrittenByShard(t *testing.T, e evloop.Engine) {
 	if v := c12.ConnectionState().Version; v != tls.VersionTLS12 {
 		t.Fatalf("negotiated %s, want TLS 1.2", tls.VersionName(v))
 	}
+	// Tokens 20 ms apart: a token reaches the shard (and is handed back
+	// with evWrite) once the goroutine that starts a stream has written
+	// what is due and finds the next token in the future. At 0.1 ms a
+	// loaded race build writes every token before it looks (seen in CI);
+	// at 20 ms it would have to stall 20 ms after each of ten tokens.
 	r12 := bufio.NewReader(c12)
-	for i, st := range []kaStep{streamStep(api.Chat, 20, "o1"), streamStep(api.Anthropic, 3, "o2")} {
+	for i, st := range []kaStep{pacedStreamStep(api.Chat, 10, "o1", 20), pacedStreamStep(api.Anthropic, 3, "o2", 20)} {
 		send(t, c12, st.req)
 		checkStep(t, r12, fmt.Sprint("TLS 1.2 stream ", i), st, true)
 	}
