@@ -98,12 +98,17 @@ var errNoSecrets = errors.New("the handshake logged no traffic secrets")
 // (nor closed: that would write a close_notify out of sequence): the
 // caller reads and writes raw itself.
 func Client(ctx context.Context, raw net.Conn, cfg *tls.Config) (tc *tls.Conn, rl *Conn, why string, err error) {
+	return client(ctx, raw, cfg, gate())
+}
+
+// client is Client with the handshake gate g.
+func client(ctx context.Context, raw net.Conn, cfg *tls.Config, g *handshakeGate) (tc *tls.Conn, rl *Conn, why string, err error) {
 	cfg = cfg.Clone()
 	kl := &keyLog{next: cfg.KeyLogWriter}
 	cfg.KeyLogWriter = kl
 	b := &BoundedConn{Conn: raw}
 	tc = tls.Client(b, cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	if err := handshake(ctx, g, b, tc.HandshakeContext); err != nil {
 		return nil, nil, "", err
 	}
 	rl, why = fromState(tc.ConnectionState(), b, kl, false)
@@ -113,13 +118,15 @@ func Client(ctx context.Context, raw net.Conn, cfg *tls.Config) (tc *tls.Conn, r
 // Server is Client's counterpart for a tls.Server handshake; cfg should
 // set SessionTicketsDisabled, else the tickets crypto/tls sends after the
 // handshake take the first sequence numbers that the Conn then reuses.
+// Both hold a place in the process's handshake gate while they compute
+// (see handshakeGate).
 func Server(ctx context.Context, raw net.Conn, cfg *tls.Config) (tc *tls.Conn, rl *Conn, why string, err error) {
 	cfg = cfg.Clone()
 	kl := &keyLog{next: cfg.KeyLogWriter}
 	cfg.KeyLogWriter = kl
 	b := &BoundedConn{Conn: raw}
 	tc = tls.Server(b, cfg)
-	if err := tc.HandshakeContext(ctx); err != nil {
+	if err := handshake(ctx, gate(), b, tc.HandshakeContext); err != nil {
 		return nil, nil, "", err
 	}
 	if !cfg.SessionTicketsDisabled {
