@@ -5,6 +5,7 @@ import (
 	"net"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // handshakeGate bounds how many TLS handshakes compute at the same time:
@@ -57,34 +58,47 @@ func (g *handshakeGate) reenter() { g.places <- struct{}{} }
 func (g *handshakeGate) leave() { <-g.places }
 
 // gatedConn is the net.Conn a handshake runs on while it holds a place
-// in its gate: it gives the place back for the time of each read and
-// write, which wait for the peer.
+// in its gate (on): it gives the place back for the time of each read and
+// write, which wait for the peer. Once the handshake is over (on false)
+// it is its connection, no more.
 type gatedConn struct {
 	net.Conn
-	g *handshakeGate
+	g  *handshakeGate
+	on atomic.Bool
 }
 
 func (c *gatedConn) Read(p []byte) (int, error) {
-	c.g.leave()
-	defer c.g.reenter()
+	if c.on.Load() {
+		c.g.leave()
+		defer c.g.reenter()
+	}
 	return c.Conn.Read(p)
 }
 
 func (c *gatedConn) Write(p []byte) (int, error) {
-	c.g.leave()
-	defer c.g.reenter()
+	if c.on.Load() {
+		c.g.leave()
+		defer c.g.reenter()
+	}
 	return c.Conn.Write(p)
 }
 
-// handshake runs hs (tc.HandshakeContext) on b's connection holding a
-// place in g while it computes.
-func handshake(ctx context.Context, g *handshakeGate, b *BoundedConn, hs func(context.Context) error) error {
-	if err := g.enter(ctx); err != nil {
+// newGatedConn returns raw for a handshake to run on with g (see
+// handshake), not yet holding a place.
+func newGatedConn(raw net.Conn, g *handshakeGate) *gatedConn {
+	return &gatedConn{Conn: raw, g: g}
+}
+
+// handshake runs hs (the tls.Conn's HandshakeContext, on c) holding a
+// place in c's gate while it computes. The tls.Conn may close c after hs
+// has returned (a cancelled context), so c is never changed but for its
+// flag.
+func handshake(ctx context.Context, c *gatedConn, hs func(context.Context) error) error {
+	if err := c.g.enter(ctx); err != nil {
 		return err
 	}
-	defer g.leave()
-	raw := b.Conn
-	b.Conn = &gatedConn{Conn: raw, g: g}
-	defer func() { b.Conn = raw }()
+	c.on.Store(true)
+	defer c.g.leave()
+	defer c.on.Store(false)
 	return hs(ctx)
 }

@@ -106,9 +106,10 @@ func client(ctx context.Context, raw net.Conn, cfg *tls.Config, g *handshakeGate
 	cfg = cfg.Clone()
 	kl := &keyLog{next: cfg.KeyLogWriter}
 	cfg.KeyLogWriter = kl
-	b := &BoundedConn{Conn: raw}
+	gc := newGatedConn(raw, g)
+	b := &BoundedConn{Conn: gc}
 	tc = tls.Client(b, cfg)
-	if err := handshake(ctx, g, b, tc.HandshakeContext); err != nil {
+	if err := handshake(ctx, gc, tc.HandshakeContext); err != nil {
 		return nil, nil, "", err
 	}
 	rl, why = fromState(tc.ConnectionState(), b, kl, false)
@@ -124,9 +125,10 @@ func Server(ctx context.Context, raw net.Conn, cfg *tls.Config) (tc *tls.Conn, r
 	cfg = cfg.Clone()
 	kl := &keyLog{next: cfg.KeyLogWriter}
 	cfg.KeyLogWriter = kl
-	b := &BoundedConn{Conn: raw}
+	gc := newGatedConn(raw, gate())
+	b := &BoundedConn{Conn: gc}
 	tc = tls.Server(b, cfg)
-	if err := handshake(ctx, gate(), b, tc.HandshakeContext); err != nil {
+	if err := handshake(ctx, gc, tc.HandshakeContext); err != nil {
 		return nil, nil, "", err
 	}
 	if !cfg.SessionTicketsDisabled {
