@@ -494,7 +494,7 @@ func runFlags(cfg *Config, lists *listFlags, v *runFlagVars) *pflag.FlagSet {
 	fs.BoolVarP(&cfg.Verbose, "verbose", "v", false, "verbose")
 	fs.BoolVar(&cfg.Compat, "compat", false, "output byte for byte as the reference tool (no verdict block)")
 	fs.BoolVar(&cfg.Compressed, "compressed", false, "send Accept-Encoding: gzip (gzip responses are always decoded)")
-	fs.StringVar(&cfg.Engine, "engine", cfg.Engine, "<name> I/O engine: auto, epoll, uring, goroutine (def auto: epoll on Linux for HTTP/1.1, plain or TLS 1.3, else goroutine)")
+	fs.StringVar(&cfg.Engine, "engine", cfg.Engine, "<name> I/O engine: auto, epoll, uring, goroutine (def auto: epoll on Linux for HTTP/1.1 and HTTP/2, plain or TLS 1.3, else goroutine)")
 	fs.StringVar(&cfg.API, "api", cfg.API, "<name> API dialect: chat, completions, responses, anthropic (def chat)")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "<name> model the requests ask for (def sse-latency-1)")
 	fs.StringVar(&cfg.Path, "path", cfg.Path, "<path> request path through the gateway (def: the dialect's, e.g. /v1/messages)")

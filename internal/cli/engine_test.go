@@ -84,6 +84,7 @@ func newLaterGateway(t *testing.T, tlsGateway bool) *laterGateway {
 	}
 	srv := httptest.NewUnstartedServer(rp)
 	if tlsGateway {
+		srv.EnableHTTP2 = true // h2 offered by ALPN: --http2 takes it
 		srv.StartTLS()
 	} else {
 		srv.Start()
@@ -197,20 +198,52 @@ func reportShape(out string) string {
 	return b.String()
 }
 
-// TestEngineFallsBackWithANote: asking for the epoll engine for HTTP/2
-// over TLS measures on the goroutine engine, and says so.
-func TestEngineFallsBackWithANote(t *testing.T) {
+// TestEngineHTTP2OnLoops: HTTP/2 over TLS asked of the epoll engine runs
+// on it — the JSON document records it, no note says otherwise — and every
+// request of the gateway batch goes over h2.
+func TestEngineHTTP2OnLoops(t *testing.T) {
+	if ok, _ := client.EngineEpoll.Loops(); !ok {
+		t.Skip("no event loops here")
+	}
 	g := newLaterGateway(t, true)
+	doc := filepath.Join(t.TempDir(), "run.json")
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	code := Main(ctx, []string{"-L", "127.0.0.1:0", "-t", "https://" + g.addr, "--insecure", "-r", "2", "-c", "2", "-n", "20", "-d", "1",
-		"-l", "--engine", "epoll", "--http2"}, &out, g)
+		"-l", "--engine", "epoll", "--http2", "--json", doc}, &out, g)
 	if code != ExitOK {
 		t.Fatalf("exit %d; stdout:\n%s\nstderr:\n%s", code, out.String(), g.stderrText())
 	}
-	if !strings.Contains(g.stderrText(), "note: the epoll engine serves HTTP/1.1; HTTP/2 uses the goroutine engine") {
-		t.Errorf("stderr lacks the engine note:\n%s", g.stderrText())
+	if strings.Contains(g.stderrText(), "goroutine engine") {
+		t.Errorf("stderr notes a fallback:\n%s", g.stderrText())
+	}
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Config struct {
+			Engine string `json:"engine"`
+		} `json:"config"`
+		Batches []struct {
+			Name        string `json:"name"`
+			Connections struct {
+				Protocols map[string]int `json:"protocols"`
+			} `json:"connections"`
+		} `json:"batches"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil || d.Config.Engine != "epoll" {
+		t.Errorf("JSON config engine %q (%v), want epoll", d.Config.Engine, err)
+	}
+	h2 := 0
+	for _, b := range d.Batches {
+		if b.Name == "gateway" {
+			h2 = b.Connections.Protocols["h2"]
+		}
+	}
+	if h2 != 2 {
+		t.Errorf("%d gateway requests over h2 in the JSON document, want 2:\n%s", h2, data)
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 //
 // The goroutine engine is the portable one: each request runs on the
 // goroutine that calls Session.Do and blocks in net.Conn.Read, through Go's
-// netpoller, for every read. The epoll engine (Linux, plain-TCP HTTP/1.1,
+// netpoller, for every read. The epoll engine (Linux, HTTP/1.1 and HTTP/2,
 // WebSocket included) reads every socket of the process from a few event
 // loops (package evloop), one per CPU, each owning many raw non-blocking
 // sockets: one
@@ -22,14 +22,15 @@ import (
 // feed the same response parser, so that they record the same tokens,
 // failures and integrity results. HTTP/1.1 over TLS 1.3 runs on the loops
 // too: the handshake on a goroutine, then the loop opens and seals the
-// records itself (package tlsrecord); TLS 1.2, HTTP/2, HTTP/3 and wss use the
-// goroutine engine.
+// records itself (package tlsrecord). HTTP/2 runs on them as well, h2c
+// and h2 over TLS 1.3: the loop writes and reads the frames itself
+// (h2loop_linux.go). TLS 1.2, HTTP/3 and wss use the goroutine engine.
 type Engine = evloop.Engine
 
 // The engines; the zero value means EngineAuto.
 const (
-	// EngineAuto is the fastest engine that applies (Linux, a plain http
-	// target, HTTP/1.1: EngineEpoll, see evloop.Auto), else
+	// EngineAuto is the fastest engine that applies (Linux, HTTP/1.1
+	// or HTTP/2 over TCP or TLS 1.3: EngineEpoll, see evloop.Auto), else
 	// EngineGoroutine.
 	EngineAuto      = evloop.Auto
 	EngineEpoll     = evloop.Epoll
@@ -51,10 +52,11 @@ func ParseEngine(s string) (Engine, error) { return evloop.ParseEngine(s) }
 // ResolveEngine returns the engine the requests of o use, and, when it is
 // not the one o.Engine asks for, why: the text of a note for the user.
 // EngineAuto falls back without a note: to the goroutine engine for
-// HTTP/2 and WebSocket over TLS and for HTTP/3, which always use it, and
-// where there are no event loops. HTTP/1.1 over TLS runs on the loops (a
-// TLS 1.3 record layer, package tlsrecord); a handshake that negotiates
-// TLS 1.2 moves the Request to the goroutine engine then (TLSFallback).
+// WebSocket over TLS and for HTTP/3, which always use it, and where there
+// are no event loops. HTTP/1.1 and HTTP/2 (h2c, and h2 over TLS) run on
+// the loops (over TLS a TLS 1.3 record layer, package tlsrecord); a
+// handshake that negotiates TLS 1.2 moves the Request to the goroutine
+// engine then (TLSFallback).
 func (o *Options) ResolveEngine() (Engine, string) {
 	want := o.Engine
 	if want == "" {
@@ -73,19 +75,9 @@ func (o *Options) ResolveEngine() (Engine, string) {
 			return EngineGoroutine, "the " + string(want) + " engine serves plain-TCP HTTP/1.1; HTTP/3 (QUIC) uses the goroutine engine"
 		}
 		return EngineGoroutine, ""
-	case tlsOn && o.HTTP2:
-		if want != EngineAuto {
-			return EngineGoroutine, "the " + string(want) + " engine serves HTTP/1.1; HTTP/2 uses the goroutine engine"
-		}
-		return EngineGoroutine, ""
 	case tlsOn && o.WebSocket:
 		if want != EngineAuto {
 			return EngineGoroutine, "the " + string(want) + " engine serves WebSocket on plain TCP; wss uses the goroutine engine"
-		}
-		return EngineGoroutine, ""
-	case o.H2C:
-		if want != EngineAuto {
-			return EngineGoroutine, "the " + string(want) + " engine serves plain-TCP HTTP/1.1; HTTP/2 (h2c) uses the goroutine engine"
 		}
 		return EngineGoroutine, ""
 	}

@@ -122,6 +122,7 @@ type econn struct {
 	wsOut   []byte // WebSocket frames a write could not take yet
 	pingAt  int64  // WebSocket: when to ping, or when the pong is due (0: none)
 
+	h2     *h2State        // over HTTP/2: the connection's frames and stream; nil: HTTP/1.1
 	tls    *tlsrecord.Conn // over TLS: the record layer; nil: plain TCP
 	pt     []byte          // over TLS: the plaintext of the last read
 	tlsEOF bool            // over TLS: the peer's close_notify came
@@ -325,7 +326,7 @@ func (ls *loopSession) Receive(_ *evloop.Loop, kind uint8, _ uint64) {
 				ls.state, ls.found = ls.lost, true
 			} else {
 				ls.state, ls.found = peekFD(ls.c.reg.FD()), true
-				if ls.state == pending && ls.c.tls != nil { // records without data leave it idle
+				if ls.state == pending && (ls.c.tls != nil || ls.c.h2 != nil) { // records without data, or HTTP/2 control frames, leave it idle
 					ls.c.readIdle()
 					ls.state = ls.lost
 				}
@@ -407,9 +408,9 @@ func (ls *loopSession) usable() bool {
 		// closes the connection, unless what waited is a WebSocket frame
 		// it answered, or TLS records without data (a session ticket)
 		ls.c.readIdle()
-		return ls.c != nil && (ls.s.ws != nil || ls.c.tls != nil)
+		return ls.c != nil && (ls.s.ws != nil || ls.c.tls != nil || ls.c.h2 != nil)
 	}
-	if ls.lost = peekFD(ls.c.reg.FD()); ls.lost == pending && (ls.s.ws != nil || ls.c.tls != nil) {
+	if ls.lost = peekFD(ls.c.reg.FD()); ls.lost == pending && (ls.s.ws != nil || ls.c.tls != nil || ls.c.h2 != nil) {
 		ls.lost = idle
 		ls.c.readIdle() // answered, or closed: what waited is a WebSocket frame, or TLS records
 		return ls.c != nil
@@ -463,6 +464,9 @@ func (ls *loopSession) connect() {
 	}
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	c := &econn{ls: ls, phase: phConnecting}
+	if q.H2C {
+		c.h2 = newH2State(ProtoH2C)
+	}
 	err = unix.Connect(fd, sa)
 	want := evloop.Read
 	switch err {
@@ -503,7 +507,10 @@ func (c *econn) connectedAt(at int64) {
 	rec.Connected = at
 	s.id = s.q.state().conns.Add(1)
 	s.proto = ProtoHTTP1
-	if s.q.WebSocket {
+	switch {
+	case c.h2 != nil:
+		s.proto = c.h2.proto
+	case s.q.WebSocket:
 		s.proto = ProtoWebSocket
 	}
 	rec.ConnID, rec.Reused, rec.Proto = s.id, false, s.proto
@@ -531,6 +538,10 @@ func putRequestBuffer(b *[]byte, out []byte) {
 // the socket does not take all of it.
 func (c *econn) write() {
 	ls := c.ls
+	if c.h2 != nil {
+		c.h2Start()
+		return
+	}
 	out := ls.out
 	var pooled, sealed *[]byte
 	if out == nil {
@@ -640,6 +651,10 @@ func (c *econn) Expire(l *evloop.Loop, now int64) {
 
 // Ready handles a readiness event of c.
 func (c *econn) Ready(*evloop.Loop) {
+	if c.h2 != nil && c.phase != phConnecting {
+		c.h2Ready()
+		return
+	}
 	switch c.phase {
 	case phConnecting:
 		c.connecting()
@@ -816,6 +831,10 @@ func (c *econn) drainEnded(f fate) {
 // closed, and the next request learns why (Session.usable's rules).
 func (c *econn) readIdle() {
 	ls := c.ls
+	if c.h2 != nil { // frames for the connection (SETTINGS, PING, GOAWAY) leave it kept, or close it
+		c.h2Read()
+		return
+	}
 	p, err := c.recv()
 	if len(p) > 0 && ls.s.ws != nil {
 		c.idleWS(p)
@@ -853,6 +872,10 @@ func (c *econn) timeout(now int64) {
 			ls.failConn(q.classify(ls.ctx, os.ErrDeadlineExceeded, result.Failure{Kind: result.Timeout}))
 		}
 	case phDraining:
+		if c.h2 != nil {
+			c.h2StopDrain()
+			return
+		}
 		c.drainStep(step{err: os.ErrDeadlineExceeded})
 	}
 }
@@ -860,6 +883,10 @@ func (c *econn) timeout(now int64) {
 // cancel: the request's context is done.
 func (ls *loopSession) cancel() {
 	if !ls.active || ls.dial != nil { // a dial ends by itself, on its context
+		return
+	}
+	if c := ls.c; c != nil && c.phase == phDraining && c.h2 != nil {
+		c.h2StopDrain() // doH2's cancel: the stream is reset
 		return
 	}
 	if c := ls.c; c != nil && c.phase == phDraining {

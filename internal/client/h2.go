@@ -309,15 +309,35 @@ func h2Failure(ctx, sctx context.Context, q *Request, err error, fallback result
 // which HTTP/2 forbids; a "Host" extra header becomes :authority; no
 // User-Agent, as over HTTP/1.1).
 func (q *Request) newHTTPRequest(ctx context.Context, id, scheme string) (*http.Request, error) {
-	h := q.hints(id)
-	body := q.body(h)
-	path, host := q.target()
-	u, err := url.ParseRequestURI(path)
+	u, host, hdr, body, err := q.h2Parts(id, scheme)
 	if err != nil {
 		return nil, err
 	}
+	req := &http.Request{
+		Method:        http.MethodPost,
+		URL:           u,
+		Proto:         "HTTP/2.0",
+		ProtoMajor:    2,
+		Header:        hdr,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Host:          host,
+	}
+	return req.WithContext(ctx), nil
+}
+
+// h2Parts returns what an HTTP/2 request with id id is made of: its URL
+// (scheme and :authority host set), its header fields and its body.
+func (q *Request) h2Parts(id, scheme string) (u *url.URL, host string, hdr http.Header, body []byte, err error) {
+	h := q.hints(id)
+	body = q.body(h)
+	path, host := q.target()
+	u, err = url.ParseRequestURI(path)
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
 	u.Scheme, u.Host = scheme, host
-	hdr := http.Header{
+	hdr = http.Header{
 		"Content-Type": {"application/json"},
 		"Accept":       {"text/event-stream"},
 		"User-Agent":   nil, // none, as over HTTP/1.1
@@ -345,15 +365,5 @@ func (q *Request) newHTTPRequest(ctx context.Context, id, scheme string) (*http.
 		}
 		hdr.Add(name, value)
 	}
-	req := &http.Request{
-		Method:        http.MethodPost,
-		URL:           u,
-		Proto:         "HTTP/2.0",
-		ProtoMajor:    2,
-		Header:        hdr,
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Host:          host,
-	}
-	return req.WithContext(ctx), nil
+	return u, host, hdr, body, nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"golang.org/x/net/http2"
 	"golang.org/x/sys/unix"
 
 	"github.com/sse-latency/sse-latency/internal/evloop"
@@ -37,6 +38,7 @@ type tlsDial struct {
 	rl        *tlsrecord.Conn // its record layer
 	connected int64           // TCP up
 	tlsDone   int64           // handshake done
+	alpn      string          // the protocol ALPN chose ("h2": HTTP/2)
 	failure   *result.Failure // the dial or handshake failed
 	why       string          // not offloadable: why (raw and tc carry the connection)
 	raw       net.Conn        // with why: the TCP connection
@@ -78,6 +80,9 @@ func (d *tlsDial) run(ctx context.Context, q *Request, cfg *tls.Config, deadline
 		return
 	}
 	d.tlsDone = d.ls.s.clk.Now()
+	if tc != nil {
+		d.alpn = tc.ConnectionState().NegotiatedProtocol
+	}
 	if rl == nil || tcp == nil {
 		if why == "" {
 			why = "the connection is not TCP"
@@ -149,6 +154,9 @@ func (d *tlsDial) Receive(*evloop.Loop, uint8, uint64) {
 // tlsUp puts the handshaken socket on the loop, and the request goes out.
 func (ls *loopSession) tlsUp(d *tlsDial) {
 	c := &econn{ls: ls, phase: phConnecting, tls: d.rl}
+	if d.alpn == http2.NextProtoTLS {
+		c.h2 = newH2State(ProtoH2)
+	}
 	if ls.l.Add(&c.reg, d.fd, c, evloop.Read) != nil {
 		unix.Close(d.fd)
 		ls.fail(connectFailure(errLoopGone))
@@ -191,7 +199,19 @@ func (s *Session) doFallback(ctx context.Context, rec *result.Request, raw net.C
 	}
 	s.id = q.state().conns.Add(1)
 	s.raw, s.conn, s.proto = raw, tc, ProtoHTTP1
-	rec.ConnID, rec.Reused, rec.Proto = s.id, false, s.proto
+	rec.ConnID = s.id
+	if tc.ConnectionState().NegotiatedProtocol == http2.NextProtoTLS {
+		// HTTP/2 over TLS 1.2, as Session.connect starts it.
+		if s.startH2(ctx, rec, ProtoH2) {
+			rec.Reused, rec.Proto = false, s.proto
+			s.doH2(ctx, rec, s.clk.ToTime(rec.Start).Add(q.Timeout), false)
+		}
+		if rec.End == 0 {
+			rec.End = s.clk.Now()
+		}
+		return
+	}
+	rec.Reused, rec.Proto = false, s.proto
 	// doH1 keeps the connection (s.conn) for the session's next request,
 	// which runs on the goroutine engine, or closes it.
 	s.doH1(ctx, rec, s.clk.ToTime(rec.Start).Add(q.Timeout), false)
