@@ -43,10 +43,13 @@ const h2Window = 16 << 20
 const h2MaxHeaderBlock = 256 << 10
 
 // h2DefaultWindow and h2DefaultFrame are the protocol's initial window and
-// largest frame until the peer's SETTINGS say otherwise.
+// largest frame until the peer's SETTINGS say otherwise; h2MaxReadFrame
+// is the largest frame we take (SETTINGS_MAX_FRAME_SIZE), the transport's
+// default on the goroutine engine.
 const (
 	h2DefaultWindow = 65535
 	h2DefaultFrame  = 16384
+	h2MaxReadFrame  = 1 << 20
 )
 
 // The errors of a stream on the loops, worded as x/net/http2's transport
@@ -64,19 +67,20 @@ var (
 // h2State is an HTTP/2 connection's state on a loop, and that of the
 // stream in flight on it.
 type h2State struct {
-	proto    string // ProtoH2C or ProtoH2
-	fr       *http2.Framer
-	src      frameSrc // what fr reads: one complete frame
-	wr       frameOut // what fr writes: frames for the peer
-	in       []byte   // the start of a frame whose end has not arrived
-	wout     []byte   // bytes for the socket it has not taken yet (sealed over TLS)
-	enc      *hpack.Encoder
-	encBuf   frameOut
-	dec      *hpack.Decoder
-	fields   map[string][]string // the head being decoded
-	status   string              // its :status
-	fieldsN  int                 // its bytes
-	prefaced bool                // the preface and SETTINGS went out
+	proto       string // ProtoH2C or ProtoH2
+	fr          *http2.Framer
+	src         frameSrc // what fr reads: one complete frame
+	wr          frameOut // what fr writes: frames for the peer
+	in          []byte   // the start of a frame whose end has not arrived
+	wout        []byte   // bytes for the socket it has not taken yet (sealed over TLS)
+	enc         *hpack.Encoder
+	encBuf      frameOut
+	dec         *hpack.Decoder
+	fields      map[string][]string // the head being decoded
+	status      string              // its :status
+	fieldsN     int                 // its bytes
+	prefaced    bool                // the preface and SETTINGS went out
+	gotSettings bool                // the peer's first SETTINGS came
 
 	// The peer's side.
 	maxFrame uint32 // SETTINGS_MAX_FRAME_SIZE
@@ -126,7 +130,7 @@ func newH2State(proto string) *h2State {
 	h := &h2State{proto: proto, maxFrame: h2DefaultFrame, peerWin: h2DefaultWindow, sendWin: h2DefaultWindow, nextID: 1}
 	h.fr = http2.NewFramer(&h.wr, &h.src)
 	h.fr.SetReuseFrames()
-	h.fr.SetMaxReadFrameSize(h2DefaultFrame)
+	h.fr.SetMaxReadFrameSize(h2MaxReadFrame)
 	h.enc = hpack.NewEncoder(&h.encBuf)
 	h.dec = hpack.NewDecoder(4096, h.field)
 	h.dec.SetMaxStringLength(h2MaxHeaderBlock)
@@ -169,7 +173,8 @@ func (c *econn) h2Start() {
 	if !h.prefaced {
 		h.prefaced = true
 		h.wr.b = append(h.wr.b, http2.ClientPreface...)
-		h.fr.WriteSettings(http2.Setting{ID: http2.SettingEnablePush}, http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2Window})
+		h.fr.WriteSettings(http2.Setting{ID: http2.SettingEnablePush}, http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2Window},
+			http2.Setting{ID: http2.SettingMaxFrameSize, Val: h2MaxReadFrame})
 		h.fr.WriteWindowUpdate(0, h2Window-h2DefaultWindow)
 	}
 	h.id, h.nextID = h.nextID, h.nextID+2
@@ -339,7 +344,7 @@ func (c *econn) h2Frames(p []byte, now int64) bool {
 	}
 	for len(buf) >= 9 {
 		n := 9 + (int(buf[0])<<16 | int(buf[1])<<8 | int(buf[2]))
-		if n > 9+h2DefaultFrame {
+		if n > 9+h2MaxReadFrame {
 			n = 9 // the header alone: ReadFrame refuses the size
 		} else if len(buf) < n {
 			break
@@ -347,7 +352,27 @@ func (c *econn) h2Frames(p []byte, now int64) bool {
 		h.src.b = buf[:n]
 		buf = buf[n:]
 		f, err := h.fr.ReadFrame()
-		if err == nil {
+		var se http2.StreamError
+		switch {
+		case errors.As(err, &se):
+			// a frame that breaks the rules of its stream only, as the
+			// transport takes it
+			if se.StreamID == h.id && h.open && c.ls.active {
+				if se.Cause == nil {
+					se.Cause = h.fr.ErrorDetail()
+				}
+				c.h2Reset(se.Code)
+				c.h2StreamFailed(se)
+			}
+			err = nil
+		case err == nil && !h.gotSettings:
+			if _, ok := f.(*http2.SettingsFrame); !ok {
+				err = http2.ConnectionError(http2.ErrCodeProtocol) // the peer's preface is its SETTINGS
+				break
+			}
+			h.gotSettings = true
+			fallthrough
+		case err == nil:
 			err = c.h2Frame(f, now)
 		}
 		if err != nil {

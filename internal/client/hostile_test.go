@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -345,6 +346,9 @@ func h2Gateway(t *testing.T, serve func(f *h2Writer)) string {
 				if s, ok := frame.(*http2.SettingsFrame); ok && !s.IsAck() {
 					f.do(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
 				}
+				if p, ok := frame.(*http2.PingFrame); ok && p.IsAck() && p.Data == h2PingData {
+					f.pingAcks.Add(1)
+				}
 				if frame.Header().StreamID == 1 && frame.Header().Flags.Has(http2.FlagDataEndStream) {
 					once.Do(func() { close(got) })
 				}
@@ -361,9 +365,39 @@ func h2Gateway(t *testing.T, serve func(f *h2Writer)) string {
 
 // h2Writer serialises the writes of an HTTP/2 framer on c.
 type h2Writer struct {
-	c  net.Conn
-	mu sync.Mutex
-	fr *http2.Framer
+	c        net.Conn
+	mu       sync.Mutex
+	fr       *http2.Framer
+	pingAcks atomic.Int32 // the client's acknowledgements of a PING with h2PingData
+}
+
+// h2PingData is what the gateway's PINGs carry.
+var h2PingData = [8]byte{'s', 's', 'e', 'p', 'i', 'n', 'g', '!'}
+
+// raw writes bytes as they are, between frames.
+func (f *h2Writer) raw(b []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.c.Write(b)
+}
+
+// ping sends a PING and waits for the client's acknowledgement; without
+// one it resets stream 1 (the case fails on it).
+func (f *h2Writer) ping() {
+	f.do(func(fr *http2.Framer) error { return fr.WritePing(false, h2PingData) })
+	if !testutil.Poll(func() bool { return f.pingAcks.Load() > 0 }, testutil.AwaitBound) {
+		f.do(func(fr *http2.Framer) error { return fr.WriteRSTStream(1, http2.ErrCodeProtocol) })
+	}
+}
+
+// block is the HPACK block of the fields kv (name, value pairs).
+func h2Block(kv ...string) []byte {
+	var b bytes.Buffer
+	enc := hpack.NewEncoder(&b)
+	for i := 0; i+1 < len(kv); i += 2 {
+		enc.WriteField(hpack.HeaderField{Name: kv[i], Value: kv[i+1]})
+	}
+	return b.Bytes()
 }
 
 func (f *h2Writer) do(w func(fr *http2.Framer) error) {
@@ -391,11 +425,18 @@ func (f *h2Writer) data(endStream bool, s string) {
 	testutil.Poll(readBy(f.c), testutil.AwaitBound)
 }
 
-// TestHostileH2C runs a few hostile cases over h2c: a reset stream, a
-// silent stream, an error status with a body, a redirect.
+// TestHostileH2C runs the hostile cases of HTTP/2 over h2c, on every
+// engine (the loops frame HTTP/2 themselves; the goroutine engine is
+// x/net/http2's transport): a reset stream, GOAWAY before and inside the
+// stream, above and below its id, a frame too large, a broken HPACK
+// block, a window that never opens for the request body, a silent
+// stream, an error status with a body, a redirect — and what a peer may
+// do: split the head into CONTINUATION frames, pad DATA, PING, change its
+// SETTINGS.
 func TestHostileH2C(t *testing.T) {
 	chat := dialectStreams[0]
 	sse := []string{":status", "200", "content-type", "text/event-stream"}
+	whole := chat.events(false, chat.tokens(3, true)...) // a stream that passes, cut in two at byte 40
 	tests := []struct {
 		name  string
 		serve func(f *h2Writer)
@@ -411,6 +452,58 @@ func TestHostileH2C(t *testing.T) {
 			f.data(false, chatRole+chat.tok(1, "anan"))
 			f.do(func(fr *http2.Framer) error { return fr.WriteRSTStream(1, http2.ErrCodeInternal) })
 		}, nil, "recv error: stream error: stream ID 1; INTERNAL_ERROR; received from peer"},
+		{"RST_STREAM before the head", func(f *h2Writer) {
+			f.do(func(fr *http2.Framer) error { return fr.WriteRSTStream(1, http2.ErrCodeRefusedStream) })
+		}, nil, "recv error: send: stream error: stream ID 1; REFUSED_STREAM; received from peer"},
+		{"GOAWAY before the head", func(f *h2Writer) {
+			f.do(func(fr *http2.Framer) error { return fr.WriteGoAway(0, http2.ErrCodeNo, nil) })
+		}, nil, "recv error: send: http2: Transport received Server's graceful shutdown GOAWAY"},
+		{"GOAWAY with an error before the head", func(f *h2Writer) {
+			f.do(func(fr *http2.Framer) error { return fr.WriteGoAway(0, http2.ErrCodeEnhanceYourCalm, nil) })
+		}, nil, "recv error: send: http2: Transport received GOAWAY from server ErrCode:ENHANCE_YOUR_CALM"},
+		{"GOAWAY inside the stream, above its id", func(f *h2Writer) {
+			f.headers(false, sse...)
+			f.data(false, chatRole+chat.tok(1, "anan"))
+			f.do(func(fr *http2.Framer) error { return fr.WriteGoAway(0, http2.ErrCodeNo, nil) })
+		}, nil, "recv error: http2: Transport received Server's graceful shutdown GOAWAY"},
+		{"GOAWAY inside the stream, at its id", func(f *h2Writer) {
+			f.headers(false, sse...)
+			f.data(false, whole[:40])
+			f.do(func(fr *http2.Framer) error { return fr.WriteGoAway(1, http2.ErrCodeNo, nil) })
+			f.data(true, whole[40:])
+		}, nil, "ok"},
+		{"a frame larger than the client takes", func(f *h2Writer) {
+			f.headers(false, sse...)
+			f.raw([]byte{0xff, 0xff, 0xff, byte(http2.FrameData), 0, 0, 0, 0, 1})
+		}, nil, "recv error: http2: frame too large"},
+		{"a broken HPACK block", func(f *h2Writer) {
+			f.do(func(fr *http2.Framer) error {
+				return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0xff, 0xff, 0xff, 0xff, 0x0f}, EndHeaders: true})
+			})
+		}, nil, "recv error: send: connection error: COMPRESSION_ERROR"},
+		{"CONTINUATION, padding, PING and SETTINGS", func(f *h2Writer) {
+			f.do(func(fr *http2.Framer) error {
+				return fr.WriteSettings(http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 15}, http2.Setting{ID: http2.SettingHeaderTableSize, Val: 0})
+			})
+			b := h2Block(append(sse, "x-filler", strings.Repeat("f", 300))...)
+			f.do(func(fr *http2.Framer) error {
+				if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b[:10], PadLength: 7}); err != nil {
+					return err
+				}
+				if err := fr.WriteContinuation(1, false, b[10:100]); err != nil {
+					return err
+				}
+				return fr.WriteContinuation(1, true, b[100:])
+			})
+			f.ping()
+			f.do(func(fr *http2.Framer) error {
+				return fr.WriteDataPadded(1, false, []byte(whole[:40]), make([]byte, 40))
+			})
+			f.data(true, whole[40:])
+		}, nil, "ok"},
+		{"a window that never opens for the request body", func(f *h2Writer) {}, func(o *Options) {
+			o.IdleTimeout, o.PromptBytes = 100*time.Millisecond, 200_000 // more than the initial 64 KiB window
+		}, "idle timeout after 100ms"},
 		{"silence before the head", func(f *h2Writer) {}, shortIdle, "idle timeout after 100ms"},
 		{"silence inside the stream", func(f *h2Writer) {
 			f.headers(false, sse...)
