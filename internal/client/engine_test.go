@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/net/http2"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/evloop"
@@ -211,7 +214,10 @@ func TestEnginesRecordTheSame(t *testing.T) {
 // BenchmarkEngineToken measures one token through each engine, end to end
 // on loopback: a write of one chunked token event on the server's side of
 // the connection, the engine's wake-up, its read, the parse, and the
-// token's record. It must not allocate per token.
+// token's record. It must not allocate per token; over h2c (the
+// h2c/<engine> cases: one DATA frame per token) neither must the loops,
+// while x/net/http2's transport on the goroutine engine takes one
+// allocation per DATA frame.
 func BenchmarkEngineToken(b *testing.B) {
 	for _, e := range engines() {
 		b.Run(string(e), func(b *testing.B) {
@@ -258,5 +264,62 @@ func BenchmarkEngineToken(b *testing.B) {
 				b.Fatalf("%q, %d tokens, want ok with %d", rec.Failure.Error(), len(rec.Tokens), n)
 			}
 		})
+	}
+	for _, e := range engines() {
+		b.Run("h2c/"+string(e), func(b *testing.B) { benchmarkH2CToken(b, e) })
+	}
+}
+
+// benchmarkH2CToken is BenchmarkEngineToken over h2c: a DATA frame of one
+// token event per write, on stream 1 of a scripted HTTP/2 peer.
+func benchmarkH2CToken(b *testing.B, e Engine) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	var received atomic.Int64
+	o := Options{Dialect: api.Chat, Addr: ln.Addr().String(), Tokens: -1, Timeout: time.Hour, Received: &received, Engine: e, H2C: true}
+	rec := &result.Request{Tokens: make([]result.Token, 0, 1<<20)}
+	ended := make(chan struct{})
+	s := New(o).NewSession()
+	defer s.Close()
+	s.Start(context.Background(), rec, func(*result.Request) { close(ended) })
+	c, err := ln.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	got := make(chan *h2Writer, 1)
+	go h2Serve(c, func(f *h2Writer) { got <- f })
+	f := <-got
+	f.headers(false, ":status", "200", "content-type", "text/event-stream")
+	// The DATA frames, framed once: the peer's side allocates nothing in
+	// the loop either.
+	var frames [periodTokens][]byte
+	for i := range frames {
+		var w bytes.Buffer
+		http2.NewFramer(&w, nil).WriteData(1, false, []byte(event(int64(i+1), api.Token(i))))
+		frames[i] = w.Bytes()
+	}
+	b.ReportAllocs()
+	n := int64(0)
+	for b.Loop() {
+		f.mu.Lock()
+		_, err := c.Write(frames[n%periodTokens])
+		f.mu.Unlock()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n++
+		for received.Load() < n {
+			runtime.Gosched()
+		}
+	}
+	b.StopTimer()
+	f.do(func(fr *http2.Framer) error { return fr.WriteData(1, true, []byte(chatFinish+done)) })
+	<-ended
+	if !rec.OK() || int64(len(rec.Tokens)) != n {
+		b.Fatalf("%q, %d tokens, want ok with %d", rec.Failure.Error(), len(rec.Tokens), n)
 	}
 }

@@ -352,20 +352,10 @@ func (c *econn) h2Frames(p []byte, now int64) bool {
 		h.src.b = buf[:n]
 		buf = buf[n:]
 		f, err := h.fr.ReadFrame()
-		var se http2.StreamError
 		switch {
-		case errors.As(err, &se):
-			// a frame that breaks the rules of its stream only, as the
-			// transport takes it
-			if se.StreamID == h.id && h.open && c.ls.active {
-				if se.Cause == nil {
-					se.Cause = h.fr.ErrorDetail()
-				}
-				c.h2Reset(se.Code)
-				c.h2StreamFailed(se)
-			}
-			err = nil
-		case err == nil && !h.gotSettings:
+		case err != nil:
+			err = c.h2FrameError(err)
+		case !h.gotSettings:
 			if _, ok := f.(*http2.SettingsFrame); !ok {
 				err = http2.ConnectionError(http2.ErrCodeProtocol) // the peer's preface is its SETTINGS
 				break
@@ -391,6 +381,25 @@ func (c *econn) h2Frames(p []byte, now int64) bool {
 		h.in = append(h.in[:0], buf...)
 	}
 	return true
+}
+
+// h2FrameError takes an error of the framer: a frame that breaks the
+// rules of its stream only fails that stream, as the transport takes it;
+// any other error is returned, the connection's.
+func (c *econn) h2FrameError(err error) error {
+	h := c.h2
+	var se http2.StreamError // on the heap: only when a frame failed
+	if !errors.As(err, &se) {
+		return err
+	}
+	if se.StreamID == h.id && h.open && c.ls.active {
+		if se.Cause == nil {
+			se.Cause = h.fr.ErrorDetail()
+		}
+		c.h2Reset(se.Code)
+		c.h2StreamFailed(se)
+	}
+	return nil
 }
 
 // h2Frame handles one frame; an error is the connection's.

@@ -326,7 +326,12 @@ func TestHostileKeepAlive(t *testing.T) {
 // framer whose writes are safe to mix with the acknowledgements.
 func h2Gateway(t *testing.T, serve func(f *h2Writer)) string {
 	t.Helper()
-	return testutil.ServeTCP(t, func(c net.Conn) {
+	return testutil.ServeTCP(t, func(c net.Conn) { h2Serve(c, serve) })
+}
+
+// h2Serve is h2Gateway's script on one connection c.
+func h2Serve(c net.Conn, serve func(f *h2Writer)) {
+	{
 		preface := make([]byte, len(http2.ClientPreface))
 		if _, err := io.ReadFull(c, preface); err != nil {
 			return
@@ -360,7 +365,7 @@ func h2Gateway(t *testing.T, serve func(f *h2Writer)) string {
 		case <-closed:
 		}
 		<-closed // hold the connection until the client closes it
-	})
+	}
 }
 
 // h2Writer serialises the writes of an HTTP/2 framer on c.
