@@ -588,3 +588,107 @@ func FuzzResponseText(f *testing.F) {
 		}
 	})
 }
+
+// h2Streams is a scripted HTTP/2 (h2c) gateway that answers every
+// request stream: serve runs, on the connection's reading goroutine, for
+// stream id of the conn-th connection (from 1) once its request ended.
+func h2Streams(t *testing.T, serve func(f *h2Writer, conn int, id uint32)) string {
+	t.Helper()
+	var conns atomic.Int32
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		n := int(conns.Add(1))
+		preface := make([]byte, len(http2.ClientPreface))
+		if _, err := io.ReadFull(c, preface); err != nil {
+			return
+		}
+		f := &h2Writer{c: c, fr: http2.NewFramer(c, c)}
+		f.do(func(fr *http2.Framer) error { return fr.WriteSettings() })
+		for {
+			frame, err := f.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			if s, ok := frame.(*http2.SettingsFrame); ok && !s.IsAck() {
+				f.do(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
+			}
+			if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
+				serve(f, n, d.StreamID)
+			}
+		}
+	})
+}
+
+// TestH2KeptGoAway: a kept HTTP/2 connection that the gateway shuts down
+// with GOAWAY — while it is idle, or in answer to the next stream, whose
+// id is above the GOAWAY's last — is a reuse failure: the request goes
+// again on a new connection, as on every engine.
+func TestH2KeptGoAway(t *testing.T) {
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	respond := func(f *h2Writer, id uint32) {
+		f.do(func(fr *http2.Framer) error {
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true,
+				BlockFragment: h2Block(":status", "200", "content-type", "text/event-stream")}); err != nil {
+				return err
+			}
+			return fr.WriteData(id, true, whole)
+		})
+	}
+	goAway := func(f *h2Writer) {
+		f.do(func(fr *http2.Framer) error { return fr.WriteGoAway(1, http2.ErrCodeNo, nil) })
+	}
+	// idle: the first case's GOAWAY goes once the first request has ended
+	// (the goroutine engine closes a connection that has had one at the
+	// end of its stream, without a reuse failure), and the next request
+	// starts once the client's socket has taken it.
+	idle, sent := make(chan struct{}), make(chan struct{})
+	for _, tt := range []struct {
+		name  string
+		idle  bool
+		serve func(f *h2Writer, conn int, id uint32)
+	}{
+		{"GOAWAY while the connection is idle", true, func(f *h2Writer, conn int, id uint32) {
+			if conn == 1 && id > 1 {
+				return // after the GOAWAY: never answered
+			}
+			respond(f, id)
+			if conn == 1 {
+				go func() {
+					<-idle
+					goAway(f)
+					testutil.Poll(readBy(f.c), testutil.AwaitBound)
+					close(sent)
+				}()
+			}
+		}},
+		{"GOAWAY in answer to the second stream", false, func(f *h2Writer, conn int, id uint32) {
+			if conn == 1 && id > 1 {
+				goAway(f)
+				return
+			}
+			respond(f, id)
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			q := New(Options{Addr: h2Streams(t, tt.serve), H2C: true, KeepAlive: true, ExpectTokens: 3, Tokens: -1, Timeout: 10 * time.Second})
+			s := q.NewSession()
+			defer s.Close()
+			var recs []*result.Request
+			for i := range 3 {
+				if i == 1 && tt.idle {
+					close(idle)
+					<-sent
+				}
+				rec := &result.Request{Batch: "gw", Index: i}
+				s.Do(context.Background(), rec)
+				recs = append(recs, rec)
+			}
+			want := []conn{{ok: true, id: 1}, {ok: true, reuseFailed: true, id: 2}, {ok: true, reused: true, id: 2}}
+			for i, r := range recs {
+				if got := connOf(r); got != want[i] || r.Proto != ProtoH2C {
+					t.Errorf("request %d: %+v over %s (%q), want %+v over h2c", i, got, r.Proto, r.Failure.Error(), want[i])
+				}
+			}
+		})
+	}
+}
