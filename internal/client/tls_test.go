@@ -271,30 +271,38 @@ func TestHTTP2Timeout(t *testing.T) {
 }
 
 // TestTLS12FallsBack: a server that stops at TLS 1.2 is measured all the
-// same; on the event loops, whose record layer speaks TLS 1.3, the first
-// request ends on the goroutine engine and the Request says why.
+// same, over HTTP/1.1 and over h2 (ALPN); on the event loops, whose
+// record layer speaks TLS 1.3, the first request ends on the goroutine
+// engine (on the connection it made: the later ones reuse it) and the
+// Request says why.
 func TestTLS12FallsBack(t *testing.T) {
 	const tokens = 5
-	var s seen
-	srv := httptest.NewUnstartedServer(sseHandler(tokens, &s))
-	srv.TLS = &tls.Config{MaxVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	q := New(Options{Addr: srv.Listener.Addr().String(), TLS: &tls.Config{InsecureSkipVerify: true},
-		ExpectTokens: tokens, KeepAlive: true, Timeout: 10 * time.Second, Tokens: -1})
-	sess := q.NewSession()
-	defer sess.Close()
-	for i := range 3 {
-		rec := &result.Request{Batch: "gw", Index: i}
-		sess.Do(context.Background(), rec)
-		if rec.Failure.Kind != result.OK || len(rec.Tokens) != tokens || rec.Proto != ProtoHTTP1 {
-			t.Fatalf("request %d over TLS 1.2: %q, %d tokens, proto %q; want ok, %d tokens, HTTP/1.1", i, rec.Failure.Error(), len(rec.Tokens), rec.Proto, tokens)
-		}
-	}
-	e, _ := q.ResolveEngine()
-	note := q.TLSFallback()
-	if e.OnLoops() != (note != "") || (note != "" && !strings.Contains(note, "TLS 1.2")) {
-		t.Errorf("engine %s: TLSFallback() = %q; want a note naming TLS 1.2 exactly on the event loops", e, note)
+	for _, proto := range []string{ProtoHTTP1, ProtoH2} {
+		t.Run(proto, func(t *testing.T) {
+			var s seen
+			srv := httptest.NewUnstartedServer(sseHandler(tokens, &s))
+			srv.TLS = &tls.Config{MaxVersion: tls.VersionTLS12}
+			srv.EnableHTTP2 = proto == ProtoH2
+			srv.StartTLS()
+			t.Cleanup(srv.Close)
+			q := New(Options{Addr: srv.Listener.Addr().String(), TLS: &tls.Config{InsecureSkipVerify: true}, HTTP2: proto == ProtoH2,
+				ExpectTokens: tokens, KeepAlive: true, Timeout: 10 * time.Second, Tokens: -1})
+			sess := q.NewSession()
+			defer sess.Close()
+			for i := range 3 {
+				rec := &result.Request{Batch: "gw", Index: i}
+				sess.Do(context.Background(), rec)
+				if rec.Failure.Kind != result.OK || len(rec.Tokens) != tokens || rec.Proto != proto || rec.ConnID != 1 || rec.Reused != (i > 0) {
+					t.Fatalf("request %d over TLS 1.2: %q, %d tokens, proto %q, connection %d, reused %v; want ok, %d tokens, %s, connection 1, reused %v",
+						i, rec.Failure.Error(), len(rec.Tokens), rec.Proto, rec.ConnID, rec.Reused, tokens, proto, i > 0)
+				}
+			}
+			e, _ := q.ResolveEngine()
+			note := q.TLSFallback()
+			if e.OnLoops() != (note != "") || (note != "" && !strings.Contains(note, "TLS 1.2")) {
+				t.Errorf("engine %s: TLSFallback() = %q; want a note naming TLS 1.2 exactly on the event loops", e, note)
+			}
+		})
 	}
 }
 
