@@ -591,7 +591,12 @@ func (c *econn) h2Head(now int64) error {
 		return nil
 	}
 	if !ours { // trailers
-		if h.blockEnd {
+		switch {
+		case !h.blockEnd:
+		case c.phase == phDraining: // the terminal event came: the drain ends
+			h.open = false
+			c.h2Done(fateKeep)
+		case c.phase == phReading:
 			c.h2EndStream()
 		}
 		return nil

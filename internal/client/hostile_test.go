@@ -506,6 +506,16 @@ func TestHostileH2C(t *testing.T) {
 			})
 			f.data(true, whole[40:])
 		}, nil, "ok"},
+		{"trailers after the terminal event", func(f *h2Writer) {
+			f.headers(false, sse...)
+			f.data(false, whole)
+			f.headers(true, "x-trailer", "a")
+		}, nil, "ok"},
+		{"trailers before the terminal event", func(f *h2Writer) {
+			f.headers(false, sse...)
+			f.data(false, whole[:40])
+			f.headers(true, "x-trailer", "a")
+		}, nil, "connection closed before [DONE]"},
 		{"a window that never opens for the request body", func(f *h2Writer) {}, func(o *Options) {
 			o.IdleTimeout, o.PromptBytes = 100*time.Millisecond, 200_000 // more than the initial 64 KiB window
 		}, "idle timeout after 100ms"},
