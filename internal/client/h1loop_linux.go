@@ -724,11 +724,7 @@ func (c *econn) readResponse() {
 	if err == unix.EAGAIN || err == unix.EINTR {
 		return
 	}
-	if err == nil {
-		err = io.EOF
-	} else if errno, ok := err.(unix.Errno); ok {
-		err = os.NewSyscallError("read", errno)
-	}
+	err = readEnded(err)
 	if ls.settle(step{err: err, cancelled: ls.ctx.Err() != nil}) == fateRetry {
 		ls.retry()
 		return
@@ -940,4 +936,16 @@ func (ls *loopSession) finish() {
 	ls.active = false
 	ls.ctx, ls.rec, ls.done, ls.x, ls.ws = nil, nil, nil, h1Exchange{}, nil
 	done(rec)
+}
+
+// readEnded names how a read of the connection ended it: nil (a read of
+// no bytes) is the peer's FIN, io.EOF; an errno is the read(2)'s.
+func readEnded(err error) error {
+	if err == nil {
+		return io.EOF
+	}
+	if errno, ok := err.(unix.Errno); ok {
+		return os.NewSyscallError("read", errno)
+	}
+	return err
 }

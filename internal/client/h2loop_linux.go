@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -324,12 +323,7 @@ func (c *econn) h2Read() {
 	if err == unix.EAGAIN || err == unix.EINTR {
 		return
 	}
-	if err == nil {
-		err = io.EOF
-	} else if errno, ok := err.(unix.Errno); ok {
-		err = os.NewSyscallError("read", errno)
-	}
-	c.h2Lost(err)
+	c.h2Lost(readEnded(err))
 }
 
 // h2Frames handles the complete frames of what arrived (p after the start
@@ -769,14 +763,7 @@ func (c *econn) h2ConnError(err error) {
 	h.wr.b = h.wr.b[:0]
 	h.fr.WriteGoAway(0, code, nil)
 	c.h2Flush()
-	if !ls.active {
-		ls.lost = peerClosed
-		ls.closeConn()
-		return
-	}
-	if c.phase == phDraining {
-		ls.closeConn()
-		ls.finish()
+	if c.h2Closed() {
 		return
 	}
 	c.h2StreamFailed(err)
@@ -788,15 +775,8 @@ func (c *econn) h2ConnError(err error) {
 // h2Lost: the connection ended (err: io.EOF for the peer's FIN, else the
 // socket's error) or could not be written.
 func (c *econn) h2Lost(err error) {
-	h, ls := c.h2, c.ls
-	if !ls.active {
-		ls.lost = peerClosed
-		ls.closeConn()
-		return
-	}
-	if c.phase == phDraining {
-		ls.closeConn()
-		ls.finish()
+	h := c.h2
+	if c.h2Closed() {
 		return
 	}
 	switch {
@@ -807,4 +787,23 @@ func (c *econn) h2Lost(err error) {
 		err = io.ErrUnexpectedEOF // as the transport: the stream did not end
 	}
 	c.h2StreamFailed(err)
+}
+
+// h2Closed closes the connection when no stream of a request is in flight
+// on it — the session is idle (a kept connection lost), or the stream
+// in flight had already ended and was being drained — and reports whether
+// it did; else the stream in flight has to fail, and the caller says how.
+func (c *econn) h2Closed() bool {
+	ls := c.ls
+	switch {
+	case !ls.active:
+		ls.lost = peerClosed
+		ls.closeConn()
+	case c.phase == phDraining:
+		ls.closeConn()
+		ls.finish()
+	default:
+		return false
+	}
+	return true
 }
