@@ -757,24 +757,31 @@ func (ls *loopSession) feed(p []byte, now int64) bool {
 // the exchange decides (h1Exchange.settle).
 func (c *econn) responseEnded() {
 	ls := c.ls
-	q := ls.s.q
 	if ls.ws != nil {
 		c.wsEnded()
 		return
 	}
 	f := ls.x.settle(step{cancelled: ls.ctx.Err() != nil})
 	if f == fateDrain {
-		now := ls.s.clk.Now()
-		c.phase = phDraining
-		c.drainAt = min(now+int64(q.drainTimeout()), ls.deadline)
-		c.idleAt = 0
-		if q.IdleTimeout > 0 {
-			c.idleAt = now + int64(q.IdleTimeout)
-		}
-		c.schedule()
+		c.startDrain(ls.s.clk.Now())
 		return
 	}
 	c.drainEnded(f)
+}
+
+// startDrain: from now on the rest of the response is drained (over
+// HTTP/2, the rest of the stream), within the drain timeout, the request's
+// deadline and the idle timeout.
+func (c *econn) startDrain(now int64) {
+	ls := c.ls
+	q := ls.s.q
+	c.phase = phDraining
+	c.drainAt = min(now+int64(q.drainTimeout()), ls.deadline)
+	c.idleAt = 0
+	if q.IdleTimeout > 0 {
+		c.idleAt = now + int64(q.IdleTimeout)
+	}
+	c.schedule()
 }
 
 // readDrain reads once while draining.
@@ -881,11 +888,11 @@ func (ls *loopSession) cancel() {
 	if !ls.active || ls.dial != nil { // a dial ends by itself, on its context
 		return
 	}
-	if c := ls.c; c != nil && c.phase == phDraining && c.h2 != nil {
-		c.h2StopDrain() // doH2's cancel: the stream is reset
-		return
-	}
 	if c := ls.c; c != nil && c.phase == phDraining {
+		if c.h2 != nil {
+			c.h2StopDrain() // doH2's cancel: the stream is reset
+			return
+		}
 		// doH1 moves the deadline to the past: the drain read fails.
 		c.drainStep(step{err: os.ErrDeadlineExceeded})
 		return

@@ -656,7 +656,6 @@ func (c *econn) h2EndStream() {
 // does, unless the exchange closes the connection.
 func (c *econn) h2Terminal(now int64, ended bool) {
 	h, ls := c.h2, c.ls
-	q := ls.s.q
 	ls.rec.End = now
 	h.x.r.close()
 	f := h.x.settle(step{})
@@ -669,13 +668,7 @@ func (c *econn) h2Terminal(now int64, ended bool) {
 		c.h2Done(fateKeep)
 		return
 	}
-	c.phase = phDraining
-	c.drainAt = min(now+int64(q.drainTimeout()), ls.deadline)
-	c.idleAt = 0
-	if q.IdleTimeout > 0 {
-		c.idleAt = now + int64(q.IdleTimeout)
-	}
-	c.schedule()
+	c.startDrain(now)
 }
 
 // h2StopDrain: the drain's time is up (or the request was cancelled): the

@@ -200,21 +200,19 @@ func (s *Session) doFallback(ctx context.Context, rec *result.Request, raw net.C
 	s.id = q.state().conns.Add(1)
 	s.raw, s.conn, s.proto = raw, tc, ProtoHTTP1
 	rec.ConnID = s.id
+	deadline := s.clk.ToTime(rec.Start).Add(q.Timeout)
 	if tc.ConnectionState().NegotiatedProtocol == http2.NextProtoTLS {
 		// HTTP/2 over TLS 1.2, as Session.connect starts it.
 		if s.startH2(ctx, rec, ProtoH2) {
 			rec.Reused, rec.Proto = false, s.proto
-			s.doH2(ctx, rec, s.clk.ToTime(rec.Start).Add(q.Timeout), false)
+			s.doH2(ctx, rec, deadline, false)
 		}
-		if rec.End == 0 {
-			rec.End = s.clk.Now()
-		}
-		return
+	} else {
+		rec.Reused, rec.Proto = false, s.proto
+		// doH1 keeps the connection (s.conn) for the session's next
+		// request, which runs on the goroutine engine, or closes it.
+		s.doH1(ctx, rec, deadline, false)
 	}
-	rec.Reused, rec.Proto = false, s.proto
-	// doH1 keeps the connection (s.conn) for the session's next request,
-	// which runs on the goroutine engine, or closes it.
-	s.doH1(ctx, rec, s.clk.ToTime(rec.Start).Add(q.Timeout), false)
 	if rec.End == 0 {
 		rec.End = s.clk.Now()
 	}
