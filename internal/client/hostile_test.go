@@ -331,40 +331,53 @@ func h2Gateway(t *testing.T, serve func(f *h2Writer)) string {
 
 // h2Serve is h2Gateway's script on one connection c.
 func h2Serve(c net.Conn, serve func(f *h2Writer)) {
-	{
-		preface := make([]byte, len(http2.ClientPreface))
-		if _, err := io.ReadFull(c, preface); err != nil {
-			return
-		}
-		f := &h2Writer{c: c, fr: http2.NewFramer(c, c)}
-		f.do(func(fr *http2.Framer) error { return fr.WriteSettings() })
-		got := make(chan struct{})
-		closed := make(chan struct{}) // the client has gone
-		go func() {
-			defer close(closed)
-			var once sync.Once
-			for {
-				frame, err := f.fr.ReadFrame()
-				if err != nil {
-					return
-				}
-				if s, ok := frame.(*http2.SettingsFrame); ok && !s.IsAck() {
-					f.do(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
-				}
-				if p, ok := frame.(*http2.PingFrame); ok && p.IsAck() && p.Data == h2PingData {
-					f.pingAcks.Add(1)
-				}
-				if frame.Header().StreamID == 1 && frame.Header().Flags.Has(http2.FlagDataEndStream) {
-					once.Do(func() { close(got) })
-				}
+	f := h2Accept(c)
+	if f == nil {
+		return
+	}
+	got := make(chan struct{})
+	closed := make(chan struct{}) // the client has gone
+	go func() {
+		defer close(closed)
+		var once sync.Once
+		for {
+			frame, err := f.fr.ReadFrame()
+			if err != nil {
+				return
 			}
-		}()
-		select {
-		case <-got:
-			serve(f)
-		case <-closed:
+			f.ackSettings(frame)
+			if p, ok := frame.(*http2.PingFrame); ok && p.IsAck() && p.Data == h2PingData {
+				f.pingAcks.Add(1)
+			}
+			if frame.Header().StreamID == 1 && frame.Header().Flags.Has(http2.FlagDataEndStream) {
+				once.Do(func() { close(got) })
+			}
 		}
-		<-closed // hold the connection until the client closes it
+	}()
+	select {
+	case <-got:
+		serve(f)
+	case <-closed:
+	}
+	<-closed // hold the connection until the client closes it
+}
+
+// h2Accept reads the client's preface on c and sends the gateway's
+// SETTINGS; nil when the client sent no preface.
+func h2Accept(c net.Conn) *h2Writer {
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(c, preface); err != nil {
+		return nil
+	}
+	f := &h2Writer{c: c, fr: http2.NewFramer(c, c)}
+	f.do(func(fr *http2.Framer) error { return fr.WriteSettings() })
+	return f
+}
+
+// ackSettings acknowledges frame when it is the client's SETTINGS.
+func (f *h2Writer) ackSettings(frame http2.Frame) {
+	if s, ok := frame.(*http2.SettingsFrame); ok && !s.IsAck() {
+		f.do(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
 	}
 }
 
@@ -607,20 +620,16 @@ func h2Streams(t *testing.T, serve func(f *h2Writer, conn int, id uint32)) strin
 	var conns atomic.Int32
 	return testutil.ServeTCP(t, func(c net.Conn) {
 		n := int(conns.Add(1))
-		preface := make([]byte, len(http2.ClientPreface))
-		if _, err := io.ReadFull(c, preface); err != nil {
+		f := h2Accept(c)
+		if f == nil {
 			return
 		}
-		f := &h2Writer{c: c, fr: http2.NewFramer(c, c)}
-		f.do(func(fr *http2.Framer) error { return fr.WriteSettings() })
 		for {
 			frame, err := f.fr.ReadFrame()
 			if err != nil {
 				return
 			}
-			if s, ok := frame.(*http2.SettingsFrame); ok && !s.IsAck() {
-				f.do(func(fr *http2.Framer) error { return fr.WriteSettingsAck() })
-			}
+			f.ackSettings(frame)
 			if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
 				serve(f, n, d.StreamID)
 			}

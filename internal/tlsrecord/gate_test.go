@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
 // TestHandshakeGatePlaces checks the gate's count of places: at least
@@ -47,29 +49,14 @@ func TestHandshakeGateFreeWhileWaiting(t *testing.T) {
 	cfg := &tls.Config{InsecureSkipVerify: true}
 
 	// A server that reads the ClientHello's record header and says nothing.
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { silent.Close() })
 	helloSeen := make(chan struct{})
-	go func() {
-		c, err := silent.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	stuckRaw := dial(t, testutil.ServeTCP(t, func(c net.Conn) {
 		var hdr [HeaderLen]byte
 		if _, err := io.ReadFull(c, hdr[:]); err == nil {
 			close(helloSeen)
 		}
 		io.Copy(io.Discard, c) // until the client goes
-	}()
-	stuckRaw, err := net.Dial("tcp", silent.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stuckRaw.Close() })
+	}))
 	stuckCtx, stopStuck := context.WithCancel(context.Background())
 	defer stopStuck()
 	stuck := make(chan error, 1)
@@ -84,27 +71,13 @@ func TestHandshakeGateFreeWhileWaiting(t *testing.T) {
 	}
 
 	// A real server: its handshake must not wait for the stuck one.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert(t)}})
+	srvCfg := &tls.Config{Certificates: []tls.Certificate{cert(t)}}
+	raw := dial(t, testutil.ServeTCP(t, func(c net.Conn) {
+		tc := tls.Server(c, srvCfg)
 		if tc.Handshake() == nil {
 			io.Copy(io.Discard, tc)
 		}
-	}()
-	raw, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	}))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on a hang only
 	defer cancel()
 	if _, _, _, err := client(ctx, raw, cfg, g); err != nil {
@@ -124,24 +97,9 @@ func TestHandshakeGateFreeWhileWaiting(t *testing.T) {
 // peer answers with something that is not TLS — gives its place back.
 func TestHandshakeGateAfterFailure(t *testing.T) {
 	g := newHandshakeGate(1)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
+	raw := dial(t, testutil.ServeTCP(t, func(c net.Conn) {
 		c.Write([]byte("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"))
-	}()
-	raw, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { raw.Close() })
+	}))
 	raw.SetDeadline(time.Now().Add(time.Minute)) // a bound on a hang only
 	if _, _, _, err := client(context.Background(), raw, &tls.Config{InsecureSkipVerify: true}, g); err == nil {
 		t.Fatal("handshake with an HTTP server succeeded")
@@ -149,4 +107,15 @@ func TestHandshakeGateAfterFailure(t *testing.T) {
 	if n := len(g.places); n != 0 {
 		t.Errorf("%d places held after the failed handshake, want 0", n)
 	}
+}
+
+// dial connects to addr, the connection closed when the test ends.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
