@@ -175,18 +175,27 @@ func (sh *shard) gap() int64 {
 
 // dueAt returns when st's next token is to be written. A busy shard (one
 // with gridStreams streams or more) writes on the grid of each stream
-// (stream.grid): at the first point at or after the deadline, where it
-// writes, without spinning, every token due by then — late by less than
-// the grid's step, in one wake-up instead of one each; the grid being
-// the process clock's multiples of the step, a stream whose delay is a
-// multiple of it is late by the same amount at every token, and its
-// tokens keep their spacing exactly. Otherwise, at its deadline. Called
-// with mu held.
+// (stream.grid): at the point nearest the deadline, where it writes,
+// without spinning, every token due by then — at most half the grid's
+// step early or late (the wake-up's own latency comes on top), in one
+// wake-up instead of one each; the grid being the process clock's
+// multiples of the step, a stream whose delay is a multiple of it is off
+// by the same amount at every token, and its tokens keep their spacing
+// exactly. Rounding to the nearest point rather than up halves the error
+// the grid adds, for the same wake-ups. A heartbeat (st.next before the
+// token's deadline) goes to the first point at or after it instead: woken
+// earlier, the stream would find no heartbeat due and write the token,
+// which may be far off. Otherwise, at its deadline. Called with mu held.
 func (sh *shard) dueAt(st *stream) int64 {
-	if q := sh.grid(st); q > 0 {
+	q := sh.grid(st)
+	switch {
+	case q == 0:
+		return st.next
+	case st.hb.every > 0 && st.k < st.plan.Tokens && st.next < st.plan.Deadline(st.k):
 		return (st.next - earlySlack + q - 1) / q * q
+	default:
+		return (st.next + q/2) / q * q
 	}
-	return st.next
 }
 
 // settleTop updates when the first stream of the heap is due, until it
@@ -240,9 +249,9 @@ const gridStreams = 8
 // the finer ones and the streams of a shard, whatever their grids, share
 // its wake-ups. A stream takes the largest step at most a quarter of its
 // shortest delay between tokens: 500 µs at the default 5 ms. Its tokens
-// are then never more than a quarter of a gap late on the grid, and the
-// largest step keeps the tool's own emission lateness under the 1 ms past
-// which it warns that it fell behind.
+// are then never more than an eighth of a gap off their deadline on the
+// grid, and the largest step keeps the tool's own emission lateness well
+// under the 1 ms past which it warns that it fell behind.
 var gridSteps = [...]int64{500_000, 250_000, 125_000}
 
 // gridFor returns the grid step of a stream with plan p (0: none, its

@@ -85,9 +85,9 @@ func (a *recordingAlarm) Close() error             { return nil }
 
 // TestShardWakesOnTheGrid: a shard with fewer than gridStreams streams
 // arms its timer ahead of the earliest deadline by its spin; from
-// gridStreams streams on, at the first point of the earliest stream's
-// grid at or after its deadline (less the slack it may be early by) —
-// unless that deadline is of the first token of a phase.
+// gridStreams streams on, at the point of the earliest stream's grid
+// nearest its deadline — unless that deadline is of the first token of a
+// phase.
 func TestShardWakesOnTheGrid(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -128,9 +128,9 @@ func TestShardWakesOnTheGrid(t *testing.T) {
 			if want := earliest - int64(DefaultSpinAhead); got != want {
 				t.Errorf("%s: armed for %d, want the earliest deadline less the spin, %d", tt.name, got, want)
 			}
-		case got%tt.step != 0 || got < earliest-earlySlack || got >= earliest-earlySlack+tt.step:
-			t.Errorf("%s: armed for %d (%d into its %d ns step), want the first point of the grid at or after %d",
-				tt.name, got, got%tt.step, tt.step, earliest-earlySlack)
+		case got%tt.step != 0 || got < earliest-tt.step/2 || got > earliest+tt.step/2:
+			t.Errorf("%s: armed for %d (%d into its %d ns step), want the point of the grid nearest %d",
+				tt.name, got, got%tt.step, tt.step, earliest)
 		}
 	}
 }
@@ -142,22 +142,53 @@ func TestShardFirstTokenBeforeTheGrid(t *testing.T) {
 	a := &recordingAlarm{}
 	sh := newShard(a, int64(DefaultWakeInterval), int64(DefaultSpinAhead))
 	const step = 500_000
-	// A grid point an hour ahead, then deadlines 1 µs past it: written at
-	// the next point, 499 µs later.
+	// A grid point an hour ahead, and deadlines 249 µs before it: written
+	// at that point, the nearest.
 	g := (clock.Real.Now() + int64(time.Hour)) / step * step
 	enc := api.NewEncoder(api.Chat, api.Answer{Tokens: 10})
 	for range gridStreams {
-		p := schedule.Plan{Start: g + 1_000 + earlySlack, Delay: 5_000_000, Tokens: 10}
+		p := schedule.Plan{Start: g - step/2 + 1_000, Delay: 5_000_000, Tokens: 10}
 		st := newStream(&fakeWriter{isDirect: true, accept: -1}, enc, p)
 		st.k, st.next = 1, p.Deadline(1)-5_000_000 // token 1, due at Start
 		sh.add(st)
 	}
-	first := newStream(&fakeWriter{isDirect: true, accept: -1}, enc, schedule.Plan{Start: g + 200_000, Delay: 5_000_000, Tokens: 10})
+	first := newStream(&fakeWriter{isDirect: true, accept: -1}, enc, schedule.Plan{Start: g - 50_000, Delay: 5_000_000, Tokens: 10})
 	sh.add(first)
 	if !sh.tick(nil) {
 		t.Fatal("tick failed")
 	}
 	if want := first.next - int64(DefaultSpinAhead); a.last != want {
-		t.Errorf("armed for %d, want the first token's deadline less the spin, %d (the grid point is %d)", a.last, want, g+step)
+		t.Errorf("armed for %d, want the first token's deadline less the spin, %d (the grid point is %d)", a.last, want, g)
+	}
+}
+
+// TestShardHeartbeatOnTheGridNotEarly: in a busy shard a stream woken
+// for a heartbeat is woken at the first point of its grid at or after the
+// heartbeat's time, not at the nearest: woken before it, the stream would
+// find no heartbeat due and write its next token, seconds early.
+func TestShardHeartbeatOnTheGridNotEarly(t *testing.T) {
+	a := &recordingAlarm{}
+	sh := newShard(a, int64(DefaultWakeInterval), int64(DefaultSpinAhead))
+	const step = 500_000
+	// A grid point an hour ahead; heartbeats due 100 µs past it (the
+	// nearest point is before them); tokens a minute later.
+	g := (clock.Real.Now() + int64(time.Hour)) / step * step
+	enc := api.NewEncoder(api.Chat, api.Answer{Tokens: 10})
+	for range gridStreams {
+		p := schedule.Plan{Start: g + int64(time.Minute), Delay: 5_000_000, Tokens: 10}
+		st := newStream(&fakeWriter{isDirect: true, accept: -1}, enc, p)
+		st.k = 1
+		st.hb.every, st.hb.last = int64(time.Second), g+100_000-int64(time.Second)
+		st.next = st.wake()
+		if st.next != g+100_000 {
+			t.Fatalf("stream wakes at %d, want its heartbeat's time %d", st.next, g+100_000)
+		}
+		sh.add(st)
+	}
+	if !sh.tick(nil) {
+		t.Fatal("tick failed")
+	}
+	if a.last != g+step {
+		t.Errorf("armed for %d, want the first grid point after the heartbeats' time, %d (%+d)", a.last, g+step, a.last-(g+step))
 	}
 }
