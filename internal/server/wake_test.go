@@ -135,19 +135,27 @@ func TestShardWakesOnTheGrid(t *testing.T) {
 	}
 }
 
+// gridStep is the grid step of gridShard's streams (5 ms between tokens).
+const gridStep = 500_000
+
+// gridShard returns a shard that records its alarm, a point of the 500 µs
+// grid an hour ahead (nothing is due before it), and an encoder for its
+// streams.
+func gridShard() (*recordingAlarm, *shard, int64, api.Encoder) {
+	a := &recordingAlarm{}
+	sh := newShard(a, int64(DefaultWakeInterval), int64(DefaultSpinAhead))
+	g := (clock.Real.Now() + int64(time.Hour)) / gridStep * gridStep
+	return a, sh, g, api.NewEncoder(api.Chat, api.Answer{Tokens: 10})
+}
+
 // TestShardFirstTokenBeforeTheGrid: in a busy shard, a stream's first
 // token due between another stream's deadline and the grid point that
 // one is written at wakes the shard for its own deadline.
 func TestShardFirstTokenBeforeTheGrid(t *testing.T) {
-	a := &recordingAlarm{}
-	sh := newShard(a, int64(DefaultWakeInterval), int64(DefaultSpinAhead))
-	const step = 500_000
-	// A grid point an hour ahead, and deadlines 249 µs before it: written
-	// at that point, the nearest.
-	g := (clock.Real.Now() + int64(time.Hour)) / step * step
-	enc := api.NewEncoder(api.Chat, api.Answer{Tokens: 10})
+	a, sh, g, enc := gridShard()
+	// Deadlines 249 µs before the grid point g: written at g, the nearest.
 	for range gridStreams {
-		p := schedule.Plan{Start: g - step/2 + 1_000, Delay: 5_000_000, Tokens: 10}
+		p := schedule.Plan{Start: g - gridStep/2 + 1_000, Delay: 5_000_000, Tokens: 10}
 		st := newStream(&fakeWriter{isDirect: true, accept: -1}, enc, p)
 		st.k, st.next = 1, p.Deadline(1)-5_000_000 // token 1, due at Start
 		sh.add(st)
@@ -167,13 +175,9 @@ func TestShardFirstTokenBeforeTheGrid(t *testing.T) {
 // heartbeat's time, not at the nearest: woken before it, the stream would
 // find no heartbeat due and write its next token, seconds early.
 func TestShardHeartbeatOnTheGridNotEarly(t *testing.T) {
-	a := &recordingAlarm{}
-	sh := newShard(a, int64(DefaultWakeInterval), int64(DefaultSpinAhead))
-	const step = 500_000
-	// A grid point an hour ahead; heartbeats due 100 µs past it (the
-	// nearest point is before them); tokens a minute later.
-	g := (clock.Real.Now() + int64(time.Hour)) / step * step
-	enc := api.NewEncoder(api.Chat, api.Answer{Tokens: 10})
+	a, sh, g, enc := gridShard()
+	// Heartbeats due 100 µs past the grid point g (the nearest point is
+	// before them); tokens a minute later.
 	for range gridStreams {
 		p := schedule.Plan{Start: g + int64(time.Minute), Delay: 5_000_000, Tokens: 10}
 		st := newStream(&fakeWriter{isDirect: true, accept: -1}, enc, p)
@@ -188,7 +192,7 @@ func TestShardHeartbeatOnTheGridNotEarly(t *testing.T) {
 	if !sh.tick(nil) {
 		t.Fatal("tick failed")
 	}
-	if a.last != g+step {
-		t.Errorf("armed for %d, want the first grid point after the heartbeats' time, %d (%+d)", a.last, g+step, a.last-(g+step))
+	if a.last != g+gridStep {
+		t.Errorf("armed for %d, want the first grid point after the heartbeats' time, %d (%+d)", a.last, g+gridStep, a.last-(g+gridStep))
 	}
 }
