@@ -248,9 +248,9 @@ type Server struct {
 	// connection and keeping it (streamHead, streamHeadKeepAlive, with
 	// Config.Instance's field).
 	head, headKeepAlive string
-	quit                chan struct{}    // closed when Serve stops
-	h2                  func(c net.Conn) // serves an HTTP/2 connection; nil without Config.HTTP2
-	h3                  *http3.Server    // serves HTTP/3 on h3pc; nil without UseHTTP3
+	quit                chan struct{} // closed when Serve stops
+	h2                  bool          // Config.HTTP2: the connections found to speak HTTP/2 are served (h2conn)
+	h3                  *http3.Server // serves HTTP/3 on h3pc; nil without UseHTTP3
 	h3pc                net.PacketConn
 
 	mu sync.Mutex
@@ -325,9 +325,7 @@ func New(ln net.Listener, cfg Config) *Server {
 	if cfg.Instance != "" {
 		s.head, s.headKeepAlive = withInstanceHeader(streamHead, cfg.Instance), withInstanceHeader(streamHeadKeepAlive, cfg.Instance)
 	}
-	if cfg.HTTP2 {
-		s.initH2()
-	}
+	s.h2 = cfg.HTTP2
 	for i := 0; i < cfg.Shards; i++ {
 		sh := newShard(nil, int64(cfg.WakeInterval), int64(cfg.SpinAhead))
 		sh.clk = s.clk
@@ -419,7 +417,7 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	defer s.recoverPanic(c)
 	hc := newH1conn(s, c)
-	if s.h2 != nil {
+	if s.h2 {
 		isH2, err := hc.peekPreface()
 		if err != nil {
 			if !isClosed(err) {

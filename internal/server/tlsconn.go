@@ -92,7 +92,7 @@ func (s *Server) handshakeTLS(raw net.Conn) (c net.Conn, h2 bool) {
 	cs := tc.ConnectionState()
 	h2 = cs.NegotiatedProtocol == "h2"
 	switch {
-	case rl != nil && !h2:
+	case rl != nil:
 		c = &recordConn{Conn: raw, rl: rl}
 	default:
 		if b, ok := tc.NetConn().(*tlsrecord.BoundedConn); ok {
