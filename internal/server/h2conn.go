@@ -862,7 +862,7 @@ func (t *h2Response) write(b []byte) error {
 			continue
 		}
 		if avail > 0 { // the first DATA frame, cut to the windows
-			_, flags, _ := frameAt(b)
+			_, flags, l := frameAt(b)
 			var head [9]byte
 			appendFrame(head[:0], http2.FrameData, flags&^http2.FlagDataEndStream, t.id, nil)
 			head[0], head[1], head[2] = byte(avail>>16), byte(avail>>8), byte(avail)
@@ -871,8 +871,9 @@ func (t *h2Response) write(b []byte) error {
 			if err := c.writeLocked(append(head[:], b[9:9+avail]...)); err != nil {
 				return err
 			}
-			rest := b[9+avail:]
-			b = appendFrame(make([]byte, 0, 9+len(rest)), http2.FrameData, flags, t.id, rest)
+			// The rest of the frame, then the frames after it.
+			rest := appendFrame(make([]byte, 0, len(b)-int(avail)), http2.FrameData, flags, t.id, b[9+avail:l])
+			b = append(rest, b[l:]...)
 			continue
 		}
 		ch := c.credit
