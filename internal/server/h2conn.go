@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,6 +55,9 @@ const (
 	// limit before the framer gives up), or a DATA frame. A flood of empty
 	// CONTINUATION frames ends the connection there.
 	h2MaxReadPerFrame = 4 * wire.MaxHeadBytes
+	// h2GoAwayWait bounds how long Serve, stopping, waits for the write
+	// lock of a connection to write its GOAWAY (all connections at once).
+	h2GoAwayWait = 20 * time.Millisecond
 )
 
 // errH2Stalled is the end of a stream whose client gave no send window
@@ -85,7 +89,9 @@ type h2conn struct {
 	mu      sync.Mutex
 	streams map[uint32]*h2Response // guarded by mu: the streams not ended yet
 	lastID  uint32                 // the highest stream the client opened (reader only)
-	away    bool                   // the client sent GOAWAY (reader only)
+	// lastSeen is lastID for the other goroutines (goAwayClosing).
+	lastSeen atomic.Uint32
+	away     bool // the client sent GOAWAY (reader only)
 
 	wmu     sync.Mutex
 	err     error         // guarded by wmu: why the connection ended
@@ -159,6 +165,14 @@ func newH2conn(s *Server, c, rw net.Conn) *h2conn {
 
 // serve reads the connection's frames until it ends, then releases it.
 func (c *h2conn) serve() {
+	c.s.mu.Lock()
+	c.s.h2conns[c] = true
+	c.s.mu.Unlock()
+	defer func() {
+		c.s.mu.Lock()
+		delete(c.s.h2conns, c)
+		c.s.mu.Unlock()
+	}()
 	err := c.run()
 	c.shut(err)
 	if err != nil && !isClosed(err) && !errors.Is(err, errIdle) {
@@ -231,6 +245,36 @@ func (c *h2conn) fail(err error) error {
 // took.
 func (c *h2conn) goAway(code http2.ErrCode) {
 	c.control(func(f *http2.Framer) { f.WriteGoAway(c.lastID, code, nil) })
+}
+
+// goAwayClosing tells the client that the server is stopping (GOAWAY
+// without error, naming the last stream it took) when that costs little
+// wait: one non-blocking write, if the connection has a file descriptor
+// and its write lock is free within h2GoAwayWait (a writer holds it for
+// one write, unless the socket is full, when a GOAWAY would not get
+// through either). Serve closes the connection right after (the streams
+// in progress end as the socket does).
+func (c *h2conn) goAwayClosing() {
+	if c.raw == nil {
+		return
+	}
+	for end := time.Now().Add(h2GoAwayWait); !c.wmu.TryLock(); {
+		if time.Now().After(end) {
+			return
+		}
+		time.Sleep(h2GoAwayWait / 100)
+	}
+	defer c.wmu.Unlock()
+	if c.err != nil || len(c.unsent) > 0 || c.rec != nil && c.rec.waiting() {
+		return
+	}
+	var p [8]byte
+	binary.BigEndian.PutUint32(p[:], c.lastSeen.Load())
+	b := appendFrame(nil, http2.FrameGoAway, 0, 0, p[:]) // code 0: NO_ERROR
+	if c.rec != nil {
+		b = c.rec.seal(b)
+	}
+	c.rawWrite(b)
 }
 
 // handle is what the reader does with one frame; an error ends the
@@ -341,6 +385,7 @@ func (c *h2conn) headers(f *http2.MetaHeadersFrame) error {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	c.lastID = id
+	c.lastSeen.Store(id)
 	if c.away {
 		return nil
 	}
@@ -662,9 +707,6 @@ type h2Response struct {
 	cut     bool // a cut fault (or a panic) ended the stream: it is reset
 	ended   bool // end ran (owned by the stream's goroutine)
 }
-
-// The interfaces an h2Response meets.
-var _ transport = (*h2Response)(nil)
 
 // h2ResponseOf returns the HTTP/2 response under a stream's writer.
 func h2ResponseOf(w streamWriter) *h2Response {

@@ -393,3 +393,32 @@ func TestH2WriteTLS12(t *testing.T) {
 		t.Error("TokenHandoffs() = 0, want the tokens handed to the stream's goroutine")
 	}
 }
+
+// TestH2ShutdownGoAway: when Serve stops, an HTTP/2 connection with a
+// stream in progress gets a GOAWAY without error naming that stream, then
+// its end.
+func TestH2ShutdownGoAway(t *testing.T) {
+	srv, stop := runServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true})
+	h := dialH2Raw(t, srv)
+	h.post(1, "/v1/chat/completions", `{"stream":true,"pi_think_ms":60000}`)
+	for { // the stream's HEADERS (after the server's WINDOW_UPDATE)
+		if _, ok := h.next().(*http2.MetaHeadersFrame); ok {
+			break
+		}
+	}
+	stop("with an HTTP/2 stream waiting for its think time")
+	var away *http2.GoAwayFrame
+	for away == nil {
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("the connection ended without a GOAWAY: %v", err)
+		}
+		away, _ = f.(*http2.GoAwayFrame)
+	}
+	if away.ErrCode != http2.ErrCodeNo || away.LastStreamID != 1 {
+		t.Errorf("GOAWAY %v, last stream %d; want NO_ERROR, 1", away.ErrCode, away.LastStreamID)
+	}
+	if _, err := h.fr.ReadFrame(); err == nil {
+		t.Error("a frame after the GOAWAY, want the connection's end")
+	}
+}
