@@ -442,7 +442,9 @@ func (c *h2conn) headers(f *http2.MetaHeadersFrame) error {
 	case f.StreamEnded():
 		c.requestRead(t)
 	default:
+		c.mu.Lock() // the timer's function reads t.timer (takeRequest)
 		t.timer = time.AfterFunc(c.s.cfg.ReadTimeout, func() { c.answerError(t, errTimeout("body", c.s.cfg.ReadTimeout)) })
+		c.mu.Unlock()
 	}
 	return nil
 }

@@ -422,3 +422,89 @@ func TestH2ShutdownGoAway(t *testing.T) {
 		t.Error("a frame after the GOAWAY, want the connection's end")
 	}
 }
+
+// TestH2BodyTimeout: a request whose body does not arrive within
+// Config.ReadTimeout of its HEADERS gets the JSON 408, then a
+// RST_STREAM without error (the client may stop sending it).
+func TestH2BodyTimeout(t *testing.T) {
+	srv := startServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true, ReadTimeout: 200 * time.Millisecond})
+	h := dialH2Raw(t, srv)
+	h.hb.Reset()
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", "x"}, {":path", "/v1/chat/completions"}} {
+		h.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	if err := h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: h.hb.Bytes(), EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	var body []byte
+	for {
+		switch f := h.next().(type) {
+		case *http2.MetaHeadersFrame:
+			status = f.PseudoValue("status")
+		case *http2.DataFrame:
+			body = append(body, f.Data()...)
+		case *http2.RSTStreamFrame:
+			if f.ErrCode != http2.ErrCodeNo {
+				t.Errorf("RST_STREAM %v, want NO_ERROR after the answer", f.ErrCode)
+			}
+			if status != "408" || !strings.Contains(string(body), `"code":"request_timeout"`) {
+				t.Errorf("answered %s %q, want the JSON 408", status, body)
+			}
+			return
+		case *http2.GoAwayFrame:
+			t.Fatalf("GOAWAY %v", f.ErrCode)
+		}
+	}
+}
+
+// TestH2ConnectionErrors: a connection error of the client gets a GOAWAY
+// with its code, then the connection's end.
+func TestH2ConnectionErrors(t *testing.T) {
+	headers := func(id uint32) string {
+		var hb bytes.Buffer
+		enc := hpack.NewEncoder(&hb)
+		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "http"}, {":authority", "x"}, {":path", "/v1/models"}} {
+			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		return frame(http2.FrameHeaders, http2.Flags(http2.FlagHeadersEndHeaders), id, hb.Bytes())
+	}
+	inc := func(n uint32) []byte { return []byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)} }
+	tests := []struct {
+		name  string
+		bytes string
+		code  http2.ErrCode
+	}{
+		{"HEADERS on an even stream", headers(2), http2.ErrCodeProtocol},
+		{"HEADERS on a stream below the last", headers(5) + headers(3), http2.ErrCodeProtocol},
+		{"DATA on an idle stream", frame(http2.FrameData, 0, 7, []byte("x")), http2.ErrCodeProtocol},
+		{"PUSH_PROMISE from the client", frame(http2.FramePushPromise, http2.Flags(http2.FlagPushPromiseEndHeaders), 1, []byte{0, 0, 0, 2}), http2.ErrCodeProtocol},
+		{"frame above 16 KiB", frame(http2.FramePing, 0, 0, make([]byte, h2FrameBytes+1)), http2.ErrCodeFrameSize},
+		{"connection window above 2^31-1", frame(http2.FrameWindowUpdate, 0, 0, inc(1<<31-1)) + frame(http2.FrameWindowUpdate, 0, 0, inc(1<<31-1)), http2.ErrCodeFlowControl},
+		{"empty CONTINUATION flood", frame(http2.FrameHeaders, 0, 1, nil) + strings.Repeat(frame(http2.FrameContinuation, 0, 1, nil), h2MaxReadPerFrame/9+1), http2.ErrCodeEnhanceYourCalm},
+	}
+	srv := startServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true})
+	for _, tt := range tests {
+		h := dialH2Raw(t, srv)
+		go io.WriteString(h.c, tt.bytes) // the server may stop reading before the end
+		var away *http2.GoAwayFrame
+		for away == nil {
+			f, err := h.fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("%s: the connection ended without a GOAWAY: %v", tt.name, err)
+			}
+			away, _ = f.(*http2.GoAwayFrame)
+		}
+		if away.ErrCode != tt.code {
+			t.Errorf("%s: GOAWAY %v, want %v", tt.name, away.ErrCode, tt.code)
+		}
+		// Its end: EOF, or a reset when the client's bytes were not all
+		// read; not the test's deadline.
+		if _, err := io.Copy(io.Discard, h.c); isTimeout(err) {
+			t.Errorf("%s: after the GOAWAY: %v, want the connection's end", tt.name, err)
+		}
+	}
+	if p := srv.Panics(); p != 0 {
+		t.Errorf("Panics() = %d", p)
+	}
+}
