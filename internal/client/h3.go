@@ -64,11 +64,12 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 	cfg.NextProtos = []string{http3.NextProtoH3}
 	hctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	// The handshake gives up after h3HandshakeIdle without a packet from
-	// the server (sooner when the request's deadline comes first): with
+	// The handshake gives up after h3HandshakeIdle (h3HandshakeLimit)
+	// without a packet from the server (sooner when the request's deadline comes first): with
 	// UDP blocked nothing ever answers, and -w (5 minutes by default) is
 	// no time to wait for that.
-	wait := max(min(time.Until(deadline), h3HandshakeIdle), time.Millisecond)
+	limit := q.h3HandshakeLimit()
+	wait := max(min(time.Until(deadline), limit), time.Millisecond)
 	qc, err := quic.DialAddr(hctx, q.Addr, cfg, &quic.Config{HandshakeIdleTimeout: wait,
 		// A stream may stay silent longer than QUIC's idle timeout (a
 		// long think time, a stalling gateway): PINGs keep the connection
@@ -79,7 +80,7 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 			rec.Failure = result.Failure{Kind: result.Interrupted}
 			return false
 		}
-		rec.Failure = h3HandshakeFailure(q.Addr, err, min(q.Timeout, h3HandshakeIdle))
+		rec.Failure = h3HandshakeFailure(q.Addr, err, min(q.Timeout, limit))
 		return false
 	}
 	rec.Connected = s.clk.Now()
@@ -89,6 +90,15 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 	s.h3 = &h3Conn{qc: qc, cc: h3Transport.NewClientConn(qc)}
 	s.id, s.proto = id, ProtoH3
 	return true
+}
+
+// h3HandshakeLimit is how long a QUIC handshake may go without a packet
+// from the server: h3HandshakeIdle, unless a test lowered it.
+func (q *Request) h3HandshakeLimit() time.Duration {
+	if q.h3HandshakeWait > 0 {
+		return q.h3HandshakeWait
+	}
+	return h3HandshakeIdle
 }
 
 // h3HandshakeFailure names why a QUIC handshake with addr failed: no

@@ -231,3 +231,35 @@ func TestH3HandshakeFailures(t *testing.T) {
 		t.Errorf("the blocked port saw no datagram: the handshake was never tried")
 	}
 }
+
+// TestH3HandshakeLimit: a peer that never answers the QUIC handshake (a
+// UDP socket that reads and drops) fails the request once the handshake
+// limit (h3HandshakeIdle, lowered here to 200 ms) passes, well inside the
+// request's own timeout (a minute): one connect failure naming the limit.
+// The wait for Do is a hang guard (AwaitBound), not a measurement.
+func TestH3HandshakeLimit(t *testing.T) {
+	addr, dropped := testutil.DropUDP(t)
+	o := h3Options(addr, api.Chat, 3)
+	o.Timeout = time.Minute
+	o.h3HandshakeWait = 200 * time.Millisecond
+	rec := &result.Request{Batch: "gw"}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s := New(o).NewSession()
+		defer s.Close()
+		s.Do(context.Background(), rec)
+	}()
+	select {
+	case <-done:
+	case <-time.After(testutil.AwaitBound):
+		t.Fatalf("Do against a silent UDP port with a 200ms handshake limit still running after %v", testutil.AwaitBound)
+	}
+	want := "connect(): QUIC handshake: no answer from UDP " + addr + " within 200ms (UDP blocked, or no HTTP/3 server there)"
+	if got := rec.Failure.Error(); rec.Failure.Kind != result.Connect || got != want || rec.Connected != 0 {
+		t.Errorf("handshake limit 200ms, timeout 1m: %q (connected %d); want %q", got, rec.Connected, want)
+	}
+	if dropped.Load() == 0 {
+		t.Errorf("the silent port saw no datagram: the handshake was never tried")
+	}
+}
