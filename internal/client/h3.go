@@ -27,7 +27,9 @@ type h3Conn struct {
 }
 
 // open reports whether the connection can carry a new request: neither
-// side closed it (a GOAWAY shows on the next stream: see doH3).
+// side closed it. A GOAWAY shows as a close (quic-go's client closes the
+// connection once it has no stream left), or on the next stream: its
+// open fails, or the server rejects it (H3_REQUEST_REJECTED); see doH3.
 func (c *h3Conn) open() bool { return c.qc.Context().Err() == nil }
 
 func (c *h3Conn) close() error {
@@ -149,19 +151,23 @@ func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.T
 	// (the stream's FIN follows at once).
 	var eof atomic.Int64
 	req.Body = &h3Body{ReadCloser: req.Body, eof: &eof, clk: s.clk}
+	// A kept connection stays the session's even when it has ended by the
+	// time the stream did — after a GOAWAY, quic-go's client closes it
+	// once its last stream is done —, so that the next request finds it
+	// closed and is a reuse failure (usable): the gateway's refusal of
+	// the connection is named on the request it refused.
 	keep := false
-	h3 := s.h3
 	defer func() {
 		if rec.Sent == 0 {
 			rec.Sent = eof.Load()
 		}
-		if !keep || !h3.open() {
+		if !keep {
 			s.Close()
 		}
 	}()
 
 	x := h2Exchange{reused: reused, keepAlive: q.KeepAlive && !s.oneShot}
-	resp, err := h3.cc.RoundTrip(req)
+	resp, err := s.h3.cc.RoundTrip(req)
 	if err != nil {
 		if x.settle(step{err: err, cancelled: st.cancelled()}) == fateRetry {
 			return deadConn
