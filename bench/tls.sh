@@ -12,7 +12,8 @@
 #
 # Paths: plain (http, --engine auto), tls (https: --tls-self-signed server,
 # --insecure client, --engine auto), h2c (http, --h2c), h2 (https as tls,
-# --http2), and plaingo, tlsgo, h2cgo, h2go (the same on --engine
+# --http2), h3 (https as tls, --http3 on both: the server serves HTTP/3 on
+# the UDP port of its listen address), and plaingo, tlsgo, h2cgo, h2go (the same on --engine
 # goroutine). Columns: emit->recv p50/p99 (the report's
 # "emit->recv (tokens)" line), client and server CPU per token
 # ((user+sys)/tokens, /usr/bin/time), the 1-minute load when the run
@@ -39,8 +40,8 @@ trap 'rm -rf "$tmp"' EXIT
 one() {
 	local bin=$1 mode=$2 c=$3 ctl=$((port + 1))
 	local sargs=() cargs=() tgt=127.0.0.1:$port
-	case $mode in tls* | h2 | h2go) sargs=(--tls-self-signed) cargs=(--insecure) tgt=https://127.0.0.1:$port ;; esac
-	case $mode in h2 | h2go) cargs+=(--http2) ;; h2c*) cargs+=(--h2c) ;; esac
+	case $mode in tls* | h2 | h2go | h3) sargs=(--tls-self-signed) cargs=(--insecure) tgt=https://127.0.0.1:$port ;; esac
+	case $mode in h2 | h2go) cargs+=(--http2) ;; h2c*) cargs+=(--h2c) ;; h3) sargs+=(--http3) cargs+=(--http3) ;; esac
 	case $mode in *go) cargs+=(--engine goroutine) ;; esac
 	cargs+=("${client_args[@]}")
 	/usr/bin/time -f "%U %S" -o "$tmp/stime" timeout "$limit" "$bin" -L 127.0.0.1:$port \

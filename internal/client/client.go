@@ -124,6 +124,10 @@ type Options struct {
 	// (NextProtos "h3"), one QUIC connection per Session, each request a
 	// stream on it (rec.Proto "h3"); not with HTTP2, H2C or WebSocket.
 	HTTP3 bool
+	// h3HandshakeWait, when above 0, replaces h3HandshakeIdle as the
+	// bound of a QUIC handshake that hears nothing from the server: tests
+	// lower it (no flag sets it).
+	h3HandshakeWait time.Duration
 	// KeepAlive keeps a Session's connection for its next request: the
 	// request omits "Connection: close", and after the terminal event the
 	// response is drained to its framing end (see Session.Do).

@@ -27,7 +27,9 @@ type h3Conn struct {
 }
 
 // open reports whether the connection can carry a new request: neither
-// side closed it (a GOAWAY shows on the next stream: see doH3).
+// side closed it. A GOAWAY shows as a close (quic-go's client closes the
+// connection once it has no stream left), or on the next stream: its
+// open fails, or the server rejects it (H3_REQUEST_REJECTED); see doH3.
 func (c *h3Conn) open() bool { return c.qc.Context().Err() == nil }
 
 func (c *h3Conn) close() error {
@@ -64,11 +66,12 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 	cfg.NextProtos = []string{http3.NextProtoH3}
 	hctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	// The handshake gives up after h3HandshakeIdle without a packet from
-	// the server (sooner when the request's deadline comes first): with
+	// The handshake gives up after h3HandshakeIdle (h3HandshakeLimit)
+	// without a packet from the server (sooner when the request's deadline comes first): with
 	// UDP blocked nothing ever answers, and -w (5 minutes by default) is
 	// no time to wait for that.
-	wait := max(min(time.Until(deadline), h3HandshakeIdle), time.Millisecond)
+	limit := q.h3HandshakeLimit()
+	wait := max(min(time.Until(deadline), limit), time.Millisecond)
 	qc, err := quic.DialAddr(hctx, q.Addr, cfg, &quic.Config{HandshakeIdleTimeout: wait,
 		// A stream may stay silent longer than QUIC's idle timeout (a
 		// long think time, a stalling gateway): PINGs keep the connection
@@ -79,7 +82,7 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 			rec.Failure = result.Failure{Kind: result.Interrupted}
 			return false
 		}
-		rec.Failure = h3HandshakeFailure(q.Addr, err, min(q.Timeout, h3HandshakeIdle))
+		rec.Failure = h3HandshakeFailure(q.Addr, err, min(q.Timeout, limit))
 		return false
 	}
 	rec.Connected = s.clk.Now()
@@ -89,6 +92,15 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 	s.h3 = &h3Conn{qc: qc, cc: h3Transport.NewClientConn(qc)}
 	s.id, s.proto = id, ProtoH3
 	return true
+}
+
+// h3HandshakeLimit is how long a QUIC handshake may go without a packet
+// from the server: h3HandshakeIdle, unless a test lowered it.
+func (q *Request) h3HandshakeLimit() time.Duration {
+	if q.h3HandshakeWait > 0 {
+		return q.h3HandshakeWait
+	}
+	return h3HandshakeIdle
 }
 
 // h3HandshakeFailure names why a QUIC handshake with addr failed: no
@@ -139,19 +151,23 @@ func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.T
 	// (the stream's FIN follows at once).
 	var eof atomic.Int64
 	req.Body = &h3Body{ReadCloser: req.Body, eof: &eof, clk: s.clk}
+	// A kept connection stays the session's even when it has ended by the
+	// time the stream did — after a GOAWAY, quic-go's client closes it
+	// once its last stream is done —, so that the next request finds it
+	// closed and is a reuse failure (usable): the gateway's refusal of
+	// the connection is named on the request it refused.
 	keep := false
-	h3 := s.h3
 	defer func() {
 		if rec.Sent == 0 {
 			rec.Sent = eof.Load()
 		}
-		if !keep || !h3.open() {
+		if !keep {
 			s.Close()
 		}
 	}()
 
 	x := h2Exchange{reused: reused, keepAlive: q.KeepAlive && !s.oneShot}
-	resp, err := h3.cc.RoundTrip(req)
+	resp, err := s.h3.cc.RoundTrip(req)
 	if err != nil {
 		if x.settle(step{err: err, cancelled: st.cancelled()}) == fateRetry {
 			return deadConn

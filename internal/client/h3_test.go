@@ -6,12 +6,15 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	h3qlog "github.com/quic-go/quic-go/http3/qlog"
+	"github.com/quic-go/quic-go/qlogwriter"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
@@ -229,5 +232,147 @@ func TestH3HandshakeFailures(t *testing.T) {
 	}
 	if dropped.Load() == 0 {
 		t.Errorf("the blocked port saw no datagram: the handshake was never tried")
+	}
+}
+
+// TestH3HandshakeLimit: a peer that never answers the QUIC handshake (a
+// UDP socket that reads and drops) fails the request once the handshake
+// limit (h3HandshakeIdle, lowered here to 200 ms) passes, well inside the
+// request's own timeout (a minute): one connect failure naming the limit.
+// The wait for Do is a hang guard (AwaitBound), not a measurement.
+func TestH3HandshakeLimit(t *testing.T) {
+	addr, dropped := testutil.DropUDP(t)
+	o := h3Options(addr, api.Chat, 3)
+	o.Timeout = time.Minute
+	o.h3HandshakeWait = 200 * time.Millisecond
+	rec := &result.Request{Batch: "gw"}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s := New(o).NewSession()
+		defer s.Close()
+		s.Do(context.Background(), rec)
+	}()
+	select {
+	case <-done:
+	case <-time.After(testutil.AwaitBound):
+		t.Fatalf("Do against a silent UDP port with a 200ms handshake limit still running after %v", testutil.AwaitBound)
+	}
+	want := "connect(): QUIC handshake: no answer from UDP " + addr + " within 200ms (UDP blocked, or no HTTP/3 server there)"
+	if got := rec.Failure.Error(); rec.Failure.Kind != result.Connect || got != want || rec.Connected != 0 {
+		t.Errorf("handshake limit 200ms, timeout 1m: %q (connected %d); want %q", got, rec.Connected, want)
+	}
+	if dropped.Load() == 0 {
+		t.Errorf("the silent port saw no datagram: the handshake was never tried")
+	}
+}
+
+// goAwayTrace is a qlog trace of a test's QUIC listener that closes
+// created once an HTTP/3 server has made a GOAWAY frame for one of its
+// connections: from then on that connection's server rejects every new
+// request stream (H3_REQUEST_REJECTED), whether the client has read the
+// GOAWAY yet or not. It records nothing else.
+type goAwayTrace struct {
+	once    sync.Once
+	created chan struct{}
+}
+
+func (g *goAwayTrace) AddProducer() qlogwriter.Recorder { return g }
+
+func (g *goAwayTrace) RecordEvent(ev qlogwriter.Event) {
+	if fc, ok := ev.(h3qlog.FrameCreated); ok {
+		if _, ok := fc.Frame.Frame.(h3qlog.GoAwayFrame); ok {
+			g.once.Do(func() { close(g.created) })
+		}
+	}
+}
+
+func (g *goAwayTrace) Close() error { return nil }
+
+// TestH3GoAwayMidRun: the gateway shuts the kept QUIC connection down
+// gracefully (quic-go's http3.Server.Shutdown: a GOAWAY) while the
+// session's first request streams. That request, below the GOAWAY's
+// stream id, ends ok with all its tokens; the next one finds the
+// connection refused — gone (the client closes it once its last stream
+// ended), its GOAWAY read, or its stream rejected by the server
+// (H3_REQUEST_REJECTED), whichever won — and is named a reuse failure,
+// sent again on a new connection (ConnID 2) to the gateway's next
+// instance; the one after reuses that. Ordered by the server's GOAWAY
+// (its qlog event) and channels, no sleeps.
+func TestH3GoAwayMidRun(t *testing.T) {
+	const n = 4
+	tc, _, err := server.SelfSignedTLS("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.NextProtos = []string{http3.NextProtoH3}
+	trace := &goAwayTrace{created: make(chan struct{})}
+	ln, err := quic.Listen(testutil.ListenUDP(t), tc, &quic.Config{
+		Tracer: func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return trace }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streaming, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		io.WriteString(w, chatRole)
+		for i := range n {
+			io.WriteString(w, chatTok(clock.Real.Now(), api.Token(i)))
+			f.Flush()
+			if i == 0 && first.CompareAndSwap(false, true) {
+				close(streaming)
+				<-release
+			}
+		}
+		io.WriteString(w, chatFinish+done)
+	}
+	// The first connection goes to the instance that shuts down, the
+	// later ones to the next.
+	old, next := &http3.Server{Handler: http.HandlerFunc(handler)}, &http3.Server{Handler: http.HandlerFunc(handler)}
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for i := 0; ; i++ {
+			c, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			srv := next
+			if i == 0 {
+				srv = old
+			}
+			go srv.ServeQUICConn(c)
+		}
+	}()
+	shut := make(chan error, 1)
+	go func() {
+		<-streaming
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), testutil.AwaitBound)
+			defer cancel()
+			shut <- old.Shutdown(ctx)
+		}()
+		<-trace.created
+		close(release)
+	}()
+	t.Cleanup(func() { next.Close(); old.Close(); ln.Close(); <-accepted })
+
+	o := h3Options(ln.Addr().String(), api.Chat, n)
+	o.IncludeUsage = false
+	s := New(o).NewSession()
+	defer s.Close()
+	want := []conn{{ok: true, id: 1}, {ok: true, reuseFailed: true, id: 2}, {ok: true, reused: true, id: 2}}
+	for i, w := range want {
+		rec := &result.Request{Batch: "gw", Index: i}
+		s.Do(context.Background(), rec)
+		if got := connOf(rec); got != w || len(rec.Tokens) != n || rec.Proto != ProtoH3 {
+			t.Errorf("request %d: %+v over %q with %d tokens (%q); want %+v over h3 with %d", i, got, rec.Proto, len(rec.Tokens), rec.Failure.Error(), w, n)
+		}
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("the first instance's Shutdown: %v; want it done once its connection closed", err)
 	}
 }

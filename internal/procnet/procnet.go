@@ -1,9 +1,10 @@
 // Package procnet finds, on Linux, the local processes that own a TCP
 // listening socket: given the address a client connects to, which process
-// accepts there (a gateway's master and workers, say). It reads
-// /proc/net/tcp and /proc/net/tcp6 for the listening socket's inode, then
-// each /proc/PID/fd for a link to that socket, then the process's comm
-// and exe.
+// accepts there (a gateway's master and workers, say). It asks the
+// kernel's socket diagnostics (netlink, sock_diag(7)) for the listening
+// socket's inode — or, where it cannot, reads /proc/net/tcp and
+// /proc/net/tcp6 — then each /proc/PID/fd for a link to that socket, then
+// the process's comm and exe.
 //
 // /proc is read as it is, without locks: a process may exit, or close the
 // socket, in the middle of a lookup. An entry that vanishes, or that this
@@ -185,9 +186,21 @@ func (t Table) ListenerOwners(addr netip.AddrPort) ([]Process, error) {
 }
 
 // listeningInodes returns the inodes of the listening sockets that accept
-// addr, from tcp and tcp6.
+// addr: on this machine's /proc from the kernel's socket diagnostics
+// (listeningSockets), else — or when those cannot be asked — from tcp and
+// tcp6.
 func (t Table) listeningInodes(addr netip.AddrPort) (map[uint64]bool, error) {
 	inodes := map[uint64]bool{}
+	if t.Root == Root {
+		if socks, err := listeningSockets(addr.Port()); err == nil {
+			for _, s := range socks {
+				if s.Accepts(addr) && s.Inode != 0 {
+					inodes[s.Inode] = true
+				}
+			}
+			return inodes, nil
+		}
+	}
 	var errs []error
 	read := 0
 	for _, name := range []string{"tcp", "tcp6"} {
