@@ -73,8 +73,9 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.message }
 
-// transport answers one request: on an HTTP/1.x connection (h1conn) or on
-// an HTTP/2 stream (h2Stream). Everything above it — routing, dialects,
+// transport answers one request: on an HTTP/1.x connection (h1conn), on
+// an HTTP/2 stream (h2Response), an HTTP/3 one (h2Stream) or a WebSocket
+// (wsResponse). Everything above it — routing, dialects,
 // hints, the emission schedule — is the same for both.
 type transport interface {
 	streamWriter
@@ -86,7 +87,8 @@ type transport interface {
 	waitUntil(t time.Time) bool
 	// startStream begins a 200 text/event-stream response and appends to
 	// dst what must precede the first event on the wire (the HTTP/1.1
-	// head; nothing on HTTP/2, whose header fields it sets).
+	// head, the HTTP/2 HEADERS frame; nothing on HTTP/3, whose header
+	// fields it sets).
 	startStream(dst []byte) []byte
 	// bind sets how the events of st reach the goroutine that handles them.
 	bind(st *stream)
@@ -95,6 +97,7 @@ type transport interface {
 // The transports a stream is written to.
 var (
 	_ transport = (*h1conn)(nil)
+	_ transport = (*h2Response)(nil)
 	_ transport = (*h2Stream)(nil)
 	_ transport = (*wsResponse)(nil)
 )

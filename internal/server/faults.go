@@ -457,6 +457,8 @@ func faultEnd(st *stream) (bool, error) {
 			t.keep = false // releaseH1 closes it, unterminated
 		case *h2Stream:
 			t.cut = true // its handler resets the stream
+		case *h2Response:
+			t.cut = true // its end resets the stream
 		}
 		return true, nil
 	case api.On(w.f.NoTerminal):

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"os"
@@ -30,42 +29,12 @@ const clientPreface = http2.ClientPreface
 // 250).
 const h2MaxStreams = 10_000
 
-// initH2 prepares the HTTP/2 server of Config.HTTP2.
-//
-// x/net/http2 marks Server and ServeConn deprecated in favour of
-// http.Server, which serves whole listeners; here HTTP/1.x is served by our
-// own code and only the connections found to speak HTTP/2 are handed over,
-// one by one, which is what ServeConn does (and what it keeps doing from Go
-// 1.27 on, where x/net/http2 wraps net/http's implementation).
-func (s *Server) initH2() {
-	//lint:ignore SA1019 see above: http.Server has no per-connection entry point
-	srv := &http2.Server{
-		MaxConcurrentStreams: h2MaxStreams,
-		IdleTimeout:          s.cfg.IdleTimeout,
-		WriteByteTimeout:     s.cfg.WriteTimeout,
-	}
-	//lint:ignore SA1019 see above
-	opts := &http2.ServeConnOpts{
-		// ReadTimeout bounds each stream's request body, from its HEADERS
-		// frame (readH2Request answers 408); MaxHeaderBytes is the
-		// header-list limit http2 advertises and answers with its own 431.
-		BaseConfig: &http.Server{ErrorLog: log.New(h2log{s}, "", 0),
-			ReadTimeout: s.cfg.ReadTimeout, MaxHeaderBytes: wire.MaxHeadBytes},
-		Handler: http.HandlerFunc(s.serveH2Request),
-	}
-	s.h2 = func(c net.Conn) {
-		//lint:ignore SA1019 see above
-		srv.ServeConn(c, opts)
-	}
-}
-
 // serveH2 serves the HTTP/2 connection accepted as c, read and written
 // through rw (c itself, or c replaying the bytes already read), until it
-// ends, then releases c.
+// ends, then releases c: the server's own HTTP/2 (h2conn.go).
 func (s *Server) serveH2(c, rw net.Conn) {
 	s.logf("server: %s: HTTP/2", describe(c))
-	s.h2(rw)
-	s.release(c)
+	newH2conn(s, c, rw).serve()
 }
 
 // peekPreface reads the first bytes of a plain connection into hc.buf, as
@@ -98,14 +67,6 @@ func (c *replayConn) Read(b []byte) (int, error) {
 	return c.Conn.Read(b)
 }
 
-// h2log turns the http2 server's log lines into debug lines.
-type h2log struct{ s *Server }
-
-func (l h2log) Write(p []byte) (int, error) {
-	l.s.logf("server: %s", bytes.TrimRight(p, "\n"))
-	return len(p), nil
-}
-
 // enter adds a goroutine that is not a connection (an HTTP/2 handler) to
 // s.wg, unless Serve is stopping.
 func (s *Server) enter() bool {
@@ -118,7 +79,8 @@ func (s *Server) enter() bool {
 	return true
 }
 
-// serveH2Request is the handler of every HTTP/2 stream: the same endpoints,
+// serveH2Request is the handler of every HTTP/3 stream (h3.go; HTTP/2 has
+// its own connection, h2conn.go): the same endpoints,
 // dialects, hints and errors as HTTP/1.x. A stream's response ends when
 // the handler returns, so the handler stays until its stream ends, and is
 // the goroutine that writes each token when it is due.
@@ -206,7 +168,8 @@ func readH2Request(r *http.Request, readTimeout time.Duration, clk clock.Clock) 
 	return request{head: head, body: body, arrived: clk.Now()}, nil
 }
 
-// h2Stream is the transport and stream writer of one HTTP/2 request. Every
+// h2Stream is the transport and stream writer of one HTTP/3 request (the
+// name is from when x/net served HTTP/2 through it too). Every
 // write is flushed at once, so each token event leaves in its own DATA
 // frame; it is written by the handler goroutine, never by a shard.
 type h2Stream struct {

@@ -42,16 +42,26 @@ func (s *Server) onLoop(sh *shard, i int) bool {
 // shardFor picks the shard of stream number no on transport t: on the
 // event loops, the shard of the loop that reads the client's side of the
 // connection when the client is this process's (see evloop.Affine), else
-// (and on the goroutine engine) by the stream number.
+// (and on the goroutine engine) the shard of the HTTP/2 connection
+// (pinnedShard), else by the stream number.
 func (s *Server) shardFor(t transport, no uint64) *shard {
 	if s.affine {
+		var c net.Conn
 		if hc := h1Of(t); hc != nil {
-			if a, ok := hc.c.RemoteAddr().(*net.TCPAddr); ok {
+			c = hc.c
+		} else if r, ok := t.(*h2Response); ok {
+			c = r.c.c
+		}
+		if c != nil {
+			if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 				if i := evloop.Affine(a.Port); i >= 0 {
 					return s.shards[i%len(s.shards)]
 				}
 			}
 		}
+	}
+	if i, ok := pinnedShard(t); ok {
+		return s.shards[i%uint64(len(s.shards))]
 	}
 	return s.shards[no%uint64(len(s.shards))]
 }

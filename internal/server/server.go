@@ -28,11 +28,15 @@
 // never stalls the other streams. HTTP/1.1 over TLS 1.3 is written the
 // same way: after the crypto/tls handshake the record layer of package
 // tlsrecord carries the connection on its TCP socket (tlsconn.go), the
-// shard sealing each token's record right after its pi_ts. A connection
-// crypto/tls keeps (TLS 1.2) and an HTTP/2 stream get each token handed to
-// a goroutine when it is due, which stamps and writes it. When a stream
-// ends on a persistent connection, its last goroutine goes on reading the
-// next request.
+// shard sealing each token's record right after its pi_ts. HTTP/2, h2c
+// and h2 over TLS 1.3, is the server's own (h2conn.go, x/net/http2's
+// framer and hpack as codecs): one goroutine reads a connection's frames,
+// and the shard writes each token's DATA frame with the same non-blocking
+// write, under the connection's write lock, within the send windows. A
+// connection crypto/tls keeps (TLS 1.2, for HTTP/1.1 or HTTP/2) and an
+// HTTP/3 stream get each token handed to a goroutine when it is due, which
+// stamps and writes it. When a stream ends on a persistent connection, its
+// last goroutine goes on reading the next request.
 package server
 
 import (
@@ -248,9 +252,9 @@ type Server struct {
 	// connection and keeping it (streamHead, streamHeadKeepAlive, with
 	// Config.Instance's field).
 	head, headKeepAlive string
-	quit                chan struct{}    // closed when Serve stops
-	h2                  func(c net.Conn) // serves an HTTP/2 connection; nil without Config.HTTP2
-	h3                  *http3.Server    // serves HTTP/3 on h3pc; nil without UseHTTP3
+	quit                chan struct{} // closed when Serve stops
+	h2                  bool          // Config.HTTP2: the connections found to speak HTTP/2 are served (h2conn)
+	h3                  *http3.Server // serves HTTP/3 on h3pc; nil without UseHTTP3
 	h3pc                net.PacketConn
 
 	mu sync.Mutex
@@ -258,9 +262,11 @@ type Server struct {
 	// stops: the connection itself, or under TLS the TCP connection (a TLS
 	// close may wait for the peer).
 	conns   map[net.Conn]net.Conn
-	closing bool // Serve is stopping: no goroutine may join wg any more
+	h2conns map[*h2conn]bool // the HTTP/2 connections being served: a GOAWAY each when Serve stops
+	closing bool             // Serve is stopping: no goroutine may join wg any more
 	// wg counts the shard loops, the open connections (each Done once, by
-	// release) and the running HTTP/2 handlers.
+	// release), the running HTTP/3 handlers and the HTTP/2 streams being
+	// answered (h2conn.answer to h2Response.end).
 	wg sync.WaitGroup
 }
 
@@ -318,16 +324,14 @@ func New(ln net.Listener, cfg Config) *Server {
 		}
 		cfg.TLS = serverTLS(cfg.TLS, protos) // handshakes in serveConn (handshakeTLS)
 	}
-	s := &Server{cfg: cfg, clk: clock.Or(cfg.Clock), ln: ln, start: time.Now(), conns: make(map[net.Conn]net.Conn), quit: make(chan struct{}),
+	s := &Server{cfg: cfg, clk: clock.Or(cfg.Clock), ln: ln, start: time.Now(), conns: make(map[net.Conn]net.Conn), h2conns: make(map[*h2conn]bool), quit: make(chan struct{}),
 		limits:   api.Limits{MaxTokens: int64(cfg.MaxTokens), MaxDelay: cfg.MaxDelay},
 		instance: api.NewInstanceField(cfg.Instance), head: streamHead, headKeepAlive: streamHeadKeepAlive,
 		cache: newPrefixCache(cfg.CacheBlockTokens, 0)}
 	if cfg.Instance != "" {
 		s.head, s.headKeepAlive = withInstanceHeader(streamHead, cfg.Instance), withInstanceHeader(streamHeadKeepAlive, cfg.Instance)
 	}
-	if cfg.HTTP2 {
-		s.initH2()
-	}
+	s.h2 = cfg.HTTP2
 	for i := 0; i < cfg.Shards; i++ {
 		sh := newShard(nil, int64(cfg.WakeInterval), int64(cfg.SpinAhead))
 		sh.clk = s.clk
@@ -386,6 +390,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.closing = true
+	var goAways sync.WaitGroup
+	for hc := range s.h2conns { // they unregister only with s.mu: wait here
+		goAways.Go(hc.goAwayClosing)
+	}
+	goAways.Wait()
 	for _, sock := range s.conns {
 		sock.Close()
 	}
@@ -419,7 +428,7 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	defer s.recoverPanic(c)
 	hc := newH1conn(s, c)
-	if s.h2 != nil {
+	if s.h2 {
 		isH2, err := hc.peekPreface()
 		if err != nil {
 			if !isClosed(err) {
@@ -473,11 +482,11 @@ func (s *Server) recoverPanic(c net.Conn) {
 func (s *Server) Panics() int64 { return s.panics.Load() }
 
 // TokenHandoffs returns how many tokens (or heartbeats) a shard handed to
-// a goroutine to write: every token of an HTTP/2 stream, and of an
-// HTTP/1.x connection without a file descriptor the shard can write on
-// (TLS left to crypto/tls: TLS 1.2, a suite the record layer does not
-// have). Plain connections and TLS 1.3 on the record layer (recordConn)
-// hand none.
+// a goroutine to write: every token of an HTTP/3 stream, and of an
+// HTTP/1.x or HTTP/2 connection without a file descriptor the shard can
+// write on (TLS left to crypto/tls: TLS 1.2, a suite the record layer does
+// not have). Plain connections, h2c and TLS 1.3 on the record layer
+// (recordConn) hand none.
 func (s *Server) TokenHandoffs() int64 { return s.handoffs.Load() }
 
 // TLSFallbacks returns how many TLS HTTP/1.1 connections were left to

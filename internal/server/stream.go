@@ -21,22 +21,24 @@ const (
 	evFailed                  // the stream cannot go on (client gone, server closing)
 )
 
-// streamWriter is where the bytes of a stream go. It has two
-// implementations: h1conn, an HTTP/1.1 connection whose body is chunked —
-// written from the shard with a non-blocking write(2) when the connection
-// has a file descriptor (plain, or TLS on the record layer), else from a
-// goroutine — and h2Stream, an HTTP/2
-// response written and flushed from its handler goroutine, one DATA frame
-// per write, without HTTP/1.1 framing.
+// streamWriter is where the bytes of a stream go. Its implementations:
+// h1conn, an HTTP/1.1 connection whose body is chunked, and h2Response, an
+// HTTP/2 stream whose events are DATA frames — both written from the
+// shard with a non-blocking write(2) when the connection has a file
+// descriptor (plain, or TLS on the record layer), else from a goroutine —
+// and h2Stream, an HTTP/3 response written and flushed from its handler
+// goroutine, one DATA frame per write, without HTTP/1.1 framing
+// (wsResponse, a WebSocket's, is in ws.go).
 type streamWriter interface {
 	// appendEvent appends one SSE event framed for the transport: an
-	// HTTP/1.1 chunk, or the event as is on HTTP/2.
+	// HTTP/1.1 chunk, an HTTP/2 DATA frame, or the event as is on HTTP/3.
 	appendEvent(dst, ev []byte) []byte
 	// appendEnd appends what ends the body: the last chunk on HTTP/1.1,
-	// nothing on HTTP/2 (the handler's return ends the stream).
+	// a DATA frame with END_STREAM on HTTP/2, nothing on HTTP/3 (the
+	// handler's return ends the stream).
 	appendEnd(dst []byte) []byte
 	// write writes all of b, blocking at most Config.WriteTimeout; on
-	// HTTP/2 it flushes, so b leaves at once in its own DATA frame.
+	// HTTP/3 it flushes, so b leaves at once in its own DATA frame.
 	write(b []byte) error
 	// direct reports whether tryWrite can write without blocking (a
 	// socket with a file descriptor). Without it every token is written by
@@ -57,9 +59,10 @@ var _ streamWriter = (*faultWriter)(nil)
 // to its shard; an event hands it to a goroutine that does what may block
 // — drain a full socket, write a token without a file descriptor, finish,
 // close — and gives it back to the shard or ends it. Never two owners at
-// once. On HTTP/1.1 that goroutine is short-lived (onEvent), so no goroutine
-// waits for the whole length of a stream; on HTTP/2 it is the stream's
-// handler, which must live as long as the response anyway (events).
+// once. On HTTP/1.1 and HTTP/2 that goroutine is short-lived (onEvent), so
+// no goroutine waits for the whole length of a stream; on HTTP/3 it is the
+// stream's handler, which must live as long as the response anyway
+// (events).
 type stream struct {
 	w     streamWriter
 	enc   api.Encoder     // the dialect's events
@@ -158,7 +161,7 @@ const (
 // emitToken writes token st.k now — on a direct writer with the tokens
 // after it that are more than coalesceLate late too, up to
 // maxTokensPerWrite (elsewhere every token has its own write: one crypto/tls
-// record, one HTTP/2 DATA frame) —
+// record, one HTTP/3 DATA frame) —
 // stamped with pi_ts taken immediately before the write (tokens written
 // together share it: they were handed to the socket at the same instant),
 // putting the bytes together in sc. On a direct writer it never blocks: it

@@ -13,20 +13,22 @@ import (
 	"github.com/sse-latency/sse-latency/internal/tlsrecord"
 )
 
-// recordConn is an HTTP/1.1 connection over TLS 1.3 after its crypto/tls
+// recordConn is an HTTP/1.1 or HTTP/2 connection over TLS 1.3 after its crypto/tls
 // handshake (tlsrecord.Server), carried on by the record layer over the
 // TCP socket: so that it has a file descriptor, and the shard writes its
 // tokens as it writes plain ones — sealed (tlsrecord.Conn.Seal) right after
 // their pi_ts and written with the same non-blocking write(2), with no
-// goroutine per token (h1conn.tryWrite). Reads, by the connection's
-// goroutine, open the records (Open).
+// goroutine per token (h1conn.tryWrite, h2Response.tryWrite). Reads, by
+// the connection's goroutine, open the records (Open).
 //
 // The two directions share the record layer's state (a peer's KeyUpdate,
 // read by Open, asks for ours, which Seal puts before the next
-// application data, in order with the tokens): mu guards it. The
+// application data, in order with the tokens): mu guards it. An HTTP/1.1
 // connection has one owner at a time (h1conn), so the lock is not
 // contended but where a reader and a writer do overlap (waitUntil's
-// watcher).
+// watcher); on HTTP/2 the reader goroutine opens while writers seal, one
+// at a time (h2conn's write lock, which also guards the write side's
+// fields here).
 type recordConn struct {
 	net.Conn // the TCP connection
 
@@ -75,8 +77,8 @@ func serverTLS(cfg *tls.Config, protos []string) *tls.Config {
 
 // handshakeTLS runs the TLS handshake of the accepted connection raw
 // within Config.ReadHeaderTimeout and returns the connection to serve:
-// a recordConn for HTTP/1.1 on TLS 1.3 with a suite the record layer has,
-// else the tls.Conn (TLS 1.2, HTTP/2), which carries on as before. It
+// a recordConn on TLS 1.3 with a suite the record layer has (HTTP/1.1 and
+// HTTP/2), else the tls.Conn (TLS 1.2), which carries on as before. It
 // returns nil when the handshake failed, raw being released. The returned
 // connection takes raw's place among the open ones (Server.conns).
 func (s *Server) handshakeTLS(raw net.Conn) (c net.Conn, h2 bool) {
@@ -92,7 +94,7 @@ func (s *Server) handshakeTLS(raw net.Conn) (c net.Conn, h2 bool) {
 	cs := tc.ConnectionState()
 	h2 = cs.NegotiatedProtocol == "h2"
 	switch {
-	case rl != nil && !h2:
+	case rl != nil:
 		c = &recordConn{Conn: raw, rl: rl}
 	default:
 		if b, ok := tc.NetConn().(*tlsrecord.BoundedConn); ok {
