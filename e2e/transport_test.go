@@ -297,7 +297,8 @@ func TestTLS(t *testing.T) {
 // client to Caddy (--http3, Caddy's certificate trusted by --cacert), and
 // HTTP/1.1 from Caddy to the server. Every request goes over h3, each on
 // a stream of its slot's QUIC connection (-k), every token arrives, and
-// the verdict is that Caddy flushes every event. Caddy binds its UDP port
+// the verdict is that Caddy flushes every event (a verdict of buffers is
+// not judged when the tool fell behind its own schedule). Caddy binds its UDP port
 // itself, with the number of the TCP port Launch chose: when that UDP
 // port is taken Caddy exits at start, and Launch tries again on another
 // port (nothing is closed and reused for it).
@@ -311,10 +312,16 @@ func TestHTTP3(t *testing.T) {
 	}
 	m.checkProtocol(t, client.ProtoH3)
 	m.checkClientReuse(t, transportConcurrency)
-	if v := m.sum.Verdict; v.Class != verdict.Flushes {
-		t.Errorf("verdict %s (%s), want flushes: Caddy with flush_interval -1 forwards every event\n%s", v.Class, v.Reason, m)
-	}
 	if g := m.sum.Gateway; g.TLS.N() == 0 {
 		t.Errorf("no QUIC handshake timed through the gateway (phases: tls n=0)\n%s", m)
+	}
+	if v := m.sum.Verdict; v.Class != verdict.Flushes {
+		if m.warned() {
+			// A run that fell behind its own schedule measured the
+			// machine's overload too, whose late tokens look like bursts:
+			// "buffers" then says nothing of Caddy (as in TestExamples).
+			t.Skipf("verdict %s, but sse-latency fell behind its own emission schedule — the machine was too busy for this run to judge how Caddy streams over HTTP/3; the other checks ran (%s)", v.Class, m.figures())
+		}
+		t.Errorf("verdict %s (%s), want flushes: Caddy with flush_interval -1 forwards every event\n%s", v.Class, v.Reason, m)
 	}
 }
