@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
@@ -120,28 +119,12 @@ type h1conn struct {
 	// the next ones. Config.ReadHeaderTimeout and ReadTimeout count from it.
 	start time.Time
 
-	// The raw write and its results live here so that the callback given
-	// to RawConn.Write is built once per connection, not once per token.
-	raw     syscall.RawConn // nil when the conn has no file descriptor (TLS on crypto/tls)
-	rec     *recordConn     // c, when it is TLS on the record layer: tryWrite seals
-	writeFn func(fd uintptr) bool
-	wbuf    []byte
-	wn      int
-	werr    error
+	socketWriter // the shard's non-blocking write on the socket
 }
 
 func newH1conn(s *Server, c net.Conn) *h1conn {
 	hc := &h1conn{s: s, c: c, start: time.Now()}
-	hc.rec, _ = c.(*recordConn)
-	if sc, ok := c.(syscall.Conn); ok && directWrites {
-		if rc, err := sc.SyscallConn(); err == nil {
-			hc.raw = rc
-		}
-	}
-	hc.writeFn = func(fd uintptr) bool {
-		hc.wn, hc.werr = writeFd(fd, hc.wbuf)
-		return true // never wait for writability: that is the stream goroutine's job
-	}
+	hc.socketWriter.init(c)
 	return hc
 }
 
@@ -759,17 +742,6 @@ func (hc *h1conn) tryWrite(b []byte) (int, error) {
 		return rc.wrote(b, out, n, err)
 	}
 	return hc.rawWrite(b)
-}
-
-// rawWrite is one non-blocking write(2) of b on the socket.
-func (hc *h1conn) rawWrite(b []byte) (int, error) {
-	hc.wbuf = b
-	err := hc.raw.Write(hc.writeFn)
-	hc.wbuf = nil
-	if err != nil {
-		return 0, err
-	}
-	return hc.wn, hc.werr
 }
 
 func (hc *h1conn) String() string { return describe(hc.c) }

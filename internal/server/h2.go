@@ -192,19 +192,7 @@ func (t *h2Stream) writeJSON(status int, body []byte, fields ...wire.Field) {
 }
 
 func (t *h2Stream) waitUntil(at time.Time) bool {
-	wait := time.Until(at)
-	if wait <= 0 {
-		return true
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-t.r.Context().Done():
-	case <-t.s.quit:
-	}
-	return false
+	return sleepUntil(at, t.r.Context().Done(), t.s.quit, nil)
 }
 
 // startStream sets the fields of streamHead that HTTP/2 has (it has no

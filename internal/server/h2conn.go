@@ -20,7 +20,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -108,14 +107,7 @@ type h2conn struct {
 	henc *hpack.Encoder
 	hbuf bytes.Buffer
 
-	// The raw write, as h1conn's: the callback given to RawConn.Write is
-	// built once per connection.
-	raw     syscall.RawConn // nil when the conn has no file descriptor (TLS on crypto/tls)
-	rec     *recordConn     // c, when it is TLS on the record layer
-	writeFn func(fd uintptr) bool
-	wbuf    []byte
-	wn      int
-	werr    error
+	socketWriter // the shards' non-blocking write on the socket
 }
 
 // countingReader counts the bytes read through it since the last reset,
@@ -150,16 +142,7 @@ func newH2conn(s *Server, c, rw net.Conn) *h2conn {
 	// No dynamic table: each header block stands alone, so that blocks
 	// encoded by different streams may be written in any order.
 	hc.henc.SetMaxDynamicTableSizeLimit(0)
-	hc.rec, _ = c.(*recordConn)
-	if sc, ok := c.(syscall.Conn); ok && directWrites {
-		if rc, err := sc.SyscallConn(); err == nil {
-			hc.raw = rc
-		}
-	}
-	hc.writeFn = func(fd uintptr) bool {
-		hc.wn, hc.werr = writeFd(fd, hc.wbuf)
-		return true // never wait for writability: that is the stream goroutine's job
-	}
+	hc.socketWriter.init(c)
 	return hc
 }
 
@@ -667,18 +650,6 @@ func (c *h2conn) shut(err error) {
 	}
 }
 
-// rawWrite is one non-blocking write(2) of b on the socket. Called with
-// wmu held.
-func (c *h2conn) rawWrite(b []byte) (int, error) {
-	c.wbuf = b
-	err := c.raw.Write(c.writeFn)
-	c.wbuf = nil
-	if err != nil {
-		return 0, err
-	}
-	return max(c.wn, 0), c.werr
-}
-
 func (c *h2conn) String() string { return describe(c.c) + " (HTTP/2)" }
 
 // h2Response is the transport and stream writer of one request on an
@@ -790,20 +761,7 @@ func (t *h2Response) writeJSON(status int, body []byte, fields ...wire.Field) {
 }
 
 func (t *h2Response) waitUntil(at time.Time) bool {
-	wait := time.Until(at)
-	if wait <= 0 {
-		return true
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-t.done:
-	case <-t.c.closed:
-	case <-t.c.s.quit:
-	}
-	return false
+	return sleepUntil(at, t.done, t.c.closed, t.c.s.quit)
 }
 
 // startStream appends the HEADERS frame of the 200 text/event-stream
