@@ -71,12 +71,7 @@ type h2Raw struct {
 // SETTINGS frame with settings.
 func dialH2Raw(t *testing.T, srv *Server, settings ...http2.Setting) *h2Raw {
 	t.Helper()
-	c, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
+	c, _ := dialRaw(t, srv)
 	h := &h2Raw{t: t, c: c, fr: http2.NewFramer(c, c)}
 	h.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	h.enc = hpack.NewEncoder(&h.hb)

@@ -23,12 +23,7 @@ import (
 // version max (0: any), bounded by a deadline.
 func dialTLS(t *testing.T, srv *Server, roots *x509.CertPool, max uint16) *tls.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", srv.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	c.SetDeadline(time.Now().Add(20 * time.Second))
+	c, _ := dialRaw(t, srv)
 	tc := tls.Client(c, &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", NextProtos: []string{"http/1.1"}, MaxVersion: max})
 	if err := tc.Handshake(); err != nil {
 		t.Fatalf("TLS handshake: %v", err)
