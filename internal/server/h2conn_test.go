@@ -266,11 +266,7 @@ func TestOpenAISDKOverH2(t *testing.T) {
 				option.WithMaxRetries(0), option.WithHTTPClient(hc))
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			params := openai.ChatCompletionNewParams{
-				Model:         "sse-latency-1",
-				Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage(api.ChatPrompt)},
-				StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-			}
+			params := chatStreamParams(api.ChatPrompt)
 			stream := client.Chat.Completions.NewStreaming(ctx, params)
 			var acc openai.ChatCompletionAccumulator
 			for stream.Next() {

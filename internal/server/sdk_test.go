@@ -33,6 +33,16 @@ func sdkServer(t *testing.T) (addr string, ctx context.Context) {
 	return srv.Addr().String(), ctx
 }
 
+// chatStreamParams is a streaming chat request for prompt that asks for
+// the usage chunk, as the SDK tests send it.
+func chatStreamParams(prompt string) openai.ChatCompletionNewParams {
+	return openai.ChatCompletionNewParams{
+		Model:         "sse-latency-1",
+		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage(prompt)},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+}
+
 func openaiClient(addr string) openai.Client {
 	return openai.NewClient(
 		option.WithBaseURL("http://"+addr+"/v1/"),
@@ -80,11 +90,7 @@ func checkUsage(t *testing.T, what string, input, output, total int64) {
 func TestOpenAISDKChat(t *testing.T) {
 	addr, ctx := sdkServer(t)
 	client := openaiClient(addr)
-	params := openai.ChatCompletionNewParams{
-		Model:         "sse-latency-1",
-		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage(api.ChatPrompt)},
-		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-	}
+	params := chatStreamParams(api.ChatPrompt)
 	stream := client.Chat.Completions.NewStreaming(ctx, params, option.WithJSONSet("pi_delay_ms", 0.1))
 	var acc openai.ChatCompletionAccumulator
 	chunks := 0
@@ -288,11 +294,7 @@ func TestOpenAISDKChatPhases(t *testing.T) {
 	for _, field := range []api.ReasoningField{api.ReasoningContent, api.ReasoningPlain} {
 		addr, ctx := phaseServer(t, field)
 		client := openaiClient(addr)
-		params := openai.ChatCompletionNewParams{
-			Model:         "sse-latency-1",
-			Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage(api.ChatPrompt)},
-			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-		}
+		params := chatStreamParams(api.ChatPrompt)
 		stream := client.Chat.Completions.NewStreaming(ctx, params)
 		var acc openai.ChatCompletionAccumulator
 		var reasoning string

@@ -49,11 +49,7 @@ func TestOpenAISDKChatUsage(t *testing.T) {
 		{"the simulated cache, first", "", fieldReport, 0, false},
 		{"the simulated cache, again", "", fieldReport, 748 * 8, false},
 	} {
-		params := openai.ChatCompletionNewParams{
-			Model:         "sse-latency-1",
-			Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage(tc.prompt)},
-			StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
-		}
+		params := chatStreamParams(tc.prompt)
 		opts := []option.RequestOption{option.WithJSONSet("pi_delay_ms", 0.1)}
 		if tc.cached != "" {
 			opts = append(opts, option.WithHeader(api.HintHeader, "cached="+tc.cached))
