@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sse-latency/sse-latency/internal/procnet"
 )
 
 // The addresses written in the example configurations: the gateway listens
@@ -365,9 +368,13 @@ func (p *Process) Log() string {
 var ErrExited = errors.New("gateway exited before accepting connections")
 
 // WaitListening dials addr until the gateway accepts a connection, it exits
-// (ErrExited) or ctx ends.
+// (ErrExited) or ctx ends. A connection accepted by another process does
+// not count: the port FreePorts found may be taken by another test's
+// listener before the gateway binds it, and the gateway then exits
+// ("Address already in use"), which LaunchTo retries on another port.
 func (p *Process) WaitListening(ctx context.Context, addr string) error {
 	var d net.Dialer
+	other := "" // the other process found listening on addr, if one was
 	for {
 		select {
 		case <-p.done:
@@ -379,16 +386,42 @@ func (p *Process) WaitListening(ctx context.Context, addr string) error {
 		cancel()
 		if err == nil {
 			c.Close()
-			return nil
+			owner, ours := p.listens(addr)
+			if ours {
+				return nil
+			}
+			other = fmt.Sprintf("; %s is listening there, not the gateway", owner)
+			err = errors.New("accepted")
 		}
 		select {
 		case <-p.done:
 			return fmt.Errorf("%w (%v)", ErrExited, p.waitErr)
 		case <-ctx.Done():
-			return fmt.Errorf("%s not accepting connections: %w (last dial: %v)", addr, ctx.Err(), err)
+			return fmt.Errorf("%s not accepting connections: %w (last dial: %v%s)", addr, ctx.Err(), err, other)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// listens reports whether the socket listening on addr is the gateway's:
+// held by a process of its group. Without /proc to tell (no owner
+// readable), it is taken to be. owner names the process that holds it.
+func (p *Process) listens(addr string) (owner string, ours bool) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return "", true
+	}
+	owners, err := procnet.ListenerOwners(ap)
+	if err != nil || len(owners) == 0 {
+		return "", true
+	}
+	leader := p.cmd.Process.Pid
+	for _, o := range owners {
+		if pg, err := syscall.Getpgid(o.PID); o.PID == leader || err == nil && pg == leader {
+			return "", true
+		}
+	}
+	return fmt.Sprintf("%s (pid %d)", owners[0].Comm, owners[0].PID), false
 }
 
 // Signal sends sig to the gateway's whole process group: SIGKILL kills it

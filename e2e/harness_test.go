@@ -181,6 +181,32 @@ func TestLaunchGivesUpOnAGatewayThatNeverListens(t *testing.T) {
 	}
 }
 
+// TestWaitListeningNotAnotherProcess: a connection accepted on the
+// gateway's port by another process (here the test's own listener, as a
+// parallel test's could take a port FreePorts found) is not the gateway
+// listening: WaitListening keeps waiting, then names who listens there.
+func TestWaitListeningNotAnotherProcess(t *testing.T) {
+	checkGoroutines(t)
+	g, sh := fakeGateway(t, `exec sleep 30`)
+	dir := t.TempDir()
+	p, err := Start(sh, g.RunArgs("fake.conf", dir), nil, dir, filepath.Join(dir, "gateway.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(StopGrace)
+	ln := testutil.Listen(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	err = p.WaitListening(ctx, ln.Addr().String())
+	if err == nil {
+		t.Fatal("WaitListening took the test's own listener for the gateway's")
+	}
+	if errors.Is(err, ErrExited) || !errors.Is(err, context.DeadlineExceeded) ||
+		!strings.Contains(err.Error(), "is listening there, not the gateway") {
+		t.Errorf("WaitListening: %v; want the deadline, naming the other listener", err)
+	}
+}
+
 func TestStopKillsWhatIgnoresSIGTERM(t *testing.T) {
 	checkGoroutines(t)
 	sh, err := LookPath("sh")
