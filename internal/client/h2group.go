@@ -19,10 +19,12 @@ import (
 
 // h2SettingsWait bounds how long the slots joining a group's new
 // connection wait for the peer's first SETTINGS to be known (a PING
-// answered: the peer's SETTINGS come before anything else it sends); a
-// peer that does not answer by then is joined with what the connection
-// knows of it.
-const h2SettingsWait = time.Second
+// answered: the peer's SETTINGS come before anything else it sends), each
+// within its own request's timeout too. Every HTTP/2 peer answers PING
+// (RFC 9113 §6.7); one that does not is joined after this, with what the
+// connection knows of it, and the wait shows in the joiners' written
+// phase.
+const h2SettingsWait = 10 * time.Second
 
 // h2Group is one group of sessions sharing HTTP/2 connections
 // (Options.StreamsPerConn): session k of a Request is in group

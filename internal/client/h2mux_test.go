@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 
@@ -425,5 +426,105 @@ func TestStreamsPerConnEngine(t *testing.T) {
 	}
 	if !mux.multiplexes() || (&Options{H2C: true, StreamsPerConn: 2}).multiplexes() || (&Options{KeepAlive: true, StreamsPerConn: 2}).multiplexes() {
 		t.Errorf("multiplexes: want true only with -k and HTTP/2")
+	}
+}
+
+// muxPeer is a scripted h2c peer for shared connections: it answers
+// SETTINGS and PINGs, opens no flow-control window, and runs serve on the
+// connection's reading goroutine for each stream of the conn-th
+// connection (from 1) whose request has ended.
+func muxPeer(t *testing.T, serve func(f *h2Writer, conn int, id uint32)) string {
+	t.Helper()
+	var conns atomic.Int32
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		n := int(conns.Add(1))
+		f := h2AcceptWith(c)
+		if f == nil {
+			return
+		}
+		for {
+			frame, err := f.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			f.ackSettings(frame)
+			f.ackPing(frame)
+			if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
+				serve(f, n, d.StreamID)
+			}
+		}
+	})
+}
+
+// TestStreamsPerConnClosed: the peer closes a connection that carries
+// three streams, their heads and a part of their bodies received: each
+// stream fails, named, and each slot's next request succeeds on a new
+// connection.
+func TestStreamsPerConnClosed(t *testing.T) {
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	var mu sync.Mutex
+	n := 0
+	addr := muxPeer(t, func(f *h2Writer, conn int, id uint32) {
+		if conn > 1 {
+			h2Respond(f, id, whole, true)
+			return
+		}
+		h2Respond(f, id, whole[:20], false)
+		mu.Lock()
+		n++
+		all := n == 3
+		mu.Unlock()
+		if all {
+			f.c.Close()
+		}
+	})
+	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
+	for i, rs := range runSlots(q, 3, 2) {
+		if r := rs[0]; r.OK() || r.ConnID != 1 || !strings.HasPrefix(r.Failure.Error(), "recv error: ") {
+			t.Errorf("slot %d, first request: %q on connection %d; want a recv error on connection 1", i, r.Failure.Error(), r.ConnID)
+		}
+		if r := rs[1]; !r.OK() || r.ConnID != 2 {
+			t.Errorf("slot %d, second request: %q on connection %d, want ok on connection 2", i, r.Failure.Error(), r.ConnID)
+		}
+	}
+}
+
+// TestStreamsPerConnWindowStall: three request bodies of 40 000 bytes
+// each share a connection window of 65 535 that the peer never opens
+// (nor does it answer): the client sends no more DATA than the window,
+// so at least one body stalls on it, and every stream fails through the
+// idle timeout, none hangs.
+func TestStreamsPerConnWindowStall(t *testing.T) {
+	var data, ended atomic.Int64
+	addr := testutil.ServeTCP(t, func(c net.Conn) {
+		f := h2AcceptWith(c)
+		if f == nil {
+			return
+		}
+		for {
+			frame, err := f.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			f.ackSettings(frame)
+			f.ackPing(frame)
+			if d, ok := frame.(*http2.DataFrame); ok {
+				data.Add(int64(len(d.Data())))
+				if d.StreamEnded() {
+					ended.Add(1)
+				}
+			}
+		}
+	})
+	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, PromptBytes: 40_000,
+		IdleTimeout: 100 * time.Millisecond, Timeout: testutil.AwaitBound})
+	for i, rs := range runSlots(q, 3, 1) {
+		if r := rs[0]; r.Failure.Error() != "idle timeout after 100ms" || r.ConnID != 1 {
+			t.Errorf("slot %d: %q on connection %d, want an idle timeout on connection 1", i, r.Failure.Error(), r.ConnID)
+		}
+	}
+	if data.Load() > 65535 || ended.Load() >= 3 {
+		t.Errorf("the peer received %d DATA bytes, %d bodies whole; want at most its window of 65535, not all three", data.Load(), ended.Load())
 	}
 }
