@@ -14,7 +14,9 @@
 # --insecure client, --engine auto), h2c (http, --h2c), h2 (https as tls,
 # --http2), h3 (https as tls, --http3 on both: the server serves HTTP/3 on
 # the UDP port of its listen address), and plaingo, tlsgo, h2cgo, h2go (the same on --engine
-# goroutine). Columns: emit->recv p50/p99 (the report's
+# goroutine), h2cmuxN (h2c on the goroutine engine with -k --streams-per-conn N: the -c
+# slots share -c/N connections, N streams each; N = 1 is one stream per kept connection).
+# OLD and NEW may be the same binary: each run is then made once. Columns: emit->recv p50/p99 (the report's
 # "emit->recv (tokens)" line), client and server CPU per token
 # ((user+sys)/tokens, /usr/bin/time), the 1-minute load when the run
 # started. CLIENT_ARGS, split as the shell splits words, goes to every
@@ -35,6 +37,8 @@ port=${BENCH_PORT:-20100}
 limit=${TIMEOUT:-120}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+bins="$1"
+if [ "$2" != "$1" ]; then bins="$1 $2"; fi
 
 # one BIN MODE C: one run, one line
 one() {
@@ -42,7 +46,7 @@ one() {
 	local sargs=() cargs=() tgt=127.0.0.1:$port
 	case $mode in tls* | h2 | h2go | h3) sargs=(--tls-self-signed) cargs=(--insecure) tgt=https://127.0.0.1:$port ;; esac
 	case $mode in h2 | h2go) cargs+=(--http2) ;; h2c*) cargs+=(--h2c) ;; h3) sargs+=(--http3) cargs+=(--http3) ;; esac
-	case $mode in *go) cargs+=(--engine goroutine) ;; esac
+	case $mode in *go) cargs+=(--engine goroutine) ;; h2cmux*) cargs+=(--engine goroutine -k --streams-per-conn "${mode#h2cmux}") ;; esac
 	cargs+=("${client_args[@]}")
 	/usr/bin/time -f "%U %S" -o "$tmp/stime" timeout "$limit" "$bin" -L 127.0.0.1:$port \
 		--control 127.0.0.1:$ctl --control-token bench "${sargs[@]}" -q >"$tmp/srv" 2>&1 &
@@ -67,7 +71,7 @@ echo "|---|---|---|---|---|---|---|---|"
 for _ in $(seq "$repeat"); do
 	for c in $configs; do
 		for m in $modes; do
-			for b in "$1" "$2"; do
+			for b in $bins; do
 				one "$b" "$m" "$c" | tee -a "$tmp/rows" | awk '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8}'
 			done
 		done

@@ -693,6 +693,29 @@ func flagTable(t *testing.T) []flagRow {
 				t.Errorf("-k -r 2: %d connections, %d requests; want both requests on one connection, without Connection: close\n%s", o.conns, len(o.reqs), o)
 			}
 		}},
+		// Four slots, two per connection: the gateway sees two HTTP/2
+		// connections a measurement, each carrying two requests; the
+		// event loops send one stream per connection, so the goroutine
+		// engine takes over, with a note.
+		{flags: []string{"streams-per-conn"}, cmds: measuring, args: []string{"--h2c", "-k", "-r", "4", "-c", "4", "--streams-per-conn", "2", "--engine", "epoll"},
+			want: wantAll(wantOutput(`note: the epoll engine sends one HTTP/2 stream per connection; --streams-per-conn uses the goroutine engine`),
+				func(t *testing.T, o *observed) {
+					if o.conns != 2*o.steps || len(o.reqs) != 2*o.steps || o.reqs[0].Line != "PRI * HTTP/2.0" {
+						t.Errorf("--streams-per-conn 2 -c 4: %d connections (%d prefaces); want 2 HTTP/2 connections a measurement\n%s", o.conns, len(o.reqs), o)
+					}
+				})},
+		{flags: []string{"streams-per-conn"}, cmds: []string{cmdRun}, args: []string{"--h2c", "-k", "-r", "2", "-c", "2", "--streams-per-conn", "2", "--json", "$DIR/run.json"},
+			want: func(t *testing.T, o *observed) {
+				if d := o.doc(t); d.Config.StreamsPerConn != 2 || o.conns != 1 {
+					t.Errorf("--streams-per-conn 2 -c 2: the document records %d, %d connections; want 2, and one connection\n%s", d.Config.StreamsPerConn, o.conns, o)
+				}
+			}},
+		{flags: []string{"streams-per-conn"}, cmds: measuring, args: []string{"--streams-per-conn", "0"},
+			want: refused("--streams-per-conn 0: want at least 1 (1: a connection per concurrency slot)")},
+		{flags: []string{"streams-per-conn"}, cmds: measuring, args: []string{"-k", "--streams-per-conn", "2"},
+			want: refused("--streams-per-conn multiplexes HTTP/2 streams: add --http2 (https targets) or --h2c (http targets)")},
+		{flags: []string{"streams-per-conn"}, cmds: measuring, args: []string{"--h2c", "--streams-per-conn", "2"},
+			want: refused("--streams-per-conn shares connections between requests: add -k")},
 		{flags: []string{"server-close"}, cmds: measuring, args: []string{"-k", "-r", "2", "--server-close"}, want: func(t *testing.T, o *observed) {
 			if o.conns != 2*o.steps || !strings.Contains(o.answers, "Connection: close\r\n") {
 				t.Errorf("--server-close: %d connections, want one per request (the server closed each)\n%s", o.conns, o)

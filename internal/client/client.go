@@ -128,6 +128,15 @@ type Options struct {
 	// bound of a QUIC handshake that hears nothing from the server: tests
 	// lower it (no flag sets it).
 	h3HandshakeWait time.Duration
+	// StreamsPerConn, above 1 with KeepAlive and HTTP/2 (H2C, or HTTP2
+	// once ALPN chose h2), makes the Sessions share connections: the k-th
+	// Session of the Request (NewSession) joins group k/StreamsPerConn,
+	// whose Sessions send their requests as concurrent streams on one
+	// connection, opened by the first that needs it. A Session that finds
+	// it unable to take another stream (the peer's
+	// SETTINGS_MAX_CONCURRENT_STREAMS, a GOAWAY, closed) opens another for
+	// the group. The goroutine engine only (ResolveEngine).
+	StreamsPerConn int
 	// KeepAlive keeps a Session's connection for its next request: the
 	// request omits "Connection: close", and after the terminal event the
 	// response is drained to its framing end (see Session.Do).
@@ -267,6 +276,13 @@ type shared struct {
 	engineOnce sync.Once
 	engine     Engine
 	loop       loopShared // what the event loops need of the Request, resolved once
+	// The groups of sessions sharing HTTP/2 connections
+	// (Options.StreamsPerConn), by group number; sessions counts the
+	// sessions made.
+	sessions atomic.Int64
+	groupsMu sync.Mutex
+	groups   map[int64]*h2Group
+
 	// tlsFallback, once set, is why a TLS handshake's outcome cannot run
 	// on the event loops (TLS 1.2): the Request's requests use the
 	// goroutine engine from then on.
@@ -517,7 +533,7 @@ const anthropicVersion = "2023-06-01"
 // returns early without filling rec.Failure and rec.End. Cancelling ctx
 // ends the request as result.Interrupted.
 func (q *Request) Do(ctx context.Context, rec *result.Request) {
-	s := q.NewSession()
+	s := q.newSession()
 	s.oneShot = true
 	defer s.Close()
 	s.Do(ctx, rec)

@@ -5,12 +5,11 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/sse-latency/sse-latency/internal/api"
@@ -24,7 +23,7 @@ import (
 // the connection.
 func (s *Session) startH2(ctx context.Context, rec *result.Request, proto string) bool {
 	s.conn.SetDeadline(time.Time{})
-	s.stamp = &stampConn{Conn: s.conn, clk: s.clk}
+	s.stamp = newMuxConn(s.conn, s.clk)
 	//lint:ignore SA1019 see shared in client.go
 	cc, err := s.q.state().h2.NewClientConn(s.stamp)
 	if err != nil {
@@ -53,15 +52,32 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 		return finished
 	}
 	// The transport writes the request on a goroutine of its own: Sent is
-	// when the write that followed the end of the body returned (the frame
-	// with END_STREAM, flushed at once); see stampConn.sentBefore.
-	stamp := s.stamp
-	stamp.reset()
-	req.Body = &eofBody{ReadCloser: req.Body, c: stamp}
+	// when the write that carried the stream's END_STREAM returned (the
+	// frame after the end of the body, flushed at once), each stream's
+	// own however many share the connection; see muxConn.
+	stamp, mux := &streamStamp{}, s.stamp
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteHeaders: func() { mux.wroteHeaders(stamp) },
+	}))
+	req.Body = &eofBody{ReadCloser: req.Body, st: stamp, clk: s.clk}
 	keep := false
+	rec.Streams = 1
+	if gc := s.gc; gc != nil {
+		rec.Streams = int(gc.streams.Add(1))
+		defer gc.streams.Add(-1)
+	}
 	defer func() {
 		if rec.Sent == 0 {
 			rec.Sent = stamp.sentBefore(s.clk.Now())
+		}
+		if s.gc != nil {
+			// A stream's end, however it ended, leaves the shared
+			// connection to the others; the session lets it go only when
+			// it failed or cannot carry another stream.
+			if st := s.cc.State(); !keep || st.Closed || st.Closing {
+				s.Close()
+			}
+			return
 		}
 		if !keep || !s.cc.CanTakeNewRequest() {
 			s.Close()
@@ -217,55 +233,18 @@ func (b *idleBody) Read(p []byte) (int, error) {
 	return b.r.Read(p)
 }
 
-// stampConn is the connection under an HTTP/2 client connection: it
-// notes when the first Write after the end of the current request's body
-// returned.
-type stampConn struct {
-	net.Conn
-	armed atomic.Bool  // the request body has been read to its end
-	eof   atomic.Int64 // when it was
-	sent  atomic.Int64 // when the first Write after that returned
-	clk   clock.Clock  // the session's
-}
-
-func (c *stampConn) reset() {
-	c.armed.Store(false)
-	c.eof.Store(0)
-	c.sent.Store(0)
-}
-
-// sentBefore returns when the request was written, given that the response
-// head had arrived by head: the time the write returned, unless the writing
-// goroutine took that time only after the head (it was descheduled between
-// the two); then the time it read the end of the body, right before the
-// write. 0 when the body's end was never read.
-func (c *stampConn) sentBefore(head int64) int64 {
-	if sent := c.sent.Load(); sent != 0 && sent <= head {
-		return sent
-	}
-	return c.eof.Load()
-}
-
-func (c *stampConn) Write(p []byte) (int, error) {
-	armed := c.armed.Load()
-	n, err := c.Conn.Write(p)
-	if armed && err == nil {
-		c.sent.CompareAndSwap(0, c.clk.Now())
-	}
-	return n, err
-}
-
-// eofBody arms c when the transport reads the end of the request body.
+// eofBody notes in st when the transport reads the end of the request
+// body.
 type eofBody struct {
 	io.ReadCloser
-	c *stampConn
+	st  *streamStamp
+	clk clock.Clock
 }
 
 func (b *eofBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.c.armed.Load() {
-		b.c.eof.Store(b.c.clk.Now())
-		b.c.armed.Store(true)
+	if err == io.EOF && b.st.eof.Load() == 0 {
+		b.st.eof.Store(b.clk.Now())
 	}
 	return n, err
 }

@@ -179,6 +179,7 @@ func (c *econn) h2Start() {
 	h.id, h.nextID = h.nextID, h.nextID+2
 	h.open, h.ended, h.body, h.swin, h.srecv, h.drained = true, false, body, h.peerWin, 0, 0
 	h.x = h2Exchange{reused: ls.reused, keepAlive: q.KeepAlive && !s.oneShot}
+	rec.Streams = 1
 	h.encBuf.b = h.encBuf.b[:0]
 	enc := h.enc
 	enc.WriteField(hpack.HeaderField{Name: ":authority", Value: host})

@@ -630,6 +630,7 @@ func h2Streams(t *testing.T, serve func(f *h2Writer, conn int, id uint32)) strin
 				return
 			}
 			f.ackSettings(frame)
+			f.ackPing(frame) // the client's PING on a connection shared by several slots
 			if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
 				serve(f, n, d.StreamID)
 			}

@@ -31,10 +31,10 @@ type Session struct {
 	raw  net.Conn
 	//lint:ignore SA1019 see shared in client.go
 	cc    *http2.ClientConn
-	stamp *stampConn // the connection under cc
-	h3    *h3Conn    // the QUIC connection, for HTTP/3 (Options.HTTP3), in place of conn
-	id    int64      // its ConnID
-	proto string     // its protocol (rec.Proto)
+	stamp *muxConn // the connection under cc
+	h3    *h3Conn  // the QUIC connection, for HTTP/3 (Options.HTTP3), in place of conn
+	id    int64    // its ConnID
+	proto string   // its protocol (rec.Proto)
 
 	ws      *wsState // the open connection's WebSocket state (Options.WebSocket)
 	buf     []byte   // the read buffer, ReadBufferSize
@@ -42,13 +42,28 @@ type Session struct {
 
 	ev loopSession // the epoll engine's state (see Engine)
 
+	// group is the session's group of sessions sharing HTTP/2 connections
+	// (Options.StreamsPerConn), nil when it has connections of its own;
+	// gc is the group's connection it holds (conn, cc and the others are
+	// gc's then).
+	group *h2Group
+	gc    *groupConn
+
 	// clk is the clock of every timestamp (Options.Clock), read once here
 	// so that the per-token path makes one call on a concrete clock.
 	clk clock.Clock
 }
 
 // NewSession returns a Session that sends q's requests.
+// With Options.StreamsPerConn, the k-th session of q joins group
+// k/StreamsPerConn, whose sessions share their HTTP/2 connections.
 func (q *Request) NewSession() *Session {
+	s := q.newSession()
+	s.group = q.groupOf()
+	return s
+}
+
+func (q *Request) newSession() *Session {
 	return &Session{q: q, base: q, clk: clock.Or(q.Clock)}
 }
 
@@ -58,6 +73,8 @@ func (s *Session) Close() error {
 	s.closeWS(0)
 	var err error
 	switch {
+	case s.gc != nil:
+		s.leaveGroup() // the connection stays the group's while others hold it
 	case s.h3 != nil:
 		err = s.h3.close()
 	case s.cc != nil:
@@ -143,7 +160,14 @@ func (s *Session) Do(ctx context.Context, rec *result.Request) {
 	}
 	for {
 		reused := s.conn != nil || s.h3 != nil
-		if !reused && !s.connect(ctx, rec, deadline) {
+		switch {
+		case reused:
+		case s.group != nil:
+			var ok bool
+			if reused, ok = s.joinGroup(ctx, rec, deadline); !ok {
+				return
+			}
+		case !s.connect(ctx, rec, deadline):
 			return
 		}
 		rec.ConnID, rec.Reused, rec.Proto = s.id, reused, s.proto
@@ -182,6 +206,9 @@ func (s *Session) usable(rec *result.Request) bool {
 		}
 		rec.ReuseFailed = true
 		return false
+	}
+	if s.gc != nil {
+		return s.groupUsable(rec)
 	}
 	if s.cc != nil {
 		if s.cc.CanTakeNewRequest() {

@@ -56,7 +56,8 @@ import (
 // those warm-up requests opened and they reused), the mean requests per
 // connection, the kept connections found closed by the peer (each request
 // then went again on a new connection), the poisoned ones when there are
-// any, and the requests per protocol. phases: the median and 99th
+// any, and the requests per protocol, then, when requests shared HTTP/2
+// connections, the most streams in flight on one of them. phases: the median and 99th
 // percentile of each phase of the time to first token that has samples.
 // start-lateness: open loop only, how late requests started against their
 // schedule.
@@ -111,6 +112,9 @@ func transportLines(p *printer, b *summary.Batch) {
 				sep = "; "
 			}
 			p.printf("%s%s %d", sep, proto, c.Protocols[proto])
+		}
+		if c.StreamsAtOnce > 1 {
+			p.printf(", up to %d streams at once", c.StreamsAtOnce)
 		}
 		p.printf("\n")
 	}

@@ -81,3 +81,35 @@ func TestPhasesLine(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamsAtOnce: the connections line ends with the most HTTP/2
+// streams in flight on one connection when requests shared connections
+// (--streams-per-conn), and says nothing of streams when each carried
+// one at a time.
+func TestStreamsAtOnce(t *testing.T) {
+	for _, tt := range []struct {
+		streams []int
+		want    string
+	}{
+		{[]int{1, 3, 2, 3, 1, 2, 1, 1}, "; h2 7, up to 3 streams at once\n"},
+		{[]int{1, 1, 1, 1, 1, 1, 1, 1}, "; h2 7\n"},
+	} {
+		recs := summarytest.TransportRecords("gw", "h2", false)
+		for i := range recs {
+			recs[i].Streams = tt.streams[i%len(tt.streams)]
+		}
+		var b bytes.Buffer
+		if err := WriteStream(&b, runOf(nil, batchOf(recs...))); err != nil {
+			t.Fatal(err)
+		}
+		line := ""
+		for l := range strings.Lines(b.String()) {
+			if strings.HasPrefix(l, "connections") {
+				line = l
+			}
+		}
+		if !strings.HasSuffix(line, tt.want) {
+			t.Errorf("streams in flight %v: connections line %q, want it to end %q", tt.streams, line, tt.want)
+		}
+	}
+}

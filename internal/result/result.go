@@ -283,7 +283,12 @@ type Request struct {
 	Proto     string // protocol actually used: "HTTP/1.1", "h2", "h2c", "websocket"
 	ConnID    int64  // which connection carried it (per batch, from 1)
 	Reused    bool   // the connection had carried an earlier request
-	Warmup    bool   // a warm-up request: reported, not counted in the statistics
+	// Streams is how many HTTP/2 streams were in flight on the connection
+	// when the request's own began, itself included: 1 for one stream at
+	// a time, more when sessions share the connection (StreamsPerConn); 0
+	// over HTTP/1.1, HTTP/3 and WebSocket.
+	Streams int
+	Warmup  bool // a warm-up request: reported, not counted in the statistics
 
 	// ReuseFailed: the kept connection this request came to reuse had
 	// been closed by the server or gateway (found closed, or failing on the

@@ -46,24 +46,25 @@ type Config struct {
 	HeartbeatMs float64 `json:"heartbeat_ms" merge:"same"` // --heartbeat: the server writes a heartbeat after this many ms of silence (0 = none)
 
 	// Transports and headers.
-	KeepAlive     bool     `json:"keepalive" merge:"same"`       // -k: reuse a connection per concurrency slot
-	ServerClose   bool     `json:"server_close" merge:"same"`    // --server-close: the server closes after every response, as the reference
-	MaxStreams    int      `json:"max_streams" merge:"same"`     // --max-streams: the server answers 429 beyond this many concurrent streams (0 = its default, -1 = no limit)
-	Insecure      bool     `json:"insecure" merge:"same"`        // --insecure: do not verify the gateway's certificate
-	CACert        string   `json:"cacert" merge:"instance"`      // --cacert: PEM file of CAs to trust for https targets (a path on each machine)
-	HTTP2         bool     `json:"http2" merge:"same"`           // --http2: offer h2 to https targets (ALPN)
-	H2C           bool     `json:"h2c" merge:"same"`             // --h2c: speak h2c with prior knowledge to http targets
-	HTTP3         bool     `json:"http3" merge:"same"`           // --http3: speak HTTP/3 (QUIC) to https targets
-	WebSocket     bool     `json:"websocket" merge:"same"`       // --websocket: the Responses API's WebSocket mode to the gateway (and the calibration)
-	TLSCert       string   `json:"tls_cert" merge:"instance"`    // --tls-cert: the server's certificate (PEM; a path on each machine)
-	TLSKey        string   `json:"tls_key" merge:"instance"`     // --tls-key: its key
-	TLSSelfSigned bool     `json:"tls_self_signed" merge:"same"` // --tls-self-signed: the server listens with TLS, in-memory certificate
-	Headers       []string `json:"headers" merge:"same"`         // -H: extra request headers ("Name: value"); secrets redacted
-	APIKey        string   `json:"api_key" merge:"same"`         // --api-key: Authorization: Bearer (x-api-key for anthropic); redacted
-	HostHeader    string   `json:"host_header" merge:"gateway"`  // --host-header: Host header to send
-	Gateway       string   `json:"gateway" merge:"gateway"`      // --gateway: the gateway as the user named it (package gateway's names); "" = named from what it shows
-	Engine        string   `json:"engine" merge:"instance"`      // --engine: how this instance did its I/O, auto, epoll or goroutine (not what it measured)
-	Faults        string   `json:"faults" merge:"same"`          // --fault: upstream faults the server injects into every answer (api.Faults, "key=value; …"); "" = none
+	KeepAlive      bool     `json:"keepalive" merge:"same"`        // -k: reuse a connection per concurrency slot
+	ServerClose    bool     `json:"server_close" merge:"same"`     // --server-close: the server closes after every response, as the reference
+	MaxStreams     int      `json:"max_streams" merge:"same"`      // --max-streams: the server answers 429 beyond this many concurrent streams (0 = its default, -1 = no limit)
+	Insecure       bool     `json:"insecure" merge:"same"`         // --insecure: do not verify the gateway's certificate
+	CACert         string   `json:"cacert" merge:"instance"`       // --cacert: PEM file of CAs to trust for https targets (a path on each machine)
+	HTTP2          bool     `json:"http2" merge:"same"`            // --http2: offer h2 to https targets (ALPN)
+	H2C            bool     `json:"h2c" merge:"same"`              // --h2c: speak h2c with prior knowledge to http targets
+	StreamsPerConn int      `json:"streams_per_conn" merge:"same"` // --streams-per-conn: concurrency slots per shared HTTP/2 connection, each request a stream of its own on it (1 = a connection per slot)
+	HTTP3          bool     `json:"http3" merge:"same"`            // --http3: speak HTTP/3 (QUIC) to https targets
+	WebSocket      bool     `json:"websocket" merge:"same"`        // --websocket: the Responses API's WebSocket mode to the gateway (and the calibration)
+	TLSCert        string   `json:"tls_cert" merge:"instance"`     // --tls-cert: the server's certificate (PEM; a path on each machine)
+	TLSKey         string   `json:"tls_key" merge:"instance"`      // --tls-key: its key
+	TLSSelfSigned  bool     `json:"tls_self_signed" merge:"same"`  // --tls-self-signed: the server listens with TLS, in-memory certificate
+	Headers        []string `json:"headers" merge:"same"`          // -H: extra request headers ("Name: value"); secrets redacted
+	APIKey         string   `json:"api_key" merge:"same"`          // --api-key: Authorization: Bearer (x-api-key for anthropic); redacted
+	HostHeader     string   `json:"host_header" merge:"gateway"`   // --host-header: Host header to send
+	Gateway        string   `json:"gateway" merge:"gateway"`       // --gateway: the gateway as the user named it (package gateway's names); "" = named from what it shows
+	Engine         string   `json:"engine" merge:"instance"`       // --engine: how this instance did its I/O, auto, epoll or goroutine (not what it measured)
+	Faults         string   `json:"faults" merge:"same"`           // --fault: upstream faults the server injects into every answer (api.Faults, "key=value; …"); "" = none
 
 	// Across hosts.
 	Control  string `json:"control" merge:"instance"`  // --control: listen address of the server's control endpoints (its timing records); "" = none
@@ -102,7 +103,8 @@ type Config struct {
 // schema_version 1 began (a run made before one existed had it so). With
 // them, documents of before and after a setting compare equal when it was
 // not used. cli.DefaultConfig agrees (a test checks it).
-var MissingSettings = Config{Arrival: "constant", ReasoningField: "reasoning_content", Engine: "auto", Seed: 1, TraceSpeed: 1, CacheBlock: 512}
+var MissingSettings = Config{Arrival: "constant", ReasoningField: "reasoning_content", Engine: "auto", Seed: 1, TraceSpeed: 1, CacheBlock: 512,
+	StreamsPerConn: 1}
 
 // Rule is what merge (and compare) does with a configuration field in
 // which the runs differ.

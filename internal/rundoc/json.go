@@ -278,7 +278,7 @@ func validateBatch(b *summary.Batch) error {
 		return fmt.Errorf("warmup is %d", b.Warmup)
 	}
 	if c := b.Connections; c != nil {
-		if c.Opened < 0 || c.OpenedByWarmup < 0 || c.Requests < 0 || c.ReuseFailures < 0 || c.Poisoned < 0 {
+		if c.Opened < 0 || c.OpenedByWarmup < 0 || c.Requests < 0 || c.ReuseFailures < 0 || c.Poisoned < 0 || c.StreamsAtOnce < 0 {
 			return errors.New("connections: negative counter")
 		}
 		if c.Requests > b.Requests {

@@ -78,6 +78,7 @@ type Batch struct {
 	ReuseFailures   int            // requests whose kept connection had been closed (rec.ReuseFailed)
 	Poisoned        int            // requests that left, or found, their kept connection poisoned (rec.Poisoned)
 	Protocols       map[string]int // requests by the protocol that carried them (rec.Proto, when set)
+	StreamsAtOnce   int            // the most HTTP/2 streams in flight on one connection, a request's own included (max rec.Streams)
 
 	// The phases of the time to first token (k6-style), ns, one sample per
 	// request where both ends are known (see Phases).
@@ -231,6 +232,7 @@ func (b *Batch) addConnection(r *result.Request) {
 	if r.Proto != "" {
 		b.Protocols[r.Proto]++
 	}
+	b.StreamsAtOnce = max(b.StreamsAtOnce, r.Streams)
 	if r.ConnID <= 0 {
 		return
 	}
@@ -328,6 +330,7 @@ func (b *Batch) Merge(o *Batch) {
 	b.ConnRequests += o.ConnRequests
 	b.ReuseFailures += o.ReuseFailures
 	b.Poisoned += o.Poisoned
+	b.StreamsAtOnce = max(b.StreamsAtOnce, o.StreamsAtOnce)
 	for p, n := range o.Protocols {
 		b.Protocols[p] += n
 	}

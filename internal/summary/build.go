@@ -339,7 +339,7 @@ func NewBatch(name, target string, b *stats.Batch, s Samples) Batch {
 			Opened: b.Opened, OpenedByWarmup: b.WarmConnections, Requests: b.ConnRequests,
 			RequestsPerConnection: b.RequestsPerConnection(),
 			ReuseFailures:         b.ReuseFailures, Poisoned: b.Poisoned,
-			Protocols: maps.Clone(b.Protocols),
+			Protocols: maps.Clone(b.Protocols), StreamsAtOnce: b.StreamsAtOnce,
 		}
 	}
 	if hasPhases(b) {

@@ -39,7 +39,7 @@ func (b *Batch) Stats() (*stats.Batch, error) {
 	}
 	if c := b.Connections; c != nil {
 		sb.Opened, sb.WarmConnections, sb.ConnRequests = c.Opened, c.OpenedByWarmup, c.Requests
-		sb.ReuseFailures, sb.Poisoned = c.ReuseFailures, c.Poisoned
+		sb.ReuseFailures, sb.Poisoned, sb.StreamsAtOnce = c.ReuseFailures, c.Poisoned, c.StreamsAtOnce
 		for p, n := range c.Protocols {
 			sb.Protocols[p] = n
 		}

@@ -1,0 +1,236 @@
+package client
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// This file is Options.StreamsPerConn on the goroutine engine: the
+// sessions of a group share HTTP/2 connections, each request a stream of
+// its own on one of them, concurrently, as x/net's ClientConn multiplexes
+// them natively.
+
+// h2SettingsWait bounds how long the slots joining a group's new
+// connection wait for the peer's first SETTINGS to be known (a PING
+// answered: the peer's SETTINGS come before anything else it sends), each
+// within its own request's timeout too. Every HTTP/2 peer answers PING
+// (RFC 9113 §6.7); one that does not is joined after this, with what the
+// connection knows of it, and the wait shows in the joiners' written
+// phase.
+const h2SettingsWait = 10 * time.Second
+
+// h2Group is one group of sessions sharing HTTP/2 connections
+// (Options.StreamsPerConn): session k of a Request is in group
+// k/StreamsPerConn.
+type h2Group struct {
+	mu    sync.Mutex
+	conns []*groupConn // the connections that may take more streams, oldest first
+}
+
+// groupConn is one connection of a group, reference-counted by the
+// sessions holding it, closed when the last one lets it go.
+type groupConn struct {
+	ready chan struct{} // closed once open (or abandoned) and the peer's SETTINGS are known
+	gone  bool          // abandoned: its opener could not open it for the group
+
+	//lint:ignore SA1019 see shared in client.go
+	cc        *http2.ClientConn
+	mux       *muxConn
+	conn, raw net.Conn
+	id        int64
+	proto     string
+	refs      int          // sessions holding it (h2Group.mu)
+	streams   atomic.Int32 // streams in flight on it
+}
+
+// groupOf returns the group a new session of q joins, nil when its
+// requests do not share connections: StreamsPerConn at most 1, no
+// KeepAlive, or no HTTP/2 (H2C, or HTTP2 over TLS).
+func (q *Request) groupOf() *h2Group {
+	if !q.multiplexes() {
+		return nil
+	}
+	st := q.state()
+	k := st.sessions.Add(1) - 1
+	g := k / int64(q.StreamsPerConn)
+	st.groupsMu.Lock()
+	defer st.groupsMu.Unlock()
+	if st.groups == nil {
+		st.groups = make(map[int64]*h2Group)
+	}
+	if st.groups[g] == nil {
+		st.groups[g] = &h2Group{}
+	}
+	return st.groups[g]
+}
+
+// multiplexes reports whether the requests of o share HTTP/2 connections
+// (see Options.StreamsPerConn).
+func (o *Options) multiplexes() bool {
+	return o.StreamsPerConn > 1 && o.KeepAlive && !o.HTTP3 && !o.WebSocket && (o.H2C || o.HTTP2)
+}
+
+// acquire returns a connection of the group with a stream reserved on it
+// for the caller (open false), or a new entry the caller is to open
+// (open true; opened or abandon tell the others); nil when ctx ended
+// while a connection being opened was awaited.
+func (g *h2Group) acquire(ctx context.Context) (c *groupConn, open bool) {
+	for {
+		g.mu.Lock()
+		var pending *groupConn
+		live := g.conns[:0]
+		for _, c := range g.conns {
+			select {
+			case <-c.ready:
+			default:
+				pending = c
+				live = append(live, c)
+				continue
+			}
+			if c.gone || c.cc == nil {
+				continue
+			}
+			if s := c.cc.State(); s.Closed || s.Closing {
+				continue // out of the list: its sessions let it go, the last closes it
+			}
+			live = append(live, c)
+		}
+		clear(g.conns[len(live):])
+		g.conns = live
+		for _, c := range g.conns {
+			select {
+			case <-c.ready:
+			default:
+				continue
+			}
+			if c.cc.ReserveNewRequest() {
+				c.refs++
+				g.mu.Unlock()
+				return c, false
+			}
+		}
+		if pending == nil {
+			c := &groupConn{ready: make(chan struct{}), refs: 1}
+			g.conns = append(g.conns, c)
+			g.mu.Unlock()
+			return c, true
+		}
+		// The wait holds a reference: the connection stays open for the
+		// waiter even if its opener is done with it first.
+		pending.refs++
+		g.mu.Unlock()
+		select {
+		case <-pending.ready:
+		case <-ctx.Done():
+			g.release(pending)
+			return nil, false
+		}
+		if !pending.gone && pending.cc.ReserveNewRequest() {
+			return pending, false
+		}
+		g.release(pending)
+	}
+}
+
+// opened makes c, just opened by session s (its cc, its connection), the
+// group's, with the opener's stream reserved on it, and lets the other
+// slots join it once the peer's SETTINGS are known.
+func (g *h2Group) opened(c *groupConn, s *Session) {
+	g.mu.Lock()
+	c.cc, c.mux, c.conn, c.raw, c.id, c.proto = s.cc, s.stamp, s.conn, s.raw, s.id, s.proto
+	g.mu.Unlock()
+	c.cc.ReserveNewRequest() // the opener's stream, counted before another joins
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), h2SettingsWait)
+		defer cancel()
+		c.cc.Ping(ctx) // answered after the peer's SETTINGS, which come first
+		close(c.ready)
+	}()
+}
+
+// abandon tells the group that c will not be opened for it: the connect
+// failed, or the server chose HTTP/1.1.
+func (g *h2Group) abandon(c *groupConn) {
+	g.mu.Lock()
+	c.gone = true
+	g.mu.Unlock()
+	close(c.ready)
+	g.release(c) // the opener's reference
+}
+
+// release lets c go: the last session to hold it closes it.
+func (g *h2Group) release(c *groupConn) {
+	g.mu.Lock()
+	c.refs--
+	last := c.refs == 0
+	if last {
+		for i, x := range g.conns {
+			if x == c {
+				g.conns = append(g.conns[:i], g.conns[i+1:]...)
+				break
+			}
+		}
+	}
+	g.mu.Unlock()
+	if last && c.cc != nil {
+		c.cc.Close()
+	}
+}
+
+// joinGroup puts the session on a connection of its group: one that can
+// take another stream (reused), else one it opens for the group. ok is
+// false when that failed (rec.Failure says why). A server that answers
+// h2 over TLS with HTTP/1.1 leaves the session a connection of its own.
+func (s *Session) joinGroup(ctx context.Context, rec *result.Request, deadline time.Time) (reused, ok bool) {
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	c, open := s.group.acquire(wctx)
+	cancel()
+	if c == nil {
+		rec.Failure = s.q.classify(ctx, context.DeadlineExceeded, result.Failure{Kind: result.Timeout})
+		return false, false
+	}
+	if !open {
+		s.gc = c
+		s.conn, s.raw, s.cc, s.stamp, s.id, s.proto = c.conn, c.raw, c.cc, c.mux, c.id, c.proto
+		return true, true
+	}
+	if !s.connect(ctx, rec, deadline) {
+		s.group.abandon(c)
+		return false, false
+	}
+	if s.cc == nil {
+		s.group.abandon(c)
+		return false, true
+	}
+	s.group.opened(c, s)
+	s.gc = c
+	return false, true
+}
+
+// leaveGroup lets the session's group connection go (Close).
+func (s *Session) leaveGroup() {
+	if s.gc != nil {
+		s.group.release(s.gc)
+		s.gc = nil
+	}
+}
+
+// groupUsable reports whether the session's group connection takes its
+// next stream (reserved then): false when the connection is full (not a
+// failure: another one is joined) or, a reuse failure, closed or closing.
+func (s *Session) groupUsable(rec *result.Request) bool {
+	if s.cc.ReserveNewRequest() {
+		return true
+	}
+	if st := s.cc.State(); st.Closed || st.Closing {
+		rec.ReuseFailed = true
+	}
+	return false
+}

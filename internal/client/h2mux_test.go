@@ -1,0 +1,530 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/sse-latency/sse-latency/internal/clock"
+	"github.com/sse-latency/sse-latency/internal/evloop"
+	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/server"
+	"github.com/sse-latency/sse-latency/internal/testutil"
+)
+
+// frame is the bytes of one HTTP/2 frame of type typ with flags on
+// stream id, carrying payload.
+func frame(typ http2.FrameType, flags http2.Flags, id uint32, payload string) []byte {
+	n := len(payload)
+	b := []byte{byte(n >> 16), byte(n >> 8), byte(n), byte(typ), byte(flags), byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
+	return append(b, payload...)
+}
+
+// scanAll scans the pieces in turn and returns the frames reported.
+func scanAll(pieces ...[]byte) []scannedFrame {
+	s := frameScan{preface: len(http2.ClientPreface)}
+	var got []scannedFrame
+	for _, p := range pieces {
+		s.scan(p, func(f scannedFrame) { got = append(got, f) })
+	}
+	return got
+}
+
+// TestFrameScan: the scanner reports each frame once, when its last byte
+// is scanned, whatever the writes it is split into — every split of the
+// stream in two — with END_STREAM on DATA, on HEADERS that end the block,
+// or on HEADERS whose block ends in a CONTINUATION.
+func TestFrameScan(t *testing.T) {
+	var stream []byte
+	stream = append(stream, http2.ClientPreface...)
+	stream = append(stream, frame(http2.FrameSettings, 0, 0, "abcdef")...)
+	stream = append(stream, frame(http2.FrameHeaders, http2.FlagHeadersEndHeaders, 1, "hpack")...)
+	stream = append(stream, frame(http2.FrameHeaders, http2.FlagHeadersEndHeaders, 3, "hpack")...)
+	stream = append(stream, frame(http2.FrameData, 0, 1, "body")...)
+	stream = append(stream, frame(http2.FrameData, http2.FlagDataEndStream, 3, "body")...)
+	stream = append(stream, frame(http2.FrameWindowUpdate, 0, 0, "1234")...)
+	stream = append(stream, frame(http2.FrameData, http2.FlagDataEndStream, 1, "")...)
+	stream = append(stream, frame(http2.FrameHeaders, http2.FlagHeadersEndStream|http2.FlagHeadersEndHeaders, 5, "h")...)
+	stream = append(stream, frame(http2.FrameHeaders, http2.FlagHeadersEndStream, 7, "h1")...)
+	stream = append(stream, frame(http2.FrameContinuation, 0, 7, "h2")...)
+	stream = append(stream, frame(http2.FrameContinuation, http2.FlagContinuationEndHeaders, 7, "h3")...)
+	want := []scannedFrame{
+		{typ: http2.FrameSettings},
+		{typ: http2.FrameHeaders, id: 1, opens: true},
+		{typ: http2.FrameHeaders, id: 3, opens: true},
+		{typ: http2.FrameData, id: 1},
+		{typ: http2.FrameData, id: 3, ends: true},
+		{typ: http2.FrameWindowUpdate},
+		{typ: http2.FrameData, id: 1, ends: true},
+		{typ: http2.FrameHeaders, id: 5, opens: true, ends: true},
+		{typ: http2.FrameHeaders, id: 7, opens: true},
+		{typ: http2.FrameContinuation, id: 7},
+		{typ: http2.FrameContinuation, id: 7, ends: true},
+	}
+	for cut := range len(stream) + 1 {
+		if got := scanAll(stream[:cut], stream[cut:]); !slices.Equal(got, want) {
+			t.Fatalf("scan of the stream cut at byte %d:\n got %+v\nwant %+v", cut, got, want)
+		}
+	}
+	bytewise := make([][]byte, len(stream))
+	for i := range stream {
+		bytewise[i] = stream[i : i+1]
+	}
+	if got := scanAll(bytewise...); !slices.Equal(got, want) {
+		t.Errorf("scan byte by byte:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// FuzzFrameScan: on any bytes the scanner does not panic, and reports
+// the same frames whether the bytes come in one write or two.
+func FuzzFrameScan(f *testing.F) {
+	f.Add(append([]byte(http2.ClientPreface), frame(http2.FrameData, http2.FlagDataEndStream, 1, "x")...), 30)
+	f.Add([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\xff\xff\xff\x01\x05\x00\x00\x00\x03"), 3)
+	f.Fuzz(func(t *testing.T, b []byte, cut int) {
+		cut = min(max(cut, 0), len(b))
+		if whole, split := scanAll(b), scanAll(b[:cut], b[cut:]); !slices.Equal(whole, split) {
+			t.Fatalf("%q whole: %+v; cut at %d: %+v", b, whole, cut, split)
+		}
+	})
+}
+
+// sink is a connection whose writes all succeed, for muxConn.
+type sink struct{ net.Conn }
+
+func (sink) Write(p []byte) (int, error) { return len(p), nil }
+
+// TestMuxConnSentPerStream: each stream's Sent is the instant of the
+// write that carried its own END_STREAM, not another stream's, however
+// the transport's WroteHeaders and the writes of concurrent streams
+// interleave (the instants are a fake clock's, moved before each write).
+func TestMuxConnSentPerStream(t *testing.T) {
+	type step struct {
+		wrote int    // > 0: WroteHeaders of the stream of this request (from 1)
+		write []byte // else these bytes go out, at the next instant
+	}
+	h := func(id uint32) []byte { return frame(http2.FrameHeaders, http2.FlagHeadersEndHeaders, id, "hpack") }
+	end := func(id uint32) []byte { return frame(http2.FrameData, http2.FlagDataEndStream, id, "body") }
+	cat := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
+	preface := cat([]byte(http2.ClientPreface), frame(http2.FrameSettings, 0, 0, ""))
+	tests := []struct {
+		name  string
+		steps []step
+		want  []int64 // Sent of request 1, 2, ..., as the number of the write (from 1)
+	}{
+		{"one stream", []step{{write: preface}, {wrote: 1}, {write: cat(h(1), end(1))}}, []int64{2}},
+		{"END_STREAMs in the order of the streams", []step{{write: preface}, {wrote: 1}, {write: h(1)}, {wrote: 2}, {write: h(3)},
+			{write: end(1)}, {write: end(3)}}, []int64{4, 5}},
+		{"the second stream ends first", []step{{write: preface}, {wrote: 1}, {wrote: 2}, {write: cat(h(1), h(3))},
+			{write: end(3)}, {write: frame(http2.FrameWindowUpdate, 0, 0, "1234")}, {write: end(1)}}, []int64{5, 3}},
+		{"a head on the wire before its WroteHeaders", []step{{write: preface}, {write: h(1)}, {wrote: 1}, {write: h(3)},
+			{write: end(3)}, {wrote: 2}, {write: end(1)}}, []int64{5, 4}},
+		{"two streams ended in one write", []step{{write: preface}, {wrote: 1}, {wrote: 2}, {write: cat(h(1), h(3), end(1), end(3))}},
+			[]int64{2, 2}},
+		{"a frame split across writes", []step{{write: preface}, {wrote: 1}, {write: h(1)}, {write: end(1)[:5]},
+			{write: end(1)[5:]}}, []int64{4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clock.NewFake(0)
+			c := newMuxConn(sink{}, clk)
+			var stamps []*streamStamp
+			writes := int64(0)
+			for _, s := range tt.steps {
+				if s.wrote > 0 {
+					st := &streamStamp{}
+					stamps = append(stamps, st)
+					c.wroteHeaders(st)
+					continue
+				}
+				writes++
+				clk.Set(writes)
+				c.Write(s.write)
+			}
+			var got []int64
+			for _, st := range stamps {
+				got = append(got, st.sent.Load())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Sent of the requests at writes %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// countingListener counts the connections it accepted.
+type countingListener struct {
+	net.Listener
+	accepted atomic.Int32
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted.Add(1)
+	}
+	return c, err
+}
+
+// runSlots runs slots sessions of q, each doing perSlot requests in turn,
+// concurrently, and returns the records, slot by slot; the sessions are
+// closed once all are done, as a batch closes them.
+func runSlots(q *Request, slots, perSlot int) [][]*result.Request {
+	recs := make([][]*result.Request, slots)
+	var wg sync.WaitGroup
+	sessions := make([]*Session, slots)
+	for i := range slots {
+		sessions[i] = q.NewSession()
+	}
+	for i, s := range sessions {
+		wg.Go(func() {
+			for j := range perSlot {
+				rec := &result.Request{Batch: "gw", Index: i*perSlot + j}
+				s.Do(context.Background(), rec)
+				recs[i] = append(recs[i], rec)
+			}
+		})
+	}
+	wg.Wait()
+	for _, s := range sessions {
+		s.Close()
+	}
+	return recs
+}
+
+// TestStreamsPerConn: six slots, three streams per connection, against
+// the dummy server over h2c: the server accepts exactly two connections
+// and has all six streams open at once (its clock, a fake one, holds the
+// first tokens until then), so three on each; every request is ok with all
+// its tokens, // connection, and its Sent lies between its own start and its head;
+// the records count three streams in flight at once on each connection.
+func TestStreamsPerConn(t *testing.T) {
+	const slots, perConn, tokens = 6, 3, 5
+	f := clock.NewFake(1_800_000_000_000_000_000)
+	ln := &countingListener{Listener: testutil.Listen(t)}
+	srv := server.New(ln, server.Config{Tokens: tokens, ThinkMs: 1000, DelayMs: 1, HTTP2: true,
+		Clock: f, Engine: evloop.Goroutine, SpinAhead: -1})
+	testutil.Serve(t, srv)
+	q := New(Options{Addr: srv.Addr().String(), H2C: true, KeepAlive: true, StreamsPerConn: perConn,
+		Tokens: tokens, ExpectTokens: tokens, Timeout: testutil.AwaitBound})
+	done := make(chan [][]*result.Request)
+	go func() { done <- runSlots(q, slots, 1) }()
+	open := testutil.Poll(func() bool { return srv.ActiveStreams() == slots }, testutil.AwaitBound)
+	stop := driveFake(f) // the streams may go on
+	recs := <-done
+	stop()
+	if !open {
+		t.Fatalf("the server never had %d streams open at once (%d)", slots, srv.ActiveStreams())
+	}
+	if n := ln.accepted.Load(); n != slots/perConn {
+		t.Errorf("the server accepted %d connections, want %d", n, slots/perConn)
+	}
+	perID, most := map[int64]int{}, map[int64]int{}
+	for i, rs := range recs {
+		r := rs[0]
+		perID[r.ConnID]++
+		most[r.ConnID] = max(most[r.ConnID], r.Streams)
+		if !r.OK() || r.VisibleCount() != tokens || r.Proto != ProtoH2C {
+			t.Errorf("slot %d: %q, %d tokens over %s; want ok with %d over h2c", i, r.Failure.Error(), r.VisibleCount(), r.Proto, tokens)
+		}
+		if r.Sent < r.Start || r.Sent > r.HeadAt {
+			t.Errorf("slot %d: start %d, sent %d, head %d; want start <= sent <= head", i, r.Start, r.Sent, r.HeadAt)
+		}
+	}
+	if len(perID) != slots/perConn || slices.ContainsFunc(slices.Collect(maps.Values(perID)), func(n int) bool { return n != perConn }) {
+		t.Errorf("requests per connection %v, want %d connections of %d", perID, slots/perConn, perConn)
+	}
+	if slices.ContainsFunc(slices.Collect(maps.Values(most)), func(n int) bool { return n != perConn }) {
+		t.Errorf("the most streams in flight on each connection, by the records: %v; want %d on each", most, perConn)
+	}
+}
+
+// driveFake moves f to each deadline a goroutine waits for, as soon as
+// one waits, until the returned stop is called.
+func driveFake(f *clock.Fake) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			next, err := f.Next(ctx)
+			if err != nil {
+				return
+			}
+			f.Set(next)
+		}
+	})
+	return func() { cancel(); wg.Wait() }
+}
+
+// h2Respond answers stream id on f with a head and whole, END_STREAM
+// with its last byte when end.
+func h2Respond(f *h2Writer, id uint32, whole []byte, end bool) {
+	f.do(func(fr *http2.Framer) error {
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true,
+			BlockFragment: h2Block(":status", "200", "content-type", "text/event-stream")}); err != nil {
+			return err
+		}
+		return fr.WriteData(id, end, whole)
+	})
+}
+
+// TestStreamsPerConnGoAway: three slots share a connection whose peer
+// answers the three streams' heads, then sends GOAWAY with last stream id
+// 1: the two streams above it fail, named, the first ends ok, and every
+// slot's next request succeeds on a new connection.
+func TestStreamsPerConnGoAway(t *testing.T) {
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	cut := 20
+	var mu sync.Mutex
+	var first []uint32
+	addr := h2Streams(t, func(f *h2Writer, conn int, id uint32) {
+		if conn > 1 {
+			h2Respond(f, id, whole, true)
+			return
+		}
+		mu.Lock()
+		first = append(first, id)
+		all := len(first) == 3
+		mu.Unlock()
+		h2Respond(f, id, whole[:cut], false)
+		if all {
+			f.do(func(fr *http2.Framer) error { return fr.WriteGoAway(1, http2.ErrCodeNo, nil) })
+			f.do(func(fr *http2.Framer) error { return fr.WriteData(1, true, whole[cut:]) })
+		}
+	})
+	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
+	recs := runSlots(q, 3, 2)
+	var ok, goaway int
+	for i, rs := range recs {
+		r := rs[0]
+		switch {
+		case r.OK() && r.ConnID == 1:
+			ok++
+		case strings.Contains(r.Failure.Error(), "recv error: http2: Transport received Server's graceful shutdown GOAWAY") && r.ConnID == 1:
+			goaway++
+		default:
+			t.Errorf("slot %d, first request: %q on connection %d", i, r.Failure.Error(), r.ConnID)
+		}
+		if r := rs[1]; !r.OK() || r.ConnID != 2 {
+			t.Errorf("slot %d, second request: %q on connection %d, want ok on connection 2", i, r.Failure.Error(), r.ConnID)
+		}
+	}
+	if ok != 1 || goaway != 2 {
+		t.Errorf("first requests: %d ok, %d failed by the GOAWAY; want 1 and 2", ok, goaway)
+	}
+}
+
+// TestStreamsPerConnPeerLimit: a peer that allows two concurrent streams
+// (SETTINGS_MAX_CONCURRENT_STREAMS) carries two of three slots' streams;
+// the third slot opens a second connection (the peer answers once it
+// has the three streams).
+func TestStreamsPerConnPeerLimit(t *testing.T) {
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	type stream struct {
+		f  *h2Writer
+		id uint32
+	}
+	var mu sync.Mutex
+	var held []stream
+	var conns atomic.Int32
+	addr := testutil.ServeTCP(t, func(c net.Conn) {
+		conns.Add(1)
+		f := h2AcceptWith(c, http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 2})
+		if f == nil {
+			return
+		}
+		for {
+			frame, err := f.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			f.ackSettings(frame)
+			f.ackPing(frame)
+			if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
+				mu.Lock()
+				held = append(held, stream{f, d.StreamID})
+				var answer []stream
+				if len(held) == 3 {
+					answer = held
+				}
+				mu.Unlock()
+				for _, s := range answer {
+					h2Respond(s.f, s.id, whole, true)
+				}
+			}
+		}
+	})
+	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
+	recs := runSlots(q, 3, 1)
+	perID := map[int64]int{}
+	for i, rs := range recs {
+		r := rs[0]
+		perID[r.ConnID]++
+		if !r.OK() {
+			t.Errorf("slot %d: %q", i, r.Failure.Error())
+		}
+	}
+	if n := conns.Load(); n != 2 || perID[1]+perID[2] != 3 || max(perID[1], perID[2]) != 2 {
+		t.Errorf("%d connections accepted, requests per connection %v; want 2, carrying 2 and 1", n, perID)
+	}
+}
+
+// h2AcceptWith is h2Accept with the gateway's SETTINGS settings.
+func h2AcceptWith(c net.Conn, settings ...http2.Setting) *h2Writer {
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(c, preface); err != nil {
+		return nil
+	}
+	f := &h2Writer{c: c, fr: http2.NewFramer(c, c)}
+	f.do(func(fr *http2.Framer) error { return fr.WriteSettings(settings...) })
+	return f
+}
+
+// ackPing answers frame when it is a PING.
+func (f *h2Writer) ackPing(frame http2.Frame) {
+	if p, ok := frame.(*http2.PingFrame); ok && !p.IsAck() {
+		f.do(func(fr *http2.Framer) error { return fr.WritePing(true, p.Data) })
+	}
+}
+
+// TestStreamsPerConnEngine: requests that share HTTP/2 connections use
+// the goroutine engine whatever is asked, with a note when the loops
+// would have carried them; one stream per connection stays on the loops.
+func TestStreamsPerConnEngine(t *testing.T) {
+	mux := Options{H2C: true, KeepAlive: true, StreamsPerConn: 2}
+	for _, tt := range []struct {
+		name string
+		o    Options
+		want Engine
+		note string
+	}{
+		{"epoll asked", Options{H2C: true, KeepAlive: true, StreamsPerConn: 2, Engine: EngineEpoll}, EngineGoroutine,
+			"the epoll engine sends one HTTP/2 stream per connection; --streams-per-conn uses the goroutine engine"},
+		{"goroutine asked", Options{H2C: true, KeepAlive: true, StreamsPerConn: 2, Engine: EngineGoroutine}, EngineGoroutine, ""},
+		{"without -k", Options{H2C: true, StreamsPerConn: 2, Engine: EngineGoroutine}, EngineGoroutine, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.o.Engine == EngineEpoll && evloop.Available() != nil {
+				t.Skip("no epoll loops here")
+			}
+			e, note := tt.o.ResolveEngine()
+			if e != tt.want || note != tt.note {
+				t.Errorf("ResolveEngine = %s, %q; want %s, %q", e, note, tt.want, tt.note)
+			}
+		})
+	}
+	if !mux.multiplexes() || (&Options{H2C: true, StreamsPerConn: 2}).multiplexes() || (&Options{KeepAlive: true, StreamsPerConn: 2}).multiplexes() {
+		t.Errorf("multiplexes: want true only with -k and HTTP/2")
+	}
+}
+
+// muxPeer is a scripted h2c peer for shared connections: it answers
+// SETTINGS and PINGs, opens no flow-control window, and runs serve on the
+// connection's reading goroutine for each stream of the conn-th
+// connection (from 1) whose request has ended.
+func muxPeer(t *testing.T, serve func(f *h2Writer, conn int, id uint32)) string {
+	t.Helper()
+	var conns atomic.Int32
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		n := int(conns.Add(1))
+		f := h2AcceptWith(c)
+		if f == nil {
+			return
+		}
+		for {
+			frame, err := f.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			f.ackSettings(frame)
+			f.ackPing(frame)
+			if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
+				serve(f, n, d.StreamID)
+			}
+		}
+	})
+}
+
+// TestStreamsPerConnClosed: the peer closes a connection that carries
+// three streams, their heads and a part of their bodies received: each
+// stream fails, named, and each slot's next request succeeds on a new
+// connection.
+func TestStreamsPerConnClosed(t *testing.T) {
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	var mu sync.Mutex
+	n := 0
+	addr := muxPeer(t, func(f *h2Writer, conn int, id uint32) {
+		if conn > 1 {
+			h2Respond(f, id, whole, true)
+			return
+		}
+		h2Respond(f, id, whole[:20], false)
+		mu.Lock()
+		n++
+		all := n == 3
+		mu.Unlock()
+		if all {
+			f.c.Close()
+		}
+	})
+	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
+	for i, rs := range runSlots(q, 3, 2) {
+		if r := rs[0]; r.OK() || r.ConnID != 1 || !strings.HasPrefix(r.Failure.Error(), "recv error: ") {
+			t.Errorf("slot %d, first request: %q on connection %d; want a recv error on connection 1", i, r.Failure.Error(), r.ConnID)
+		}
+		if r := rs[1]; !r.OK() || r.ConnID != 2 {
+			t.Errorf("slot %d, second request: %q on connection %d, want ok on connection 2", i, r.Failure.Error(), r.ConnID)
+		}
+	}
+}
+
+// TestStreamsPerConnWindowStall: three request bodies of 40 000 bytes
+// each share a connection window of 65 535 that the peer never opens
+// (nor does it answer): the client sends no more DATA than the window,
+// so at least one body stalls on it, and every stream fails through the
+// idle timeout, none hangs.
+func TestStreamsPerConnWindowStall(t *testing.T) {
+	var data, ended atomic.Int64
+	addr := testutil.ServeTCP(t, func(c net.Conn) {
+		f := h2AcceptWith(c)
+		if f == nil {
+			return
+		}
+		for {
+			frame, err := f.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			f.ackSettings(frame)
+			f.ackPing(frame)
+			if d, ok := frame.(*http2.DataFrame); ok {
+				data.Add(int64(len(d.Data())))
+				if d.StreamEnded() {
+					ended.Add(1)
+				}
+			}
+		}
+	})
+	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, PromptBytes: 40_000,
+		IdleTimeout: 100 * time.Millisecond, Timeout: testutil.AwaitBound})
+	for i, rs := range runSlots(q, 3, 1) {
+		if r := rs[0]; r.Failure.Error() != "idle timeout after 100ms" || r.ConnID != 1 {
+			t.Errorf("slot %d: %q on connection %d, want an idle timeout on connection 1", i, r.Failure.Error(), r.ConnID)
+		}
+	}
+	if data.Load() > 65535 || ended.Load() >= 3 {
+		t.Errorf("the peer received %d DATA bytes, %d bodies whole; want at most its window of 65535, not all three", data.Load(), ended.Load())
+	}
+}
