@@ -116,10 +116,8 @@ type Config struct {
 	WakeInterval time.Duration
 	// SpinAhead bounds how long before a deadline a quiet shard's timer
 	// fires, the rest being spun: within the bound the shard learns how
-	// late this host wakes it and fires that much early, less the slack a
-	// token may be late by (a 200th of the delay between tokens; none for
-	// the first token of a phase) (0 means DefaultSpinAhead, negative
-	// disables spinning). It trades a little
+	// late this host wakes it and fires that much early (0 means
+	// DefaultSpinAhead, negative disables spinning). It trades a little
 	// CPU for emission accuracy on machines whose idle CPUs wake slowly;
 	// a busy shard writes on a grid instead, without spinning (see
 	// shard.wakeFor).

@@ -217,49 +217,14 @@ func (sh *shard) settleTop() {
 
 // wakeFor returns when the shard's timer must fire for st's next token:
 // at the point of the grid it is due at, or ahead of its deadline by the
-// host's wake-up latency (wakeLateness) less the stream's slack, the tick
-// spinning the rest. Called with mu held.
+// host's wake-up latency (wakeLateness), the tick spinning the rest.
+// Called with mu held.
 func (sh *shard) wakeFor(st *stream) int64 {
 	if st.due != st.next {
 		return st.due // on the grid
 	}
-	return st.due - sh.lead(st)
+	return st.due - sh.wake.ahead
 }
-
-// lead is how far ahead of st's deadline the shard's timer fires when st
-// is not on a grid: the wake-up latency the shard learnt (wakeLateness)
-// less the slack of st's token (stream.slack). A wake-up that comes later
-// than the lead less the slack writes the token late by at most the
-// slack, which is below what the inter-token figures show, without the
-// spin that would cost the same microseconds of CPU on every token. The
-// first token of each phase has no slack: its time to the first token is
-// a measured figure, as for the grid. Called with mu held.
-func (sh *shard) lead(st *stream) int64 {
-	slack := st.slack
-	if st.k == 0 || st.k == st.firsts[0] || st.k == st.firsts[1] {
-		slack = 0
-	}
-	return max(sh.wake.ahead-slack, 0)
-}
-
-// slackFor returns how late a token of a stream with plan p may be
-// written without its shard spinning for it: slackShare of its shortest
-// delay between tokens (25 µs at the default 5 ms). A token late by that
-// much moves the two gaps around it by as much, within the ±0.05 ms the
-// report's inter-token percentiles are judged on at 5 ms (they are shown
-// to 0.01 ms); the spin that would keep it on time costs the same time in
-// CPU, for every token (docs/PERF.md, "The spin's slack").
-func slackFor(p schedule.Plan) int64 {
-	gap := p.Delay
-	if p.Reasoning > 0 && p.Think > 0 {
-		gap = min(gap, p.Think/int64(p.Reasoning))
-	}
-	return max(gap/slackShare, 0)
-}
-
-// slackShare is the share of the delay between tokens (1/slackShare) a
-// token may be late by for its shard not to spin.
-const slackShare = 200
 
 // grid is the step of the grid st's next token is written on: st.grid in
 // a busy shard, 0 (on time) in a quiet one, and for the first token of a
@@ -317,7 +282,7 @@ const (
 const maxPerTick = 128
 
 // spinUntilDue waits, without sleeping, for the earliest deadline when it
-// is at most the timer's lead (shard.lead) away. A sleeping CPU takes
+// is at most the timer's lead (wakeLateness) away. A sleeping CPU takes
 // tens to hundreds of microseconds to wake on virtual machines, whatever
 // the timer, so the timer fires early and the last stretch is spun. On an
 // event loop, poll handles the loop's other sockets meanwhile, every
@@ -326,12 +291,11 @@ func (sh *shard) spinUntilDue(poll func()) {
 	var polled int64
 	for {
 		sh.mu.Lock()
-		next, ahead := int64(math.MaxInt64), int64(0)
+		next, ahead := int64(math.MaxInt64), sh.wake.ahead
 		if len(sh.streams) > 0 {
-			top := sh.streams[0]
-			next = top.due
-			if next == top.next { // written on the grid: no spin
-				ahead = sh.lead(top)
+			next = sh.streams[0].due
+			if next != sh.streams[0].next {
+				ahead = 0 // written on the grid: no spin
 			}
 		}
 		sh.mu.Unlock()

@@ -71,7 +71,6 @@ type stream struct {
 	k     int   // next token to emit
 	next  int64 // deadline of token k
 	grid  int64 // the step of its emission grid in a busy shard (gridFor)
-	slack int64 // how late its tokens may be written for its shard not to spin (slackFor)
 	due   int64 // when its shard is to write token k: next, or a point of its grid (shard.dueAt)
 	// firsts are the first tokens of the phases after the first, the
 	// reasoning's and the tool call's ends; with token 0 they are written
@@ -101,7 +100,7 @@ type stream struct {
 }
 
 func newStream(w streamWriter, enc api.Encoder, p schedule.Plan) *stream {
-	return &stream{w: w, enc: enc, plan: p, next: p.Deadline(0), grid: gridFor(p), slack: slackFor(p), clk: clock.Real}
+	return &stream{w: w, enc: enc, plan: p, next: p.Deadline(0), grid: gridFor(p), clk: clock.Real}
 }
 
 // scratch is where the bytes of a write are put together: an SSE event

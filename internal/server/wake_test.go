@@ -76,66 +76,6 @@ func TestGridFor(t *testing.T) {
 	}
 }
 
-func TestSlackFor(t *testing.T) {
-	const ms = 1_000_000
-	tests := []struct {
-		name string
-		plan schedule.Plan
-		want int64
-	}{
-		{"the default 5 ms: 25 µs", schedule.Plan{Delay: 5 * ms}, 25_000},
-		{"1 ms: 5 µs", schedule.Plan{Delay: 1 * ms}, 5_000},
-		{"50 ms: 250 µs, the whole default spin", schedule.Plan{Delay: 50 * ms}, 250_000},
-		{"no delay: none", schedule.Plan{}, 0},
-		{"reasoning denser than the text", schedule.Plan{Delay: 5 * ms, Think: 10 * ms, Reasoning: 10}, 5_000},
-		{"reasoning sparser than the text", schedule.Plan{Delay: 1 * ms, Think: 100 * ms, Reasoning: 10}, 5_000},
-	}
-	for _, tt := range tests {
-		if got := slackFor(tt.plan); got != tt.want {
-			t.Errorf("%s: slackFor(%+v) = %d, want %d", tt.name, tt.plan, got, tt.want)
-		}
-	}
-}
-
-// TestShardLead: a quiet shard's timer fires ahead of a token's deadline
-// by the wake-up latency it learnt less the token's slack, never less
-// than at the deadline, and by the whole latency for the first token of
-// a phase (its time to the first token is measured).
-func TestShardLead(t *testing.T) {
-	const ms = 1_000_000
-	tests := []struct {
-		name   string
-		ahead  int64 // what the shard learnt
-		delay  int64
-		k      int
-		firsts [2]int
-		want   int64
-	}{
-		{"5 ms: the latency less 25 µs", 250_000, 5 * ms, 1, [2]int{}, 225_000},
-		{"1 ms: less 5 µs", 100_000, 1 * ms, 7, [2]int{}, 95_000},
-		{"a latency within the slack: no spin", 20_000, 5 * ms, 1, [2]int{}, 0},
-		{"nothing learnt to spin: none", 0, 5 * ms, 1, [2]int{}, 0},
-		{"the first token: the whole latency", 250_000, 5 * ms, 0, [2]int{}, 250_000},
-		{"the first text token after the reasoning", 250_000, 5 * ms, 3, [2]int{3, 3}, 250_000},
-		{"the first text token after a tool call", 250_000, 5 * ms, 5, [2]int{3, 5}, 250_000},
-		{"a tool call's second token", 250_000, 5 * ms, 4, [2]int{3, 5}, 225_000},
-	}
-	for _, tt := range tests {
-		sh := newShard(&recordingAlarm{}, int64(DefaultWakeInterval), int64(DefaultSpinAhead))
-		sh.wake.ahead = tt.ahead
-		p := schedule.Plan{Start: clock.Real.Now() + int64(time.Hour), Delay: tt.delay, Tokens: 10}
-		st := newStream(&fakeWriter{isDirect: true, accept: -1}, api.NewEncoder(api.Chat, api.Answer{Tokens: 10}), p)
-		st.k, st.next, st.firsts = tt.k, p.Deadline(tt.k), tt.firsts
-		if got := sh.lead(st); got != tt.want {
-			t.Errorf("%s: lead %d ns, want %d", tt.name, got, tt.want)
-		}
-		st.due = st.next
-		if got, want := sh.wakeFor(st), st.next-tt.want; got != want {
-			t.Errorf("%s: wakes at %d, want %d (the deadline less the lead)", tt.name, got, want)
-		}
-	}
-}
-
 // recordingAlarm is an alarm that records what it was last armed for and
 // never fires: the test calls tick itself.
 type recordingAlarm struct{ last int64 }
@@ -144,8 +84,7 @@ func (a *recordingAlarm) Arm(deadline int64) error { a.last = deadline; return n
 func (a *recordingAlarm) Close() error             { return nil }
 
 // TestShardWakesOnTheGrid: a shard with fewer than gridStreams streams
-// arms its timer ahead of the earliest deadline by its spin less the
-// token's slack (none for the first token of a phase); from
+// arms its timer ahead of the earliest deadline by its spin; from
 // gridStreams streams on, at the point of the earliest stream's grid
 // nearest its deadline — unless that deadline is of the first token of a
 // phase.
@@ -186,12 +125,8 @@ func TestShardWakesOnTheGrid(t *testing.T) {
 		got := a.last
 		switch {
 		case tt.step == 0:
-			lead := int64(DefaultSpinAhead)
-			if tt.k != 0 && tt.k != tt.firsts[0] && tt.k != tt.firsts[1] {
-				lead -= tt.delay / slackShare
-			}
-			if want := earliest - lead; got != want {
-				t.Errorf("%s: armed for %d, want the earliest deadline less the spin and the slack, %d", tt.name, got, want)
+			if want := earliest - int64(DefaultSpinAhead); got != want {
+				t.Errorf("%s: armed for %d, want the earliest deadline less the spin, %d", tt.name, got, want)
 			}
 		case got%tt.step != 0 || got < earliest-tt.step/2 || got > earliest+tt.step/2:
 			t.Errorf("%s: armed for %d (%d into its %d ns step), want the point of the grid nearest %d",
