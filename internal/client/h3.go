@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
+	h3qlog "github.com/quic-go/quic-go/http3/qlog"
+	"github.com/quic-go/quic-go/qlogwriter"
 
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/result"
@@ -22,8 +25,9 @@ const ProtoH3 = "h3"
 // h3Conn is a session's QUIC connection and the HTTP/3 client connection
 // over it: each request is one bidirectional stream on it.
 type h3Conn struct {
-	qc *quic.Conn
-	cc *http3.ClientConn
+	qc    *quic.Conn
+	cc    *http3.ClientConn
+	watch *h3Watch
 }
 
 // open reports whether the connection can carry a new request: neither
@@ -72,11 +76,12 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 	// no time to wait for that.
 	limit := q.h3HandshakeLimit()
 	wait := max(min(time.Until(deadline), limit), time.Millisecond)
+	watch := newH3Watch()
 	qc, err := quic.DialAddr(hctx, q.Addr, cfg, &quic.Config{HandshakeIdleTimeout: wait,
 		// A stream may stay silent longer than QUIC's idle timeout (a
 		// long think time, a stalling gateway): PINGs keep the connection
 		// alive, the request's own timeouts bound the wait.
-		MaxIdleTimeout: h3IdleTimeout, KeepAlivePeriod: h3KeepAlive})
+		MaxIdleTimeout: h3IdleTimeout, KeepAlivePeriod: h3KeepAlive, Tracer: watch.trace})
 	if err != nil {
 		if ctx.Err() != nil {
 			rec.Failure = result.Failure{Kind: result.Interrupted}
@@ -89,7 +94,8 @@ func (s *Session) connectH3(ctx context.Context, rec *result.Request, deadline t
 	rec.TLSDone = rec.Connected
 	id := q.state().conns.Add(1)
 	rec.ConnID = id
-	s.h3 = &h3Conn{qc: qc, cc: h3Transport.NewClientConn(qc)}
+	watch.h3.Store(true) // the HTTP/3 layer's producer comes next
+	s.h3 = &h3Conn{qc: qc, cc: h3Transport.NewClientConn(qc), watch: watch}
 	s.id, s.proto = id, ProtoH3
 	return true
 }
@@ -167,10 +173,22 @@ func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.T
 	}()
 
 	x := h2Exchange{reused: reused, keepAlive: q.KeepAlive && !s.oneShot}
+	// A GOAWAY that leaves this stream out ends it at once (unserved).
+	watch := s.h3.watch
+	watch.begin(func() { st.scancel(errH3NotServed) })
+	defer watch.end()
+	unserved := func() bool { return errors.Is(context.Cause(st.sctx), errH3NotServed) || watch.leftOut() }
 	resp, err := s.h3.cc.RoundTrip(req)
 	if err != nil {
-		if x.settle(step{err: err, cancelled: st.cancelled()}) == fateRetry {
+		// Not served is not a cancellation: on a kept connection the
+		// request goes again on a new one (a reuse failure), as when the
+		// gateway closes or refuses it.
+		if x.settle(step{err: err, cancelled: st.cancelled() && !unserved()}) == fateRetry {
 			return deadConn
+		}
+		if unserved() && ctx.Err() == nil {
+			rec.Failure = h3NotServed("send: ")
+			return finished
 		}
 		rec.Failure = h2Failure(ctx, st.sctx, q, err, h3Failure("send: ", err))
 		return finished
@@ -183,6 +201,114 @@ func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.T
 		func(_ *reader, err error) result.Failure { return h3Failure("", err) })
 	return finished
 }
+
+// errH3NotServed is the cause that ends a request stream the gateway's
+// GOAWAY left out.
+var errH3NotServed = errors.New("the gateway sent GOAWAY: stream not served")
+
+// h3NotServed is the failure of a request the gateway's GOAWAY left out:
+// its stream at or above the GOAWAY's stream id, or none opened once the
+// GOAWAY came (quic-go's own words are "connection in graceful shutdown",
+// or a close of the connection it makes itself).
+func h3NotServed(prefix string) result.Failure {
+	return result.Failure{Kind: result.RecvError, Detail: prefix + "HTTP/3: " + errH3NotServed.Error()}
+}
+
+// h3Watch is the qlog trace of a session's QUIC connection, there to see
+// the gateway's GOAWAY, which quic-go's client keeps to itself: it only
+// stops opening streams, and leaves a stream at or above the GOAWAY's id
+// waiting for an answer that will not come (RFC 9114 §5.2: the gateway
+// will not process it, and need not reset it). quic-go records each
+// HTTP/3 frame it parses and creates in the qlog producer of the HTTP/3
+// layer; the watch asks for only that one (the QUIC layer's, which would
+// record every packet, gets none) and keeps two facts from it: the
+// GOAWAY's stream id, and the request stream of the session's current
+// request, from its HEADERS frame. When both say the stream is left out,
+// whichever came last, it calls the request's unserved.
+type h3Watch struct {
+	h3 atomic.Bool // the next producer asked for is the HTTP/3 layer's
+
+	mu       sync.Mutex
+	goAway   int64  // guarded by mu: the GOAWAY's stream id, -1 before one came
+	stream   int64  // guarded by mu: the current request's stream, -1 before its HEADERS
+	unserved func() // guarded by mu: the current request's, nil between requests
+}
+
+var _ qlogwriter.Trace = (*h3Watch)(nil)
+
+func newH3Watch() *h3Watch { return &h3Watch{goAway: -1, stream: -1} }
+
+// trace is the connection's quic.Config.Tracer.
+func (w *h3Watch) trace(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return w }
+
+// AddProducer gives the HTTP/3 layer the watch itself, the QUIC layer
+// nothing (a nil Recorder: quic-go then builds no event).
+func (w *h3Watch) AddProducer() qlogwriter.Recorder {
+	if !w.h3.Load() {
+		return nil
+	}
+	return h3Recorder{w}
+}
+
+// begin makes unserved the current request's, until end.
+func (w *h3Watch) begin(unserved func()) {
+	w.mu.Lock()
+	w.stream, w.unserved = -1, unserved
+	w.mu.Unlock()
+}
+
+func (w *h3Watch) end() {
+	w.mu.Lock()
+	w.stream, w.unserved = -1, nil
+	w.mu.Unlock()
+}
+
+// leftOut reports whether a GOAWAY came that leaves the current request
+// out: its stream at or above the GOAWAY's id, or none opened (quic-go
+// opens none after a GOAWAY).
+func (w *h3Watch) leftOut() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.goAway >= 0 && (w.stream < 0 || w.stream >= w.goAway)
+}
+
+// check calls the current request's unserved once its stream is known to
+// be left out. Called with mu held.
+func (w *h3Watch) check() {
+	if w.goAway >= 0 && w.stream >= w.goAway && w.unserved != nil {
+		w.unserved()
+		w.unserved = nil
+	}
+}
+
+// h3Recorder is the watch as the HTTP/3 layer's qlog producer. Its
+// RecordEvent runs for every HTTP/3 frame, a token's DATA frame
+// included: a type switch, no lock, for those.
+type h3Recorder struct{ w *h3Watch }
+
+func (r h3Recorder) RecordEvent(ev qlogwriter.Event) {
+	w := r.w
+	switch ev := ev.(type) {
+	case h3qlog.FrameParsed:
+		if g, ok := ev.Frame.Frame.(h3qlog.GoAwayFrame); ok {
+			w.mu.Lock()
+			w.goAway = int64(g.StreamID)
+			w.check()
+			w.mu.Unlock()
+		}
+	case h3qlog.FrameCreated:
+		if _, ok := ev.Frame.Frame.(h3qlog.HeadersFrame); ok && ev.StreamID%4 == 0 { // a request stream
+			w.mu.Lock()
+			if w.unserved != nil {
+				w.stream = int64(ev.StreamID)
+				w.check()
+			}
+			w.mu.Unlock()
+		}
+	}
+}
+
+func (h3Recorder) Close() error { return nil }
 
 // h3Failure names an HTTP/3 error of a request: the stream reset by the
 // peer (with its HTTP/3 error code), the connection closed by it (a

@@ -15,6 +15,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 	h3qlog "github.com/quic-go/quic-go/http3/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
+	"github.com/quic-go/quic-go/quicvarint"
 
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
@@ -374,5 +375,141 @@ func TestH3GoAwayMidRun(t *testing.T) {
 	}
 	if err := <-shut; err != nil {
 		t.Errorf("the first instance's Shutdown: %v; want it done once its connection closed", err)
+	}
+}
+
+// goAwayGateway is an HTTP/3 gateway on quic-go's QUIC alone that sends
+// its control stream's SETTINGS, then a GOAWAY with stream id 0 — at once
+// (early), or once the client's first request stream has arrived — and
+// neither answers nor resets any request stream: the GOAWAY leaves them
+// out (RFC 9114 §5.2). It returns the UDP address.
+func goAwayGateway(t *testing.T, early bool) string {
+	t.Helper()
+	tc, _, err := server.SelfSignedTLS("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.NextProtos = []string{http3.NextProtoH3}
+	ln, err := quic.Listen(testutil.ListenUDP(t), tc, &quic.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goAway := quicvarint.Append(quicvarint.Append(quicvarint.Append(nil, 0x7), 1), 0) // GOAWAY, length 1, stream 0
+	var wg sync.WaitGroup
+	serve := func(c *quic.Conn) {
+		defer wg.Done()
+		ctrl, err := c.OpenUniStream()
+		if err != nil {
+			return
+		}
+		ctrl.Write([]byte{0x00, 0x04, 0x00}) // the control stream, an empty SETTINGS
+		if early {
+			ctrl.Write(goAway)
+		}
+		for first := true; ; first = false {
+			str, err := c.AcceptStream(context.Background())
+			if err != nil {
+				return
+			}
+			go io.Copy(io.Discard, str) // read, never answered
+			if first && !early {
+				ctrl.Write(goAway)
+			}
+		}
+	}
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go serve(c)
+			t.Cleanup(func() { c.CloseWithError(0, "") })
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-accepted; wg.Wait() })
+	return ln.Addr().String()
+}
+
+// TestH3GoAwayNotServed: a GOAWAY that leaves the request out — on a
+// fresh connection, before any request was served on it — fails the
+// request at once with a failure in the tool's words, not quic-go's
+// ("connection in graceful shutdown"), and not at the request's
+// timeout (5 minutes here): whether the GOAWAY came before the request
+// stream was opened (quic-go opens none) or after (the stream, at the
+// GOAWAY's id, would wait for an answer the gateway will not give).
+func TestH3GoAwayNotServed(t *testing.T) {
+	for _, early := range []bool{true, false} {
+		name := map[bool]string{true: "GOAWAY before the request", false: "GOAWAY after the request stream"}[early]
+		t.Run(name, func(t *testing.T) {
+			addr := goAwayGateway(t, early)
+			o := h3Options(addr, api.Chat, 4)
+			o.Timeout = 5 * time.Minute
+			s := New(o).NewSession()
+			defer s.Close()
+			rec := &result.Request{Batch: "gw"}
+			done := make(chan struct{})
+			go func() { defer close(done); s.Do(context.Background(), rec) }()
+			select {
+			case <-done:
+			case <-time.After(testutil.AwaitBound):
+				t.Fatalf("a request the GOAWAY left out still waiting after %v (its timeout is %v)", testutil.AwaitBound, o.Timeout)
+			}
+			want := "recv error: send: HTTP/3: the gateway sent GOAWAY: stream not served"
+			if got := rec.Failure.Error(); got != want || rec.ReuseFailed || rec.ConnID != 1 {
+				t.Errorf("%s: %q (reuse failed %v, conn %d); want %q on connection 1", name, got, rec.ReuseFailed, rec.ConnID, want)
+			}
+		})
+	}
+}
+
+// TestH3WatchLeftOut: the GOAWAY watch on the qlog events quic-go
+// records, in either order: a request whose stream is at or above the
+// GOAWAY's id, or that has none when the GOAWAY comes (quic-go then opens
+// none), is left out; unserved is called once for a stream left out
+// (the one that waits: a request without a stream gets quic-go's error at
+// once); for one below it, neither.
+func TestH3WatchLeftOut(t *testing.T) {
+	headers := func(id quic.StreamID) qlogwriter.Event {
+		return h3qlog.FrameCreated{StreamID: id, Frame: h3qlog.Frame{Frame: h3qlog.HeadersFrame{}}}
+	}
+	goAway := func(id quic.StreamID) qlogwriter.Event {
+		return h3qlog.FrameParsed{StreamID: 3, Frame: h3qlog.Frame{Frame: h3qlog.GoAwayFrame{StreamID: id}}}
+	}
+	data := h3qlog.FrameParsed{StreamID: 0, Frame: h3qlog.Frame{Frame: h3qlog.DataFrame{}}}
+	tests := []struct {
+		name    string
+		events  []qlogwriter.Event
+		leftOut bool
+		calls   int
+	}{
+		{"GOAWAY 0 before the stream", []qlogwriter.Event{goAway(0)}, true, 0},
+		{"stream 0, then GOAWAY 0", []qlogwriter.Event{headers(0), data, goAway(0)}, true, 1},
+		{"stream 0, then GOAWAY 4", []qlogwriter.Event{headers(0), data, goAway(4)}, false, 0},
+		{"GOAWAY 4, then stream 4", []qlogwriter.Event{goAway(4), headers(4)}, true, 1},
+		{"stream 8, then GOAWAY 4", []qlogwriter.Event{headers(8), goAway(4)}, true, 1},
+		{"stream 8, then GOAWAY 4 twice", []qlogwriter.Event{headers(8), goAway(4), goAway(4)}, true, 1},
+		{"HEADERS on a control stream (id 2), then GOAWAY 0", []qlogwriter.Event{headers(2), goAway(0)}, true, 0},
+		{"DATA only", []qlogwriter.Event{data, data}, false, 0},
+	}
+	for _, tt := range tests {
+		w := newH3Watch()
+		if r := w.AddProducer(); r != nil {
+			t.Fatalf("the QUIC layer's producer is %v, want nil (no event per packet)", r)
+		}
+		w.h3.Store(true)
+		r := w.AddProducer()
+		calls := 0
+		w.begin(func() { calls++ })
+		for _, ev := range tt.events {
+			r.RecordEvent(ev)
+		}
+		if got := w.leftOut(); got != tt.leftOut || calls != tt.calls {
+			t.Errorf("%s: leftOut() = %v, unserved called %d times; want %v, %d", tt.name, got, calls, tt.leftOut, tt.calls)
+		}
+		w.end()
 	}
 }

@@ -79,6 +79,13 @@ func (s *Server) enter() bool {
 	return true
 }
 
+// errClosing is the answer to a request that arrives while Serve is
+// stopping, on an HTTP/3 stream or an HTTP/2 stream at or below the
+// GOAWAY that told its client so.
+func errClosing() *httpError {
+	return &httpError{status: 503, code: "server_closing", message: "the server is shutting down"}
+}
+
 // serveH2Request is the handler of every HTTP/3 stream (h3.go; HTTP/2 has
 // its own connection, h2conn.go): the same endpoints,
 // dialects, hints and errors as HTTP/1.x. A stream's response ends when
@@ -87,7 +94,7 @@ func (s *Server) enter() bool {
 func (s *Server) serveH2Request(w http.ResponseWriter, r *http.Request) {
 	t := &h2Stream{s: s, w: w, r: r, rc: http.NewResponseController(w)}
 	if !s.enter() {
-		s.writeError(t, &httpError{status: 503, code: "server_closing", message: "the server is shutting down"})
+		s.writeError(t, errClosing())
 		return
 	}
 	defer s.wg.Done()

@@ -57,7 +57,18 @@ const (
 	// h2GoAwayWait bounds how long Serve, stopping, waits for the write
 	// lock of a connection to write its GOAWAY (all connections at once).
 	h2GoAwayWait = 20 * time.Millisecond
+	// h2DrainWait bounds how long a connection is read after the GOAWAY
+	// of a stopping server, for the requests its client sent before it
+	// read the GOAWAY: it ends sooner, once the client has answered the
+	// PING sent after the GOAWAY and no stream is left (x/net's server
+	// waits 1 s, its goAwayTimeout, for the same).
+	h2DrainWait = time.Second
 )
+
+// h2DrainPing is the payload of the PING a stopping server sends after
+// its GOAWAY: its acknowledgement comes after every frame the client sent
+// before it read the GOAWAY.
+var h2DrainPing = [8]byte{'s', 't', 'o', 'p', 'p', 'i', 'n', 'g'}
 
 // errH2Stalled is the end of a stream whose client gave no send window
 // (WINDOW_UPDATE) for Config.WriteTimeout.
@@ -71,6 +82,22 @@ var errH2ConnClosed = errors.New("HTTP/2 connection closed")
 
 // errH2FrameFlood is a ReadFrame that read more than h2MaxReadPerFrame.
 var errH2FrameFlood = errors.New("HTTP/2 frame (or header block) larger than the server reads")
+
+// errH2HeadTimeout ends a connection whose client began a header block
+// (a request head) and did not end it within Config.ReadHeaderTimeout.
+var errH2HeadTimeout = errors.New("HTTP/2 header block not received whole")
+
+// errH2StreamWindow ends a stream whose client sent more DATA than the
+// receive window the server gave it (RFC 9113 §6.9.1).
+var errH2StreamWindow = errors.New("HTTP/2 flow control: the client sent more DATA than the stream's window")
+
+// errH2SendWindow ends a stream whose client grew its send window past
+// 2^31-1 with a WINDOW_UPDATE (RFC 9113 §6.9.1).
+var errH2SendWindow = errors.New("HTTP/2 flow control: WINDOW_UPDATE past 2^31-1 on a stream")
+
+// errH2Drained is the end of a connection read for h2DrainWait after the
+// GOAWAY of a stopping server, or until its client had seen it.
+var errH2Drained = errors.New("HTTP/2 connection drained after the server's GOAWAY")
 
 // h2conn is one HTTP/2 connection of the server. Its reader goroutine
 // (serve) owns the read side: the framer, the streams' requests while they
@@ -87,10 +114,17 @@ type h2conn struct {
 
 	mu      sync.Mutex
 	streams map[uint32]*h2Response // guarded by mu: the streams not ended yet
-	lastID  uint32                 // the highest stream the client opened (reader only)
-	// lastSeen is lastID for the other goroutines (goAwayClosing).
-	lastSeen atomic.Uint32
-	away     bool // the client sent GOAWAY (reader only)
+	lastID  uint32                 // guarded by mu, written by the reader: the highest stream the client opened
+	away    bool                   // the client sent GOAWAY (reader only)
+
+	// The read deadline is the earliest of these, guarded by mu (armLocked):
+	// idleAt while no stream is open, headAt while a header block is read,
+	// drainAt once a stopping server sent its GOAWAY.
+	idleAt, headAt, drainAt time.Time
+	stopping                bool        // guarded by mu: the server is stopping; stopID is in its GOAWAY
+	stopID                  uint32      // guarded by mu: the last stream a stopping server's GOAWAY names
+	drainAck                bool        // guarded by mu: the client answered the PING after that GOAWAY
+	draining                atomic.Bool // the GOAWAY of a stopping server was written: Serve leaves the socket to the reader
 
 	wmu     sync.Mutex
 	err     error         // guarded by wmu: why the connection ended
@@ -111,11 +145,16 @@ type h2conn struct {
 }
 
 // countingReader counts the bytes read through it since the last reset,
-// and fails past its limit.
+// and fails past its limit. It tells typed the type of the frame it reads
+// once the frame's 9-byte header has passed; begun is told when a frame's
+// first bytes arrive without its whole header.
 type countingReader struct {
 	r     io.Reader
 	n     int
 	limit int
+	head  [9]byte // the first bytes read since the reset: the frame header
+	begun func()
+	typed func(http2.FrameType)
 }
 
 func (cr *countingReader) Read(p []byte) (int, error) {
@@ -123,7 +162,17 @@ func (cr *countingReader) Read(p []byte) (int, error) {
 		return 0, errH2FrameFlood
 	}
 	n, err := cr.r.Read(p[:min(len(p), cr.limit-cr.n)])
+	was := cr.n
 	cr.n += n
+	if was < len(cr.head) && n > 0 && cr.typed != nil {
+		copy(cr.head[was:], p[:n])
+		switch {
+		case cr.n >= len(cr.head):
+			cr.typed(http2.FrameType(cr.head[3]))
+		case was == 0:
+			cr.begun()
+		}
+	}
 	return n, err
 }
 
@@ -177,6 +226,7 @@ func (c *h2conn) run() error {
 	if string(preface[:]) != clientPreface {
 		return errors.New("bad HTTP/2 client preface")
 	}
+	c.in.begun, c.in.typed = c.frameBegun, c.frameTyped
 	err := c.control(func(f *http2.Framer) {
 		f.WriteSettings(
 			http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: h2MaxStreams},
@@ -188,22 +238,82 @@ func (c *h2conn) run() error {
 	if err != nil {
 		return err
 	}
+	c.mu.Lock()
 	c.idle()
+	c.mu.Unlock()
 	for {
 		c.in.n = 0
 		f, err := c.fr.ReadFrame()
 		if err != nil {
 			var se http2.StreamError
 			if errors.As(err, &se) {
+				c.frameRead()
 				c.resetStream(se.StreamID, se.Code)
 				continue
 			}
 			return c.fail(err)
 		}
+		c.frameRead()
 		if err := c.handle(f); err != nil {
 			return c.fail(err)
 		}
 	}
+}
+
+// frameBegun starts the header timeout when a frame's first bytes arrive
+// without its header: a client that sends a frame header slowly is as
+// slow as one sending a header block slowly.
+func (c *h2conn) frameBegun() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.headAt = time.Now().Add(c.s.cfg.ReadHeaderTimeout)
+	c.armLocked()
+}
+
+// frameTyped bounds a header block (HEADERS with its CONTINUATION frames)
+// by Config.ReadHeaderTimeout from its first byte, as HTTP/1.1 bounds a
+// request head, whatever the other streams do: an unfinished header block
+// stops the reader, and cannot be skipped (the HPACK state is the
+// connection's). A DATA frame is the body's, bounded by Config.ReadTimeout.
+func (c *h2conn) frameTyped(typ http2.FrameType) {
+	switch typ {
+	case http2.FrameHeaders, http2.FrameContinuation, http2.FramePushPromise:
+		if c.headAt.IsZero() { // written by the reader only; set when the header came slowly
+			c.mu.Lock()
+			c.headAt = time.Now().Add(c.s.cfg.ReadHeaderTimeout)
+			c.armLocked()
+			c.mu.Unlock()
+		}
+	case http2.FrameData:
+		c.frameRead()
+	}
+}
+
+// frameRead ends the header timeout of the frame read.
+func (c *h2conn) frameRead() {
+	if c.headAt.IsZero() { // written by the reader only
+		return
+	}
+	c.mu.Lock()
+	c.headAt = time.Time{}
+	c.armLocked()
+	c.mu.Unlock()
+}
+
+// armLocked sets the read deadline: the earliest of the idle, header and
+// drain deadlines, none when none is set; at once when a drain is over.
+// Called with mu held.
+func (c *h2conn) armLocked() {
+	var d time.Time
+	for _, at := range []time.Time{c.idleAt, c.headAt, c.drainAt} {
+		if !at.IsZero() && (d.IsZero() || at.Before(d)) {
+			d = at
+		}
+	}
+	if c.stopping && c.drainAck && len(c.streams) == 0 {
+		d = time.Now()
+	}
+	c.rw.SetReadDeadline(d)
 }
 
 // fail ends the connection on a read error: a protocol error gets a
@@ -218,6 +328,17 @@ func (c *h2conn) fail(err error) error {
 	case errors.Is(err, http2.ErrFrameTooLarge):
 		c.goAway(http2.ErrCodeFrameSize)
 	case isTimeout(err):
+		c.mu.Lock()
+		drained, head := c.draining.Load(), !c.headAt.IsZero() && !time.Now().Before(c.headAt)
+		c.mu.Unlock()
+		switch {
+		case drained:
+			return errH2Drained // its GOAWAY is written
+		case head:
+			err := fmt.Errorf("%w within %v (ReadHeaderTimeout)", errH2HeadTimeout, c.s.cfg.ReadHeaderTimeout)
+			c.goAwayDebug(http2.ErrCodeEnhanceYourCalm, err.Error())
+			return err
+		}
 		c.goAway(http2.ErrCodeNo)
 		return errIdle
 	}
@@ -226,38 +347,70 @@ func (c *h2conn) fail(err error) error {
 
 // goAway writes a GOAWAY with code, naming the last stream the server
 // took.
-func (c *h2conn) goAway(code http2.ErrCode) {
-	c.control(func(f *http2.Framer) { f.WriteGoAway(c.lastID, code, nil) })
+func (c *h2conn) goAway(code http2.ErrCode) { c.goAwayDebug(code, "") }
+
+// goAwayDebug writes a GOAWAY with code and debug, the text of why,
+// naming the last stream the server took.
+func (c *h2conn) goAwayDebug(code http2.ErrCode, debug string) {
+	c.control(func(f *http2.Framer) { f.WriteGoAway(c.lastID, code, []byte(debug)) })
 }
 
 // goAwayClosing tells the client that the server is stopping (GOAWAY
-// without error, naming the last stream it took) when that costs little
-// wait: one non-blocking write, if the connection has a file descriptor
-// and its write lock is free within h2GoAwayWait (a writer holds it for
-// one write, unless the socket is full, when a GOAWAY would not get
-// through either). Serve closes the connection right after (the streams
-// in progress end as the socket does).
-func (c *h2conn) goAwayClosing() {
+// without error, naming the last stream it took, then a PING) when that
+// costs little wait: one non-blocking write, if the connection has a file
+// descriptor and its write lock is free within h2GoAwayWait (a writer
+// holds it for one write, unless the socket is full, when a GOAWAY would
+// not get through either). Without that write Serve closes the
+// connection at once. With it the reader goes on for up to h2DrainWait,
+// until the client has answered the PING (it has read the GOAWAY) and no
+// stream is left: a request above the GOAWAY's stream is refused
+// (RST_STREAM REFUSED_STREAM: the client may send it again elsewhere),
+// one at or below it not answered yet gets the 503 server_closing of
+// HTTP/3 (answer); the streams in progress end as their shard does
+// (RST_STREAM). It reports whether the GOAWAY was written.
+func (c *h2conn) goAwayClosing() bool {
 	if c.raw == nil {
-		return
+		return false
 	}
+	c.mu.Lock()
+	c.stopping, c.stopID = true, c.lastID
+	c.mu.Unlock()
 	for end := time.Now().Add(h2GoAwayWait); !c.wmu.TryLock(); {
 		if time.Now().After(end) {
-			return
+			return false
 		}
 		time.Sleep(h2GoAwayWait / 100)
 	}
-	defer c.wmu.Unlock()
 	if c.err != nil || len(c.unsent) > 0 || c.rec != nil && c.rec.waiting() {
-		return
+		c.wmu.Unlock()
+		return false
 	}
 	var p [8]byte
-	binary.BigEndian.PutUint32(p[:], c.lastSeen.Load())
+	binary.BigEndian.PutUint32(p[:], c.stopID)           // written only above, before the lock
 	b := appendFrame(nil, http2.FrameGoAway, 0, 0, p[:]) // code 0: NO_ERROR
+	b = appendFrame(b, http2.FramePing, 0, 0, h2DrainPing[:])
+	out := b
 	if c.rec != nil {
-		b = c.rec.seal(b)
+		out = c.rec.seal(b)
 	}
-	c.rawWrite(b)
+	n, err := c.rawWrite(out)
+	switch {
+	case c.rec != nil:
+		_, err = c.rec.wrote(b, out, n, err) // a rest waits in the record layer
+	case n < len(b) && (err == nil || errors.Is(err, errAgain)):
+		c.unsent = append(c.unsent[:0], b[n:]...) // for the next write
+		err = nil
+	}
+	c.wmu.Unlock()
+	if err != nil && !errors.Is(err, errAgain) {
+		return false
+	}
+	c.draining.Store(true)
+	c.mu.Lock()
+	c.drainAt = time.Now().Add(c.s.cfg.h2DrainWait)
+	c.armLocked()
+	c.mu.Unlock()
+	return true
 }
 
 // handle is what the reader does with one frame; an error ends the
@@ -268,6 +421,12 @@ func (c *h2conn) handle(f http2.Frame) error {
 		return c.settings(f)
 	case *http2.PingFrame:
 		if f.IsAck() {
+			if f.Data == h2DrainPing {
+				c.mu.Lock()
+				c.drainAck = c.stopping
+				c.armLocked()
+				c.mu.Unlock()
+			}
 			return nil
 		}
 		return c.control(func(w *http2.Framer) { w.WritePing(true, f.Data) })
@@ -303,15 +462,20 @@ func (c *h2conn) settings(f *http2.SettingsFrame) error {
 		}
 		if st.ID == http2.SettingInitialWindowSize {
 			c.mu.Lock()
+			defer c.mu.Unlock()
 			c.wmu.Lock()
+			defer c.wmu.Unlock()
 			delta := int64(st.Val) - c.initWin
+			for _, t := range c.streams {
+				if t.win+delta > h2MaxWindow { // §6.9.2: a connection error
+					return http2.ConnectionError(http2.ErrCodeFlowControl)
+				}
+			}
 			c.initWin = int64(st.Val)
 			for _, t := range c.streams {
 				t.win += delta
 			}
 			c.grew()
-			c.wmu.Unlock()
-			c.mu.Unlock()
 		}
 		return nil
 	}); err != nil {
@@ -321,24 +485,43 @@ func (c *h2conn) settings(f *http2.SettingsFrame) error {
 }
 
 // windowUpdate credits the send window of the connection (id 0) or of a
-// stream.
+// stream. A window grown past 2^31-1 is a flow-control error (RFC 9113
+// §6.9.1): of the connection, or of the stream, which is reset. (A zero
+// increment is the framer's PROTOCOL_ERROR.)
 func (c *h2conn) windowUpdate(id, inc uint32) error {
 	t := c.stream(id)
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	switch {
 	case id == 0:
 		if c.connWin+int64(inc) > h2MaxWindow {
+			c.wmu.Unlock()
 			return http2.ConnectionError(http2.ErrCodeFlowControl)
 		}
 		c.connWin += int64(inc)
 	case t != nil:
+		if t.win+int64(inc) > h2MaxWindow {
+			c.wmu.Unlock()
+			c.streamError(t, http2.ErrCodeFlowControl, errH2SendWindow)
+			return nil
+		}
 		t.win += int64(inc)
 	default:
+		c.wmu.Unlock()
 		return nil // a stream that ended
 	}
 	c.grew()
+	c.wmu.Unlock()
 	return nil
+}
+
+// streamError ends stream t on a stream error of its client: RST_STREAM
+// with code, then its writes fail with err (whoever answers it stops) and
+// a request not read whole yet is forgotten.
+func (c *h2conn) streamError(t *h2Response, code http2.ErrCode, err error) {
+	c.s.logf("server: %s: %v", t, err)
+	c.resetStream(t.id, code)
+	t.fail(err)
+	c.cancelRequest(t)
 }
 
 // grew wakes the writers waiting for a send window. Called with wmu held.
@@ -367,14 +550,17 @@ func (c *h2conn) headers(f *http2.MetaHeadersFrame) error {
 		}
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
+	c.mu.Lock()
 	c.lastID = id
-	c.lastSeen.Store(id)
+	n, refused := len(c.streams), c.stopping && id > c.stopID
+	c.mu.Unlock()
 	if c.away {
 		return nil
 	}
-	c.mu.Lock()
-	n := len(c.streams)
-	c.mu.Unlock()
+	if refused { // above the stopping server's GOAWAY: never served
+		c.resetStream(id, http2.ErrCodeRefusedStream)
+		return nil
+	}
 	if n >= h2MaxStreams {
 		c.resetStream(id, http2.ErrCodeRefusedStream)
 		return nil
@@ -408,10 +594,11 @@ func (c *h2conn) headers(f *http2.MetaHeadersFrame) error {
 	c.wmu.Lock()
 	t.win = c.initWin
 	c.wmu.Unlock()
-	if len(c.streams) == 0 {
-		c.rw.SetReadDeadline(time.Time{}) // not idle
-	}
 	c.streams[id] = t
+	if len(c.streams) == 1 { // not idle
+		c.idleAt = time.Time{}
+		c.armLocked()
+	}
 	c.mu.Unlock()
 	c.s.requests.Add(1)
 	switch {
@@ -441,6 +628,10 @@ func (c *h2conn) data(f *http2.DataFrame) error {
 	if f.StreamID > c.lastID {
 		return http2.ConnectionError(http2.ErrCodeProtocol) // idle stream
 	}
+	// The connection's receive window needs no check: the server gives
+	// back every byte it reads once h2ConnCredit are owed, so the window a
+	// client may fill never falls below h2ConnWindow-h2ConnCredit, far
+	// more than a frame.
 	c.owed += int64(f.Length)
 	if c.owed >= h2ConnCredit {
 		owed := c.owed
@@ -450,8 +641,18 @@ func (c *h2conn) data(f *http2.DataFrame) error {
 		}
 	}
 	t := c.stream(f.StreamID)
+	if t == nil {
+		return nil // a stream that ended
+	}
+	// The stream's receive window is h2StreamWindow for its whole life:
+	// the server gives none back (it reads at most MaxBodyBytes), and
+	// counts what arrives after it answered too (§6.9.1).
+	if t.recv += int64(f.Length); t.recv > h2StreamWindow {
+		c.streamError(t, http2.ErrCodeFlowControl, errH2StreamWindow)
+		return nil
+	}
 	c.mu.Lock()
-	if t == nil || t.reqDone {
+	if t.reqDone {
 		c.mu.Unlock()
 		return nil // a stream answered already, or ended
 	}
@@ -517,7 +718,11 @@ func (c *h2conn) cancelRequest(t *h2Response) {
 // answer runs respond, which answers t, and ends t unless a shard owns it
 // then (a stream).
 func (c *h2conn) answer(t *h2Response, respond func() *stream) {
-	if !c.s.enter() {
+	if !c.s.enter() { // stopping: a stream at or below its GOAWAY's
+		c.s.writeError(t, errClosing())
+		if !t.bodyRead {
+			c.resetStream(t.id, http2.ErrCodeNo)
+		}
 		c.remove(t)
 		return
 	}
@@ -564,8 +769,12 @@ func (c *h2conn) remove(t *h2Response) {
 }
 
 // idle starts the idle timeout: the reader's next read fails once the
-// connection has had no stream for Config.IdleTimeout.
-func (c *h2conn) idle() { c.rw.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout)) }
+// connection has had no stream for Config.IdleTimeout. Called with mu
+// held.
+func (c *h2conn) idle() {
+	c.idleAt = time.Now().Add(c.s.cfg.IdleTimeout)
+	c.armLocked()
+}
 
 // resetStream writes RST_STREAM for stream id with code.
 func (c *h2conn) resetStream(id uint32, code http2.ErrCode) {
@@ -669,6 +878,7 @@ type h2Response struct {
 	reqDone  bool        // the request is read whole or answered already
 	bodyRead bool        // the request was read whole (else the answer resets the stream's rest)
 
+	recv    int64         // the DATA bytes received, against h2StreamWindow (reader only)
 	win     int64         // guarded by c.wmu: the stream's send window
 	err     error         // guarded by c.wmu: why the stream cannot be written any more
 	done    chan struct{} // closed with err

@@ -295,7 +295,9 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // connection of a running server, over loopback: whatever they are, the
 // connection ends (its reader returns) once the client has sent them and
 // closed its side, no panic. The seeds are a whole request, settings,
-// window updates, pings, a reset and the hostile suite's frames.
+// window updates, pings, a reset, the hostile suite's frames, and the
+// flow-control and header-block errors of TestH2StreamFlowErrors,
+// TestH2ConnectionErrors and TestH2HeaderBlockTimeout.
 func FuzzH2Conn(f *testing.F) {
 	settings := frame(http2.FrameSettings, 0, 0, nil)
 	var hb bytes.Buffer
@@ -324,6 +326,16 @@ func FuzzH2Conn(f *testing.F) {
 		settings + frame(http2.FrameData, 0, 1, nil)[:3] + "\xff\xff\xff\x00\x00\x00\x00\x01",
 		settings + window(0, 1<<31-1) + window(0, 1<<31-1),
 		settings + request + frame(http2.FrameGoAway, 0, 0, make([]byte, 8)),
+		// Flow-control and header-block errors (RFC 9113 §6.9): a stream's
+		// send window past 2^31-1, by WINDOW_UPDATE or SETTINGS; zero
+		// increments; header blocks left unfinished.
+		settings + request + window(1, 1<<31-1),
+		settings + request + window(1, 1<<31-1-65_535) + frame(http2.FrameSettings, 0, 0, []byte{0, 4, 0x7f, 0xff, 0xff, 0xff}),
+		settings + request + window(1, 0) + window(0, 0),
+		settings + request + frame(http2.FrameHeaders, 0, 3, []byte{0x82}),
+		settings + request + frame(http2.FrameHeaders, 0, 3, []byte{0x82}) + frame(http2.FrameContinuation, 0, 3, []byte{0x84}),
+		settings + request + frame(http2.FrameHeaders, 0, 3, nil)[:5],
+		settings + frame(http2.FramePing, http2.Flags(http2.FlagPingAck), 0, h2DrainPing[:]) + request,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -386,10 +398,11 @@ func TestH2WriteTLS12(t *testing.T) {
 }
 
 // TestH2ShutdownGoAway: when Serve stops, an HTTP/2 connection with a
-// stream in progress gets a GOAWAY without error naming that stream, then
-// its end.
+// stream in progress gets a GOAWAY without error naming that stream and a
+// PING; once the client has answered the PING, the stream is reset and
+// the connection ends, and Serve returns.
 func TestH2ShutdownGoAway(t *testing.T) {
-	srv, stop := runServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true})
+	srv, stop := runServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true, h2DrainWait: time.Minute})
 	h := dialH2Raw(t, srv)
 	h.post(1, "/v1/chat/completions", `{"stream":true,"pi_think_ms":60000}`)
 	for { // the stream's HEADERS (after the server's WINDOW_UPDATE)
@@ -397,21 +410,136 @@ func TestH2ShutdownGoAway(t *testing.T) {
 			break
 		}
 	}
-	stop("with an HTTP/2 stream waiting for its think time")
-	var away *http2.GoAwayFrame
-	for away == nil {
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); stop("with an HTTP/2 stream waiting for its think time") }()
+	away, ok := h.nextRaw(t, "the GOAWAY").(*http2.GoAwayFrame)
+	if !ok || away.ErrCode != http2.ErrCodeNo || away.LastStreamID != 1 {
+		t.Fatalf("the stopping server sent %v, want a GOAWAY NO_ERROR naming stream 1", away)
+	}
+	ping, ok := h.nextRaw(t, "the PING after the GOAWAY").(*http2.PingFrame)
+	if !ok || ping.IsAck() || ping.Data != h2DrainPing {
+		t.Fatalf("after the GOAWAY: %v, want the server's PING %q", ping, h2DrainPing)
+	}
+	h.fr.WritePing(true, ping.Data)
+	var reset *http2.RSTStreamFrame
+	for {
 		f, err := h.fr.ReadFrame()
 		if err != nil {
-			t.Fatalf("the connection ended without a GOAWAY: %v", err)
+			if isTimeout(err) {
+				t.Fatalf("after the PING's answer: %v, want the connection's end", err)
+			}
+			break
 		}
-		away, _ = f.(*http2.GoAwayFrame)
+		if r, ok := f.(*http2.RSTStreamFrame); ok && r.StreamID == 1 {
+			reset = r
+		}
 	}
-	if away.ErrCode != http2.ErrCodeNo || away.LastStreamID != 1 {
-		t.Errorf("GOAWAY %v, last stream %d; want NO_ERROR, 1", away.ErrCode, away.LastStreamID)
+	if reset == nil {
+		t.Errorf("the connection ended without resetting stream 1, in progress")
 	}
-	if _, err := h.fr.ReadFrame(); err == nil {
-		t.Error("a frame after the GOAWAY, want the connection's end")
+	<-stopped
+}
+
+// nextRaw returns the next frame other than SETTINGS, WINDOW_UPDATE and
+// DATA; want names what the caller waits for.
+func (h *h2Raw) nextRaw(t *testing.T, want string) http2.Frame {
+	t.Helper()
+	for {
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("reading %s: %v", want, err)
+		}
+		switch f.(type) {
+		case *http2.SettingsFrame, *http2.WindowUpdateFrame, *http2.DataFrame:
+			continue
+		}
+		return f
 	}
+}
+
+// TestH2StoppingRequests: requests that reach a stopping server's HTTP/2
+// connection after its GOAWAY, ordered by what the client reads: one on
+// a stream above the GOAWAY's is refused (RST_STREAM REFUSED_STREAM, safe
+// to send again), one on a stream at or below it, whose body was still
+// coming, gets the 503 server_closing HTTP/3 gives; then the connection
+// ends, and Serve returns.
+func TestH2StoppingRequests(t *testing.T) {
+	srv := New(testutil.Listen(t), Config{Tokens: 5, DelayMs: 0.1, HTTP2: true, h2DrainWait: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-served }()
+	h := dialH2Raw(t, srv)
+	body := `{"stream":true,"pi_tokens":3}`
+	h.hb.Reset()
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", "x"}, {":path", "/v1/chat/completions"}} {
+		h.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	// Stream 1: its HEADERS, its body to come; a PING's answer says the
+	// server has read them.
+	if err := h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: h.hb.Bytes(), EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	sync := [8]byte{'s', 'y', 'n', 'c'}
+	h.fr.WritePing(false, sync)
+	for {
+		if p, ok := h.nextRaw(t, "the PING's answer").(*http2.PingFrame); ok && p.IsAck() && p.Data == sync {
+			break
+		}
+	}
+	cancel()
+	away, ok := h.nextRaw(t, "the GOAWAY").(*http2.GoAwayFrame)
+	if !ok || away.ErrCode != http2.ErrCodeNo || away.LastStreamID != 1 {
+		t.Fatalf("the stopping server sent %v, want a GOAWAY NO_ERROR naming stream 1", away)
+	}
+	ping, ok := h.nextRaw(t, "the PING after the GOAWAY").(*http2.PingFrame)
+	if !ok || ping.Data != h2DrainPing {
+		t.Fatalf("after the GOAWAY: %v, want the server's PING", ping)
+	}
+	// As a client that had not read the GOAWAY yet: stream 3, stream 1's
+	// body; then the PING's answer.
+	h.post(3, "/v1/chat/completions", body)
+	h.fr.WriteData(1, true, []byte(body))
+	h.fr.WritePing(true, ping.Data)
+	var refused bool
+	var status string
+	var answer []byte
+	for {
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			if isTimeout(err) {
+				t.Fatalf("waiting for the connection's end: %v", err)
+			}
+			break
+		}
+		switch f := f.(type) {
+		case *http2.RSTStreamFrame:
+			switch {
+			case f.StreamID == 3 && f.ErrCode == http2.ErrCodeRefusedStream:
+				refused = true
+			default:
+				t.Errorf("RST_STREAM %d %v", f.StreamID, f.ErrCode)
+			}
+		case *http2.MetaHeadersFrame:
+			if f.StreamID != 1 {
+				t.Errorf("HEADERS on stream %d, want none above the GOAWAY's", f.StreamID)
+			}
+			status = f.PseudoValue("status")
+		case *http2.DataFrame:
+			answer = append(answer, f.Data()...)
+		}
+	}
+	if !refused {
+		t.Errorf("stream 3, above the GOAWAY's, not refused (RST_STREAM REFUSED_STREAM)")
+	}
+	if status != "503" || !strings.Contains(string(answer), `"code":"server_closing"`) {
+		t.Errorf("stream 1, at the GOAWAY's, answered %q %q; want the 503 server_closing", status, answer)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve = %v", err)
+	}
+	served <- nil
 }
 
 // TestH2BodyTimeout: a request whose body does not arrive within
@@ -461,6 +589,17 @@ func TestH2ConnectionErrors(t *testing.T) {
 		return frame(http2.FrameHeaders, http2.Flags(http2.FlagHeadersEndHeaders), id, hb.Bytes())
 	}
 	inc := func(n uint32) []byte { return []byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)} }
+	// An open stream: a request whose think time outlasts the test.
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", "x"}, {":path", "/v1/chat/completions"}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	open := frame(http2.FrameHeaders, http2.Flags(http2.FlagHeadersEndHeaders), 1, hb.Bytes()) +
+		frame(http2.FrameData, http2.Flags(http2.FlagDataEndStream), 1, []byte(`{"stream":true,"pi_think_ms":60000}`))
+	initialWindow := func(n uint32) string {
+		return frame(http2.FrameSettings, 0, 0, append([]byte{0, byte(http2.SettingInitialWindowSize)}, inc(n)...))
+	}
 	tests := []struct {
 		name  string
 		bytes string
@@ -472,6 +611,9 @@ func TestH2ConnectionErrors(t *testing.T) {
 		{"PUSH_PROMISE from the client", frame(http2.FramePushPromise, http2.Flags(http2.FlagPushPromiseEndHeaders), 1, []byte{0, 0, 0, 2}), http2.ErrCodeProtocol},
 		{"frame above 16 KiB", frame(http2.FramePing, 0, 0, make([]byte, h2FrameBytes+1)), http2.ErrCodeFrameSize},
 		{"connection window above 2^31-1", frame(http2.FrameWindowUpdate, 0, 0, inc(1<<31-1)) + frame(http2.FrameWindowUpdate, 0, 0, inc(1<<31-1)), http2.ErrCodeFlowControl},
+		{"WINDOW_UPDATE of 0 on the connection", frame(http2.FrameWindowUpdate, 0, 0, inc(0)), http2.ErrCodeProtocol},
+		{"SETTINGS_INITIAL_WINDOW_SIZE taking an open stream's window above 2^31-1",
+			open + frame(http2.FrameWindowUpdate, 0, 1, inc(1<<31-1-65_535)) + initialWindow(1<<31-1), http2.ErrCodeFlowControl},
 		{"empty CONTINUATION flood", frame(http2.FrameHeaders, 0, 1, nil) + strings.Repeat(frame(http2.FrameContinuation, 0, 1, nil), h2MaxReadPerFrame/9+1), http2.ErrCodeEnhanceYourCalm},
 	}
 	srv := startServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true})
@@ -497,5 +639,146 @@ func TestH2ConnectionErrors(t *testing.T) {
 	}
 	if p := srv.Panics(); p != 0 {
 		t.Errorf("Panics() = %d", p)
+	}
+}
+
+// TestH2StreamFlowErrors: a stream error of the client on an open stream
+// gets that stream reset with its code, before the answer to a PING sent
+// after it, and the connection goes on.
+func TestH2StreamFlowErrors(t *testing.T) {
+	inc := func(n uint32) string {
+		return frame(http2.FrameWindowUpdate, 0, 1, []byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
+	}
+	tests := []struct {
+		name  string
+		bytes string
+		code  http2.ErrCode
+	}{
+		{"WINDOW_UPDATE taking the stream's send window above 2^31-1", inc(1<<31 - 1), http2.ErrCodeFlowControl},
+		{"two WINDOW_UPDATEs taking it there", inc(1<<30) + inc(1<<30), http2.ErrCodeFlowControl},
+		{"WINDOW_UPDATE of 0 on the stream", inc(0), http2.ErrCodeProtocol},
+	}
+	srv := startServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true})
+	for _, tt := range tests {
+		h := dialH2Raw(t, srv)
+		h.post(1, "/v1/chat/completions", `{"stream":true,"pi_think_ms":60000}`)
+		for {
+			if _, ok := h.next().(*http2.MetaHeadersFrame); ok {
+				break
+			}
+		}
+		mark := [8]byte{'a', 'f', 't', 'e', 'r'}
+		io.WriteString(h.c, tt.bytes)
+		h.fr.WritePing(false, mark)
+		var reset *http2.RSTStreamFrame
+		for {
+			f := h.nextRaw(t, tt.name+": the RST_STREAM")
+			if r, ok := f.(*http2.RSTStreamFrame); ok && r.StreamID == 1 {
+				reset = r
+			}
+			if p, ok := f.(*http2.PingFrame); ok && p.IsAck() && p.Data == mark {
+				break
+			}
+			if g, ok := f.(*http2.GoAwayFrame); ok {
+				t.Fatalf("%s: GOAWAY %v, want the stream reset and the connection kept", tt.name, g.ErrCode)
+			}
+		}
+		if reset == nil || reset.ErrCode != tt.code {
+			t.Errorf("%s: stream 1 reset %v, want RST_STREAM %v before the PING's answer", tt.name, reset, tt.code)
+		}
+		h.c.Close()
+	}
+	if p := srv.Panics(); p != 0 {
+		t.Errorf("Panics() = %d", p)
+	}
+}
+
+// TestH2DataPastStreamWindow: a client that sends more DATA on a stream
+// than the window the server gave it (SETTINGS_INITIAL_WINDOW_SIZE, never
+// grown) gets that stream reset with FLOW_CONTROL_ERROR — here while the
+// server's 413 for the body waits for a send window the client never
+// gives.
+func TestH2DataPastStreamWindow(t *testing.T) {
+	srv := startServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true, WriteTimeout: time.Minute})
+	h := dialH2Raw(t, srv, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
+	h.hb.Reset()
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", "x"}, {":path", "/v1/chat/completions"}} {
+		h.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	if err := h.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: h.hb.Bytes(), EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		chunk := make([]byte, h2FrameBytes)
+		fr := http2.NewFramer(h.c, nil)
+		for range h2StreamWindow/h2FrameBytes + 1 {
+			if err := fr.WriteData(1, false, chunk); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	var status string
+	for {
+		f := h.nextRaw(t, "stream 1's reset")
+		if m, ok := f.(*http2.MetaHeadersFrame); ok {
+			status = m.PseudoValue("status")
+		}
+		if r, ok := f.(*http2.RSTStreamFrame); ok {
+			if r.StreamID != 1 || r.ErrCode != http2.ErrCodeFlowControl {
+				t.Errorf("RST_STREAM %d %v, want 1 FLOW_CONTROL_ERROR", r.StreamID, r.ErrCode)
+			}
+			break
+		}
+	}
+	if status != "413" {
+		t.Errorf("stream 1 answered %q before its reset, want the 413 of a body above the limit", status)
+	}
+	if err := <-sent; err != nil {
+		t.Errorf("sending the body: %v", err)
+	}
+}
+
+// TestH2HeaderBlockTimeout: a header block begun and not ended within
+// Config.ReadHeaderTimeout ends its connection with a GOAWAY
+// ENHANCE_YOUR_CALM that says so, while another stream is open: an
+// unfinished header block stops the connection's reader, and cannot be
+// skipped (the HPACK state is the connection's).
+func TestH2HeaderBlockTimeout(t *testing.T) {
+	tests := []struct {
+		name  string
+		bytes string
+	}{
+		{"HEADERS without END_HEADERS, no CONTINUATION", frame(http2.FrameHeaders, 0, 3, []byte{0x82})},
+		{"CONTINUATION without END_HEADERS", frame(http2.FrameHeaders, 0, 3, []byte{0x82}) + frame(http2.FrameContinuation, 0, 3, []byte{0x84})},
+		{"half a frame header", frame(http2.FrameHeaders, 0, 3, []byte{0x82})[:5]},
+	}
+	srv := startServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true, ReadHeaderTimeout: 100 * time.Millisecond, IdleTimeout: time.Minute})
+	for _, tt := range tests {
+		h := dialH2Raw(t, srv)
+		h.post(1, "/v1/chat/completions", `{"stream":true,"pi_think_ms":60000}`)
+		for {
+			if _, ok := h.next().(*http2.MetaHeadersFrame); ok {
+				break
+			}
+		}
+		io.WriteString(h.c, tt.bytes)
+		var away *http2.GoAwayFrame
+		for away == nil {
+			f, err := h.fr.ReadFrame()
+			if err != nil {
+				t.Fatalf("%s: the connection ended without a GOAWAY: %v", tt.name, err)
+			}
+			away, _ = f.(*http2.GoAwayFrame)
+		}
+		if away.ErrCode != http2.ErrCodeEnhanceYourCalm || away.LastStreamID != 1 || !strings.Contains(string(away.DebugData()), "ReadHeaderTimeout") {
+			t.Errorf("%s: GOAWAY %v, last stream %d, %q; want ENHANCE_YOUR_CALM, 1, naming ReadHeaderTimeout",
+				tt.name, away.ErrCode, away.LastStreamID, away.DebugData())
+		}
+		if _, err := io.Copy(io.Discard, h.c); isTimeout(err) {
+			t.Errorf("%s: after the GOAWAY: %v, want the connection's end", tt.name, err)
+		}
 	}
 }

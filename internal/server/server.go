@@ -141,6 +141,8 @@ type Config struct {
 	// next request, and an HTTP/2 connection without streams stays open
 	// (0 means DefaultIdleTimeout).
 	IdleTimeout time.Duration
+	// h2DrainWait is h2DrainWait, unless a test raised it.
+	h2DrainWait time.Duration
 
 	// MaxTokens caps each token count a request may ask for with a hint
 	// (text, reasoning, tool call); past it the request gets a 400 naming
@@ -303,6 +305,9 @@ func New(ln net.Listener, cfg Config) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.h2DrainWait <= 0 {
+		cfg.h2DrainWait = h2DrainWait
+	}
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
 	}
@@ -392,11 +397,19 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.closing = true
 	var goAways sync.WaitGroup
 	for hc := range s.h2conns { // they unregister only with s.mu: wait here
-		goAways.Go(hc.goAwayClosing)
+		goAways.Go(func() { hc.goAwayClosing() })
 	}
 	goAways.Wait()
-	for _, sock := range s.conns {
-		sock.Close()
+	draining := make(map[net.Conn]bool)
+	for hc := range s.h2conns {
+		if hc.draining.Load() {
+			draining[hc.c] = true // its reader closes it, within h2DrainWait
+		}
+	}
+	for c, sock := range s.conns {
+		if !draining[c] {
+			sock.Close()
+		}
 	}
 	s.mu.Unlock()
 	for _, sh := range s.shards {
