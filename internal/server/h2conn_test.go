@@ -412,6 +412,25 @@ func TestH2ShutdownGoAway(t *testing.T) {
 	}
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); stop("with an HTTP/2 stream waiting for its think time") }()
+	ping := h.stopping(t)
+	h.fr.WritePing(true, ping.Data)
+	var reset *http2.RSTStreamFrame
+	h.untilEnd(t, "after the PING's answer", func(f http2.Frame) {
+		if r, ok := f.(*http2.RSTStreamFrame); ok && r.StreamID == 1 {
+			reset = r
+		}
+	})
+	if reset == nil {
+		t.Errorf("the connection ended without resetting stream 1, in progress")
+	}
+	<-stopped
+}
+
+// stopping reads what a stopping server sends first on a connection
+// whose stream 1 it has: a GOAWAY NO_ERROR naming stream 1, then its
+// PING, which it returns.
+func (h *h2Raw) stopping(t *testing.T) *http2.PingFrame {
+	t.Helper()
 	away, ok := h.nextRaw(t, "the GOAWAY").(*http2.GoAwayFrame)
 	if !ok || away.ErrCode != http2.ErrCodeNo || away.LastStreamID != 1 {
 		t.Fatalf("the stopping server sent %v, want a GOAWAY NO_ERROR naming stream 1", away)
@@ -420,24 +439,23 @@ func TestH2ShutdownGoAway(t *testing.T) {
 	if !ok || ping.IsAck() || ping.Data != h2DrainPing {
 		t.Fatalf("after the GOAWAY: %v, want the server's PING %q", ping, h2DrainPing)
 	}
-	h.fr.WritePing(true, ping.Data)
-	var reset *http2.RSTStreamFrame
+	return ping
+}
+
+// untilEnd runs each on every frame until the connection ends; a read
+// timeout instead is fatal, when names what the test waited in.
+func (h *h2Raw) untilEnd(t *testing.T, when string, each func(http2.Frame)) {
+	t.Helper()
 	for {
 		f, err := h.fr.ReadFrame()
 		if err != nil {
 			if isTimeout(err) {
-				t.Fatalf("after the PING's answer: %v, want the connection's end", err)
+				t.Fatalf("%s: %v, want the connection's end", when, err)
 			}
-			break
+			return
 		}
-		if r, ok := f.(*http2.RSTStreamFrame); ok && r.StreamID == 1 {
-			reset = r
-		}
+		each(f)
 	}
-	if reset == nil {
-		t.Errorf("the connection ended without resetting stream 1, in progress")
-	}
-	<-stopped
 }
 
 // nextRaw returns the next frame other than SETTINGS, WINDOW_UPDATE and
@@ -488,14 +506,7 @@ func TestH2StoppingRequests(t *testing.T) {
 		}
 	}
 	cancel()
-	away, ok := h.nextRaw(t, "the GOAWAY").(*http2.GoAwayFrame)
-	if !ok || away.ErrCode != http2.ErrCodeNo || away.LastStreamID != 1 {
-		t.Fatalf("the stopping server sent %v, want a GOAWAY NO_ERROR naming stream 1", away)
-	}
-	ping, ok := h.nextRaw(t, "the PING after the GOAWAY").(*http2.PingFrame)
-	if !ok || ping.Data != h2DrainPing {
-		t.Fatalf("after the GOAWAY: %v, want the server's PING", ping)
-	}
+	ping := h.stopping(t)
 	// As a client that had not read the GOAWAY yet: stream 3, stream 1's
 	// body; then the PING's answer.
 	h.post(3, "/v1/chat/completions", body)
@@ -504,14 +515,7 @@ func TestH2StoppingRequests(t *testing.T) {
 	var refused bool
 	var status string
 	var answer []byte
-	for {
-		f, err := h.fr.ReadFrame()
-		if err != nil {
-			if isTimeout(err) {
-				t.Fatalf("waiting for the connection's end: %v", err)
-			}
-			break
-		}
+	h.untilEnd(t, "after stream 3, stream 1's body and the PING's answer", func(f http2.Frame) {
 		switch f := f.(type) {
 		case *http2.RSTStreamFrame:
 			switch {
@@ -528,7 +532,7 @@ func TestH2StoppingRequests(t *testing.T) {
 		case *http2.DataFrame:
 			answer = append(answer, f.Data()...)
 		}
-	}
+	})
 	if !refused {
 		t.Errorf("stream 3, above the GOAWAY's, not refused (RST_STREAM REFUSED_STREAM)")
 	}
