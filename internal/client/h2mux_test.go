@@ -176,8 +176,10 @@ func (l *countingListener) Accept() (net.Conn, error) {
 
 // runSlots runs slots sessions of q, each doing perSlot requests in turn,
 // concurrently, and returns the records, slot by slot; the sessions are
-// closed once all are done, as a batch closes them.
-func runSlots(q *Request, slots, perSlot int) [][]*result.Request {
+// closed once all are done, as a batch closes them. On the event loops it
+// checks that they ran there, each group's sessions on one loop.
+func runSlots(t *testing.T, q *Request, slots, perSlot int) [][]*result.Request {
+	t.Helper()
 	recs := make([][]*result.Request, slots)
 	var wg sync.WaitGroup
 	sessions := make([]*Session, slots)
@@ -196,6 +198,17 @@ func runSlots(q *Request, slots, perSlot int) [][]*result.Request {
 	wg.Wait()
 	for _, s := range sessions {
 		s.Close()
+	}
+	onLoops := q.onLoop()
+	for i, s := range sessions {
+		switch {
+		case !onLoops && s.ev.l != nil:
+			t.Errorf("session %d ran on a loop, the engine is %s", i, testEngine)
+		case onLoops && s.ev.l == nil:
+			t.Errorf("session %d did not run on the %s engine's loops", i, testEngine)
+		case onLoops && s.ev.l != sessions[i-i%q.StreamsPerConn].ev.l:
+			t.Errorf("session %d ran on another loop than its group's first, session %d", i, i-i%q.StreamsPerConn)
+		}
 	}
 	return recs
 }
@@ -216,7 +229,7 @@ func TestStreamsPerConn(t *testing.T) {
 	q := New(Options{Addr: srv.Addr().String(), H2C: true, KeepAlive: true, StreamsPerConn: perConn,
 		Tokens: tokens, ExpectTokens: tokens, Timeout: testutil.AwaitBound})
 	done := make(chan [][]*result.Request)
-	go func() { done <- runSlots(q, slots, 1) }()
+	go func() { done <- runSlots(t, q, slots, 1) }()
 	open := testutil.Poll(func() bool { return srv.ActiveStreams() == slots }, testutil.AwaitBound)
 	stop := driveFake(f) // the streams may go on
 	recs := <-done
@@ -302,7 +315,7 @@ func TestStreamsPerConnGoAway(t *testing.T) {
 		}
 	})
 	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
-	recs := runSlots(q, 3, 2)
+	recs := runSlots(t, q, 3, 2)
 	var ok, goaway int
 	for i, rs := range recs {
 		r := rs[0]
@@ -353,7 +366,7 @@ func TestStreamsPerConnPeerLimit(t *testing.T) {
 		}
 	}, http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 2})
 	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
-	recs := runSlots(q, 3, 1)
+	recs := runSlots(t, q, 3, 1)
 	perID := map[int64]int{}
 	for i, rs := range recs {
 		r := rs[0]
@@ -377,24 +390,25 @@ func (f *h2Writer) ackPing(frame http2.Frame) {
 	}
 }
 
-// TestStreamsPerConnEngine: requests that share HTTP/2 connections use
-// the goroutine engine whatever is asked, with a note when the loops
-// would have carried them; one stream per connection stays on the loops.
+// TestStreamsPerConnEngine: requests that share HTTP/2 connections run
+// on the engine asked for, the loops included, without a note.
 func TestStreamsPerConnEngine(t *testing.T) {
 	mux := Options{H2C: true, KeepAlive: true, StreamsPerConn: 2}
+	uring, uringNote := EngineUring.Resolve()
 	for _, tt := range []struct {
 		name string
 		o    Options
 		want Engine
 		note string
 	}{
-		{"epoll asked", Options{H2C: true, KeepAlive: true, StreamsPerConn: 2, Engine: EngineEpoll}, EngineGoroutine,
-			"the epoll engine sends one HTTP/2 stream per connection; --streams-per-conn uses the goroutine engine"},
+		{"epoll asked", Options{H2C: true, KeepAlive: true, StreamsPerConn: 2, Engine: EngineEpoll}, EngineEpoll, ""},
+		{"uring asked", Options{H2C: true, KeepAlive: true, StreamsPerConn: 2, Engine: EngineUring}, uring, uringNote},
+		{"epoll asked, h2 over TLS", Options{Scheme: "https", HTTP2: true, KeepAlive: true, StreamsPerConn: 8, Engine: EngineEpoll}, EngineEpoll, ""},
 		{"goroutine asked", Options{H2C: true, KeepAlive: true, StreamsPerConn: 2, Engine: EngineGoroutine}, EngineGoroutine, ""},
 		{"without -k", Options{H2C: true, StreamsPerConn: 2, Engine: EngineGoroutine}, EngineGoroutine, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.o.Engine == EngineEpoll && evloop.Available() != nil {
+			if tt.o.Engine != EngineGoroutine && evloop.Available() != nil {
 				t.Skip("no epoll loops here")
 			}
 			e, note := tt.o.ResolveEngine()
@@ -432,7 +446,7 @@ func TestStreamsPerConnClosed(t *testing.T) {
 		}
 	})
 	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
-	for i, rs := range runSlots(q, 3, 2) {
+	for i, rs := range runSlots(t, q, 3, 2) {
 		if r := rs[0]; r.OK() || r.ConnID != 1 || !strings.HasPrefix(r.Failure.Error(), "recv error: ") {
 			t.Errorf("slot %d, first request: %q on connection %d; want a recv error on connection 1", i, r.Failure.Error(), r.ConnID)
 		}
@@ -459,7 +473,7 @@ func TestStreamsPerConnWindowStall(t *testing.T) {
 	})
 	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, PromptBytes: 40_000,
 		IdleTimeout: 100 * time.Millisecond, Timeout: testutil.AwaitBound})
-	for i, rs := range runSlots(q, 3, 1) {
+	for i, rs := range runSlots(t, q, 3, 1) {
 		if r := rs[0]; r.Failure.Error() != "idle timeout after 100ms" || r.ConnID != 1 {
 			t.Errorf("slot %d: %q on connection %d, want an idle timeout on connection 1", i, r.Failure.Error(), r.ConnID)
 		}
