@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"maps"
 	"net"
 	"slices"
@@ -480,5 +481,123 @@ func TestStreamsPerConnWindowStall(t *testing.T) {
 	}
 	if data.Load() > 65535 || ended.Load() >= 3 {
 		t.Errorf("the peer received %d DATA bytes, %d bodies whole; want at most its window of 65535, not all three", data.Load(), ended.Load())
+	}
+}
+
+// TestStreamsPerConnOneRead: on the event loops, three streams whose
+// heads and bodies the peer sends in one write are demuxed from one read:
+// each request counts one read, and every arrival of the three — heads
+// and tokens — is that read's instant.
+func TestStreamsPerConnOneRead(t *testing.T) {
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	var mu sync.Mutex
+	var ids []uint32
+	addr := h2Streams(t, func(f *h2Writer, conn int, id uint32) {
+		mu.Lock()
+		ids = append(ids, id)
+		all := slices.Clone(ids)
+		mu.Unlock()
+		if len(all) < 3 {
+			return
+		}
+		var b bytes.Buffer
+		fr := http2.NewFramer(&b, nil)
+		for _, id := range all {
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true,
+				BlockFragment: h2Block(":status", "200", "content-type", "text/event-stream")})
+		}
+		for _, id := range all {
+			fr.WriteData(id, true, whole)
+		}
+		f.raw(b.Bytes())
+	})
+	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
+	if !q.onLoop() {
+		t.Skip("the goroutine engine times each stream's body Read")
+	}
+	recs := runSlots(t, q, 3, 1)
+	at := recs[0][0].HeadAt
+	for i, rs := range recs {
+		r := rs[0]
+		if !r.OK() || r.ConnID != 1 || r.Reads != 1 {
+			t.Fatalf("slot %d: %q on connection %d in %d reads; want ok on connection 1 in one read", i, r.Failure.Error(), r.ConnID, r.Reads)
+		}
+		if r.HeadAt != at || slices.ContainsFunc(r.Tokens, func(k result.Token) bool { return k.Arrived != at }) {
+			t.Errorf("slot %d: head at %d, tokens at %v; want all at %d, the one read's instant", i, r.HeadAt, r.Tokens, at)
+		}
+	}
+}
+
+// TestStreamsPerConnReset: the peer resets one of three streams sharing
+// a connection, mid-body: that request fails, named, the two others end
+// ok, and each slot's next request reuses the same connection.
+func TestStreamsPerConnReset(t *testing.T) {
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	var mu sync.Mutex
+	var ids []uint32
+	addr := h2Streams(t, func(f *h2Writer, conn int, id uint32) {
+		mu.Lock()
+		ids = append(ids, id)
+		all := slices.Clone(ids)
+		mu.Unlock()
+		switch {
+		case len(all) > 3:
+			h2Respond(f, id, whole, true)
+		case len(all) == 3:
+			for _, id := range all {
+				h2Respond(f, id, whole[:20], false)
+			}
+			f.do(func(fr *http2.Framer) error { return fr.WriteRSTStream(3, http2.ErrCodeInternal) })
+			for _, id := range all {
+				if id != 3 {
+					f.do(func(fr *http2.Framer) error { return fr.WriteData(id, true, whole[20:]) })
+				}
+			}
+		}
+	})
+	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
+	var ok, reset int
+	for i, rs := range runSlots(t, q, 3, 2) {
+		switch r := rs[0]; {
+		case r.OK() && r.ConnID == 1:
+			ok++
+		case r.ConnID == 1 && strings.Contains(r.Failure.Error(), "stream ID 3; INTERNAL_ERROR; received from peer"):
+			reset++
+		default:
+			t.Errorf("slot %d, first request: %q on connection %d", i, r.Failure.Error(), r.ConnID)
+		}
+		if r := rs[1]; !r.OK() || r.ConnID != 1 || !r.Reused {
+			t.Errorf("slot %d, second request: %q on connection %d (reused %v), want ok on connection 1, reused", i, r.Failure.Error(), r.ConnID, r.Reused)
+		}
+	}
+	if ok != 2 || reset != 1 {
+		t.Errorf("first requests: %d ok, %d failed by the reset; want 2 and 1", ok, reset)
+	}
+}
+
+// TestStreamsPerConnTLS: six slots, three streams per connection, h2
+// over TLS (ALPN): two connections of three requests each, every request
+// ok over h2, the server seeing two client addresses.
+func TestStreamsPerConnTLS(t *testing.T) {
+	const slots, perConn, tokens = 6, 3, 4
+	var s seen
+	addr, roots := tlsServer(t, true, tokens, &s)
+	q := New(Options{Addr: addr, TLS: &tls.Config{RootCAs: roots, ServerName: "example.com"}, HTTP2: true, KeepAlive: true,
+		StreamsPerConn: perConn, ExpectTokens: tokens, Tokens: -1, Timeout: testutil.AwaitBound})
+	perID := map[int64]int{}
+	for i, rs := range runSlots(t, q, slots, 1) {
+		r := rs[0]
+		perID[r.ConnID]++
+		if !r.OK() || r.Proto != ProtoH2 || len(r.Tokens) != tokens {
+			t.Errorf("slot %d: %q over %q with %d tokens; want ok over h2 with %d", i, r.Failure.Error(), r.Proto, len(r.Tokens), tokens)
+		}
+	}
+	s.mu.Lock()
+	remotes := slices.Compact(slices.Sorted(slices.Values(s.remotes)))
+	s.mu.Unlock()
+	if len(perID) != slots/perConn || len(remotes) != slots/perConn || slices.ContainsFunc(slices.Collect(maps.Values(perID)), func(n int) bool { return n != perConn }) {
+		t.Errorf("requests per connection %v, client addresses at the server %v; want %d connections of %d", perID, remotes, slots/perConn, perConn)
 	}
 }
