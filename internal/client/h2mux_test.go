@@ -529,31 +529,45 @@ func TestStreamsPerConnOneRead(t *testing.T) {
 	}
 }
 
-// TestStreamsPerConnReset: the peer resets one of three streams sharing
-// a connection, mid-body: that request fails, named, the two others end
-// ok, and each slot's next request reuses the same connection.
+// TestStreamsPerConnReset: three streams share a connection; the peer
+// PINGs it once all three requests are in, answers them once the PING is
+// acknowledged, and resets one of them mid-body: that request fails,
+// named, the two others end ok, each slot's next request reuses the same
+// connection, and the client acknowledged the peer's SETTINGS and PING.
 func TestStreamsPerConnReset(t *testing.T) {
 	chat := dialectStreams[0]
 	whole := []byte(chat.events(false, chat.tokens(3, true)...))
 	var mu sync.Mutex
 	var ids []uint32
-	addr := h2Streams(t, func(f *h2Writer, conn int, id uint32) {
+	var settingsAcked, pingAcked bool
+	addr := h2Peer(t, func(f *h2Writer, conn int, frame http2.Frame) {
 		mu.Lock()
-		ids = append(ids, id)
-		all := slices.Clone(ids)
-		mu.Unlock()
-		switch {
-		case len(all) > 3:
-			h2Respond(f, id, whole, true)
-		case len(all) == 3:
-			for _, id := range all {
+		defer mu.Unlock()
+		switch fr := frame.(type) {
+		case *http2.SettingsFrame:
+			settingsAcked = settingsAcked || fr.IsAck()
+		case *http2.PingFrame:
+			if !fr.IsAck() || fr.Data != h2PingData || pingAcked {
+				return
+			}
+			pingAcked = true
+			for _, id := range ids {
 				h2Respond(f, id, whole[:20], false)
 			}
 			f.do(func(fr *http2.Framer) error { return fr.WriteRSTStream(3, http2.ErrCodeInternal) })
-			for _, id := range all {
+			for _, id := range ids {
 				if id != 3 {
 					f.do(func(fr *http2.Framer) error { return fr.WriteData(id, true, whole[20:]) })
 				}
+			}
+		case *http2.DataFrame:
+			if !fr.StreamEnded() {
+				return
+			}
+			if ids = append(ids, fr.StreamID); len(ids) > 3 {
+				h2Respond(f, fr.StreamID, whole, true)
+			} else if len(ids) == 3 {
+				f.do(func(fr *http2.Framer) error { return fr.WritePing(false, h2PingData) })
 			}
 		}
 	})
@@ -574,6 +588,11 @@ func TestStreamsPerConnReset(t *testing.T) {
 	}
 	if ok != 2 || reset != 1 {
 		t.Errorf("first requests: %d ok, %d failed by the reset; want 2 and 1", ok, reset)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !settingsAcked || !pingAcked {
+		t.Errorf("the client acknowledged the peer's SETTINGS: %v, its PING: %v; want both", settingsAcked, pingAcked)
 	}
 }
 
@@ -599,5 +618,72 @@ func TestStreamsPerConnTLS(t *testing.T) {
 	s.mu.Unlock()
 	if len(perID) != slots/perConn || len(remotes) != slots/perConn || slices.ContainsFunc(slices.Collect(maps.Values(perID)), func(n int) bool { return n != perConn }) {
 		t.Errorf("requests per connection %v, client addresses at the server %v; want %d connections of %d", perID, remotes, slots/perConn, perConn)
+	}
+}
+
+// TestStreamsPerConnWindowUpdates: three streams share a connection and
+// receive 8.25 MiB between them, 2.75 MiB each: the client gives the
+// connection's window back in batches of half of it — on the event loops
+// exactly one WINDOW_UPDATE for the connection after its opening one,
+// none for a stream (each below half of its window) — and every request
+// ends ok with its tokens.
+func TestStreamsPerConnWindowUpdates(t *testing.T) {
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	const chunk, chunks = 16 << 10, 176 // 2.75 MiB a stream
+	comment := append(append([]byte(": "), bytes.Repeat([]byte("x"), chunk-4)...), "\n\n"...)
+	var mu sync.Mutex
+	var ids []uint32
+	updates := map[uint32][]uint32{} // increments by stream, after the peer's preface
+	addr := h2Peer(t, func(f *h2Writer, conn int, frame http2.Frame) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch fr := frame.(type) {
+		case *http2.WindowUpdateFrame:
+			updates[fr.StreamID] = append(updates[fr.StreamID], fr.Increment)
+		case *http2.DataFrame:
+			if !fr.StreamEnded() {
+				return
+			}
+			if ids = append(ids, fr.StreamID); len(ids) < 3 {
+				return
+			}
+			for _, id := range ids {
+				f.do(func(fr *http2.Framer) error {
+					return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true,
+						BlockFragment: h2Block(":status", "200", "content-type", "text/event-stream")})
+				})
+			}
+			for range chunks {
+				for _, id := range ids {
+					f.do(func(fr *http2.Framer) error { return fr.WriteData(id, false, comment) })
+				}
+			}
+			for _, id := range ids {
+				f.do(func(fr *http2.Framer) error { return fr.WriteData(id, true, whole) })
+			}
+		}
+	})
+	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
+	for i, rs := range runSlots(t, q, 3, 1) {
+		if r := rs[0]; !r.OK() || r.VisibleCount() != 3 || r.ConnID != 1 {
+			t.Errorf("slot %d: %q with %d tokens on connection %d; want ok with 3 on connection 1", i, r.Failure.Error(), r.VisibleCount(), r.ConnID)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !q.onLoop() {
+		return // x/net's transport batches by its own rule
+	}
+	if len(updates[0]) == 0 || updates[0][0] != h2Window-h2DefaultWindow {
+		t.Fatalf("connection WINDOW_UPDATEs %v: want the opening one, %d, first", updates[0], h2Window-h2DefaultWindow)
+	}
+	if got := updates[0][1:]; len(got) != 1 || got[0] < h2Window/2 {
+		t.Errorf("connection WINDOW_UPDATEs after the opening one: %v; want one of at least %d", got, h2Window/2)
+	}
+	for id, incs := range updates {
+		if id != 0 {
+			t.Errorf("stream %d: WINDOW_UPDATEs %v; want none (2.75 MiB is below half its window)", id, incs)
+		}
 	}
 }
