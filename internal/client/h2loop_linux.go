@@ -27,12 +27,20 @@ import (
 // with END_STREAM (as far as the peer's windows let it, the rest when they
 // open), and reads frames (x/net/http2's Framer over the bytes of each
 // read, one complete frame at a time; hpack for the heads), feeding each
-// DATA payload of the stream in flight to the same reader, with the time
-// the read returned. One connection per Session, one stream at a time on
-// it, the next request on the next stream; h2Exchange.settle decides what
-// becomes of the connection, as on the goroutine engine. Flow control:
-// our windows are h2Window, given back in one WINDOW_UPDATE once half of
-// one is consumed, never per token; PING and SETTINGS are answered.
+// DATA payload to the reader of its stream's request, with the time the
+// read returned (every stream demultiplexed from one read shares it).
+// Without Options.StreamsPerConn a connection is one Session's, one
+// stream at a time on it, the next request on the next stream; with it,
+// the Sessions of a group (h2Group) share their connections, all on one
+// loop (loopGroup): the connection (h2State: framer, hpack, windows, the
+// peer's SETTINGS, the write buffer; the socket and TLS on its sock)
+// keeps a table of its streams in flight by id, each the stream of one
+// Session's econn (econn.hs: its window, body, exchange and deadlines),
+// and is closed when the last Session holding it lets it go.
+// h2Exchange.settle decides what becomes of the connection, as on the
+// goroutine engine. Flow control: our windows are h2Window, given back in
+// one WINDOW_UPDATE once half of one is consumed (the connection's over
+// all its streams), never per token; PING and SETTINGS are answered.
 
 // h2Window is the receive window of the connection and of each stream.
 const h2Window = 16 << 20
