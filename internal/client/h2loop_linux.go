@@ -110,12 +110,23 @@ type h2State struct {
 	id      int64             // its ConnID
 	streams map[uint32]*econn // the streams of requests in flight, by id
 	holders []*loopSession    // the sessions holding the connection: a stream in flight, or kept
-	unsent  []*econn          // streams whose END_STREAM is queued, not yet written
+	unsent  []unsentEnd       // streams whose END_STREAM is queued, not yet written, in the order queued
+	sealedN int               // how many of unsent have their end in the output stream (the rest in wr)
+	outEnd  int64             // the bytes put in wout so far, all told
+	outDone int64             // the bytes written to the socket so far
 	held    []*econn          // streams whose body waits for a window
 	group   *h2Group          // the group sharing it (Options.StreamsPerConn); nil: one session's
 	dead    bool              // closed
 	reads   uint64            // the reads of the connection, for rec.Reads
 	settled bool              // the peer's first SETTINGS came in this read: the group's waiters go
+}
+
+// unsentEnd is a stream whose END_STREAM is queued: end is where the
+// frame carrying it ends, in wr until the frames are sealed, then in the
+// connection's output (over TLS: the end of the records sealing it).
+type unsentEnd struct {
+	c   *econn
+	end int64
 }
 
 // h2Stream is the stream of one request on an HTTP/2 connection of a
@@ -257,7 +268,7 @@ func (c *econn) h2Start() {
 	}
 	if len(body) == 0 {
 		st.ended = true
-		h.unsent = append(h.unsent, c)
+		h.unsent = append(h.unsent, unsentEnd{c, int64(len(h.wr.b))})
 	}
 	c.queueBody()
 
@@ -299,7 +310,7 @@ func (c *econn) queueBody() {
 		h.sendWin -= int64(n)
 		if last {
 			st.ended = true
-			h.unsent = append(h.unsent, c)
+			h.unsent = append(h.unsent, unsentEnd{c, int64(len(h.wr.b))})
 		}
 	}
 }
@@ -330,11 +341,22 @@ func (c *econn) h2Flush() error {
 		return errH2Closed
 	}
 	if len(h.wr.b) > 0 {
+		before := len(h.wout)
 		if c.tls != nil {
 			h.wout = c.tls.Seal(h.wout, h.wr.b)
 		} else {
 			h.wout = append(h.wout, h.wr.b...)
 		}
+		added := int64(len(h.wout) - before)
+		for i := h.sealedN; i < len(h.unsent); i++ {
+			if c.tls != nil {
+				h.unsent[i].end = h.outEnd + added // in the records of this seal
+			} else {
+				h.unsent[i].end += h.outEnd
+			}
+		}
+		h.sealedN = len(h.unsent)
+		h.outEnd += added
 		h.wr.b = h.wr.b[:0]
 	}
 	if len(h.wout) == 0 {
@@ -342,19 +364,13 @@ func (c *econn) h2Flush() error {
 	}
 	n, err := evloop.RawWrite(c.reg.FD(), h.wout)
 	h.wout = h.wout[:copy(h.wout, h.wout[n:])]
+	h.outDone += int64(n)
+	if h.sealedN > 0 && h.unsent[0].end <= h.outDone {
+		h.stampSent()
+	}
 	if len(h.wout) == 0 {
 		if cap(h.wout) > 64<<10 {
 			h.wout = nil
-		}
-		if len(h.unsent) > 0 {
-			now := ls.s.clk.Now()
-			for _, sc := range h.unsent {
-				if sls := sc.ls; sls.active && sc.hs.ended && sls.rec.Sent == 0 && sc.phase == phReading && h.streams[sc.hs.id] == sc {
-					sls.rec.Sent = now
-				}
-			}
-			clear(h.unsent)
-			h.unsent = h.unsent[:0]
 		}
 		if ls.l.Watch(&c.reg, evloop.Read) != nil {
 			return errLoopGone
@@ -368,6 +384,23 @@ func (c *econn) h2Flush() error {
 		return errLoopGone
 	}
 	return nil
+}
+
+// stampSent sets Sent of the streams whose END_STREAM the write that just
+// returned carried (or an earlier one): each stream's own instant.
+func (h *h2State) stampSent() {
+	now := h.sock.ls.s.clk.Now()
+	k := 0
+	for ; k < h.sealedN && h.unsent[k].end <= h.outDone; k++ {
+		sc := h.unsent[k].c
+		if sls := sc.ls; sls.active && sc.hs.ended && sls.rec.Sent == 0 && sc.phase == phReading && h.streams[sc.hs.id] == sc {
+			sls.rec.Sent = now
+		}
+	}
+	n := copy(h.unsent, h.unsent[k:])
+	clear(h.unsent[n:])
+	h.unsent = h.unsent[:n]
+	h.sealedN -= k
 }
 
 // errH2Closed: a write to a connection already closed.
@@ -924,6 +957,7 @@ func (c *econn) h2ConnError(err error) {
 		code = http2.ErrCodeFrameSize
 	}
 	h.wr.b = h.wr.b[:0]
+	h.unsent = h.unsent[:h.sealedN] // their ends went with wr
 	h.fr.WriteGoAway(0, code, nil)
 	c.h2Flush()
 	h.lose(func(sc *econn) { sc.h2StreamFailed(err) })

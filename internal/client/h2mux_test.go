@@ -687,3 +687,69 @@ func TestStreamsPerConnWindowUpdates(t *testing.T) {
 		}
 	}
 }
+
+// risingClock is the real clock whose readings strictly increase: two
+// calls of Now never return the same instant.
+type risingClock struct {
+	clock.Clock
+	last atomic.Int64
+}
+
+func (c *risingClock) Now() int64 {
+	for {
+		last, now := c.last.Load(), c.Clock.Now()
+		now = max(now, last+1)
+		if c.last.CompareAndSwap(last, now) {
+			return now
+		}
+	}
+}
+
+// TestStreamsPerConnSentPartialWrites: three streams share a
+// connection, their request bodies about 4 MiB each, all queued at once
+// (the peer opens its windows wide), about what one write takes at most
+// (the socket's send buffer): their END_STREAMs are 8 MiB apart at least
+// between the first and the last, so they go out in different writes,
+// and their Sent instants are not all one (a clock whose readings never
+// repeat) — each is the return of the write that carried its own
+// END_STREAM, not that of the write that emptied the queue.
+func TestStreamsPerConnSentPartialWrites(t *testing.T) {
+	if testEngine == EngineUring {
+		t.Skip("HTTP/2 request bodies of 8 MiB and more on a connection hang on the uring engine, one stream per connection too (main as well): not this test's")
+	}
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	const slots = 3
+	var mu sync.Mutex
+	var ended []uint32
+	opened := false
+	addr := h2Peer(t, func(f *h2Writer, conn int, frame http2.Frame) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !opened {
+			opened = true
+			f.do(func(fr *http2.Framer) error { return fr.WriteWindowUpdate(0, 1<<30) })
+		}
+		if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
+			if ended = append(ended, d.StreamID); len(ended) == slots {
+				for _, id := range ended {
+					h2Respond(f, id, whole, true)
+				}
+			}
+		}
+	}, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
+	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: slots, ExpectTokens: 3, Tokens: -1, PromptBytes: 8 << 20,
+		Clock: &risingClock{Clock: clock.Real}, Timeout: testutil.AwaitBound})
+	sent := map[int64]bool{}
+	for i, rs := range runSlots(t, q, slots, 1) {
+		r := rs[0]
+		if !r.OK() || r.ConnID != 1 || r.Sent < r.Start || r.Sent > r.HeadAt {
+			t.Fatalf("slot %d: %q on connection %d, start %d, sent %d, head %d; want ok on connection 1, start <= sent <= head",
+				i, r.Failure.Error(), r.ConnID, r.Start, r.Sent, r.HeadAt)
+		}
+		sent[r.Sent] = true
+	}
+	if len(sent) == 1 {
+		t.Errorf("every stream sent at %v: want each at the return of the write that carried its own END_STREAM", slices.Collect(maps.Keys(sent)))
+	}
+}
