@@ -45,6 +45,8 @@ type uringBackend struct {
 	lent  int32   // the buffer the last read handed over (-1: none)
 	err   error   // the first failure of the ring
 
+	sends *Sends // made at the first Loop.Sends
+
 	pollKeys    []int32
 	pollN       int
 	pollTickers bool
@@ -83,6 +85,7 @@ const (
 	opPollOut
 	opPollIn
 	opCancel
+	opSend // a send of the loop's batch (Sends); the key is its index
 )
 
 // userData names an operation on a key's registration gen.
@@ -306,6 +309,10 @@ func (b *uringBackend) reap() error {
 // complete takes one completion.
 func (b *uringBackend) complete(c *ioUringCqe) {
 	op, gen, k := c.userData>>56, uint32(c.userData>>32)&0xffffff, int32(uint32(c.userData))
+	if op == opSend {
+		b.sends.complete(k, c.res)
+		return
+	}
 	more := c.flags&iorCqeFMore != 0
 	var u *ukey
 	if op != opCancel && int(k) < len(b.keys) && b.keys[k].gen&0xffffff == gen {

@@ -3,9 +3,12 @@
 package server
 
 import (
+	"fmt"
 	"net"
+	"sync"
 	"testing"
 
+	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/evloop"
 )
 
@@ -50,3 +53,58 @@ type fakeRemote struct {
 }
 
 func (f fakeRemote) RemoteAddr() net.Addr { return f.remote }
+
+// TestShardSendsInOneEnterOnUring: on an io_uring loop a shard's tick
+// queues its plain HTTP/1.1 writes in the loop's batch and sends them in
+// one io_uring_enter: every stream still gets each of its tokens, one
+// chunk per event, with pi_ts in order, and the loop's batch counted the
+// tokens the ticks wrote (each stream's after its first, which its
+// connection's goroutine writes, coalesced at most maxTokensPerWrite to
+// a write).
+func TestShardSendsInOneEnterOnUring(t *testing.T) {
+	if err := evloop.UringAvailable(); err != nil {
+		t.Skip(err)
+	}
+	set, err := evloop.NewSet(evloop.Uring, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Stop()
+	const streams, tokens = 12, 12
+	srv, stop := runServer(t, Config{Loops: set, Shards: 1, Tokens: tokens, DelayMs: 2})
+	var wg sync.WaitGroup
+	raw := make([]string, streams)
+	for i := range streams {
+		wg.Go(func() { raw[i] = exchange(t, srv, postRequest("/v1/chat/completions", `{"stream":true}`)) })
+	}
+	wg.Wait()
+	stop("the streams ended")
+	for i, r := range raw {
+		h, b := splitResponse(t, r)
+		if h != streamHead {
+			t.Fatalf("stream %d: response head = %q, want %q", i, h, streamHead)
+		}
+		checkEvents(t, fmt.Sprintf("stream %d", i), parseEvents(t, dechunk(t, b)), wantEvents(api.Chat, tokens, false, `"sse-latency-1"`))
+	}
+	l := set.Loops()[0]
+	counted := make(chan [2]uint64, 1)
+	l.Post(countSends{counted}, 0, 0)
+	c := <-counted
+	sends, enters := c[0], c[1]
+	least := uint64(streams * ((tokens - 1 + maxTokensPerWrite - 1) / maxTokensPerWrite))
+	if sends < least || sends > streams*(tokens-1) {
+		t.Errorf("the loop's batch sent %d writes, want %d to %d (the ticks' tokens)", sends, least, streams*(tokens-1))
+	}
+	t.Logf("%d sends in %d enters", sends, enters)
+}
+
+// countSends reads, on its loop, the counts of the loop's batch of sends.
+type countSends struct{ to chan<- [2]uint64 }
+
+func (c countSends) Receive(l *evloop.Loop, _ uint8, _ uint64) {
+	var n [2]uint64
+	if sb := l.Sends(); sb != nil {
+		n[0], n[1] = sb.Counts()
+	}
+	c.to <- n
+}

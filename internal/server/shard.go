@@ -131,6 +131,16 @@ func (sh *shard) tick(poll func()) bool {
 	for _, st := range due {
 		st.result = st.emitToken(sh.scratch, false)
 	}
+	if sb := sh.scratch.sends; sb != nil && sb.Pending() > 0 {
+		sb.Flush()
+		for _, st := range due {
+			if st.result == evQueued {
+				n, err := sb.Result(st.queued)
+				st.result = st.sent(st.queuedOut, n, err, true)
+				st.queuedOut = nil
+			}
+		}
+	}
 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
