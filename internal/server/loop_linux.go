@@ -12,7 +12,8 @@ import (
 // onLoop puts shard sh, the i-th, on an event loop when the engine says
 // so: the loop's Ticker is its alarm, and the loop runs its ticks (on an
 // io_uring loop, with the loop's batch of sends: a tick's plain HTTP/1.1
-// writes go out in one io_uring_enter, evloop.Sends). It reports false when the shard is to have its own goroutine.
+// writes go out in one io_uring_enter, evloop.Sends). It reports false
+// when the shard is to have its own goroutine.
 func (s *Server) onLoop(sh *shard, i int) bool {
 	var all []*evloop.Loop
 	if s.cfg.Loops != nil {
@@ -34,6 +35,9 @@ func (s *Server) onLoop(sh *shard, i int) bool {
 			batched = true
 			if sb := l.Sends(); sb != nil {
 				sh.scratch.sends = sb
+				if s.cfg.wrapSends != nil {
+					sh.scratch.sends = s.cfg.wrapSends(sb)
+				}
 			}
 		}
 		sh.tick(t.Poll)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sse-latency/sse-latency/internal/api"
@@ -108,3 +109,54 @@ func (c countSends) Receive(l *evloop.Loop, _ uint8, _ uint64) {
 	}
 	c.to <- n
 }
+
+// TestShardSendsHeldAgainstClose: a tick's batch of sends is flushed with
+// its shard's sendMu held, the lock under which Serve, ending, closes the
+// connections (closeConns): a queued send cannot reach a socket that took
+// its descriptor's number after a close.
+func TestShardSendsHeldAgainstClose(t *testing.T) {
+	if err := evloop.UringAvailable(); err != nil {
+		t.Skip(err)
+	}
+	set, err := evloop.NewSet(evloop.Uring, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Stop()
+	var srv *Server
+	var flushes, unheld atomic.Int64
+	cfg := Config{Loops: set, Shards: 1, Tokens: 6, DelayMs: 2}
+	cfg.wrapSends = func(b sendBatch) sendBatch {
+		return heldSends{b, func() {
+			flushes.Add(1)
+			if srv.shards[0].sendMu.TryLock() {
+				srv.shards[0].sendMu.Unlock()
+				unheld.Add(1)
+			}
+		}}
+	}
+	srv, stop := runServer(t, cfg)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { exchange(t, srv, postRequest("/v1/chat/completions", `{"stream":true}`)) })
+	}
+	wg.Wait()
+	stop("the streams ended")
+	if flushes.Load() == 0 || unheld.Load() != 0 {
+		t.Errorf("%d flushes, %d of them without the shard's sendMu held; want some, none", flushes.Load(), unheld.Load())
+	}
+	srv.closeConns(func() {
+		if srv.shards[0].sendMu.TryLock() {
+			srv.shards[0].sendMu.Unlock()
+			t.Errorf("closeConns closes without the shard's sendMu")
+		}
+	})
+}
+
+// heldSends is a sendBatch that runs check before each Flush.
+type heldSends struct {
+	sendBatch
+	check func()
+}
+
+func (h heldSends) Flush() { h.check(); h.sendBatch.Flush() }
