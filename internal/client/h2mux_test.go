@@ -3,7 +3,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"io"
 	"maps"
 	"net"
 	"slices"
@@ -337,34 +336,22 @@ func TestStreamsPerConnPeerLimit(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var held []stream
-	var conns atomic.Int32
-	addr := testutil.ServeTCP(t, func(c net.Conn) {
-		conns.Add(1)
-		f := h2AcceptWith(c, http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 2})
-		if f == nil {
-			return
-		}
-		for {
-			frame, err := f.fr.ReadFrame()
-			if err != nil {
-				return
-			}
-			f.ackSettings(frame)
-			f.ackPing(frame)
-			if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
-				mu.Lock()
-				held = append(held, stream{f, d.StreamID})
-				var answer []stream
-				if len(held) == 3 {
-					answer = held
-				}
-				mu.Unlock()
-				for _, s := range answer {
-					h2Respond(s.f, s.id, whole, true)
-				}
+	conns := map[int]bool{}
+	addr := h2Peer(t, func(f *h2Writer, conn int, frame http2.Frame) {
+		mu.Lock()
+		conns[conn] = true // each connection's first frame is the client's SETTINGS
+		var answer []stream
+		if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
+			held = append(held, stream{f, d.StreamID})
+			if len(held) == 3 {
+				answer = held
 			}
 		}
-	})
+		mu.Unlock()
+		for _, s := range answer {
+			h2Respond(s.f, s.id, whole, true)
+		}
+	}, http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 2})
 	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
 	recs := runSlots(q, 3, 1)
 	perID := map[int64]int{}
@@ -375,20 +362,12 @@ func TestStreamsPerConnPeerLimit(t *testing.T) {
 			t.Errorf("slot %d: %q", i, r.Failure.Error())
 		}
 	}
-	if n := conns.Load(); n != 2 || perID[1]+perID[2] != 3 || max(perID[1], perID[2]) != 2 {
+	mu.Lock()
+	n := len(conns)
+	mu.Unlock()
+	if n != 2 || perID[1]+perID[2] != 3 || max(perID[1], perID[2]) != 2 {
 		t.Errorf("%d connections accepted, requests per connection %v; want 2, carrying 2 and 1", n, perID)
 	}
-}
-
-// h2AcceptWith is h2Accept with the gateway's SETTINGS settings.
-func h2AcceptWith(c net.Conn, settings ...http2.Setting) *h2Writer {
-	preface := make([]byte, len(http2.ClientPreface))
-	if _, err := io.ReadFull(c, preface); err != nil {
-		return nil
-	}
-	f := &h2Writer{c: c, fr: http2.NewFramer(c, c)}
-	f.do(func(fr *http2.Framer) error { return fr.WriteSettings(settings...) })
-	return f
 }
 
 // ackPing answers frame when it is a PING.
@@ -429,33 +408,6 @@ func TestStreamsPerConnEngine(t *testing.T) {
 	}
 }
 
-// muxPeer is a scripted h2c peer for shared connections: it answers
-// SETTINGS and PINGs, opens no flow-control window, and runs serve on the
-// connection's reading goroutine for each stream of the conn-th
-// connection (from 1) whose request has ended.
-func muxPeer(t *testing.T, serve func(f *h2Writer, conn int, id uint32)) string {
-	t.Helper()
-	var conns atomic.Int32
-	return testutil.ServeTCP(t, func(c net.Conn) {
-		n := int(conns.Add(1))
-		f := h2AcceptWith(c)
-		if f == nil {
-			return
-		}
-		for {
-			frame, err := f.fr.ReadFrame()
-			if err != nil {
-				return
-			}
-			f.ackSettings(frame)
-			f.ackPing(frame)
-			if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
-				serve(f, n, d.StreamID)
-			}
-		}
-	})
-}
-
 // TestStreamsPerConnClosed: the peer closes a connection that carries
 // three streams, their heads and a part of their bodies received: each
 // stream fails, named, and each slot's next request succeeds on a new
@@ -465,7 +417,7 @@ func TestStreamsPerConnClosed(t *testing.T) {
 	whole := []byte(chat.events(false, chat.tokens(3, true)...))
 	var mu sync.Mutex
 	n := 0
-	addr := muxPeer(t, func(f *h2Writer, conn int, id uint32) {
+	addr := h2Streams(t, func(f *h2Writer, conn int, id uint32) {
 		if conn > 1 {
 			h2Respond(f, id, whole, true)
 			return
@@ -497,23 +449,11 @@ func TestStreamsPerConnClosed(t *testing.T) {
 // idle timeout, none hangs.
 func TestStreamsPerConnWindowStall(t *testing.T) {
 	var data, ended atomic.Int64
-	addr := testutil.ServeTCP(t, func(c net.Conn) {
-		f := h2AcceptWith(c)
-		if f == nil {
-			return
-		}
-		for {
-			frame, err := f.fr.ReadFrame()
-			if err != nil {
-				return
-			}
-			f.ackSettings(frame)
-			f.ackPing(frame)
-			if d, ok := frame.(*http2.DataFrame); ok {
-				data.Add(int64(len(d.Data())))
-				if d.StreamEnded() {
-					ended.Add(1)
-				}
+	addr := h2Peer(t, func(_ *h2Writer, _ int, frame http2.Frame) {
+		if d, ok := frame.(*http2.DataFrame); ok {
+			data.Add(int64(len(d.Data())))
+			if d.StreamEnded() {
+				ended.Add(1)
 			}
 		}
 	})
