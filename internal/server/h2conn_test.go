@@ -399,8 +399,9 @@ func TestH2WriteTLS12(t *testing.T) {
 
 // TestH2ShutdownGoAway: when Serve stops, an HTTP/2 connection with a
 // stream in progress gets a GOAWAY without error naming that stream and a
-// PING; once the client has answered the PING, the stream is reset and
-// the connection ends, and Serve returns.
+// PING; once the client has answered the PING, the stream is reset
+// (CANCEL: no longer needed, not a failure of the server) and the
+// connection ends, and Serve returns.
 func TestH2ShutdownGoAway(t *testing.T) {
 	srv, stop := runServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true, h2DrainWait: time.Minute})
 	h := dialH2Raw(t, srv)
@@ -420,8 +421,8 @@ func TestH2ShutdownGoAway(t *testing.T) {
 			reset = r
 		}
 	})
-	if reset == nil {
-		t.Errorf("the connection ended without resetting stream 1, in progress")
+	if reset == nil || reset.ErrCode != http2.ErrCodeCancel {
+		t.Errorf("the connection ended with stream 1, in progress, reset %v; want RST_STREAM CANCEL", reset)
 	}
 	<-stopped
 }
@@ -647,8 +648,9 @@ func TestH2ConnectionErrors(t *testing.T) {
 }
 
 // TestH2StreamFlowErrors: a stream error of the client on an open stream
-// gets that stream reset with its code, before the answer to a PING sent
-// after it, and the connection goes on.
+// (its request ended: half-closed (remote), RFC 9113 §5.1) gets that
+// stream reset with its code, before the answer to a PING sent after it,
+// and the connection goes on.
 func TestH2StreamFlowErrors(t *testing.T) {
 	inc := func(n uint32) string {
 		return frame(http2.FrameWindowUpdate, 0, 1, []byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
@@ -661,6 +663,9 @@ func TestH2StreamFlowErrors(t *testing.T) {
 		{"WINDOW_UPDATE taking the stream's send window above 2^31-1", inc(1<<31 - 1), http2.ErrCodeFlowControl},
 		{"two WINDOW_UPDATEs taking it there", inc(1<<30) + inc(1<<30), http2.ErrCodeFlowControl},
 		{"WINDOW_UPDATE of 0 on the stream", inc(0), http2.ErrCodeProtocol},
+		{"DATA after the request's END_STREAM", frame(http2.FrameData, 0, 1, []byte("x")), http2.ErrCodeStreamClosed},
+		{"HEADERS after the request's END_STREAM", frame(http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, 1, []byte{0x82}),
+			http2.ErrCodeStreamClosed},
 	}
 	srv := startServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true})
 	for _, tt := range tests {
