@@ -135,7 +135,8 @@ type Options struct {
 	// connection, opened by the first that needs it. A Session that finds
 	// it unable to take another stream (the peer's
 	// SETTINGS_MAX_CONCURRENT_STREAMS, a GOAWAY, closed) opens another for
-	// the group. The goroutine engine only (ResolveEngine).
+	// the group. Every engine: on the event loops a group's Sessions and
+	// connections are one loop's.
 	StreamsPerConn int
 	// KeepAlive keeps a Session's connection for its next request: the
 	// request omits "Connection: close", and after the terminal event the
