@@ -714,9 +714,6 @@ func (c *risingClock) Now() int64 {
 // repeat) — each is the return of the write that carried its own
 // END_STREAM, not that of the write that emptied the queue.
 func TestStreamsPerConnSentPartialWrites(t *testing.T) {
-	if testEngine == EngineUring {
-		t.Skip("HTTP/2 request bodies of 8 MiB and more on a connection hang on the uring engine, one stream per connection too (main as well): not this test's")
-	}
 	chat := dialectStreams[0]
 	whole := []byte(chat.events(false, chat.tokens(3, true)...))
 	const slots = 3
