@@ -282,6 +282,7 @@ type shared struct {
 	sessions atomic.Int64
 	groupsMu sync.Mutex
 	groups   map[int64]*h2Group
+	h3groups map[int64]*h3Group // the same for HTTP/3 (h3group.go)
 
 	// tlsFallback, once set, is why a TLS handshake's outcome cannot run
 	// on the event loops (TLS 1.2): the Request's requests use the
