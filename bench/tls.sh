@@ -15,7 +15,8 @@
 # --http2), h3 (https as tls, --http3 on both: the server serves HTTP/3 on
 # the UDP port of its listen address), and plaingo, tlsgo, h2cgo, h2go (the same on --engine
 # goroutine), h2cmuxN (h2c on the goroutine engine with -k --streams-per-conn N: the -c
-# slots share -c/N connections, N streams each; N = 1 is one stream per kept connection).
+# slots share -c/N connections, N streams each; N = 1 is one stream per kept connection), and
+# h2cloopmuxN (the same on --engine epoll: the loops multiplex too).
 # OLD and NEW may be the same binary: each run is then made once. Columns: emit->recv p50/p99 (the report's
 # "emit->recv (tokens)" line), client and server CPU per token
 # ((user+sys)/tokens, /usr/bin/time), the 1-minute load when the run
@@ -46,7 +47,11 @@ one() {
 	local sargs=() cargs=() tgt=127.0.0.1:$port
 	case $mode in tls* | h2 | h2go | h3) sargs=(--tls-self-signed) cargs=(--insecure) tgt=https://127.0.0.1:$port ;; esac
 	case $mode in h2 | h2go) cargs+=(--http2) ;; h2c*) cargs+=(--h2c) ;; h3) sargs+=(--http3) cargs+=(--http3) ;; esac
-	case $mode in *go) cargs+=(--engine goroutine) ;; h2cmux*) cargs+=(--engine goroutine -k --streams-per-conn "${mode#h2cmux}") ;; esac
+	case $mode in
+	*go) cargs+=(--engine goroutine) ;;
+	h2cmux*) cargs+=(--engine goroutine -k --streams-per-conn "${mode#h2cmux}") ;;
+	h2cloopmux*) cargs+=(--engine epoll -k --streams-per-conn "${mode#h2cloopmux}") ;;
+	esac
 	cargs+=("${client_args[@]}")
 	/usr/bin/time -f "%U %S" -o "$tmp/stime" timeout "$limit" "$bin" -L 127.0.0.1:$port \
 		--control 127.0.0.1:$ctl --control-token bench "${sargs[@]}" -q >"$tmp/srv" 2>&1 &

@@ -695,10 +695,9 @@ func flagTable(t *testing.T) []flagRow {
 		}},
 		// Four slots, two per connection: the gateway sees two HTTP/2
 		// connections a measurement, each carrying two requests; the
-		// event loops send one stream per connection, so the goroutine
-		// engine takes over, with a note.
+		// event loops multiplex them themselves, no note.
 		{flags: []string{"streams-per-conn"}, cmds: measuring, args: []string{"--h2c", "-k", "-r", "4", "-c", "4", "--streams-per-conn", "2", "--engine", "epoll"},
-			want: wantAll(wantOutput(`note: the epoll engine sends one HTTP/2 stream per connection; --streams-per-conn uses the goroutine engine`),
+			want: wantAll(wantNoOutput(`goroutine engine`),
 				func(t *testing.T, o *observed) {
 					if o.conns != 2*o.steps || len(o.reqs) != 2*o.steps || o.reqs[0].Line != "PRI * HTTP/2.0" {
 						t.Errorf("--streams-per-conn 2 -c 4: %d connections (%d prefaces); want 2 HTTP/2 connections a measurement\n%s", o.conns, len(o.reqs), o)

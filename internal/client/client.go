@@ -139,7 +139,8 @@ type Options struct {
 	// the group. With HTTP3 (and KeepAlive) a group shares one QUIC
 	// connection, a new one after a GOAWAY or a close; a stream beyond the
 	// peer's MAX_STREAMS waits within its request's time (h3group.go).
-	// The goroutine engine only (ResolveEngine).
+	// HTTP/2 on every engine: on the event loops a group's Sessions and
+	// connections are one loop's.
 	StreamsPerConn int
 	// KeepAlive keeps a Session's connection for its next request: the
 	// request omits "Connection: close", and after the terminal event the

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"runtime"
 
 	"github.com/sse-latency/sse-latency/internal/evloop"
 	"github.com/sse-latency/sse-latency/internal/result"
@@ -58,9 +57,8 @@ func ParseEngine(s string) (Engine, error) { return evloop.ParseEngine(s) }
 // the loops (over TLS a TLS 1.3 record layer, package tlsrecord); a
 // handshake that negotiates TLS 1.2 moves the Request to the goroutine
 // engine then (TLSFallback). Requests that share HTTP/2 connections
-// (Options.StreamsPerConn) use the goroutine engine, with a note when the
-// loops would have served them, auto included: the loops' HTTP/2 sends
-// one stream per connection.
+// (Options.StreamsPerConn) run on the loops too, each group's sessions
+// and connections on one loop.
 func (o *Options) ResolveEngine() (Engine, string) {
 	want := o.Engine
 	if want == "" {
@@ -84,22 +82,6 @@ func (o *Options) ResolveEngine() (Engine, string) {
 			return EngineGoroutine, "the " + string(want) + " engine serves WebSocket on plain TCP; wss uses the goroutine engine"
 		}
 		return EngineGoroutine, ""
-	}
-	if o.multiplexes() {
-		// The loops' HTTP/2 carries one stream per connection. Auto
-		// would have chosen epoll on Linux (not probed: that starts the
-		// loops).
-		e := want
-		switch {
-		case o.Loops != nil:
-			e = o.Loops.Engine()
-		case want == EngineAuto && runtime.GOOS == "linux":
-			e = EngineEpoll
-		}
-		if !e.OnLoops() {
-			return EngineGoroutine, ""
-		}
-		return EngineGoroutine, "the " + string(e) + " engine sends one HTTP/2 stream per connection; --streams-per-conn uses the goroutine engine"
 	}
 	if o.Loops != nil {
 		return o.Loops.Engine(), ""

@@ -16,6 +16,8 @@ type loopShared struct{}
 
 type loopSession struct{}
 
+type loopGroup struct{}
+
 func (s *Session) startLoop(context.Context, *result.Request, func(*result.Request)) {
 	panic("client: the epoll engine is not available on " + runtime.GOOS)
 }

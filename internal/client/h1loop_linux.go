@@ -66,8 +66,9 @@ type loopShared struct {
 type loopSession struct {
 	s    *Session
 	l    *evloop.Loop
-	left bool   // Close told the loop that the session is done with it
-	c    *econn // the open connection; nil: none
+	user *evloop.Loop // the loop pickLoop counted the session on (l, or another one for a group's)
+	left bool         // Close told the loop that the session is done with it
+	c    *econn       // the open connection; nil: none
 	// lost is what the loop found on the kept connection while it was
 	// idle, and closed it for: peerClosed (a reuse failure for the next
 	// request) or pending (bytes: poisoned).
@@ -122,11 +123,13 @@ type econn struct {
 	wsOut   []byte // WebSocket frames a write could not take yet
 	pingAt  int64  // WebSocket: when to ping, or when the pong is due (0: none)
 
-	h2     *h2State        // over HTTP/2: the connection's frames and stream; nil: HTTP/1.1
-	tls    *tlsrecord.Conn // over TLS: the record layer; nil: plain TCP
-	pt     []byte          // over TLS: the plaintext of the last read
-	tlsEOF bool            // over TLS: the peer's close_notify came
-	readAt int64           // over TLS: when the last read returned
+	h2      *h2State        // over HTTP/2: the connection's frames and streams; nil: HTTP/1.1
+	hs      h2Stream        // over HTTP/2: the stream of the session's request on h2
+	waiting bool            // a session's wait for its group's connection (loopGroup.waiting), no socket
+	tls     *tlsrecord.Conn // over TLS: the record layer; nil: plain TCP
+	pt      []byte          // over TLS: the plaintext of the last read
+	tlsEOF  bool            // over TLS: the peer's close_notify came
+	readAt  int64           // over TLS: when the last read returned
 }
 
 // expiry is c's next deadline, 0 for none.
@@ -200,6 +203,10 @@ func (s *Session) startLoop(ctx context.Context, rec *result.Request, done func(
 	ls := &s.ev
 	if ls.l == nil {
 		ls.s, ls.l = s, s.q.pickLoop()
+		ls.user = ls.l
+		if g := s.group; g != nil {
+			ls.l = g.loopOf(ls.l) // the sessions of a group share its loop
+		}
 	}
 	ls.ctx, ls.rec, ls.done = ctx, rec, done
 	ls.l.Post(ls, msgStart, 0)
@@ -297,7 +304,7 @@ func (s *Session) closeLoop() {
 	ls := &s.ev
 	if ls.l != nil && !ls.left {
 		ls.left = true
-		ls.l.Leave()
+		ls.user.Leave()
 	}
 	if ls.l == nil || !ls.kept.Load() {
 		return
@@ -320,7 +327,12 @@ func (ls *loopSession) Receive(_ *evloop.Loop, kind uint8, _ uint64) {
 		close(ls.ack)
 	case msgState:
 		ls.state, ls.found = ls.lost, ls.lost != idle
-		if !ls.found && !ls.active && ls.c != nil {
+		if h := ls.muxConn(); h != nil && !ls.found && !ls.active {
+			ls.state, ls.found = idle, true
+			if h.dead || h.goaway {
+				ls.state = peerClosed
+			}
+		} else if !ls.found && !ls.active && ls.c != nil {
 			if ls.l.Buffered(&ls.c.reg) { // io_uring received it already
 				ls.c.readIdle()
 				ls.state, ls.found = ls.lost, true
@@ -362,16 +374,38 @@ func peekFD(fd int) connState {
 	return idle
 }
 
-// closeConn closes the session's connection.
+// closeConn closes the session's connection; a connection its group
+// shares, the session lets go (the last to hold it closes it).
 func (ls *loopSession) closeConn() {
-	if c := ls.c; c != nil {
+	switch c := ls.c; {
+	case c == nil:
+	case c.waiting:
+		ls.s.group.loop.unwait(c)
+		ls.l.Stop(&c.timer)
+		ls.c = nil
+	case ls.muxConn() != nil:
+		c.release()
+	default:
 		c.closeWS()
 		ls.l.Stop(&c.timer)
 		ls.l.Drop(&c.reg)
 		ls.l.Release(c.port)
+		c.port = 0
+		if c.h2 != nil {
+			c.h2.dead = true
+		}
 		ls.c = nil
 	}
 	ls.kept.Store(false)
+}
+
+// muxConn returns the session's connection when it is one its group
+// shares (Options.StreamsPerConn), else nil.
+func (ls *loopSession) muxConn() *h2State {
+	if c := ls.c; c != nil && c.h2 != nil && c.h2.group != nil {
+		return c.h2
+	}
+	return nil
 }
 
 // start begins the session's request (Session.Do's first steps).
@@ -404,6 +438,13 @@ func (ls *loopSession) start() {
 // usable is Session.usable on the loop: a peek at the kept connection,
 // after what the loop received ahead of the socket (uring) if anything.
 func (ls *loopSession) usable() bool {
+	if h := ls.muxConn(); h != nil { // the loop reads it all along
+		if h.dead || h.goaway {
+			ls.lost = peerClosed
+			return false
+		}
+		return h.takes() // else another one: not a reuse failure
+	}
 	if ls.l.Buffered(&ls.c.reg) {
 		// closes the connection, unless what waited is a WebSocket frame
 		// it answered, or TLS records without data (a session ticket)
@@ -431,6 +472,10 @@ func (ls *loopSession) attempt() {
 		return
 	}
 	ls.reused = false
+	if ls.s.group != nil {
+		ls.joinGroup()
+		return
+	}
 	ls.connect()
 }
 
@@ -464,9 +509,6 @@ func (ls *loopSession) connect() {
 	}
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	c := &econn{ls: ls, phase: phConnecting}
-	if q.H2C {
-		c.h2 = newH2State(ProtoH2C)
-	}
 	err = unix.Connect(fd, sa)
 	want := evloop.Read
 	switch err {
@@ -484,6 +526,9 @@ func (ls *loopSession) connect() {
 		return
 	}
 	ls.c = c
+	if q.H2C {
+		ls.newH2(c, ProtoH2C)
+	}
 	// The server, when it is this process's, writes the stream of this
 	// connection from this loop (evloop.Affine).
 	if c.port = evloop.LocalPort(fd); c.port > 0 {
@@ -509,7 +554,7 @@ func (c *econn) connectedAt(at int64) {
 	s.proto = ProtoHTTP1
 	switch {
 	case c.h2 != nil:
-		s.proto = c.h2.proto
+		s.proto, c.h2.id = c.h2.proto, s.id
 	case s.q.WebSocket:
 		s.proto = ProtoWebSocket
 	}
@@ -626,6 +671,10 @@ func (c *econn) schedule() {
 // fails, naming it; a kept connection is closed.
 func (c *econn) Stopped(_ *evloop.Loop, err error) {
 	ls := c.ls
+	if h := c.h2; h != nil && h.group != nil {
+		c.h2Stopped(err)
+		return
+	}
 	if ls.active && ls.c == c {
 		ls.failConn(result.Failure{Kind: result.RecvError, Detail: err.Error()})
 		return
@@ -935,6 +984,7 @@ func (ls *loopSession) fail(f result.Failure) {
 // finish hands the ended request back to its caller.
 func (ls *loopSession) finish() {
 	rec, done := ls.rec, ls.done
+	ls.openDone()
 	ls.unwatchCtx()
 	if rec.End == 0 {
 		rec.End = ls.s.clk.Now()

@@ -111,3 +111,87 @@ func FuzzH2Frames(f *testing.F) {
 		}
 	})
 }
+
+// FuzzH2FramesMux is FuzzH2Frames for two requests sharing one h2c
+// connection (StreamsPerConn 2, streams 1 and 3): whatever the frames —
+// interleaved streams, a reset of one, GOAWAY between them, a limit of
+// one stream, frames of streams not opened yet — both requests end
+// within their -w with a printable, bounded failure text (or none), and
+// nothing panics or hangs. On epoll and uring it drives the loops'
+// stream table (h2Frames, h2State.stream).
+func FuzzH2FramesMux(f *testing.F) {
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	sse := []string{":status", "200", "content-type", "text/event-stream"}
+	for _, seed := range [][]byte{
+		h2Seed(func(fr *http2.Framer, head func(...string) []byte) {
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: head(sse...), EndHeaders: true})
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: head(sse...), EndHeaders: true})
+			fr.WriteData(3, false, whole[:10])
+			fr.WriteData(1, false, whole[:20])
+			fr.WriteData(3, true, whole[10:])
+			fr.WriteData(1, true, whole[20:])
+		}),
+		h2Seed(func(fr *http2.Framer, head func(...string) []byte) {
+			b := head(sse...)
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: b[:2]})
+			fr.WriteContinuation(1, true, b[2:])
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: head(sse...), EndHeaders: true})
+			fr.WriteRSTStream(3, http2.ErrCodeInternal)
+			fr.WriteData(1, true, whole)
+		}),
+		h2Seed(func(fr *http2.Framer, head func(...string) []byte) {
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: head(sse...), EndHeaders: true})
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: head(sse...), EndHeaders: true})
+			fr.WriteGoAway(1, http2.ErrCodeNo, nil)
+			fr.WriteData(1, true, whole)
+			fr.WriteData(3, true, whole)
+		}),
+		h2Seed(func(fr *http2.Framer, head func(...string) []byte) {
+			fr.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 1})
+			fr.WriteWindowUpdate(3, 1<<31-1)
+			fr.WriteWindowUpdate(3, 1<<31-1)
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 3, BlockFragment: head(sse...), EndHeaders: true, EndStream: true})
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: head(":status", "503"), EndHeaders: true, EndStream: true})
+		}),
+	} {
+		f.Add(seed, []byte{9, 30, 200})
+	}
+	f.Fuzz(func(t *testing.T, answer, cuts []byte) {
+		addr := testutil.ServeTCP(t, func(c net.Conn) {
+			preface := make([]byte, len(http2.ClientPreface))
+			if _, err := io.ReadFull(c, preface); err != nil {
+				return
+			}
+			go io.Copy(io.Discard, c) // the client's frames, whatever they are
+			rest := answer
+			for _, n := range cuts {
+				k := min(int(n)+1, len(rest))
+				if _, err := c.Write(rest[:k]); err != nil {
+					return
+				}
+				rest = rest[k:]
+			}
+			c.Write(rest)
+		})
+		o := hostileOptions(addr)
+		o.H2C, o.KeepAlive, o.StreamsPerConn = true, true, 2
+		o.Timeout = 5 * time.Second
+		o.IdleTimeout = 300 * time.Millisecond
+		q := New(o)
+		done := make(chan [][]*result.Request, 1)
+		go func() { done <- runSlots(t, q, 2, 1) }()
+		var recs [][]*result.Request
+		select {
+		case recs = <-done:
+		case <-time.After(time.Minute): // a bound on a hang only
+			t.Fatalf("the requests did not end within a minute (-w %v)", o.Timeout)
+		}
+		for i, rs := range recs {
+			text := rs[0].Failure.Error()
+			if !utf8.ValidString(text) || strings.ContainsFunc(text, func(c rune) bool { return c < 0x20 || c == 0x7f }) || len(text) > 1<<10 {
+				t.Fatalf("slot %d: failure text %q (%d bytes): want valid UTF-8 without control bytes, at most 1 KiB", i, text, len(text))
+			}
+		}
+	})
+}

@@ -32,6 +32,8 @@ const h2SettingsWait = 10 * time.Second
 type h2Group struct {
 	mu    sync.Mutex
 	conns []*groupConn // the connections that may take more streams, oldest first
+
+	loop loopGroup // the group on the event loops (h2loop_linux.go)
 }
 
 // groupConn is one connection of a group, reference-counted by the

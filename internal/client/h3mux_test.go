@@ -51,7 +51,7 @@ func TestH3StreamsPerConn(t *testing.T) {
 	o.IncludeUsage, o.StreamsPerConn, o.Timeout = false, perConn, testutil.AwaitBound
 	q := New(o)
 	recsc := make(chan [][]*result.Request)
-	go func() { recsc <- runSlots(q, slots, 1) }()
+	go func() { recsc <- runSlots(t, q, slots, 1) }()
 	open := testutil.Poll(func() bool { return srv.ActiveStreams() == slots }, testutil.AwaitBound)
 	stop := driveFake(f)
 	recs := <-recsc
@@ -215,7 +215,7 @@ func TestH3StreamsPerConnGoAway(t *testing.T) {
 	})
 	o := h3Options(addr, api.Chat, n)
 	o.IncludeUsage, o.StreamsPerConn, o.Timeout = false, n, testutil.AwaitBound
-	recs := runSlots(New(o), n, 2)
+	recs := runSlots(t, New(o), n, 2)
 	var ok, notServed int
 	for i, rs := range recs {
 		switch r := rs[0]; {
@@ -267,7 +267,7 @@ func TestH3StreamsPerConnClosed(t *testing.T) {
 	})
 	o := h3Options(addr, api.Chat, n)
 	o.IncludeUsage, o.StreamsPerConn, o.Timeout = false, 3, testutil.AwaitBound
-	for i, rs := range runSlots(New(o), 3, 2) {
+	for i, rs := range runSlots(t, New(o), 3, 2) {
 		r := rs[0]
 		f := r.Failure.Error()
 		named := r.ConnID == 1 && (f == "recv error: HTTP/3 connection closed by the peer: H3_NO_ERROR" ||
@@ -327,7 +327,7 @@ func TestH3StreamsPerConnStreamLimit(t *testing.T) {
 		}, &conns)
 		o := h3Options(addr, api.Chat, n)
 		o.IncludeUsage, o.StreamsPerConn, o.Timeout = false, n, testutil.AwaitBound
-		for i, rs := range runSlots(New(o), n, 1) {
+		for i, rs := range runSlots(t, New(o), n, 1) {
 			if r := rs[0]; !r.OK() || r.ConnID != 1 || r.Streams < 1 {
 				t.Errorf("slot %d: %q on connection %d, %d streams in flight; want ok on connection 1", i, r.Failure.Error(), r.ConnID, r.Streams)
 			}

@@ -363,14 +363,14 @@ func h2Serve(c net.Conn, serve func(f *h2Writer)) {
 }
 
 // h2Accept reads the client's preface on c and sends the gateway's
-// SETTINGS; nil when the client sent no preface.
-func h2Accept(c net.Conn) *h2Writer {
+// SETTINGS, settings; nil when the client sent no preface.
+func h2Accept(c net.Conn, settings ...http2.Setting) *h2Writer {
 	preface := make([]byte, len(http2.ClientPreface))
 	if _, err := io.ReadFull(c, preface); err != nil {
 		return nil
 	}
 	f := &h2Writer{c: c, fr: http2.NewFramer(c, c)}
-	f.do(func(fr *http2.Framer) error { return fr.WriteSettings() })
+	f.do(func(fr *http2.Framer) error { return fr.WriteSettings(settings...) })
 	return f
 }
 
@@ -615,12 +615,27 @@ func FuzzResponseText(f *testing.F) {
 // h2Streams is a scripted HTTP/2 (h2c) gateway that answers every
 // request stream: serve runs, on the connection's reading goroutine, for
 // stream id of the conn-th connection (from 1) once its request ended.
-func h2Streams(t *testing.T, serve func(f *h2Writer, conn int, id uint32)) string {
+// The gateway's SETTINGS are settings.
+func h2Streams(t *testing.T, serve func(f *h2Writer, conn int, id uint32), settings ...http2.Setting) string {
+	t.Helper()
+	return h2Peer(t, func(f *h2Writer, conn int, frame http2.Frame) {
+		if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
+			serve(f, conn, d.StreamID)
+		}
+	}, settings...)
+}
+
+// h2Peer is a raw-frame HTTP/2 (h2c) peer: it sends settings as its
+// SETTINGS, acknowledges the client's SETTINGS, answers its PINGs (the
+// client's PING on a connection shared by several slots), opens no
+// flow-control window, and runs onFrame on the connection's reading
+// goroutine for every frame of the conn-th connection (from 1).
+func h2Peer(t *testing.T, onFrame func(f *h2Writer, conn int, frame http2.Frame), settings ...http2.Setting) string {
 	t.Helper()
 	var conns atomic.Int32
 	return testutil.ServeTCP(t, func(c net.Conn) {
 		n := int(conns.Add(1))
-		f := h2Accept(c)
+		f := h2Accept(c, settings...)
 		if f == nil {
 			return
 		}
@@ -630,10 +645,8 @@ func h2Streams(t *testing.T, serve func(f *h2Writer, conn int, id uint32)) strin
 				return
 			}
 			f.ackSettings(frame)
-			f.ackPing(frame) // the client's PING on a connection shared by several slots
-			if d, ok := frame.(*http2.DataFrame); ok && d.StreamEnded() {
-				serve(f, n, d.StreamID)
-			}
+			f.ackPing(frame)
+			onFrame(f, n, frame)
 		}
 	})
 }

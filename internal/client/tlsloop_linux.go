@@ -154,15 +154,17 @@ func (d *tlsDial) Receive(*evloop.Loop, uint8, uint64) {
 // tlsUp puts the handshaken socket on the loop, and the request goes out.
 func (ls *loopSession) tlsUp(d *tlsDial) {
 	c := &econn{ls: ls, phase: phConnecting, tls: d.rl}
-	if d.alpn == http2.NextProtoTLS {
-		c.h2 = newH2State(ProtoH2)
-	}
 	if ls.l.Add(&c.reg, d.fd, c, evloop.Read) != nil {
 		unix.Close(d.fd)
 		ls.fail(connectFailure(errLoopGone))
 		return
 	}
 	ls.c = c
+	if d.alpn == http2.NextProtoTLS {
+		ls.newH2(c, ProtoH2)
+	} else {
+		ls.openDone() // HTTP/1.1: a connection of the session's own
+	}
 	if c.port = evloop.LocalPort(d.fd); c.port > 0 {
 		ls.l.Claim(c.port)
 	}
@@ -178,6 +180,7 @@ func (ls *loopSession) tlsFallback(d *tlsDial) {
 	s, ctx, rec, done := ls.s, ls.ctx, ls.rec, ls.done
 	st := s.q.state()
 	st.tlsFallback.CompareAndSwap(nil, &d.why)
+	ls.openDone()
 	ls.unwatchCtx()
 	ls.active = false
 	ls.ctx, ls.rec, ls.done, ls.x, ls.ws = nil, nil, nil, h1Exchange{}, nil

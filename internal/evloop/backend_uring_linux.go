@@ -7,9 +7,10 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sse-latency/sse-latency/internal/clock"
 )
 
 // uringBackend is the io_uring backend of a loop. A socket watched for
@@ -27,17 +28,20 @@ import (
 // itself, when it enters the ring (IORING_SETUP_DEFER_TASKRUN): the
 // receives happen inside that io_uring_enter(2), and the arrival time
 // Loop.Read's caller takes is the instant its completion is handed over,
-// after the enter that received it returned. An eventfd registered with
-// the ring tells that work is pending; the loop parks in Go's netpoller
-// on it, as the epoll backend does on its epoll descriptor.
+// after the enter that received it returned. With nothing ready the
+// thread waits in the ring itself (an io_uring_enter that waits for a
+// completion, see wait), not in Go's netpoller: a goroutine locked to its
+// thread that parks there has its processor handed to another thread and
+// back at every wake-up. Other goroutines wake it through an eventfd that
+// a multishot poll of the ring watches.
 type uringBackend struct {
 	r  *ring
 	br *bufRing
 
-	efd     int // eventfd: the ring's notifications, and wake
-	pending atomic.Bool
-
-	parker // on efd
+	efd       int // eventfd: wake writes it, and a multishot poll in the ring sees it
+	pending   atomic.Bool
+	wakeArmed bool // the poll of efd is armed
+	wokenUp   bool // the poll of efd fired
 
 	keys  []ukey  // by key
 	ready []int32 // keys that may be ready (ukey.listed)
@@ -45,12 +49,9 @@ type uringBackend struct {
 	lent  int32   // the buffer the last read handed over (-1: none)
 	err   error   // the first failure of the ring
 
-	pollKeys    []int32
-	pollN       int
-	pollTickers bool
-	pollErr     error
-	pollFn      func(fd uintptr) bool
-	cqeFn       func(c *ioUringCqe)
+	sends *Sends // made at the first Loop.Sends
+
+	cqeFn func(c *ioUringCqe)
 }
 
 // ukey is the state of one key of a uringBackend.
@@ -83,6 +84,8 @@ const (
 	opPollOut
 	opPollIn
 	opCancel
+	opSend // a send of the loop's batch (Sends); the key is its index
+	opWake // the multishot poll of the wake-up eventfd
 )
 
 // userData names an operation on a key's registration gen.
@@ -122,30 +125,39 @@ func newUringBackend() (*uringBackend, error) {
 	if r.features&iorFeatNoDrop == 0 {
 		return fail(errors.New("io_uring: the kernel lacks IORING_FEAT_NODROP"))
 	}
+	if r.features&iorFeatExtArg == 0 {
+		return fail(errors.New("io_uring: the kernel lacks IORING_FEAT_EXT_ARG"))
+	}
 	if b.br, err = newBufRing(r, uringBufGroup, uringBuffers, ReadBufferSize); err != nil {
 		return fail(err)
 	}
 	if b.efd, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
 		return fail(os.NewSyscallError("eventfd", err))
 	}
-	efd := int32(b.efd)
-	if err := r.register(iorRegisterEventfd, unsafe.Pointer(&efd), 1); err != nil {
+	if err := b.armWake(); err != nil {
 		return fail(err)
 	}
-	b.parker, err = newParker(b.efd, "io_uring-eventfd")
-	if err != nil {
-		b.efd = -1 // closed with its file
-		return fail(err)
-	}
-	b.pollFn = b.poll
 	b.cqeFn = b.complete
 	return b, nil
 }
 
+// armWake arms the multishot poll of the wake-up eventfd.
+func (b *uringBackend) armWake() error {
+	e := b.sqe()
+	if e == nil {
+		return b.err
+	}
+	e.opcode = iorOpPollAdd
+	e.fd = int32(b.efd)
+	e.opFlags = unix.POLLIN
+	e.len = iorPollAddMulti
+	e.userData = opWake << 56
+	b.wakeArmed = true
+	return nil
+}
+
 func (b *uringBackend) close() {
-	if b.f != nil {
-		b.f.Close()
-	} else if b.efd >= 0 {
+	if b.efd >= 0 {
 		unix.Close(b.efd)
 	}
 	if b.r != nil {
@@ -296,6 +308,9 @@ func (b *uringBackend) reap() error {
 		}
 	}
 	b.rearm = b.rearm[:0]
+	if !b.wakeArmed {
+		b.armWake()
+	}
 	if err := b.enter(); err != nil {
 		return err
 	}
@@ -306,6 +321,19 @@ func (b *uringBackend) reap() error {
 // complete takes one completion.
 func (b *uringBackend) complete(c *ioUringCqe) {
 	op, gen, k := c.userData>>56, uint32(c.userData>>32)&0xffffff, int32(uint32(c.userData))
+	switch op {
+	case opSend:
+		b.sends.complete(k, c.res)
+		return
+	case opWake:
+		if c.flags&iorCqeFMore == 0 {
+			b.wakeArmed = false // armed again at the next reap
+		}
+		if c.res > 0 {
+			b.wokenUp = true
+		}
+		return
+	}
 	more := c.flags&iorCqeFMore != 0
 	var u *ukey
 	if op != opCancel && int(k) < len(b.keys) && b.keys[k].gen&0xffffff == gen {
@@ -421,40 +449,46 @@ func (b *uringBackend) collect(keys []int32, tickers bool) int {
 	return n
 }
 
+// wait reaps and collects; with nothing ready it waits in the ring itself
+// (enterWait), on the loop's thread: the thread sleeps in the kernel until
+// a completion — a receive, a timer's poll, the poll of the wake-up
+// eventfd — or the timeout, and the Go runtime keeps the processor for
+// it, where parking the loop's goroutine (locked to its thread) in the
+// netpoller would hand it to another thread and back at each wake-up,
+// with futex calls and context switches for both (docs/PERF.md, "The
+// io_uring loop's wake-ups").
 func (b *uringBackend) wait(until int64, keys []int32, tickers bool) (int, error) {
-	if until < 0 {
-		if err := b.reap(); err != nil {
+	if err := b.reap(); err != nil {
+		return 0, err
+	}
+	for {
+		woken := b.pending.Swap(false)
+		n := b.collect(keys, tickers)
+		if until < 0 || n > 0 || woken || b.wokenUp {
+			if b.wokenUp {
+				b.wokenUp = false
+				var buf [8]byte
+				RawRead(b.efd, buf[:])
+			}
+			return n, b.err
+		}
+		timeout := int64(-1)
+		if until > 0 {
+			if timeout = until - clock.Real.Now(); timeout <= 0 {
+				return 0, nil // a timer is due
+			}
+		}
+		if err := b.r.enterWait(timeout); err != nil {
+			b.fail(err)
 			return 0, err
 		}
-		return b.collect(keys, tickers), nil
+		b.r.completions(b.cqeFn)
+		if len(b.rearm) > 0 || !b.wakeArmed {
+			if err := b.reap(); err != nil {
+				return 0, err
+			}
+		}
 	}
-	b.pollKeys, b.pollN, b.pollTickers, b.pollErr = keys, 0, tickers, nil
-	ready, err := b.park(until, b.pollFn)
-	n := b.pollN
-	b.pollKeys = nil
-	switch {
-	case err != nil:
-		return 0, err
-	case !ready:
-		return 0, nil // a timer is due
-	}
-	return n, b.pollErr
-}
-
-// poll is the callback of rc.Read: it reaps, and reports true when keys
-// are ready, the loop was woken, or the ring failed; false to park until
-// the eventfd is written — by the kernel when completion work is pending,
-// or by wake.
-// The eventfd is never read: the netpoller watches it edge-triggered, and
-// each write is an edge.
-func (b *uringBackend) poll(uintptr) bool {
-	woken := b.pending.Swap(false)
-	if err := b.reap(); err != nil {
-		b.pollErr = err
-		return true
-	}
-	b.pollN = b.collect(b.pollKeys, b.pollTickers)
-	return b.pollN > 0 || woken
 }
 
 // read hands over the next completion queued for key k: bytes in a

@@ -102,6 +102,9 @@ const (
 	iorOffSqes   = 0x10000000
 
 	iorEnterGetEvents = 1 << 0
+	iorEnterExtArg    = 1 << 3
+
+	iorFeatExtArg = 1 << 8
 
 	iorOpPollAdd     = 6
 	iorOpAsyncCancel = 14
@@ -118,7 +121,6 @@ const (
 	iorCqeFMore       = 1 << 1
 	iorCqeBufferShift = 16
 
-	iorRegisterEventfd  = 4
 	iorRegisterPbufRing = 22
 )
 
@@ -263,6 +265,38 @@ func (r *ring) enter(flags uint32) error {
 		}
 		return os.NewSyscallError("io_uring_enter", e)
 	}
+}
+
+// getEventsArg is struct io_uring_getevents_arg.
+type getEventsArg struct {
+	sigmask   uint64
+	sigmaskSz uint32
+	_         uint32 // min_wait_usec
+	ts        uint64 // *unix.Timespec, relative
+}
+
+// enterWait is enter that waits, in the kernel, for one completion at
+// least, or for timeout ns (< 0: no limit) — a blocking system call, on
+// the ring's own thread, which the Go runtime sees enter and leave it
+// (syscall.Syscall6), so that its processor can run other goroutines
+// meanwhile. Without a timeout nor a completion to wait for, the thread
+// sleeps until the kernel posts one.
+func (r *ring) enterWait(timeout int64) error {
+	atomic.StoreUint32(r.sqTail, r.tail)
+	toSubmit := r.pending()
+	var ts unix.Timespec
+	arg := getEventsArg{sigmaskSz: 8}
+	if timeout >= 0 {
+		ts = unix.NsecToTimespec(timeout)
+		arg.ts = uint64(uintptr(unsafe.Pointer(&ts)))
+	}
+	_, _, e := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(toSubmit), 1,
+		iorEnterGetEvents|iorEnterExtArg, uintptr(unsafe.Pointer(&arg)), unsafe.Sizeof(arg))
+	switch e {
+	case 0, unix.EINTR, unix.ETIME, unix.EAGAIN, unix.EBUSY:
+		return nil
+	}
+	return os.NewSyscallError("io_uring_enter", e)
 }
 
 // completions calls f with every completion posted so far, and frees

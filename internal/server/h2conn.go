@@ -91,6 +91,10 @@ var errH2HeadTimeout = errors.New("HTTP/2 header block not received whole")
 // receive window the server gave it (RFC 9113 §6.9.1).
 var errH2StreamWindow = errors.New("HTTP/2 flow control: the client sent more DATA than the stream's window")
 
+// errH2HalfClosed ends a stream whose client sent DATA or HEADERS after
+// its request's END_STREAM (RFC 9113 §5.1, half-closed (remote)).
+var errH2HalfClosed = errors.New("HTTP/2: the client sent a frame on a stream it had ended (END_STREAM)")
+
 // errH2SendWindow ends a stream whose client grew its send window past
 // 2^31-1 with a WINDOW_UPDATE (RFC 9113 §6.9.1).
 var errH2SendWindow = errors.New("HTTP/2 flow control: WINDOW_UPDATE past 2^31-1 on a stream")
@@ -544,7 +548,13 @@ func (c *h2conn) headers(f *http2.MetaHeadersFrame) error {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	if id <= c.lastID {
-		if t := c.stream(id); t != nil && !t.reqDone && f.StreamEnded() {
+		t := c.stream(id)
+		switch {
+		case t != nil && t.remoteEnded:
+			c.streamError(t, http2.ErrCodeStreamClosed, errH2HalfClosed)
+			return nil
+		case t != nil && !t.reqDone && f.StreamEnded():
+			t.remoteEnded = true
 			c.requestRead(t) // trailers end the body; they are not read
 			return nil
 		}
@@ -610,6 +620,7 @@ func (c *h2conn) headers(f *http2.MetaHeadersFrame) error {
 		c.answerError(t, &httpError{status: 413, code: "request_too_large",
 			message: fmt.Sprintf("request body of %d bytes is larger than the limit of %d", t.head.ContentLength, MaxBodyBytes)})
 	case f.StreamEnded():
+		t.remoteEnded = true
 		c.requestRead(t)
 	default:
 		c.mu.Lock() // the timer's function reads t.timer (takeRequest)
@@ -644,6 +655,11 @@ func (c *h2conn) data(f *http2.DataFrame) error {
 	if t == nil {
 		return nil // a stream that ended
 	}
+	if t.remoteEnded {
+		c.streamError(t, http2.ErrCodeStreamClosed, errH2HalfClosed)
+		return nil
+	}
+	t.remoteEnded = f.StreamEnded()
 	// The stream's receive window is h2StreamWindow for its whole life:
 	// the server gives none back (it reads at most MaxBodyBytes), and
 	// counts what arrives after it answered too (§6.9.1).
@@ -888,7 +904,10 @@ type h2Response struct {
 	// by c.wmu.
 	partial []byte
 	cut     bool // a cut fault (or a panic) ended the stream: it is reset
-	ended   bool // end ran (owned by the stream's goroutine)
+	// remoteEnded: the request's END_STREAM arrived, the stream is
+	// half-closed (remote); the reader's only.
+	remoteEnded bool
+	ended       bool // end ran (owned by the stream's goroutine)
 }
 
 // h2ResponseOf returns the HTTP/2 response under a stream's writer.
@@ -911,7 +930,10 @@ func (t *h2Response) fail(err error) {
 
 // end ends the stream once its answer is over: reset when it was cut,
 // failed or did not end its body, or when the client is still sending a
-// request the server did not read; then forgotten.
+// request the server did not read; then forgotten. A cut (a fault, a
+// panic) is INTERNAL_ERROR; an answer a stopping server does not finish
+// is CANCEL (RFC 9113 §7: the stream is no longer needed): the client, or
+// a gateway in front, must not log it as a server failure.
 func (t *h2Response) end(failed bool) {
 	if t.ended {
 		return
@@ -921,8 +943,13 @@ func (t *h2Response) end(failed bool) {
 	c.wmu.Lock()
 	sent, gone := t.sentEnd, t.err != nil || c.err != nil
 	c.wmu.Unlock()
+	c.mu.Lock()
+	stopping := c.stopping
+	c.mu.Unlock()
 	switch {
 	case gone:
+	case !t.cut && stopping && (failed || !sent):
+		c.resetStream(t.id, http2.ErrCodeCancel)
 	case t.cut || failed || !sent:
 		c.resetStream(t.id, http2.ErrCodeInternal)
 	case !t.bodyRead:

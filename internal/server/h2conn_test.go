@@ -399,8 +399,9 @@ func TestH2WriteTLS12(t *testing.T) {
 
 // TestH2ShutdownGoAway: when Serve stops, an HTTP/2 connection with a
 // stream in progress gets a GOAWAY without error naming that stream and a
-// PING; once the client has answered the PING, the stream is reset and
-// the connection ends, and Serve returns.
+// PING; once the client has answered the PING, the stream is reset
+// (CANCEL: no longer needed, not a failure of the server) and the
+// connection ends, and Serve returns.
 func TestH2ShutdownGoAway(t *testing.T) {
 	srv, stop := runServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true, h2DrainWait: time.Minute})
 	h := dialH2Raw(t, srv)
@@ -412,6 +413,25 @@ func TestH2ShutdownGoAway(t *testing.T) {
 	}
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); stop("with an HTTP/2 stream waiting for its think time") }()
+	ping := h.stopping(t)
+	h.fr.WritePing(true, ping.Data)
+	var reset *http2.RSTStreamFrame
+	h.untilEnd(t, "after the PING's answer", func(f http2.Frame) {
+		if r, ok := f.(*http2.RSTStreamFrame); ok && r.StreamID == 1 {
+			reset = r
+		}
+	})
+	if reset == nil || reset.ErrCode != http2.ErrCodeCancel {
+		t.Errorf("the connection ended with stream 1, in progress, reset %v; want RST_STREAM CANCEL", reset)
+	}
+	<-stopped
+}
+
+// stopping reads what a stopping server sends first on a connection
+// whose stream 1 it has: a GOAWAY NO_ERROR naming stream 1, then its
+// PING, which it returns.
+func (h *h2Raw) stopping(t *testing.T) *http2.PingFrame {
+	t.Helper()
 	away, ok := h.nextRaw(t, "the GOAWAY").(*http2.GoAwayFrame)
 	if !ok || away.ErrCode != http2.ErrCodeNo || away.LastStreamID != 1 {
 		t.Fatalf("the stopping server sent %v, want a GOAWAY NO_ERROR naming stream 1", away)
@@ -420,24 +440,23 @@ func TestH2ShutdownGoAway(t *testing.T) {
 	if !ok || ping.IsAck() || ping.Data != h2DrainPing {
 		t.Fatalf("after the GOAWAY: %v, want the server's PING %q", ping, h2DrainPing)
 	}
-	h.fr.WritePing(true, ping.Data)
-	var reset *http2.RSTStreamFrame
+	return ping
+}
+
+// untilEnd runs each on every frame until the connection ends; a read
+// timeout instead is fatal, when names what the test waited in.
+func (h *h2Raw) untilEnd(t *testing.T, when string, each func(http2.Frame)) {
+	t.Helper()
 	for {
 		f, err := h.fr.ReadFrame()
 		if err != nil {
 			if isTimeout(err) {
-				t.Fatalf("after the PING's answer: %v, want the connection's end", err)
+				t.Fatalf("%s: %v, want the connection's end", when, err)
 			}
-			break
+			return
 		}
-		if r, ok := f.(*http2.RSTStreamFrame); ok && r.StreamID == 1 {
-			reset = r
-		}
+		each(f)
 	}
-	if reset == nil {
-		t.Errorf("the connection ended without resetting stream 1, in progress")
-	}
-	<-stopped
 }
 
 // nextRaw returns the next frame other than SETTINGS, WINDOW_UPDATE and
@@ -488,14 +507,7 @@ func TestH2StoppingRequests(t *testing.T) {
 		}
 	}
 	cancel()
-	away, ok := h.nextRaw(t, "the GOAWAY").(*http2.GoAwayFrame)
-	if !ok || away.ErrCode != http2.ErrCodeNo || away.LastStreamID != 1 {
-		t.Fatalf("the stopping server sent %v, want a GOAWAY NO_ERROR naming stream 1", away)
-	}
-	ping, ok := h.nextRaw(t, "the PING after the GOAWAY").(*http2.PingFrame)
-	if !ok || ping.Data != h2DrainPing {
-		t.Fatalf("after the GOAWAY: %v, want the server's PING", ping)
-	}
+	ping := h.stopping(t)
 	// As a client that had not read the GOAWAY yet: stream 3, stream 1's
 	// body; then the PING's answer.
 	h.post(3, "/v1/chat/completions", body)
@@ -504,14 +516,7 @@ func TestH2StoppingRequests(t *testing.T) {
 	var refused bool
 	var status string
 	var answer []byte
-	for {
-		f, err := h.fr.ReadFrame()
-		if err != nil {
-			if isTimeout(err) {
-				t.Fatalf("waiting for the connection's end: %v", err)
-			}
-			break
-		}
+	h.untilEnd(t, "after stream 3, stream 1's body and the PING's answer", func(f http2.Frame) {
 		switch f := f.(type) {
 		case *http2.RSTStreamFrame:
 			switch {
@@ -528,7 +533,7 @@ func TestH2StoppingRequests(t *testing.T) {
 		case *http2.DataFrame:
 			answer = append(answer, f.Data()...)
 		}
-	}
+	})
 	if !refused {
 		t.Errorf("stream 3, above the GOAWAY's, not refused (RST_STREAM REFUSED_STREAM)")
 	}
@@ -643,8 +648,9 @@ func TestH2ConnectionErrors(t *testing.T) {
 }
 
 // TestH2StreamFlowErrors: a stream error of the client on an open stream
-// gets that stream reset with its code, before the answer to a PING sent
-// after it, and the connection goes on.
+// (its request ended: half-closed (remote), RFC 9113 §5.1) gets that
+// stream reset with its code, before the answer to a PING sent after it,
+// and the connection goes on.
 func TestH2StreamFlowErrors(t *testing.T) {
 	inc := func(n uint32) string {
 		return frame(http2.FrameWindowUpdate, 0, 1, []byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
@@ -657,6 +663,9 @@ func TestH2StreamFlowErrors(t *testing.T) {
 		{"WINDOW_UPDATE taking the stream's send window above 2^31-1", inc(1<<31 - 1), http2.ErrCodeFlowControl},
 		{"two WINDOW_UPDATEs taking it there", inc(1<<30) + inc(1<<30), http2.ErrCodeFlowControl},
 		{"WINDOW_UPDATE of 0 on the stream", inc(0), http2.ErrCodeProtocol},
+		{"DATA after the request's END_STREAM", frame(http2.FrameData, 0, 1, []byte("x")), http2.ErrCodeStreamClosed},
+		{"HEADERS after the request's END_STREAM", frame(http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, 1, []byte{0x82}),
+			http2.ErrCodeStreamClosed},
 	}
 	srv := startServer(t, Config{Tokens: 5, DelayMs: 0.1, HTTP2: true})
 	for _, tt := range tests {

@@ -88,5 +88,5 @@ func (st *stream) emitHeartbeat(sc *scratch, direct bool) event {
 	sc.out = st.w.appendEvent(sc.out[:0], sc.payload)
 	st.times.AddHeartbeats(1)
 	st.wroteSomething(st.clk.Now())
-	return st.send(sc.out, direct)
+	return st.send(sc, sc.out, direct)
 }

@@ -10,8 +10,10 @@ import (
 )
 
 // onLoop puts shard sh, the i-th, on an event loop when the engine says
-// so: the loop's Ticker is its alarm, and the loop runs its ticks. It
-// reports false when the shard is to have its own goroutine.
+// so: the loop's Ticker is its alarm, and the loop runs its ticks (on an
+// io_uring loop, with the loop's batch of sends: a tick's plain HTTP/1.1
+// writes go out in one io_uring_enter, evloop.Sends). It reports false
+// when the shard is to have its own goroutine.
 func (s *Server) onLoop(sh *shard, i int) bool {
 	var all []*evloop.Loop
 	if s.cfg.Loops != nil {
@@ -26,7 +28,20 @@ func (s *Server) onLoop(sh *shard, i int) bool {
 			return false
 		}
 	}
-	t, err := all[i%len(all)].NewTicker(func(t *evloop.Ticker) { sh.tick(t.Poll) })
+	l := all[i%len(all)]
+	batched := false
+	t, err := l.NewTicker(func(t *evloop.Ticker) {
+		if !batched { // on the loop's goroutine: its batch of sends, if it has one
+			batched = true
+			if sb := l.Sends(); sb != nil {
+				sh.scratch.sends = sb
+				if s.cfg.wrapSends != nil {
+					sh.scratch.sends = s.cfg.wrapSends(sb)
+				}
+			}
+		}
+		sh.tick(t.Poll)
+	})
 	if err != nil {
 		s.logf("server: shard %d: %v; it runs on a goroutine of its own", i, err)
 		return false

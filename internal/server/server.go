@@ -143,6 +143,9 @@ type Config struct {
 	IdleTimeout time.Duration
 	// h2DrainWait is h2DrainWait, unless a test raised it.
 	h2DrainWait time.Duration
+	// wrapSends, set by tests, wraps an io_uring loop's batch of sends
+	// before the shard on it uses it.
+	wrapSends func(sendBatch) sendBatch
 
 	// MaxTokens caps each token count a request may ask for with a hint
 	// (text, reasoning, tool call); past it the request gets a 400 naming
@@ -407,11 +410,13 @@ func (s *Server) Serve(ctx context.Context) error {
 			draining[hc.c] = true // its reader closes it, within h2DrainWait
 		}
 	}
-	for c, sock := range s.conns {
-		if !draining[c] {
-			sock.Close()
+	s.closeConns(func() {
+		for c, sock := range s.conns {
+			if !draining[c] {
+				sock.Close()
+			}
 		}
-	}
+	})
 	s.mu.Unlock()
 	for _, sh := range s.shards {
 		sh.close()
@@ -421,6 +426,22 @@ func (s *Server) Serve(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// closeConns runs closeAll, which closes connections that the shards may
+// be writing to, between the shards' batches of sends (shard.sendMu): a
+// batched send must reach the socket it was queued for, not one that took
+// its descriptor's number after a close.
+func (s *Server) closeConns(closeAll func()) {
+	for _, sh := range s.shards {
+		sh.sendMu.Lock()
+	}
+	defer func() {
+		for _, sh := range s.shards {
+			sh.sendMu.Unlock()
+		}
+	}()
+	closeAll()
 }
 
 // serveConn serves an accepted connection: it completes the TLS handshake,

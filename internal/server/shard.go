@@ -38,9 +38,15 @@ type shard struct {
 	closed  bool
 	// lateness holds, per emitted token, how late it was written (ns).
 	lateness *stats.Metric
-	due      []*stream   // owned by tick
-	scratch  *scratch    // owned by tick
-	clk      clock.Clock // the server's (Config.Clock); clock.Real unless set after newShard
+	due      []*stream // owned by tick
+	scratch  *scratch  // owned by tick
+	// sendMu is held by a tick with a batch of sends (scratch.sends) from
+	// its first queued send to the batch's results, and by Serve, ending,
+	// while it closes the connections (closeConns): a queued send names
+	// its socket by number, and a close in between could give that number
+	// to another socket before the send goes.
+	sendMu sync.Mutex
+	clk    clock.Clock // the server's (Config.Clock); clock.Real unless set after newShard
 }
 
 // newShard returns a shard whose timer fires at most spinAhead before a
@@ -128,8 +134,25 @@ func (sh *shard) tick(poll func()) bool {
 	full := len(due) == maxPerTick
 	sh.mu.Unlock()
 
+	sb := sh.scratch.sends
+	if sb != nil {
+		sh.sendMu.Lock()
+	}
 	for _, st := range due {
 		st.result = st.emitToken(sh.scratch, false)
+	}
+	if sb != nil && sb.Pending() > 0 {
+		sb.Flush()
+		for _, st := range due {
+			if st.result == evQueued {
+				n, err := sb.Result(st.queued)
+				st.result = st.sent(st.queuedOut, n, err, true)
+				st.queuedOut = nil
+			}
+		}
+	}
+	if sb != nil {
+		sh.sendMu.Unlock()
 	}
 
 	sh.mu.Lock()

@@ -17,6 +17,11 @@ type socketWriter struct {
 	wbuf    []byte
 	wn      int
 	werr    error
+	// queueWrite's callback and its arguments and results, as writeFn's.
+	queueFn func(fd uintptr) bool
+	qbatch  sendBatch
+	qi      int
+	qok     bool
 }
 
 // init sets w up for the accepted connection c (plain TCP, a recordConn,
@@ -31,6 +36,10 @@ func (w *socketWriter) init(c net.Conn) {
 	w.writeFn = func(fd uintptr) bool {
 		w.wn, w.werr = writeFd(fd, w.wbuf)
 		return true // never wait for writability: that is the stream goroutine's job
+	}
+	w.queueFn = func(fd uintptr) bool {
+		w.qi, w.qok = w.qbatch.Queue(int(fd), w.wbuf)
+		return true
 	}
 }
 
@@ -62,4 +71,18 @@ func sleepUntil(at time.Time, stop1, stop2, stop3 <-chan struct{}) bool {
 	case <-stop3:
 	}
 	return false
+}
+
+// queueWrite queues b in the batch sb for the socket, and stores the
+// send's index in i; false when it was not queued (the batch is full, or
+// the socket is closed), for the caller to write b itself.
+func (w *socketWriter) queueWrite(sb sendBatch, b []byte, i *int) bool {
+	if w.raw == nil {
+		return false
+	}
+	w.qbatch, w.wbuf, w.qok = sb, b, false
+	err := w.raw.Write(w.queueFn)
+	w.qbatch, w.wbuf = nil, nil
+	*i = w.qi
+	return err == nil && w.qok
 }

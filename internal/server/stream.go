@@ -82,6 +82,11 @@ type stream struct {
 	// The last write: tokens wroteFrom..wroteFrom+wroteN-1, stamped wroteAt.
 	wroteFrom, wroteN int
 	wroteAt           int64
+	// queued is the index of the write queued in its shard tick's batch
+	// (scratch.sends), whose result the tick takes after the batch's
+	// flush (stream.sent); queuedOut is its bytes.
+	queued    int
+	queuedOut []byte
 
 	pending []byte // bytes a non-blocking write could not take
 
@@ -110,6 +115,25 @@ func newStream(w streamWriter, enc api.Encoder, p schedule.Plan) *stream {
 type scratch struct {
 	payload []byte
 	out     []byte
+	// sends batches the writes of the tick that owns the scratch (an
+	// io_uring loop's, see sendBatch); nil: one write(2) each.
+	sends sendBatch
+}
+
+// sendBatch is a shard tick's batch of non-blocking writes: the sends of
+// an io_uring loop (evloop.Sends), submitted together in one system call
+// at the end of the tick's writes, each with the result a non-blocking
+// write(2) would have had.
+type sendBatch interface {
+	// Queue queues p (copied) for the socket fd; false: not queued, the
+	// batch is full.
+	Queue(fd int, p []byte) (int, bool)
+	// Pending is how many sends are queued and not flushed.
+	Pending() int
+	// Flush submits the queued sends and takes their results.
+	Flush()
+	// Result is what send i of the flushed batch took.
+	Result(i int) (int, error)
 }
 
 func newScratch() *scratch {
@@ -206,22 +230,44 @@ func (st *stream) emitToken(sc *scratch, mayBlock bool) event {
 	if st.hb.every > 0 {
 		st.wroteSomething(ts)
 	}
-	return st.send(sc.out, direct)
+	return st.send(sc, sc.out, direct)
 }
+
+// evQueued is what emitToken returns when its write was queued in the
+// tick's batch (scratch.sends): the tick flushes the batch, then takes the
+// write's result with sent. It never leaves the tick.
+const evQueued event = 255
 
 // send writes out — with one non-blocking write on a direct writer, else
 // blocking — and returns what the stream's owner must do next: 0 to
 // schedule the stream again, evFinish after its last token, evFlush to
 // write what the socket did not take (st.pending), evFailed when it cannot
 // go on.
-func (st *stream) send(out []byte, direct bool) event {
+//
+// In a tick with a batch (sc.sends), a plain HTTP/1.1 connection's write
+// is queued there instead, and send returns evQueued: its pi_ts is taken
+// as for a write of its own, right before, and the bytes go with the
+// tick's other writes in one system call after the last of them.
+func (st *stream) send(sc *scratch, out []byte, direct bool) event {
 	var n int
 	var err error
+	if direct && sc.sends != nil {
+		if hc, ok := st.w.(*h1conn); ok && hc.rec == nil && hc.queueWrite(sc.sends, out, &st.queued) {
+			st.queuedOut = out
+			return evQueued
+		}
+	}
 	if direct {
 		n, err = st.w.tryWrite(out)
 	} else if err = st.w.write(out); err == nil {
 		n = len(out)
 	}
+	return st.sent(out, n, err, direct)
+}
+
+// sent is what send returns for a write of out that took n bytes and
+// err.
+func (st *stream) sent(out []byte, n int, err error, direct bool) event {
 	switch {
 	case err == nil && n == len(out):
 		if st.k < st.plan.Tokens {
