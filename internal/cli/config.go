@@ -227,15 +227,15 @@ func (c *Config) Validate() error {
 }
 
 // validateStreamsPerConn checks --streams-per-conn: at least 1, and above
-// 1 only over HTTP/2 (--http2 or --h2c) with -k, the connections being
-// shared between the requests of several slots.
+// 1 only over HTTP/2 (--http2 or --h2c) or HTTP/3 (--http3) with -k, the
+// connections being shared between the requests of several slots.
 func (c *Config) validateStreamsPerConn() error {
 	switch n := c.StreamsPerConn; {
 	case n < 1:
 		return fmt.Errorf("--streams-per-conn %d: want at least 1 (1: a connection per concurrency slot)", n)
 	case n == 1:
-	case !c.HTTP2 && !c.H2C:
-		return errors.New("--streams-per-conn multiplexes HTTP/2 streams: add --http2 (https targets) or --h2c (http targets)")
+	case !c.HTTP2 && !c.H2C && !c.HTTP3:
+		return errors.New("--streams-per-conn multiplexes HTTP/2 or HTTP/3 streams: add --http2 (https targets), --h2c (http targets) or --http3")
 	case !c.KeepAlive:
 		return errors.New("--streams-per-conn shares connections between requests: add -k")
 	}
@@ -525,7 +525,7 @@ func runFlags(cfg *Config, lists *listFlags, v *runFlagVars) *pflag.FlagSet {
 	fs.Float64Var(&cfg.HeartbeatMs, "heartbeat", 0, "<ms> the server writes a heartbeat (\": ping\", anthropic: event: ping) after each <ms> of silence (def 0: none)")
 	fs.IntVar(&cfg.IdleMs, "idle-timeout", 0, "<ms> end a request whose stream stays silent this long (def 0: off; -w still applies)")
 	fs.BoolVarP(&cfg.KeepAlive, "keepalive", "k", false, "reuse one connection per concurrency slot (drained to its end after [DONE])")
-	fs.IntVar(&cfg.StreamsPerConn, "streams-per-conn", cfg.StreamsPerConn, "<n> with -k and --http2/--h2c: n concurrency slots share one HTTP/2 connection, each request\na stream of its own on it (-c 100 --streams-per-conn 10: 10 connections); def 1")
+	fs.IntVar(&cfg.StreamsPerConn, "streams-per-conn", cfg.StreamsPerConn, "<n> with -k and --http2/--h2c/--http3: n concurrency slots share one HTTP/2 (or QUIC)\nconnection, each request a stream of its own on it (-c 100 --streams-per-conn 10:\n10 connections); def 1")
 	fs.BoolVar(&cfg.ServerClose, "server-close", false, "the server closes every connection after its response, as the reference")
 	fs.IntVar(&cfg.MaxStreams, "max-streams", 0, "<n> the server answers 429 beyond n concurrent streams (def 10000; -1: no limit)")
 	fs.Var(faultsValue{&cfg.Faults}, "fault", "<spec> the server injects upstream faults into every answer, e.g. \"cut_after=5\" or\n\"stall_after=10; stall_ms=2000\" (repeatable; keys in README.md, \"Fault hints\")")

@@ -712,7 +712,12 @@ func flagTable(t *testing.T) []flagRow {
 		{flags: []string{"streams-per-conn"}, cmds: measuring, args: []string{"--streams-per-conn", "0"},
 			want: refused("--streams-per-conn 0: want at least 1 (1: a connection per concurrency slot)")},
 		{flags: []string{"streams-per-conn"}, cmds: measuring, args: []string{"-k", "--streams-per-conn", "2"},
-			want: refused("--streams-per-conn multiplexes HTTP/2 streams: add --http2 (https targets) or --h2c (http targets)")},
+			want: refused("--streams-per-conn multiplexes HTTP/2 or HTTP/3 streams: add --http2 (https targets), --h2c (http targets) or --http3")},
+		// Over HTTP/3: the slots of a group share one QUIC connection
+		// (an HTTP/3 gateway of its own, h3StreamsPerConnRow).
+		{flags: []string{"streams-per-conn"}, cmds: []string{cmdRun}, run: h3StreamsPerConnRow},
+		{flags: []string{"streams-per-conn"}, cmds: []string{cmdRun}, args: []string{"--http3", "--streams-per-conn", "2"},
+			want: refused("--streams-per-conn shares connections between requests: add -k")},
 		{flags: []string{"streams-per-conn"}, cmds: measuring, args: []string{"--h2c", "--streams-per-conn", "2"},
 			want: refused("--streams-per-conn shares connections between requests: add -k")},
 		{flags: []string{"server-close"}, cmds: measuring, args: []string{"-k", "-r", "2", "--server-close"}, want: func(t *testing.T, o *observed) {

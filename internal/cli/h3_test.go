@@ -124,3 +124,32 @@ func TestHTTP3Unreachable(t *testing.T) {
 		})
 	}
 }
+
+// h3StreamsPerConnRow proves --streams-per-conn with --http3 on the
+// wire: four slots, two per connection, through an HTTP/3 gateway
+// (testutil.H3RelayConns) that counts the QUIC connections it accepts:
+// two carry the four requests of the measurement, every one over
+// HTTP/3, and the report counts them as h3.
+func h3StreamsPerConnRow(t *testing.T) {
+	cert := newTestCert(t)
+	ctx, cancel := context.WithTimeout(t.Context(), flagLimit)
+	defer cancel()
+	ln := testutil.Listen(t)
+	gw, protos, conns := testutil.H3RelayConns(t, func() string { return ln.Addr().String() }, cert.tls)
+	args := []string{"-L", ln.Addr().String(), "-t", "https://" + gw, "--insecure", "--http3", "-k",
+		"-r", "4", "-c", "4", "--streams-per-conn", "2", "-n", "3", "-d", "1", "-w", "20000"}
+	var stdout bytes.Buffer
+	stderr := &watched{on: func([]byte) {}}
+	code, _ := MeasureOn(ctx, ln, args, &stdout, stderr)
+	out := stdout.String() + stderr.String()
+	if code != ExitOK {
+		t.Fatalf("--http3 -k -c 4 --streams-per-conn 2: exit %d, want %d\n%s", code, ExitOK, out)
+	}
+	seen := protos()
+	if n := conns(); n != 2 || len(seen) != 4 || slices.ContainsFunc(seen, func(p string) bool { return p != "HTTP/3.0" }) {
+		t.Errorf("--http3 -k -c 4 --streams-per-conn 2: the gateway accepted %d QUIC connections carrying %q; want 2, carrying 4 HTTP/3 requests\n%s", n, seen, out)
+	}
+	if !strings.Contains(out, "; h3 4") {
+		t.Errorf("--http3 --streams-per-conn 2: the connections line does not count the 4 requests as h3\n%s", out)
+	}
+}

@@ -121,8 +121,9 @@ type Options struct {
 	// "h2c"). Ignored over TLS.
 	H2C bool
 	// HTTP3 speaks HTTP/3 over QUIC (UDP) to Addr, TLS as for https
-	// (NextProtos "h3"), one QUIC connection per Session, each request a
-	// stream on it (rec.Proto "h3"); not with HTTP2, H2C or WebSocket.
+	// (NextProtos "h3"), one QUIC connection per Session (or per group of
+	// them: StreamsPerConn), each request a stream on it (rec.Proto
+	// "h3"); not with HTTP2, H2C or WebSocket.
 	HTTP3 bool
 	// h3HandshakeWait, when above 0, replaces h3HandshakeIdle as the
 	// bound of a QUIC handshake that hears nothing from the server: tests
@@ -135,7 +136,10 @@ type Options struct {
 	// connection, opened by the first that needs it. A Session that finds
 	// it unable to take another stream (the peer's
 	// SETTINGS_MAX_CONCURRENT_STREAMS, a GOAWAY, closed) opens another for
-	// the group. Every engine: on the event loops a group's Sessions and
+	// the group. With HTTP3 (and KeepAlive) a group shares one QUIC
+	// connection, a new one after a GOAWAY or a close; a stream beyond the
+	// peer's MAX_STREAMS waits within its request's time (h3group.go).
+	// HTTP/2 on every engine: on the event loops a group's Sessions and
 	// connections are one loop's.
 	StreamsPerConn int
 	// KeepAlive keeps a Session's connection for its next request: the
@@ -283,6 +287,7 @@ type shared struct {
 	sessions atomic.Int64
 	groupsMu sync.Mutex
 	groups   map[int64]*h2Group
+	h3groups map[int64]*h3Group // the same for HTTP/3 (h3group.go)
 
 	// tlsFallback, once set, is why a TLS handshake's outcome cannot run
 	// on the event loops (TLS 1.2): the Request's requests use the

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -78,22 +79,7 @@ func FuzzH2Frames(f *testing.F) {
 		f.Add(seed, []byte{9, 30, 200})
 	}
 	f.Fuzz(func(t *testing.T, answer, cuts []byte) {
-		addr := testutil.ServeTCP(t, func(c net.Conn) {
-			preface := make([]byte, len(http2.ClientPreface))
-			if _, err := io.ReadFull(c, preface); err != nil {
-				return
-			}
-			go io.Copy(io.Discard, c) // the client's frames, whatever they are
-			rest := answer
-			for _, n := range cuts {
-				k := min(int(n)+1, len(rest))
-				if _, err := c.Write(rest[:k]); err != nil {
-					return
-				}
-				rest = rest[k:]
-			}
-			c.Write(rest)
-		})
+		addr := h2Answering(t, answer, cuts)
 		o := hostileOptions(addr)
 		o.H2C = true
 		o.Timeout = 5 * time.Second
@@ -105,10 +91,7 @@ func FuzzH2Frames(f *testing.F) {
 		if ctx.Err() != nil {
 			t.Fatalf("the request did not end within a minute (-w %v)", o.Timeout)
 		}
-		text := rec.Failure.Error()
-		if !utf8.ValidString(text) || strings.ContainsFunc(text, func(c rune) bool { return c < 0x20 || c == 0x7f }) || len(text) > 1<<10 {
-			t.Fatalf("failure text %q (%d bytes): want valid UTF-8 without control bytes, at most 1 KiB", text, len(text))
-		}
+		checkFailureText(t, "", rec.Failure.Error())
 	})
 }
 
@@ -158,22 +141,7 @@ func FuzzH2FramesMux(f *testing.F) {
 		f.Add(seed, []byte{9, 30, 200})
 	}
 	f.Fuzz(func(t *testing.T, answer, cuts []byte) {
-		addr := testutil.ServeTCP(t, func(c net.Conn) {
-			preface := make([]byte, len(http2.ClientPreface))
-			if _, err := io.ReadFull(c, preface); err != nil {
-				return
-			}
-			go io.Copy(io.Discard, c) // the client's frames, whatever they are
-			rest := answer
-			for _, n := range cuts {
-				k := min(int(n)+1, len(rest))
-				if _, err := c.Write(rest[:k]); err != nil {
-					return
-				}
-				rest = rest[k:]
-			}
-			c.Write(rest)
-		})
+		addr := h2Answering(t, answer, cuts)
 		o := hostileOptions(addr)
 		o.H2C, o.KeepAlive, o.StreamsPerConn = true, true, 2
 		o.Timeout = 5 * time.Second
@@ -188,10 +156,39 @@ func FuzzH2FramesMux(f *testing.F) {
 			t.Fatalf("the requests did not end within a minute (-w %v)", o.Timeout)
 		}
 		for i, rs := range recs {
-			text := rs[0].Failure.Error()
-			if !utf8.ValidString(text) || strings.ContainsFunc(text, func(c rune) bool { return c < 0x20 || c == 0x7f }) || len(text) > 1<<10 {
-				t.Fatalf("slot %d: failure text %q (%d bytes): want valid UTF-8 without control bytes, at most 1 KiB", i, text, len(text))
-			}
+			checkFailureText(t, fmt.Sprintf("slot %d: ", i), rs[0].Failure.Error())
 		}
 	})
+}
+
+// h2Answering is an h2c peer that reads the client's preface, discards
+// whatever the client sends after it, and writes answer in pieces of
+// cuts[i]+1 bytes, the rest in one write.
+func h2Answering(t *testing.T, answer, cuts []byte) string {
+	t.Helper()
+	return testutil.ServeTCP(t, func(c net.Conn) {
+		preface := make([]byte, len(http2.ClientPreface))
+		if _, err := io.ReadFull(c, preface); err != nil {
+			return
+		}
+		go io.Copy(io.Discard, c) // the client's frames, whatever they are
+		rest := answer
+		for _, n := range cuts {
+			k := min(int(n)+1, len(rest))
+			if _, err := c.Write(rest[:k]); err != nil {
+				return
+			}
+			rest = rest[k:]
+		}
+		c.Write(rest)
+	})
+}
+
+// checkFailureText fails t unless text, a failure's words, is valid
+// UTF-8 without control bytes and at most 1 KiB; prefix names whose.
+func checkFailureText(t *testing.T, prefix, text string) {
+	t.Helper()
+	if !utf8.ValidString(text) || strings.ContainsFunc(text, func(c rune) bool { return c < 0x20 || c == 0x7f }) || len(text) > 1<<10 {
+		t.Fatalf("%sfailure text %q (%d bytes): want valid UTF-8 without control bytes, at most 1 KiB", prefix, text, len(text))
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,8 +162,11 @@ func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.T
 	// time the stream did — after a GOAWAY, quic-go's client closes it
 	// once its last stream is done —, so that the next request finds it
 	// closed and is a reuse failure (usable): the gateway's refusal of
-	// the connection is named on the request it refused.
+	// the connection is named on the request it refused. A group's
+	// connection (Options.StreamsPerConn) is let go, not closed, when the
+	// stream fails: the others' streams go on on it.
 	keep := false
+	gc := s.h3gc
 	defer func() {
 		if rec.Sent == 0 {
 			rec.Sent = eof.Load()
@@ -175,11 +179,36 @@ func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.T
 	x := h2Exchange{reused: reused, keepAlive: q.KeepAlive && !s.oneShot}
 	// A GOAWAY that leaves this stream out ends it at once (unserved).
 	watch := s.h3.watch
-	watch.begin(func() { st.scancel(errH3NotServed) })
-	defer watch.end()
-	unserved := func() bool { return errors.Is(context.Cause(st.sctx), errH3NotServed) || watch.leftOut() }
+	wr := watch.begin(func() { st.scancel(errH3NotServed) })
+	defer watch.end(wr)
+	// The request's stream counts as open on a group's connection from
+	// its header fields on (WroteHeaderField runs on this goroutine,
+	// inside RoundTrip, once quic-go opened the stream).
+	counted := false
+	defer func() {
+		if counted {
+			gc.streams.Add(-1)
+		}
+	}()
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteHeaderField: func(string, []string) {
+			watch.writingHeaders(wr)
+			if gc != nil && !counted {
+				counted = true
+				rec.Streams = int(gc.streams.Add(1))
+			}
+		},
+	}))
+	unserved := func() bool { return errors.Is(context.Cause(st.sctx), errH3NotServed) || watch.leftOut(wr) }
 	resp, err := s.h3.cc.RoundTrip(req)
 	if err != nil {
+		// On a group's connection, a stream the GOAWAY left out fails,
+		// named (the others' streams below the id go on); one that never
+		// opened goes again on a new connection, as below.
+		if gc != nil && unserved() && watch.opened(wr) && ctx.Err() == nil {
+			rec.Failure = h3NotServed("send: ")
+			return finished
+		}
 		// Not served is not a cancellation: on a kept connection the
 		// request goes again on a new one (a reuse failure), as when the
 		// gateway closes or refuses it.
@@ -188,6 +217,16 @@ func (s *Session) doH3(ctx context.Context, rec *result.Request, deadline time.T
 		}
 		if unserved() && ctx.Err() == nil {
 			rec.Failure = h3NotServed("send: ")
+			return finished
+		}
+		// Out of time before quic-go opened the stream: the peer's
+		// stream limit held it back (the handshake was done).
+		if ctx.Err() == nil && st.sctx.Err() != nil && !watch.opened(wr) && s.h3.open() {
+			others := 0
+			if gc != nil {
+				others = int(gc.streams.Load())
+			}
+			rec.Failure = h3StreamWait(others)
 			return finished
 		}
 		rec.Failure = h2Failure(ctx, st.sctx, q, err, h3Failure("send: ", err))
@@ -221,22 +260,35 @@ func h3NotServed(prefix string) result.Failure {
 // will not process it, and need not reset it). quic-go records each
 // HTTP/3 frame it parses and creates in the qlog producer of the HTTP/3
 // layer; the watch asks for only that one (the QUIC layer's, which would
-// record every packet, gets none) and keeps two facts from it: the
-// GOAWAY's stream id, and the request stream of the session's current
-// request, from its HEADERS frame. When both say the stream is left out,
-// whichever came last, it calls the request's unserved.
+// record every packet, gets none) and keeps from it the GOAWAY's stream
+// id and, for each request in flight on the connection (one, or the
+// streams of a group: Options.StreamsPerConn), its request stream, from
+// its HEADERS frame. When both say a request's stream is left out,
+// whichever came last, it calls that request's unserved.
+//
+// Which HEADERS frame is whose: quic-go encodes a request's header fields
+// and records its HEADERS frame under one lock of the connection's
+// request writer, calling the request's httptrace WroteHeaderField for
+// each field on the way (writingHeaders): the frame recorded next is that
+// request's.
 type h3Watch struct {
 	h3 atomic.Bool // the next producer asked for is the HTTP/3 layer's
 
-	mu       sync.Mutex
-	goAway   int64  // guarded by mu: the GOAWAY's stream id, -1 before one came
-	stream   int64  // guarded by mu: the current request's stream, -1 before its HEADERS
-	unserved func() // guarded by mu: the current request's, nil between requests
+	mu      sync.Mutex
+	goAway  int64               // guarded by mu: the GOAWAY's stream id, -1 before one came
+	reqs    map[*h3Req]struct{} // guarded by mu: the requests in flight
+	writing *h3Req              // guarded by mu: the request whose header fields quic-go is encoding
+}
+
+// h3Req is one request in flight on a watched connection.
+type h3Req struct {
+	stream   int64  // guarded by h3Watch.mu: its request stream, -1 before its HEADERS
+	unserved func() // guarded by h3Watch.mu: called once if a GOAWAY leaves it out; nil after
 }
 
 var _ qlogwriter.Trace = (*h3Watch)(nil)
 
-func newH3Watch() *h3Watch { return &h3Watch{goAway: -1, stream: -1} }
+func newH3Watch() *h3Watch { return &h3Watch{goAway: -1, reqs: make(map[*h3Req]struct{})} }
 
 // trace is the connection's quic.Config.Tracer.
 func (w *h3Watch) trace(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return w }
@@ -250,34 +302,62 @@ func (w *h3Watch) AddProducer() qlogwriter.Recorder {
 	return h3Recorder{w}
 }
 
-// begin makes unserved the current request's, until end.
-func (w *h3Watch) begin(unserved func()) {
+// begin puts a request in flight, unserved its to call, until end.
+func (w *h3Watch) begin(unserved func()) *h3Req {
+	r := &h3Req{stream: -1, unserved: unserved}
 	w.mu.Lock()
-	w.stream, w.unserved = -1, unserved
+	w.reqs[r] = struct{}{}
+	w.mu.Unlock()
+	return r
+}
+
+func (w *h3Watch) end(r *h3Req) {
+	w.mu.Lock()
+	delete(w.reqs, r)
+	if w.writing == r {
+		w.writing = nil
+	}
 	w.mu.Unlock()
 }
 
-func (w *h3Watch) end() {
+// writingHeaders notes that quic-go encodes r's header fields: the next
+// HEADERS frame it records is r's.
+func (w *h3Watch) writingHeaders(r *h3Req) {
 	w.mu.Lock()
-	w.stream, w.unserved = -1, nil
+	w.writing = r
 	w.mu.Unlock()
 }
 
-// leftOut reports whether a GOAWAY came that leaves the current request
-// out: its stream at or above the GOAWAY's id, or none opened (quic-go
-// opens none after a GOAWAY).
-func (w *h3Watch) leftOut() bool {
+// opened reports whether r's request stream is known (its HEADERS made).
+func (w *h3Watch) opened(r *h3Req) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.goAway >= 0 && (w.stream < 0 || w.stream >= w.goAway)
+	return r.stream >= 0
 }
 
-// check calls the current request's unserved once its stream is known to
-// be left out. Called with mu held.
-func (w *h3Watch) check() {
-	if w.goAway >= 0 && w.stream >= w.goAway && w.unserved != nil {
-		w.unserved()
-		w.unserved = nil
+// goneAway reports whether the gateway's GOAWAY came: no new stream on
+// the connection.
+func (w *h3Watch) goneAway() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.goAway >= 0
+}
+
+// leftOut reports whether a GOAWAY came that leaves r out: its stream at
+// or above the GOAWAY's id, or none opened (quic-go opens none after a
+// GOAWAY).
+func (w *h3Watch) leftOut(r *h3Req) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.goAway >= 0 && (r.stream < 0 || r.stream >= w.goAway)
+}
+
+// check calls r's unserved once its stream is known to be left out.
+// Called with mu held.
+func (w *h3Watch) check(r *h3Req) {
+	if w.goAway >= 0 && r.stream >= w.goAway && r.unserved != nil {
+		r.unserved()
+		r.unserved = nil
 	}
 }
 
@@ -293,15 +373,18 @@ func (r h3Recorder) RecordEvent(ev qlogwriter.Event) {
 		if g, ok := ev.Frame.Frame.(h3qlog.GoAwayFrame); ok {
 			w.mu.Lock()
 			w.goAway = int64(g.StreamID)
-			w.check()
+			for r := range w.reqs {
+				w.check(r)
+			}
 			w.mu.Unlock()
 		}
 	case h3qlog.FrameCreated:
 		if _, ok := ev.Frame.Frame.(h3qlog.HeadersFrame); ok && ev.StreamID%4 == 0 { // a request stream
 			w.mu.Lock()
-			if w.unserved != nil {
-				w.stream = int64(ev.StreamID)
-				w.check()
+			if r := w.writing; r != nil {
+				r.stream = int64(ev.StreamID)
+				w.writing = nil
+				w.check(r)
 			}
 			w.mu.Unlock()
 		}

@@ -503,13 +503,62 @@ func TestH3WatchLeftOut(t *testing.T) {
 		w.h3.Store(true)
 		r := w.AddProducer()
 		calls := 0
-		w.begin(func() { calls++ })
+		req := w.begin(func() { calls++ })
 		for _, ev := range tt.events {
+			if fc, ok := ev.(h3qlog.FrameCreated); ok {
+				if _, ok := fc.Frame.Frame.(h3qlog.HeadersFrame); ok {
+					w.writingHeaders(req) // quic-go's WroteHeaderField, before the frame
+				}
+			}
 			r.RecordEvent(ev)
 		}
-		if got := w.leftOut(); got != tt.leftOut || calls != tt.calls {
+		if got := w.leftOut(req); got != tt.leftOut || calls != tt.calls {
 			t.Errorf("%s: leftOut() = %v, unserved called %d times; want %v, %d", tt.name, got, calls, tt.leftOut, tt.calls)
 		}
-		w.end()
+		w.end(req)
+	}
+}
+
+// TestH3WatchStreams: requests in flight at once on one connection (a
+// group's, --streams-per-conn) each get the HEADERS frame recorded after
+// their own header fields, whatever the order they began in; a GOAWAY
+// leaves out exactly those at or above its id (one call each), and one
+// whose stream never opened; a HEADERS frame with no request writing its
+// fields is nobody's.
+func TestH3WatchStreams(t *testing.T) {
+	headers := func(id quic.StreamID) qlogwriter.Event {
+		return h3qlog.FrameCreated{StreamID: id, Frame: h3qlog.Frame{Frame: h3qlog.HeadersFrame{}}}
+	}
+	w := newH3Watch()
+	w.h3.Store(true)
+	rec := w.AddProducer()
+	calls := make([]int, 4)
+	reqs := make([]*h3Req, 4)
+	for i := range reqs {
+		reqs[i] = w.begin(func() { calls[i]++ })
+	}
+	// Streams 0, 4, 8 go to requests 2, 0, 1; request 3 waits for one.
+	for i, id := range map[int]quic.StreamID{2: 0, 0: 4, 1: 8} {
+		w.writingHeaders(reqs[i])
+		rec.RecordEvent(headers(id))
+	}
+	rec.RecordEvent(headers(12)) // nobody's: no request was writing
+	rec.RecordEvent(h3qlog.FrameParsed{StreamID: 3, Frame: h3qlog.Frame{Frame: h3qlog.GoAwayFrame{StreamID: 4}}})
+	for i, want := range []struct {
+		opened, leftOut bool
+		calls           int
+	}{{true, true, 1}, {true, true, 1}, {true, false, 0}, {false, true, 0}} {
+		if o, l := w.opened(reqs[i]), w.leftOut(reqs[i]); o != want.opened || l != want.leftOut || calls[i] != want.calls {
+			t.Errorf("request %d: opened %v, left out %v, unserved called %d times; want %v, %v, %d", i, o, l, calls[i], want.opened, want.leftOut, want.calls)
+		}
+	}
+	if !w.goneAway() {
+		t.Errorf("goneAway() false after a GOAWAY")
+	}
+	for _, r := range reqs {
+		w.end(r)
+	}
+	if len(w.reqs) != 0 || w.writing != nil {
+		t.Errorf("after every end: %d requests in flight, writing %v; want none", len(w.reqs), w.writing)
 	}
 }

@@ -48,6 +48,10 @@ type Session struct {
 	// gc's then).
 	group *h2Group
 	gc    *groupConn
+	// h3group and h3gc are the same for HTTP/3 (h3group.go): h3 is
+	// h3gc's then.
+	h3group *h3Group
+	h3gc    *h3GroupConn
 
 	// clk is the clock of every timestamp (Options.Clock), read once here
 	// so that the per-token path makes one call on a concrete clock.
@@ -60,6 +64,7 @@ type Session struct {
 func (q *Request) NewSession() *Session {
 	s := q.newSession()
 	s.group = q.groupOf()
+	s.h3group = q.h3GroupOf()
 	return s
 }
 
@@ -75,6 +80,8 @@ func (s *Session) Close() error {
 	switch {
 	case s.gc != nil:
 		s.leaveGroup() // the connection stays the group's while others hold it
+	case s.h3gc != nil:
+		s.leaveH3Group() // likewise
 	case s.h3 != nil:
 		err = s.h3.close()
 	case s.cc != nil:
@@ -167,6 +174,11 @@ func (s *Session) Do(ctx context.Context, rec *result.Request) {
 			if reused, ok = s.joinGroup(ctx, rec, deadline); !ok {
 				return
 			}
+		case s.h3group != nil:
+			var ok bool
+			if reused, ok = s.joinH3Group(ctx, rec, deadline); !ok {
+				return
+			}
 		case !s.connect(ctx, rec, deadline):
 			return
 		}
@@ -201,7 +213,7 @@ func (s *Session) usable(rec *result.Request) bool {
 		return s.wsUsable(rec)
 	}
 	if s.h3 != nil {
-		if s.h3.open() {
+		if s.h3.open() && (s.h3gc == nil || s.h3gc.usable()) {
 			return true
 		}
 		rec.ReuseFailed = true

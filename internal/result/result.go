@@ -285,8 +285,9 @@ type Request struct {
 	Reused    bool   // the connection had carried an earlier request
 	// Streams is how many HTTP/2 streams were in flight on the connection
 	// when the request's own began, itself included: 1 for one stream at
-	// a time, more when sessions share the connection (StreamsPerConn); 0
-	// over HTTP/1.1, HTTP/3 and WebSocket.
+	// a time, more when sessions share the connection (StreamsPerConn,
+	// over HTTP/2 or HTTP/3: there the QUIC request streams whose HEADERS
+	// were written); 0 over HTTP/1.1, WebSocket and unshared HTTP/3.
 	Streams int
 	Warmup  bool // a warm-up request: reported, not counted in the statistics
 

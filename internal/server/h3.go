@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -50,10 +51,20 @@ func (s *Server) UseHTTP3(pc net.PacketConn) error {
 		// As many streams at once as HTTP/2 allows (h2MaxStreams): a
 		// gateway multiplexes its clients onto few connections.
 		QUICConfig: &quic.Config{MaxIncomingStreams: h2MaxStreams, MaxIdleTimeout: s.cfg.IdleTimeout},
+		// Counted for H3Connections, as each QUIC connection's HTTP/3
+		// serving starts.
+		ConnContext: func(ctx context.Context, _ *quic.Conn) context.Context {
+			s.h3conns.Add(1)
+			return ctx
+		},
 	}
 	s.h3pc = pc
 	return nil
 }
+
+// H3Connections returns the number of QUIC connections the HTTP/3
+// server (UseHTTP3) accepted so far.
+func (s *Server) H3Connections() int64 { return s.h3conns.Load() }
 
 // serveH3 runs the HTTP/3 server until stopH3.
 func (s *Server) serveH3() {

@@ -63,14 +63,7 @@ func (f fakeRemote) RemoteAddr() net.Addr { return f.remote }
 // connection's goroutine writes, coalesced at most maxTokensPerWrite to
 // a write).
 func TestShardSendsInOneEnterOnUring(t *testing.T) {
-	if err := evloop.UringAvailable(); err != nil {
-		t.Skip(err)
-	}
-	set, err := evloop.NewSet(evloop.Uring, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Stop()
+	set := uringLoop(t)
 	const streams, tokens = 12, 12
 	srv, stop := runServer(t, Config{Loops: set, Shards: 1, Tokens: tokens, DelayMs: 2})
 	var wg sync.WaitGroup
@@ -115,14 +108,7 @@ func (c countSends) Receive(l *evloop.Loop, _ uint8, _ uint64) {
 // connections (closeConns): a queued send cannot reach a socket that took
 // its descriptor's number after a close.
 func TestShardSendsHeldAgainstClose(t *testing.T) {
-	if err := evloop.UringAvailable(); err != nil {
-		t.Skip(err)
-	}
-	set, err := evloop.NewSet(evloop.Uring, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Stop()
+	set := uringLoop(t)
 	var srv *Server
 	var flushes, unheld atomic.Int64
 	cfg := Config{Loops: set, Shards: 1, Tokens: 6, DelayMs: 2}
@@ -160,3 +146,18 @@ type heldSends struct {
 }
 
 func (h heldSends) Flush() { h.check(); h.sendBatch.Flush() }
+
+// uringLoop returns a set of one io_uring loop, stopped when t ends; t
+// is skipped where io_uring cannot run.
+func uringLoop(t *testing.T) *evloop.Set {
+	t.Helper()
+	if err := evloop.UringAvailable(); err != nil {
+		t.Skip(err)
+	}
+	set, err := evloop.NewSet(evloop.Uring, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(set.Stop)
+	return set
+}

@@ -261,6 +261,7 @@ type Server struct {
 	h2                  bool          // Config.HTTP2: the connections found to speak HTTP/2 are served (h2conn)
 	h3                  *http3.Server // serves HTTP/3 on h3pc; nil without UseHTTP3
 	h3pc                net.PacketConn
+	h3conns             atomic.Int64 // QUIC connections accepted (H3Connections)
 
 	mu sync.Mutex
 	// conns maps each open connection to the socket Serve closes when it

@@ -78,7 +78,7 @@ type Batch struct {
 	ReuseFailures   int            // requests whose kept connection had been closed (rec.ReuseFailed)
 	Poisoned        int            // requests that left, or found, their kept connection poisoned (rec.Poisoned)
 	Protocols       map[string]int // requests by the protocol that carried them (rec.Proto, when set)
-	StreamsAtOnce   int            // the most HTTP/2 streams in flight on one connection, a request's own included (max rec.Streams)
+	StreamsAtOnce   int            // the most HTTP/2 (or shared QUIC) streams in flight on one connection, a request's own included (max rec.Streams)
 
 	// The phases of the time to first token (k6-style), ns, one sample per
 	// request where both ends are known (see Phases).

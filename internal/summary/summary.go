@@ -157,7 +157,7 @@ type Connections struct {
 	ReuseFailures         int            `json:"reuse_failures"`          // kept connections found closed by the peer; the request went again on a new one
 	Poisoned              int            `json:"poisoned"`                // kept connections closed because of bytes after, or no, framing end
 	Protocols             map[string]int `json:"protocols"`               // requests per protocol: "HTTP/1.1", "h2", "h2c", "h3"
-	StreamsAtOnce         int            `json:"streams_at_once"`         // the most HTTP/2 streams in flight on one connection (1: one at a time; 0: no HTTP/2 over TCP)
+	StreamsAtOnce         int            `json:"streams_at_once"`         // the most HTTP/2 (or shared QUIC) streams in flight on one connection (1: one at a time; 0: no HTTP/2 over TCP, nor a shared QUIC connection)
 }
 
 // Phases are the phases of the time to first token (k6-style), one sample

@@ -1,14 +1,17 @@
 package testutil
 
 import (
+	"context"
 	"crypto/tls"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 )
 
@@ -21,6 +24,15 @@ import (
 // each request it received (r.Proto, "HTTP/3.0"), in order.
 func H3Relay(t testing.TB, upstream func() string, tc *tls.Config) (addr string, protos func() []string) {
 	t.Helper()
+	addr, protos, _ = H3RelayConns(t, upstream, tc)
+	return addr, protos
+}
+
+// H3RelayConns is H3Relay that also returns the number of QUIC
+// connections it accepted so far.
+func H3RelayConns(t testing.TB, upstream func() string, tc *tls.Config) (addr string, protos func() []string, conns func() int64) {
+	t.Helper()
+	var accepted atomic.Int64
 	var mu sync.Mutex
 	var seen []string
 	proxy := &httputil.ReverseProxy{
@@ -39,7 +51,10 @@ func H3Relay(t testing.TB, upstream func() string, tc *tls.Config) (addr string,
 	tc = tc.Clone()
 	tc.NextProtos = []string{http3.NextProtoH3}
 	pc := ListenUDP(t)
-	srv := &http3.Server{Handler: h, TLSConfig: tc}
+	srv := &http3.Server{Handler: h, TLSConfig: tc, ConnContext: func(ctx context.Context, _ *quic.Conn) context.Context {
+		accepted.Add(1)
+		return ctx
+	}}
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(pc) }()
 	t.Cleanup(func() { srv.Close(); pc.Close(); <-done })
@@ -47,5 +62,5 @@ func H3Relay(t testing.TB, upstream func() string, tc *tls.Config) (addr string,
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(seen)
-	}
+	}, accepted.Load
 }
