@@ -16,6 +16,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/emission"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"github.com/sse-latency/sse-latency/internal/server"
 	"github.com/sse-latency/sse-latency/internal/testutil"
 )
 
@@ -187,5 +188,39 @@ func TestKeepAliveAgainstOurServer(t *testing.T) {
 	}
 	if reg.Len() != 0 {
 		t.Errorf("the registry holds %d entries after every request took its own", reg.Len())
+	}
+}
+
+// TestH2LargeBodyAgainstOurServer: over h2c, requests whose bodies are
+// the largest prompt and its JSON (past the server's connection credit,
+// h2ConnCredit, and more than the loopback socket buffers take at once)
+// reach the dummy server whole and stream their tokens, on a fresh
+// connection and on a reused one. The client's writer goes from writing
+// (the connect) to reading (the preface out) to writing (the body, once
+// the server's SETTINGS open the windows) to reading: on the uring
+// engine the loop once never reported the socket writable again, and
+// the request timed out with its body half sent.
+func TestH2LargeBodyAgainstOurServer(t *testing.T) {
+	const n = 2
+	addr, reg := serveWith(t, server.Config{Tokens: n, DelayMs: 0.2, HTTP2: true})
+	for _, tt := range []struct {
+		name      string
+		keepAlive bool
+		requests  int
+	}{{"fresh connection", false, 1}, {"one kept-alive connection", true, 3}} {
+		t.Run(tt.name, func(t *testing.T) {
+			q := New(Options{Dialect: api.Chat, Addr: addr, H2C: true, KeepAlive: tt.keepAlive, PromptBytes: api.MaxPromptBytes,
+				Tokens: n, ExpectTokens: n, Timeout: testutil.AwaitBound, Registry: reg, IDPrefix: "big"})
+			s := q.NewSession()
+			defer s.Close()
+			for i := range tt.requests {
+				rec := &result.Request{Batch: "gw", Index: i}
+				s.Do(context.Background(), rec)
+				if !rec.OK() || len(rec.Tokens) != n || rec.PromptBytes != api.MaxPromptBytes || (tt.keepAlive && rec.ConnID != 1) {
+					t.Fatalf("request %d: %q, %d tokens, prompt %d bytes, connection %d; want ok with %d tokens, a prompt of %d bytes (on connection 1 kept alive)",
+						i, rec.Failure.Error(), len(rec.Tokens), rec.PromptBytes, rec.ConnID, n, api.MaxPromptBytes)
+				}
+			}
+		})
 	}
 }

@@ -21,7 +21,9 @@ import (
 // level-triggered readiness: a socket is ready while it is watched for
 // reading and has a completion queued (data, the end of the stream, or an
 // error), and Loop.Read hands over the next one — the bytes are in the
-// provided buffer, which goes back to the ring at the next Read.
+// provided buffer, which goes back to the ring at the next Read. A
+// socket watched for writing is ready once a POLLOUT poll fired that was
+// still armed, or armed anew, when it was last watched for writing.
 //
 // The loop's goroutine is locked to its thread, which owns the ring
 // (IORING_SETUP_SINGLE_ISSUER) and runs the kernel's completion work
@@ -195,7 +197,13 @@ func (b *uringBackend) watch(fd int, k int32, want Interest, added, sock bool) e
 			b.list(k, u)
 		}
 	case want == Write:
-		if !u.pollOut && !u.writable {
+		// What a poll reported while the socket was watched for reading
+		// is stale: the writes since may have filled the socket, or not.
+		// The poll still armed tells, or a new one does. (Kept, with no
+		// poll armed, it was never reported: the key is listed only by a
+		// poll's completion.)
+		u.writable = false
+		if !u.pollOut {
 			return b.arm(k, u, opPollOut)
 		}
 	}

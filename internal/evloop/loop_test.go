@@ -435,3 +435,88 @@ func TestPickFillsALoopFirst(t *testing.T) {
 		t.Errorf("users %v, want %v", got, []int{fillUsers + 2, fillUsers, fillUsers + 1})
 	}
 }
+
+// flipSock is a handler that, watched for writing, writes a byte and
+// goes back to reading (as a writer whose queue emptied does) and says so
+// on wrote; a readiness for writing on a full socket is spurious, and it
+// keeps waiting. Watched for reading, it forwards what it reads.
+type flipSock struct {
+	t     *testing.T
+	reg   Reg
+	wrote chan struct{}
+	data  chan string
+}
+
+func (s *flipSock) Ready(l *Loop) {
+	if s.reg.want == Write {
+		if _, err := unix.Write(s.reg.fd, []byte{'w'}); err != nil {
+			return // full after all: writable later
+		}
+		if err := l.Watch(&s.reg, Read); err != nil {
+			s.t.Error(err)
+		}
+		s.wrote <- struct{}{}
+		return
+	}
+	if p, _ := l.Read(&s.reg); len(p) > 0 {
+		s.data <- string(p)
+	}
+}
+
+// TestWriteAfterReadAfterWrite: a socket watched for writing, then for
+// reading while its write readiness is reported again behind it, then —
+// full — for writing once more, is reported writable once the peer has
+// read what filled it. The io_uring backend once kept the readiness its
+// POLLOUT poll reported while the socket was watched for reading, armed
+// no new poll for the full socket, and never reported it: an HTTP/2
+// request body of a few MiB hung on its connection.
+func TestWriteAfterReadAfterWrite(t *testing.T) { forBackends(t, testWriteAfterReadAfterWrite) }
+
+func testWriteAfterReadAfterWrite(t *testing.T, l *Loop) {
+	fd, peer := socketpair(t)
+	defer unix.Close(peer)
+	s := &flipSock{t: t, wrote: make(chan struct{}, 1), data: make(chan string, 1)}
+	var err error
+	onLoop(t, l, func() {
+		if err = l.Add(&s.reg, fd, s, Read); err == nil {
+			err = l.Watch(&s.reg, Write)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, s.wrote, "the first write readiness")
+	// A read handed over: the loop has waited since the socket went back
+	// to reading, with a poll for writing armed again behind it (io_uring).
+	if _, err := unix.Write(peer, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if got := within(t, s.data, "a read between the writes"); got != "x" {
+		t.Fatalf("read %q, want \"x\"", got)
+	}
+	filled := 1 // the first 'w'
+	onLoop(t, l, func() {
+		chunk := make([]byte, 64<<10)
+		for {
+			n, werr := unix.Write(fd, chunk)
+			if werr != nil {
+				break
+			}
+			filled += n
+		}
+		err = l.Watch(&s.reg, Write)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	for read := 0; read < filled; {
+		n, rerr := unix.Read(peer, buf)
+		if rerr != nil {
+			t.Fatalf("reading what filled the socket (%d of %d): %v", read, filled, rerr)
+		}
+		read += n
+	}
+	within(t, s.wrote, "the write readiness after the peer read")
+	onLoop(t, l, func() { l.Drop(&s.reg) })
+}
