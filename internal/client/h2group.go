@@ -59,18 +59,25 @@ func (q *Request) groupOf() *h2Group {
 	if !q.multiplexes() {
 		return nil
 	}
+	return groupFor(q, &q.state().groups)
+}
+
+// groupFor returns the group the next session of q joins in groups (a
+// map of q's state), made the first time it is asked for: session k joins
+// group k/StreamsPerConn.
+func groupFor[G any](q *Request, groups *map[int64]*G) *G {
 	st := q.state()
 	k := st.sessions.Add(1) - 1
 	g := k / int64(q.StreamsPerConn)
 	st.groupsMu.Lock()
 	defer st.groupsMu.Unlock()
-	if st.groups == nil {
-		st.groups = make(map[int64]*h2Group)
+	if *groups == nil {
+		*groups = make(map[int64]*G)
 	}
-	if st.groups[g] == nil {
-		st.groups[g] = &h2Group{}
+	if (*groups)[g] == nil {
+		(*groups)[g] = new(G)
 	}
-	return st.groups[g]
+	return (*groups)[g]
 }
 
 // multiplexes reports whether the requests of o share HTTP/2 connections

@@ -241,13 +241,23 @@ func TestStreamsPerConn(t *testing.T) {
 	if n := ln.accepted.Load(); n != slots/perConn {
 		t.Errorf("the server accepted %d connections, want %d", n, slots/perConn)
 	}
+	checkGroupRecords(t, recs, perConn, tokens, ProtoH2C)
+}
+
+// checkGroupRecords checks the records of a run of slots in groups of
+// perConn, one request each: every request ok with its tokens over proto,
+// sent between its start and its head, perConn requests on each
+// connection, and perConn streams in flight on each at the most.
+func checkGroupRecords(t *testing.T, recs [][]*result.Request, perConn, tokens int, proto string) {
+	t.Helper()
+	slots := len(recs)
 	perID, most := map[int64]int{}, map[int64]int{}
 	for i, rs := range recs {
 		r := rs[0]
 		perID[r.ConnID]++
 		most[r.ConnID] = max(most[r.ConnID], r.Streams)
-		if !r.OK() || r.VisibleCount() != tokens || r.Proto != ProtoH2C {
-			t.Errorf("slot %d: %q, %d tokens over %s; want ok with %d over h2c", i, r.Failure.Error(), r.VisibleCount(), r.Proto, tokens)
+		if !r.OK() || r.VisibleCount() != tokens || r.Proto != proto {
+			t.Errorf("slot %d: %q, %d tokens over %s; want ok with %d over %s", i, r.Failure.Error(), r.VisibleCount(), r.Proto, tokens, proto)
 		}
 		if r.Sent < r.Start || r.Sent > r.HeadAt {
 			t.Errorf("slot %d: start %d, sent %d, head %d; want start <= sent <= head", i, r.Start, r.Sent, r.HeadAt)

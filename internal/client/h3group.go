@@ -52,18 +52,7 @@ func (q *Request) h3GroupOf() *h3Group {
 	if !q.h3Multiplexes() {
 		return nil
 	}
-	st := q.state()
-	k := st.sessions.Add(1) - 1
-	g := k / int64(q.StreamsPerConn)
-	st.groupsMu.Lock()
-	defer st.groupsMu.Unlock()
-	if st.h3groups == nil {
-		st.h3groups = make(map[int64]*h3Group)
-	}
-	if st.h3groups[g] == nil {
-		st.h3groups[g] = &h3Group{}
-	}
-	return st.h3groups[g]
+	return groupFor(q, &q.state().h3groups)
 }
 
 // h3Multiplexes reports whether the requests of o share QUIC connections

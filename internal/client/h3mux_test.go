@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,24 +60,7 @@ func TestH3StreamsPerConn(t *testing.T) {
 	if n := srv.H3Connections(); n != slots/perConn {
 		t.Errorf("the server accepted %d QUIC connections, want %d", n, slots/perConn)
 	}
-	perID, most := map[int64]int{}, map[int64]int{}
-	for i, rs := range recs {
-		r := rs[0]
-		perID[r.ConnID]++
-		most[r.ConnID] = max(most[r.ConnID], r.Streams)
-		if !r.OK() || r.VisibleCount() != tokens || r.Proto != ProtoH3 {
-			t.Errorf("slot %d: %q, %d tokens over %s; want ok with %d over h3", i, r.Failure.Error(), r.VisibleCount(), r.Proto, tokens)
-		}
-		if r.Sent < r.Start || r.Sent > r.HeadAt {
-			t.Errorf("slot %d: start %d, sent %d, head %d; want start <= sent <= head", i, r.Start, r.Sent, r.HeadAt)
-		}
-	}
-	if len(perID) != slots/perConn || slices.ContainsFunc(slices.Collect(maps.Values(perID)), func(n int) bool { return n != perConn }) {
-		t.Errorf("requests per connection %v, want %d connections of %d", perID, slots/perConn, perConn)
-	}
-	if slices.ContainsFunc(slices.Collect(maps.Values(most)), func(n int) bool { return n != perConn }) {
-		t.Errorf("the most streams in flight on each connection, by the records: %v; want %d on each", most, perConn)
-	}
+	checkGroupRecords(t, recs, perConn, tokens, ProtoH3)
 }
 
 // h3Answer is an HTTP/3 response on a raw QUIC stream: a HEADERS frame
