@@ -125,16 +125,30 @@ type quicConnKey struct{}
 // ends; it returns the address.
 func hostileH3(t *testing.T, h http.HandlerFunc) string {
 	t.Helper()
+	tc := h3TestTLS(t)
+	return serveH3(t, &http3.Server{Handler: h, TLSConfig: tc,
+		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
+			return context.WithValue(ctx, quicConnKey{}, c)
+		}})
+}
+
+// h3TestTLS is a self-signed TLS configuration for 127.0.0.1 offering
+// HTTP/3 (ALPN h3), for the tests' HTTP/3 servers and raw QUIC peers.
+func h3TestTLS(t *testing.T) *tls.Config {
+	t.Helper()
 	tc, _, err := server.SelfSignedTLS("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc.NextProtos = []string{http3.NextProtoH3}
+	return tc
+}
+
+// serveH3 runs srv on a bound UDP socket until the test ends and returns
+// its address.
+func serveH3(t *testing.T, srv *http3.Server) string {
+	t.Helper()
 	pc := testutil.ListenUDP(t)
-	srv := &http3.Server{Handler: h, TLSConfig: tc,
-		ConnContext: func(ctx context.Context, c *quic.Conn) context.Context {
-			return context.WithValue(ctx, quicConnKey{}, c)
-		}}
 	done := make(chan struct{})
 	go func() { defer close(done); srv.Serve(pc) }()
 	t.Cleanup(func() { srv.Close(); pc.Close(); <-done })
@@ -302,11 +316,7 @@ func (g *goAwayTrace) Close() error { return nil }
 // (its qlog event) and channels, no sleeps.
 func TestH3GoAwayMidRun(t *testing.T) {
 	const n = 4
-	tc, _, err := server.SelfSignedTLS("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.NextProtos = []string{http3.NextProtoH3}
+	tc := h3TestTLS(t)
 	trace := &goAwayTrace{created: make(chan struct{})}
 	ln, err := quic.Listen(testutil.ListenUDP(t), tc, &quic.Config{
 		Tracer: func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace { return trace }})
@@ -385,11 +395,7 @@ func TestH3GoAwayMidRun(t *testing.T) {
 // out (RFC 9114 §5.2). It returns the UDP address.
 func goAwayGateway(t *testing.T, early bool) string {
 	t.Helper()
-	tc, _, err := server.SelfSignedTLS("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.NextProtos = []string{http3.NextProtoH3}
+	tc := h3TestTLS(t)
 	ln, err := quic.Listen(testutil.ListenUDP(t), tc, &quic.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -86,11 +86,7 @@ func h3Answer(t *testing.T, body string) []byte {
 // stream; it returns the UDP address.
 func rawH3Gateway(t *testing.T, serve func(conn int, ctrl *quic.SendStream, str *quic.Stream)) string {
 	t.Helper()
-	tc, _, err := server.SelfSignedTLS("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.NextProtos = []string{http3.NextProtoH3}
+	tc := h3TestTLS(t)
 	ln, err := quic.Listen(testutil.ListenUDP(t), tc, &quic.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -268,18 +264,9 @@ func TestH3StreamsPerConnClosed(t *testing.T) {
 // connections it accepts; it returns the address.
 func limitedH3(t *testing.T, h http.HandlerFunc, conns *atomic.Int32) string {
 	t.Helper()
-	tc, _, err := server.SelfSignedTLS("127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.NextProtos = []string{http3.NextProtoH3}
-	pc := testutil.ListenUDP(t)
-	srv := &http3.Server{Handler: h, TLSConfig: tc, QUICConfig: &quic.Config{MaxIncomingStreams: 2},
-		ConnContext: func(ctx context.Context, _ *quic.Conn) context.Context { conns.Add(1); return ctx }}
-	served := make(chan struct{})
-	go func() { defer close(served); srv.Serve(pc) }()
-	t.Cleanup(func() { srv.Close(); pc.Close(); <-served })
-	return pc.LocalAddr().String()
+	tc := h3TestTLS(t)
+	return serveH3(t, &http3.Server{Handler: h, TLSConfig: tc, QUICConfig: &quic.Config{MaxIncomingStreams: 2},
+		ConnContext: func(ctx context.Context, _ *quic.Conn) context.Context { conns.Add(1); return ctx }})
 }
 
 // TestH3StreamsPerConnStreamLimit: three slots share a QUIC connection

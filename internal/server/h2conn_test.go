@@ -459,6 +459,21 @@ func (h *h2Raw) untilEnd(t *testing.T, when string, each func(http2.Frame)) {
 	}
 }
 
+// goAway reads frames up to the connection's GOAWAY and returns it; the
+// connection ending first is fatal, what names the case.
+func (h *h2Raw) goAway(t *testing.T, what string) *http2.GoAwayFrame {
+	t.Helper()
+	for {
+		f, err := h.fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("%s: the connection ended without a GOAWAY: %v", what, err)
+		}
+		if away, ok := f.(*http2.GoAwayFrame); ok {
+			return away
+		}
+	}
+}
+
 // nextRaw returns the next frame other than SETTINGS, WINDOW_UPDATE and
 // DATA; want names what the caller waits for.
 func (h *h2Raw) nextRaw(t *testing.T, want string) http2.Frame {
@@ -625,14 +640,7 @@ func TestH2ConnectionErrors(t *testing.T) {
 	for _, tt := range tests {
 		h := dialH2Raw(t, srv)
 		go io.WriteString(h.c, tt.bytes) // the server may stop reading before the end
-		var away *http2.GoAwayFrame
-		for away == nil {
-			f, err := h.fr.ReadFrame()
-			if err != nil {
-				t.Fatalf("%s: the connection ended without a GOAWAY: %v", tt.name, err)
-			}
-			away, _ = f.(*http2.GoAwayFrame)
-		}
+		away := h.goAway(t, tt.name)
 		if away.ErrCode != tt.code {
 			t.Errorf("%s: GOAWAY %v, want %v", tt.name, away.ErrCode, tt.code)
 		}
@@ -774,14 +782,7 @@ func TestH2HeaderBlockTimeout(t *testing.T) {
 			}
 		}
 		io.WriteString(h.c, tt.bytes)
-		var away *http2.GoAwayFrame
-		for away == nil {
-			f, err := h.fr.ReadFrame()
-			if err != nil {
-				t.Fatalf("%s: the connection ended without a GOAWAY: %v", tt.name, err)
-			}
-			away, _ = f.(*http2.GoAwayFrame)
-		}
+		away := h.goAway(t, tt.name)
 		if away.ErrCode != http2.ErrCodeEnhanceYourCalm || away.LastStreamID != 1 || !strings.Contains(string(away.DebugData()), "ReadHeaderTimeout") {
 			t.Errorf("%s: GOAWAY %v, last stream %d, %q; want ENHANCE_YOUR_CALM, 1, naming ReadHeaderTimeout",
 				tt.name, away.ErrCode, away.LastStreamID, away.DebugData())
