@@ -78,7 +78,8 @@ type HostCost struct {
 	StealShare   float64    `json:"steal_share"`   // time the hypervisor gave another guest (0 on bare metal)
 	PerCPU       []CPUShare `json:"per_cpu"`       // each CPU's
 	// Culprit is whose share was the largest: CulpritTool,
-	// CulpritGateway, CulpritOther or CulpritSteal.
+	// CulpritGateway, CulpritOther or CulpritSteal; CulpritIdle when no
+	// CPU was busy (or stolen) for IdleBusyShare of the batch or more.
 	Culprit string `json:"culprit"`
 }
 
@@ -95,7 +96,16 @@ const (
 	CulpritGateway = "gateway"
 	CulpritOther   = "other"
 	CulpritSteal   = "steal"
+	// CulpritIdle: every CPU was mostly idle, so a lack of CPU over the
+	// run is not why the tool was late (its wake-ups from idle were, or
+	// bursts too short for the host's counters).
+	CulpritIdle = "idle"
 )
+
+// IdleBusyShare is the busy (and stolen) share of its time below which
+// every CPU must stay for the host to count as idle (CulpritIdle): a tool
+// that lacked CPU would have kept at least one CPU busy most of the run.
+const IdleBusyShare = 0.5
 
 // SaturatedCores is the gateway's CPU, in cores, from which it is said to
 // saturate a core (GatewayCost.SaturatesCore): a single-threaded
@@ -269,7 +279,21 @@ func (c *Cost) hostCost(h procstat.Host) *HostCost {
 		}
 	}
 	out.Culprit = Culprit(out.ToolShare, out.GatewayShare, out.OtherShare, out.StealShare)
+	if idle(out.PerCPU) {
+		out.Culprit = CulpritIdle
+	}
 	return out
+}
+
+// idle reports whether every CPU of cpus (at least one) was busy or
+// stolen for less than IdleBusyShare of its time.
+func idle(cpus []CPUShare) bool {
+	for _, p := range cpus {
+		if p.BusyShare+p.StealShare >= IdleBusyShare {
+			return false
+		}
+	}
+	return len(cpus) > 0
 }
 
 // Culprit names whose share of the host was the largest; the tool on a

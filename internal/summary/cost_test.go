@@ -62,8 +62,8 @@ func (c hostCase) sample() CostSample {
 }
 
 // TestAttribution: recorded /proc/stat samples of a tool-bound, a
-// gateway-bound, an other-bound and a stolen second each name their
-// culprit, in the cost and in the lateness warning with its advice.
+// gateway-bound, an other-bound, a stolen and an idle second each name
+// their culprit, in the cost and in the lateness warning with its advice.
 func TestAttribution(t *testing.T) {
 	late := stats.NewMetric()
 	late.Record(5_000_000) // 5 ms late: the warning is due
@@ -75,6 +75,7 @@ func TestAttribution(t *testing.T) {
 		{"gateway", CulpritGateway, []string{"the gateway took the CPU", "taskset -a -cp 1 4242", "--cpus"}},
 		{"other", CulpritOther, []string{"other processes took the CPU", "not overloaded"}},
 		{"steal", CulpritSteal, []string{"hypervisor", "steal"}},
+		{"idle", CulpritIdle, []string{"no CPU was even half busy", "waking the tool late", "emit->recv is not affected"}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -100,6 +101,28 @@ func TestAttribution(t *testing.T) {
 				t.Errorf("warning %q blames the tool, the culprit is %s", w, c.culprit)
 			}
 		})
+	}
+}
+
+// TestIdle: the host counts as idle only while every CPU stays below
+// IdleBusyShare, steal included.
+func TestIdle(t *testing.T) {
+	cases := []struct {
+		name string
+		cpus []CPUShare
+		want bool
+	}{
+		{"no CPUs", nil, false},
+		{"both quiet", []CPUShare{{BusyShare: 0.02}, {BusyShare: 0.01}}, true},
+		{"one just below", []CPUShare{{BusyShare: 0.49}, {BusyShare: 0.01}}, true},
+		{"one at the share", []CPUShare{{BusyShare: 0.01}, {BusyShare: IdleBusyShare}}, false},
+		{"stolen counts", []CPUShare{{BusyShare: 0.3, StealShare: 0.3}, {}}, false},
+		{"one saturated", []CPUShare{{BusyShare: 1}, {BusyShare: 0}}, false},
+	}
+	for _, c := range cases {
+		if got := idle(c.cpus); got != c.want {
+			t.Errorf("%s: idle(%+v) = %v, want %v", c.name, c.cpus, got, c.want)
+		}
 	}
 }
 
