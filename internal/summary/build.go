@@ -298,7 +298,7 @@ func culpritAdvice(culprit string, gw *GatewayCost, pin *Pin) string {
 	case CulpritSteal:
 		return "the hypervisor took the CPU (steal): the tool's virtual CPUs did not run; measure on a dedicated host or a larger instance"
 	case CulpritIdle:
-		return "no CPU was even half busy, so no one took the CPU: the late tokens are the host waking the tool late from idle " +
+		return "no CPU was a fifth busy, so no one took the CPU: the late tokens are the host waking the tool late from idle " +
 			"(a halted virtual CPU, a deep C-state) or a burst too short for the CPU counters (the start, many streams due at once); " +
 			"emit->recv is not affected (it starts at each token's own emission stamp), the inter-token gaps carry the lateness; " +
 			"rerun to see whether it repeats, with more tokens (-n) to dilute the start"

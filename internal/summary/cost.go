@@ -105,7 +105,7 @@ const (
 // IdleBusyShare is the busy (and stolen) share of its time below which
 // every CPU must stay for the host to count as idle (CulpritIdle): a tool
 // that lacked CPU would have kept at least one CPU busy most of the run.
-const IdleBusyShare = 0.5
+const IdleBusyShare = 0.2
 
 // SaturatedCores is the gateway's CPU, in cores, from which it is said to
 // saturate a core (GatewayCost.SaturatesCore): a single-threaded

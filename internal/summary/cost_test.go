@@ -75,7 +75,7 @@ func TestAttribution(t *testing.T) {
 		{"gateway", CulpritGateway, []string{"the gateway took the CPU", "taskset -a -cp 1 4242", "--cpus"}},
 		{"other", CulpritOther, []string{"other processes took the CPU", "not overloaded"}},
 		{"steal", CulpritSteal, []string{"hypervisor", "steal"}},
-		{"idle", CulpritIdle, []string{"no CPU was even half busy", "waking the tool late", "emit->recv is not affected"}},
+		{"idle", CulpritIdle, []string{"no CPU was a fifth busy", "waking the tool late", "emit->recv is not affected"}},
 	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
@@ -114,9 +114,9 @@ func TestIdle(t *testing.T) {
 	}{
 		{"no CPUs", nil, false},
 		{"both quiet", []CPUShare{{BusyShare: 0.02}, {BusyShare: 0.01}}, true},
-		{"one just below", []CPUShare{{BusyShare: 0.49}, {BusyShare: 0.01}}, true},
+		{"one just below", []CPUShare{{BusyShare: 0.19}, {BusyShare: 0.01}}, true},
 		{"one at the share", []CPUShare{{BusyShare: 0.01}, {BusyShare: IdleBusyShare}}, false},
-		{"stolen counts", []CPUShare{{BusyShare: 0.3, StealShare: 0.3}, {}}, false},
+		{"stolen counts", []CPUShare{{BusyShare: 0.1, StealShare: 0.1}, {}}, false},
 		{"one saturated", []CPUShare{{BusyShare: 1}, {BusyShare: 0}}, false},
 	}
 	for _, c := range cases {
