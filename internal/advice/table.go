@@ -8,6 +8,7 @@ const (
 	refOpenAI  = "https://platform.openai.com/docs/api-reference/chat-streaming"
 	refTCP     = "https://man7.org/linux/man-pages/man7/tcp.7.html"
 	refHTTP    = "https://www.rfc-editor.org/rfc/rfc9112.html"
+	refHTTP2   = "https://www.rfc-editor.org/rfc/rfc9113.html"
 	refHAProxy = "https://docs.haproxy.org/2.6/configuration.html"
 	refNginx   = "https://nginx.org/en/docs/http/ngx_http_proxy_module.html"
 	refCaddy   = "https://caddyserver.com/docs/caddyfile/directives/reverse_proxy"
@@ -235,4 +236,6 @@ var Table = []Row{
 		"server.max-keep-alive-requests = 1000", refLighttp + "Server_max-keep-alive-requestsDetails"},
 	{g.Unknown, KeepaliveBroken, "end each response at its framing (the last chunk), send nothing after it, and announce a close (Connection: close) rather than close a kept connection under the next request", "", refHTTP + "#section-9.3"},
 	{g.Unknown, StreamBroken, "relay the upstream's bytes as they come: do not parse and rebuild the stream, or parse it per the SSE specification", "", refSSE},
+	{g.Unknown, MuxStreams, "forward each stream of a client's HTTP/2 connection upstream on its own, at once, and flush each as it comes: " +
+		"allow at least as many concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS) as clients open, with flow-control windows that keep one stream from holding another", "", refHTTP2 + "#section-5.1.2"},
 }

@@ -2,7 +2,9 @@
 // (`sse-latency check`): a fixed battery of short scenarios, each a few
 // streams through the gateway from the dummy server (which injects the
 // upstream faults a scenario needs, api.Faults), each judged PASS, WARN or
-// FAIL with a one-line evidence and the likely fix. It says what is wrong
+// FAIL with a one-line evidence and the likely fix — or SKIP, saying why,
+// for a scenario the target cannot be put to (the multiplex row of a
+// gateway that does not speak HTTP/2). It says what is wrong
 // with a gateway and why — how it buffers (the verdict's signature), what
 // it does with a stream that is oversized, split inside a character, in
 // other line endings, cut or failing upstream, and whether a client that
@@ -45,6 +47,7 @@ const (
 	Pass = checkreport.Pass
 	Warn = checkreport.Warn
 	Fail = checkreport.Fail
+	Skip = checkreport.Skip
 )
 
 // Row is the result of one scenario (checkreport.Row).
@@ -75,6 +78,9 @@ type Options struct {
 	Only, Skip []string
 	// Long runs the long scenarios too.
 	Long bool
+	// StreamsPerConn is the number of streams the multiplex scenario runs
+	// at once on one HTTP/2 connection; 0 means MuxStreams.
+	StreamsPerConn int
 	// Gateway is what is known of the gateway besides its responses:
 	// --gateway, the local owners of the target's socket. The check names
 	// it (gateway.Identify) with the pre-flight response's headers.

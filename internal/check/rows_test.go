@@ -109,6 +109,35 @@ func TestRowOutcomes(t *testing.T) {
 		{"keepalive passes", keepaliveRow(keepaliveFacts{reused: 2}), Pass, []string{"3 streams"}, nil},
 		{"silence fails", silenceRow("mid-answer", false, 60100*time.Millisecond, fails), Fail, []string{"1m5s mid-answer", "60.1 s", fails[0]}, []advice.Key{advice.IdleCut}},
 		{"silence passes", silenceRow("before the first token", true, 0, nil), Pass, []string{"1m5s of silence before the first token"}, nil},
+		{"multiplex HTTP/1.1", multiplexRow(muxFacts{n: 8, streams: muxOf(8, func(int, *muxStream) {}, "HTTP/1.1")}), Skip,
+			[]string{"chose HTTP/1.1 in ALPN"}, nil},
+		{"multiplex reset", multiplexRow(muxFacts{n: 8, streams: muxOf(8, func(i int, s *muxStream) {
+			if i == 2 {
+				s.failure = "recv error: stream error: stream ID 7; INTERNAL_ERROR; received from peer"
+			}
+		}, "h2c")}), Fail, []string{"1 of 8 streams", "(stream 3)", "reset (INTERNAL_ERROR)"}, []advice.Key{advice.MuxStreams}},
+		{"multiplex goaway", multiplexRow(muxFacts{n: 4, streams: muxOf(4, func(i int, s *muxStream) {
+			if i > 1 {
+				s.failure = "recv error: http2: Transport received GOAWAY from server ErrCode:ENHANCE_YOUR_CALM"
+			}
+		}, "h2")}), Fail, []string{"2 of 4 streams", "(stream 3, 4)", "GOAWAY (ENHANCE_YOUR_CALM)"}, []advice.Key{advice.MuxStreams}},
+		{"multiplex retried", multiplexRow(muxFacts{n: 8, flush: flushRow(flushing, 8), streams: muxOf(8, func(i int, s *muxStream) { s.retried = i == 5 }, "h2")}), Warn,
+			[]string{"refused stream 6 of 8", "sent it again"}, []advice.Key{advice.MuxStreams}},
+		{"multiplex two connections", multiplexRow(muxFacts{n: 8, flush: flushRow(flushing, 8), streams: muxOf(8, func(i int, s *muxStream) { s.conn = int64(1 + i/4) }, "h2")}), Warn,
+			[]string{"8 streams needed 2 connections"}, []advice.Key{advice.MuxStreams}},
+		{"multiplex queued", multiplexRow(muxFacts{n: 3, flush: flushRow(flushing, 3), streams: muxOf(3, func(i int, s *muxStream) { s.shift(int64(i) * 300e6) }, "h2c")}), Fail,
+			[]string{"serialised", "stream 2's request", "stream 1's last token", "one at a time"}, []advice.Key{advice.MuxStreams}},
+		{"multiplex held", multiplexRow(muxFacts{n: 3, flush: flushRow(flushing, 3), streams: muxOf(3, func(i int, s *muxStream) {
+			if i == 1 {
+				s.firstArrived, s.lastArrived = 400e6, 600e6
+			}
+		}, "h2c")}), Fail, []string{"serialised", "stream 2's first token", "stream 1's last"}, []advice.Key{advice.MuxStreams}},
+		{"multiplex buffered", multiplexRow(muxFacts{n: 8, flush: flushRow(buffered, 8), streams: muxOf(8, func(int, *muxStream) {}, "h2")}), Fail,
+			[]string{"a stream's tokens held", "8 streams on one h2 connection", "time period", "~90 ms"}, []advice.Key{advice.TimePeriod, advice.MuxStreams}},
+		{"multiplex unknown", multiplexRow(muxFacts{n: 8, flush: flushRow(unknown, 8), streams: muxOf(8, func(int, *muxStream) {}, "h2")}), Warn,
+			[]string{Overloaded, "12 analysable"}, nil},
+		{"multiplex passes", multiplexRow(muxFacts{n: 8, flush: flushRow(flushing, 8), streams: muxOf(8, func(int, *muxStream) {}, "h2")}), Pass,
+			[]string{"8 streams at once on one h2 connection", "0.051 ms"}, nil},
 	}
 	for _, tt := range tests {
 		r := tt.row
@@ -161,4 +190,28 @@ func TestRowAdvice(t *testing.T) {
 	if strings.Contains(r.Fix, "lighttpd") || len(r.Advice) != 1 || r.Advice[0].Gateway != gwid.Unknown || len(r.Advice[0].Others) == 0 {
 		t.Errorf("an unknown gateway holding the whole response: fix %q, advice %+v", r.Fix, r.Advice)
 	}
+}
+
+// muxOf makes n streams of MuxTokens tokens on connection 1 over proto,
+// all sent at 0, each token emitted every 5 ms from 1 ms and arriving
+// 0.1 ms later; edit changes stream i.
+func muxOf(n int, edit func(i int, s *muxStream), proto string) []muxStream {
+	out := make([]muxStream, n)
+	for i := range out {
+		s := muxStream{conn: 1, proto: proto, sent: 1, serverArrived: 500e3, firstEmitted: 1e6, lastEmitted: 1e6 + 5e6*(MuxTokens-1)}
+		s.firstArrived, s.lastArrived = s.firstEmitted+100e3, s.lastEmitted+100e3
+		edit(i, &s)
+		out[i] = s
+	}
+	return out
+}
+
+// shift delays the stream's server side and arrivals by d ns (its
+// request reached the server d later).
+func (s *muxStream) shift(d int64) {
+	s.serverArrived += d
+	s.firstEmitted += d
+	s.lastEmitted += d
+	s.firstArrived += d
+	s.lastArrived += d
 }

@@ -89,6 +89,7 @@ var battery = []scenario{
 	{name: "large-body", title: "a 1 MB request body: time to first token", run: (*checker).largeBody},
 	{name: "keepalive", title: "the connection is reused after the terminal event", run: (*checker).keepalive},
 	{name: "compression", title: "event-stream compression, when negotiated, flushes every event", run: (*checker).compression},
+	{name: "multiplex", title: "streams of one connection flush independently", run: (*checker).multiplex},
 	{name: "long-silence", title: "a stream silent for 65 s mid-answer survives", long: true, run: (*checker).longSilence},
 	{name: "long-first-token", title: "a first token after 65 s of silence arrives", long: true, run: (*checker).longFirstToken},
 }

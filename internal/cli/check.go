@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -26,7 +27,9 @@ every event (and how it buffers if not), holds the first event, passes a
 and comments, usage, the terminal event; signals an upstream cut; passes
 429 and 500 with their bodies; lets a client's cancel reach the upstream
 within 1 s; takes a 1 MB prompt; reuses its connection; compresses the
-stream without holding it. A few seconds; --long adds 65 s silences.
+stream without holding it; runs the streams of one HTTP/2 connection at
+once, each flushed (SKIP, saying why, without HTTP/2: an http:// target
+needs --h2c). A few seconds; --long adds 65 s silences.
 Exit status 0 when no check failed, 1 otherwise (and when the target is no
 gateway to the server: one line says why).
 `
@@ -52,6 +55,7 @@ func CheckOn(ctx context.Context, ln net.Listener, args []string, stdout, stderr
 type checkOptions struct {
 	only, skip []string
 	long       bool
+	streams    int // --streams-per-conn: the multiplex row's streams on one connection
 }
 
 // checkFlags is check's flag set, filling cfg and co.
@@ -63,6 +67,7 @@ func checkFlags(cfg *Config, co *checkOptions) *pflag.FlagSet {
 	fs.StringSliceVar(&co.only, "only", nil, "<names> run only these checks (comma-separated)")
 	fs.StringSliceVar(&co.skip, "skip", nil, "<names> leave these checks out (comma-separated)")
 	fs.BoolVar(&co.long, "long", false, "also run the long checks (a minute or more each)")
+	fs.IntVar(&co.streams, "streams-per-conn", check.MuxStreams, "<n> streams the multiplex check runs at once on one HTTP/2 connection (def 8)")
 	fs.StringVar(&cfg.JSONPath, "json", "", "<file> write the check as a JSON document")
 	fs.StringVar(&cfg.HTMLPath, "html", "", "<file> write the check as a self-contained HTML page")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "<name> model the requests ask for (def sse-latency-1)")
@@ -94,22 +99,46 @@ func checkArgs(ctx context.Context, ln net.Listener, args []string, stdout, stde
 	if err == nil && cfg.HTTP3 && t.scheme != "https" {
 		err = errors.New("--http3: -t must be an https:// URL (QUIC is always TLS)")
 	}
+	if err == nil {
+		err = co.validateStreams(fs.Changed("streams-per-conn"), cfg, t)
+	}
 	if err == nil && cfg.JSONPath != "" && cfg.JSONPath == cfg.HTMLPath {
 		err = fmt.Errorf("--json and --html name the same file %q", cfg.JSONPath)
 	}
 	if err != nil {
 		return subUsage(stderr, checkHelp(), err)
 	}
-	code, err := runCheck(ctx, ln, cfg, t, co.only, co.skip, co.long, stdout, stderr)
+	code, err := runCheck(ctx, ln, cfg, t, co, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "sse-latency check: %v\n", err)
 	}
 	return code
 }
 
+// validateStreams checks --streams-per-conn (given: set on the command
+// line): at least 2, and, when given, a multiplex check that runs over
+// HTTP/2 — an https:// target, or an http:// one with --h2c, not --http3
+// — and is not left out by --only or --skip.
+func (co checkOptions) validateStreams(given bool, cfg Config, t target) error {
+	n := co.streams
+	switch {
+	case n < 2:
+		return fmt.Errorf("--streams-per-conn %d: the multiplex check needs at least 2 streams on its connection", n)
+	case !given:
+		return nil
+	case cfg.HTTP3:
+		return errors.New("--streams-per-conn sets the multiplex check's HTTP/2 streams, which --http3 skips")
+	case t.scheme != "https" && !cfg.H2C:
+		return errors.New("--streams-per-conn: the multiplex check of an http:// target runs over HTTP/2 with prior knowledge: add --h2c")
+	case len(co.only) > 0 && !slices.Contains(co.only, "multiplex"), slices.Contains(co.skip, "multiplex"):
+		return errors.New("--streams-per-conn sets the multiplex check's streams, which --only or --skip leave out")
+	}
+	return nil
+}
+
 // runCheck binds the server's listener, resolves the target, runs the
 // check printing each row as it finishes, and writes the files.
-func runCheck(ctx context.Context, ln net.Listener, cfg Config, t target, only, skip []string, long bool, stdout, stderr io.Writer) (int, error) {
+func runCheck(ctx context.Context, ln net.Listener, cfg Config, t target, co checkOptions, stdout, stderr io.Writer) (int, error) {
 	out := &console{stdout: stdout, stderr: stderr}
 	files, err := createCheckFiles(cfg.JSONPath, cfg.HTMLPath)
 	if err != nil {
@@ -155,8 +184,8 @@ func runCheck(ctx context.Context, ln net.Listener, cfg Config, t target, only, 
 			return ExitFailure, fmt.Errorf("cannot listen on %s: %w", cfg.Listen, err)
 		}
 	}
-	opts := check.Options{Client: o, Target: cfg.Target, Listener: ln, Engine: client.Engine(cfg.Engine), Only: only, Skip: skip,
-		Long: long, Gateway: gatewayEvidence(cfg.Gateway, gwAddr),
+	opts := check.Options{Client: o, Target: cfg.Target, Listener: ln, Engine: client.Engine(cfg.Engine), Only: co.only, Skip: co.skip,
+		Long: co.long, StreamsPerConn: co.streams, Gateway: gatewayEvidence(cfg.Gateway, gwAddr),
 		Identified: func(id *gwid.Identity) {
 			out.print(func(w io.Writer) error { return report.WriteCheckGateway(w, id) })
 		},

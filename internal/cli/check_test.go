@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -75,6 +76,11 @@ func TestCheckBadInput(t *testing.T) {
 		{[]string{"-t", "127.0.0.1:1", "--json", "a", "--html", "a"}, "name the same file"},
 		{[]string{"-t", "127.0.0.1:1", "-L", "127.0.0.1:0", "--only", "flush,flsh"}, `unknown check "flsh"`},
 		{[]string{"-t", "127.0.0.1:1", "-L", "127.0.0.1:0", "--json", "/no/such/dir/x.json"}, "--json: open /no/such/dir/x.json: no such file or directory"},
+		{[]string{"-t", "127.0.0.1:1", "--h2c", "--streams-per-conn", "1"}, "--streams-per-conn 1: the multiplex check needs at least 2"},
+		{[]string{"-t", "127.0.0.1:1", "--streams-per-conn", "4"}, "an http:// target runs over HTTP/2 with prior knowledge: add --h2c"},
+		{[]string{"-t", "https://127.0.0.1:1", "--http3", "--streams-per-conn", "4"}, "which --http3 skips"},
+		{[]string{"-t", "127.0.0.1:1", "--h2c", "--streams-per-conn", "4", "--skip", "multiplex"}, "which --only or --skip leave out"},
+		{[]string{"-t", "127.0.0.1:1", "--h2c", "--streams-per-conn", "4", "--only", "flush"}, "which --only or --skip leave out"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := Main(context.Background(), append([]string{"check"}, tt.args...), &stdout, &stderr); code != ExitFailure ||
@@ -143,6 +149,41 @@ func TestCheckThroughReverseProxy(t *testing.T) {
 // HTTP, or redirects ends the command at once (before the preflight
 // request's timeout), exit 1, with only the header on stdout and one line
 // on stderr saying why.
+// TestCheckStreamsPerConn: --streams-per-conn sets the number of streams
+// the multiplex row runs on one h2c connection to the server, as its
+// requests and evidence say in the JSON document and on stdout; without
+// it, 8.
+func TestCheckStreamsPerConn(t *testing.T) {
+	for _, tt := range []struct {
+		extra []string
+		want  int
+	}{{nil, 8}, {[]string{"--streams-per-conn", "3"}, 3}} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		jsonPath := filepath.Join(t.TempDir(), "check.json")
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"-t", ln.Addr().String(), "-L", ln.Addr().String(), "--h2c", "--only", "multiplex", "--json", jsonPath}, tt.extra...)
+		code := CheckOn(context.Background(), ln, args, &stdout, &stderr)
+		var rep check.Report
+		b, err := os.ReadFile(jsonPath)
+		if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Rows) != 1 {
+			t.Fatalf("check %q: exit %d, %v\n%s%s", args, code, err, stdout.String(), stderr.String())
+		}
+		r := rep.Rows[0]
+		if strings.Contains(r.Evidence, check.Overloaded) {
+			t.Logf("%q: %s (the machine is busy; the streams are counted still)", args, r.Evidence)
+		} else if want := fmt.Sprintf("%d streams at once on one h2c connection", tt.want); code != ExitOK || r.Status != check.Pass ||
+			!strings.Contains(r.Evidence, want) || !strings.Contains(stdout.String(), want) {
+			t.Errorf("check %q: exit %d, %s %q; want PASS saying %q\n%s", args, code, r.Status, r.Evidence, want, stdout.String())
+		}
+		if r.Requests != tt.want {
+			t.Errorf("check %q: %d requests, want %d", args, r.Requests, tt.want)
+		}
+	}
+}
+
 func TestCheckNotAGateway(t *testing.T) {
 	refused, notHTTP := testutil.RefusedAddr(t), testutil.NotHTTP(t)
 	redirect := httptest.NewServer(http.RedirectHandler("http://example.invalid/v1/chat/completions", http.StatusFound))

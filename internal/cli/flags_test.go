@@ -825,6 +825,7 @@ func flagTable(t *testing.T) []flagRow {
 		{flags: []string{"only", "skip"}, cmds: []string{cmdCheck}, args: []string{"--only", "terminal,usage", "--skip", "terminal"},
 			want: wantAll(wantOutput(`(?m)^PASS  usage `), wantNoOutput(`(?m)^PASS  terminal `), wantOutput(`1 checks: 1 PASS`))},
 		{flags: []string{"long"}, cmds: []string{cmdCheck}, run: runLongFlag},
+		{flags: []string{"streams-per-conn"}, cmds: []string{cmdCheck}, run: TestCheckStreamsPerConn},
 		{flags: []string{"control", "control-token"}, cmds: measuring, run: runControlFlags},
 		{flags: []string{"server", "control-token"}, cmds: []string{cmdRun, cmdProbe}, run: runServerFlags},
 		// The server's instance id, in every stream's head and beside

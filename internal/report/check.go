@@ -76,11 +76,15 @@ func WriteCheckRow(w io.Writer, r checkreport.Row) error {
 	return p.err
 }
 
-// checkSummary is the last line of a check: the rows by status and the
-// time it took.
+// checkSummary is the last line of a check: the rows by status (SKIP
+// only when a row skipped) and the time it took.
 func checkSummary(rep *checkreport.Report) string {
-	return fmt.Sprintf("%d checks: %d PASS, %d WARN, %d FAIL (%.1f s)", len(rep.Rows),
-		rep.Count(checkreport.Pass), rep.Count(checkreport.Warn), rep.Count(checkreport.Fail), rep.End.Sub(rep.Start).Seconds())
+	skipped := ""
+	if n := rep.Count(checkreport.Skip); n > 0 {
+		skipped = fmt.Sprintf(", %d SKIP", n)
+	}
+	return fmt.Sprintf("%d checks: %d PASS, %d WARN, %d FAIL%s (%.1f s)", len(rep.Rows),
+		rep.Count(checkreport.Pass), rep.Count(checkreport.Warn), rep.Count(checkreport.Fail), skipped, rep.End.Sub(rep.Start).Seconds())
 }
 
 // WriteCheckSummary writes the summary line of a check.

@@ -21,14 +21,18 @@ const (
 	Pass Status = "PASS"
 	Warn Status = "WARN"
 	Fail Status = "FAIL"
+	// Skip is a scenario that could not run against this target (the
+	// multiplex row of a gateway that does not speak HTTP/2): its
+	// Evidence says why. It fails nothing: the exit status ignores it.
+	Skip Status = "SKIP"
 )
 
 // Row is the result of one scenario.
 type Row struct {
 	Name     string `json:"name"`          // the scenario's name, as --only and --skip take it
 	Title    string `json:"title"`         // what it checks: "flushes every event"
-	Status   Status `json:"status"`        // PASS, WARN or FAIL
-	Evidence string `json:"evidence"`      // what was seen, in one line
+	Status   Status `json:"status"`        // PASS, WARN, FAIL or SKIP
+	Evidence string `json:"evidence"`      // what was seen, in one line (SKIP: why it did not run)
 	Fix      string `json:"fix,omitempty"` // the likely fix (WARN and FAIL): the advice in one line each, "; "-joined
 	// Advice is the fix for the identified gateway (package advice), or
 	// the generic one with the known gateways' as "if your gateway is …";

@@ -1,0 +1,293 @@
+package check
+
+// The multiplex scenario: n streams at once on ONE HTTP/2 connection to
+// the gateway (the client's group path, client.Options.StreamsPerConn),
+// beside as many straight to the server (the calibration, as the timing
+// rows run theirs). A gateway that serves HTTP/2 may still forward the
+// streams of a connection one at a time, hold one stream's tokens behind
+// another's, or reset them or GOAWAY under n: the row sees each from the
+// records — the server's emission times against the client's arrivals —
+// and judges the tokens' flushing as the flush row does (flushRow).
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sse-latency/sse-latency/internal/advice"
+
+	"github.com/sse-latency/sse-latency/internal/client"
+	"github.com/sse-latency/sse-latency/internal/result"
+)
+
+// The multiplex scenario's streams: MuxStreams at once by default
+// (Options.StreamsPerConn), MuxTokens tokens each (200 ms at DelayMs):
+// long enough that every stream's schedule overlaps every other's, so a
+// stream's first token due before another's last must arrive before it.
+const (
+	MuxStreams = 8
+	MuxTokens  = 40
+)
+
+// muxStream is what the multiplex row reads of one stream's record: its
+// failure, its connection, and the times that order it against the
+// others (0 when unknown).
+type muxStream struct {
+	failure       string // sanitised; "" when it completed
+	kind          string // failures.Of(rec): "stream_reset", …
+	conn          int64  // rec.ConnID
+	retried       bool   // rec.ReuseFailed: refused before its response on the shared connection, sent again
+	proto         string // rec.Proto
+	sent          int64  // the last request byte written
+	serverArrived int64  // the server had read the request
+	firstEmitted  int64  // the server wrote its first token
+	lastEmitted   int64  // … its last
+	firstArrived  int64  // the client read its first token
+	lastArrived   int64  // … its last
+}
+
+// muxStreamOf reads rec.
+func muxStreamOf(rec *result.Request) muxStream {
+	m := muxStream{conn: rec.ConnID, retried: rec.ReuseFailed, proto: rec.Proto, sent: rec.Sent, serverArrived: rec.ServerArrived}
+	if !rec.OK() {
+		m.failure, m.kind = failureTexts(rec)[0], failureKinds(rec)[0]
+	}
+	for _, t := range rec.Tokens {
+		if t.Emitted != 0 && (m.firstEmitted == 0 || t.Emitted < m.firstEmitted) {
+			m.firstEmitted = t.Emitted
+		}
+		m.lastEmitted = max(m.lastEmitted, t.Emitted)
+		if m.firstArrived == 0 || t.Arrived < m.firstArrived {
+			m.firstArrived = t.Arrived
+		}
+		m.lastArrived = max(m.lastArrived, t.Arrived)
+	}
+	return m
+}
+
+// muxSkipReason says why the multiplex row cannot run against the
+// client's target, "" when it can: HTTP/2 is negotiated by ALPN over TLS
+// and spoken with prior knowledge (--h2c) in clear text; HTTP/3 is not
+// checked by this row.
+func muxSkipReason(o client.Options) (reason, fix string) {
+	switch {
+	case o.HTTP3:
+		return "the row checks the streams of one HTTP/2 connection, and the check runs over HTTP/3 (--http3)",
+			"run the check without --http3 (over TLS, h2 is offered in ALPN) to check HTTP/2 multiplexing"
+	case o.TLS == nil && o.Scheme != "https" && !o.H2C:
+		return "an http:// target speaks HTTP/1.1 unless told HTTP/2 with prior knowledge (--h2c): no streams to multiplex",
+			"rerun with --h2c if the gateway speaks h2c, or give an https:// target that offers h2"
+	}
+	return "", ""
+}
+
+// muxOptions is the template of the multiplex streams: one group of n
+// sessions sharing a connection, h2 offered in ALPN over TLS (whatever
+// --http2 says: the row is about HTTP/2), h2c in clear text.
+func muxOptions(o client.Options, n int) client.Options {
+	o.StreamsPerConn, o.KeepAlive = n, true
+	if o.TLS != nil || o.Scheme == "https" {
+		o.HTTP2, o.H2C = true, false
+	}
+	return o
+}
+
+// multiplex runs the multiplex scenario.
+func (c *checker) multiplex(ctx context.Context) Row {
+	n := c.o.StreamsPerConn
+	if n == 0 {
+		n = MuxStreams
+	}
+	if why, fix := muxSkipReason(c.o.Client); why != "" {
+		return Row{Status: Skip, Evidence: why, Fix: fix}
+	}
+	sp := spec{tokens: MuxTokens}
+	q := c.request(sp, "mux")
+	q.Options = muxOptions(q.Options, n)
+	gw := make([]*result.Request, n)
+	var loop []*result.Request
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var all sync.WaitGroup
+		for i := range gw {
+			gw[i] = &result.Request{Batch: "gw", Index: int(c.seq.Add(1))}
+			s := q.NewSession() // in order: session i joins group i/n, the one group
+			all.Go(func() {
+				defer s.Close()
+				s.Do(ctx, gw[i])
+			})
+		}
+		all.Wait()
+	})
+	direct := sp
+	direct.direct = true
+	wg.Go(func() { loop = c.doAll(ctx, direct, "muxl", n) })
+	wg.Wait()
+	s := streams{gw: gw, loop: loop}
+	f := muxFacts{n: n, streams: make([]muxStream, n)}
+	for i, r := range gw {
+		f.streams[i] = muxStreamOf(r)
+	}
+	if len(failureTexts(gw...)) == 0 {
+		f.flush = flushRow(judge(s.calibration(), gw), n)
+	}
+	return withKinds(multiplexRow(f), gw...)
+}
+
+// muxFacts are the figures of the multiplex scenario.
+type muxFacts struct {
+	n       int
+	streams []muxStream
+	flush   Row // the flush row of the streams, judged when all completed
+}
+
+// conns returns the distinct connections the streams went on, and their
+// protocols.
+func (f muxFacts) conns() (conns []int64, protos []string) {
+	for _, s := range f.streams {
+		if s.conn != 0 && !slices.Contains(conns, s.conn) {
+			conns = append(conns, s.conn)
+		}
+		if s.proto != "" && !slices.Contains(protos, s.proto) {
+			protos = append(protos, s.proto)
+		}
+	}
+	return conns, protos
+}
+
+// muxOrder is how the streams of one connection were ordered against
+// each other: the first pair (j, k) found where k waited for j, and how.
+type muxOrder int
+
+const (
+	muxConcurrent muxOrder = iota // no stream waited for another
+	muxQueued                     // the gateway forwarded k's request only once j's last token was out
+	muxHeld                       // k's first token, emitted before j's last, arrived after it
+)
+
+// serialised looks for two streams that did not run at once, from the
+// server's emission times and the client's arrivals — no threshold: k
+// waited for j when its request, sent while j was still being emitted,
+// reached the server only after j's last token was emitted (the gateway
+// queued the requests); or when its first token, emitted before j's last,
+// arrived after j's last (the gateway queued the responses). Streams
+// without tokens are the failures' to report.
+func serialised(ss []muxStream) (o muxOrder, j, k int) {
+	for j, a := range ss {
+		for k, b := range ss {
+			if j == k || a.lastEmitted == 0 || b.firstEmitted == 0 {
+				continue
+			}
+			if b.sent != 0 && b.sent < a.lastEmitted && b.serverArrived > a.lastEmitted {
+				return muxQueued, j, k
+			}
+			if b.firstEmitted < a.lastEmitted && b.firstArrived > a.lastArrived {
+				return muxHeld, j, k
+			}
+		}
+	}
+	return muxConcurrent, -1, -1
+}
+
+// multiplexRow words the multiplex scenario: SKIP when the gateway chose
+// HTTP/1.1 (ALPN); FAIL when a stream failed (a reset with its code, a
+// GOAWAY, as the failures read), when the streams were serialised, or
+// when their tokens were held (the flush row's verdict of them); WARN
+// when the gateway refused a stream before its response (the client
+// sent it again), when the streams needed more than one connection (the
+// gateway took fewer at once), or when the tool fell behind its own
+// schedule; PASS when all n ran at once on one connection, each flushed.
+func multiplexRow(f muxFacts) Row {
+	n := f.n
+	conns, protos := f.conns()
+	if len(protos) == 1 && protos[0] == "HTTP/1.1" {
+		return Row{Status: Skip, Requests: n, Fix: "enable HTTP/2 on the gateway's TLS listener to check its multiplexing",
+			Evidence: "the gateway chose HTTP/1.1 in ALPN (h2 was offered): no streams to multiplex"}
+	}
+	var failed, texts []string
+	for i, s := range f.streams {
+		if s.failure == "" {
+			continue
+		}
+		failed = append(failed, fmt.Sprint(i+1))
+		what := s.failure
+		if h2 := h2Finding(s.failure); h2 != "" {
+			what = h2 + ": " + s.failure
+		}
+		if !slices.Contains(texts, what) {
+			texts = append(texts, what)
+		}
+	}
+	if len(failed) > 0 {
+		var fs []string
+		for _, s := range f.streams {
+			if s.failure != "" && !slices.Contains(fs, s.failure) {
+				fs = append(fs, s.failure)
+			}
+		}
+		return Row{Status: Fail, Requests: n, Failures: fs, Advise: []advice.Key{advice.MuxStreams},
+			Evidence: fmt.Sprintf("%d of %d streams on one connection failed (stream %s): %s",
+				len(failed), n, strings.Join(failed, ", "), strings.Join(texts, "; "))}
+	}
+	var retried []string
+	for i, s := range f.streams {
+		if s.retried {
+			retried = append(retried, fmt.Sprint(i+1))
+		}
+	}
+	if len(retried) > 0 {
+		return Row{Status: Warn, Requests: n, Advise: []advice.Key{advice.MuxStreams},
+			Evidence: fmt.Sprintf("the gateway refused stream %s of %d before its response on the shared connection (a reset or a GOAWAY): the client sent it again",
+				strings.Join(retried, ", "), n)}
+	}
+	if len(conns) > 1 {
+		return Row{Status: Warn, Requests: n, Advise: []advice.Key{advice.MuxStreams},
+			Evidence: fmt.Sprintf("the %d streams needed %d connections: the gateway took fewer at once on one (its SETTINGS_MAX_CONCURRENT_STREAMS, or a GOAWAY)",
+				n, len(conns))}
+	}
+	switch o, j, k := serialised(f.streams); o {
+	case muxQueued:
+		return Row{Status: Fail, Requests: n, Advise: []advice.Key{advice.MuxStreams},
+			Evidence: fmt.Sprintf("serialised: stream %d's request, sent while stream %d was streaming, reached the server only after stream %d's last token was out: "+
+				"the gateway forwards the streams of one connection one at a time", k+1, j+1, j+1)}
+	case muxHeld:
+		return Row{Status: Fail, Requests: n, Advise: []advice.Key{advice.MuxStreams},
+			Evidence: fmt.Sprintf("serialised: stream %d's first token, emitted before stream %d's last, arrived after it: "+
+				"the gateway held one stream's tokens behind another's", k+1, j+1)}
+	}
+	proto := strings.Join(protos, ", ")
+	switch fl := f.flush; fl.Status {
+	case Fail:
+		return Row{Status: Fail, Requests: n, Signature: fl.Signature, Advise: append(slices.Clone(fl.Advise), advice.MuxStreams),
+			Evidence: fmt.Sprintf("a stream's tokens held, %d streams on one %s connection: %s", n, proto, fl.Evidence)}
+	case Warn:
+		return Row{Status: Warn, Requests: n, Fix: fl.Fix, Evidence: fl.Evidence}
+	}
+	return Row{Status: Pass, Requests: n, Signature: f.flush.Signature,
+		Evidence: fmt.Sprintf("%d streams at once on one %s connection, each flushed: %s", n, proto, f.flush.Evidence)}
+}
+
+// h2Reset and h2GoAway read an HTTP/2 failure's text as the client words
+// it (x/net's http2.StreamError, a GOAWAY error): the error code.
+var (
+	h2Reset  = regexp.MustCompile(`stream error: stream ID \d+; ([A-Z_0-9]+)`)
+	h2GoAway = regexp.MustCompile(`GOAWAY.*?ErrCode[:=]\s*([A-Z_0-9]+)`)
+)
+
+// h2Finding names what an HTTP/2 failure text says happened: "reset
+// (CODE)", "GOAWAY (CODE)" or "GOAWAY"; "" for another failure.
+func h2Finding(failure string) string {
+	if m := h2Reset.FindStringSubmatch(failure); m != nil {
+		return "reset (" + m[1] + ")"
+	}
+	if strings.Contains(failure, "GOAWAY") {
+		if m := h2GoAway.FindStringSubmatch(failure); m != nil {
+			return "GOAWAY (" + m[1] + ")"
+		}
+		return "GOAWAY"
+	}
+	return ""
+}
