@@ -992,8 +992,19 @@ func (c *econn) h2Lost(err error) {
 }
 
 // h2Stopped: the loop was stopped: every request on the connection
-// fails, naming it.
+// fails, naming it, and so do the sessions waiting to join the group's
+// connections (rather than connecting on the stopped loop).
 func (c *econn) h2Stopped(err error) {
+	f := result.Failure{Kind: result.RecvError, Detail: err.Error()}
+	if g := c.h2.group; g != nil {
+		w := g.loop.waiting
+		g.loop.waiting = nil
+		for _, wc := range w {
+			if ls := wc.ls; wc.waiting && ls.c == wc && ls.active {
+				ls.failConn(f)
+			}
+		}
+	}
 	c.h2.lose(func(sc *econn) { sc.ls.failConn(result.Failure{Kind: result.RecvError, Detail: err.Error()}) })
 }
 
@@ -1215,6 +1226,10 @@ func (g *loopGroup) wake() {
 		c.waiting = false
 		ls.l.Stop(&c.timer)
 		ls.c = nil
+		if ls.ctx.Err() != nil {
+			ls.fail(result.Failure{Kind: result.Interrupted}) // its cancel may come next: no new connection for it
+			continue
+		}
 		ls.joinGroup()
 	}
 	if !outer {
