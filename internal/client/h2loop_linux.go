@@ -120,6 +120,7 @@ type h2State struct {
 	reads    uint64            // the reads of the connection, for rec.Reads
 	settled  bool              // the peer's first SETTINGS came in this read: the group's waiters go
 	settleBy int64             // a group's connection: the end of the bound on the peer's first SETTINGS
+	hooks    *h2Hooks          // the tests' hooks of the opener's Request (nil in use), kept here: the loop must not read a session's q while its goroutine prepares the next request
 }
 
 // unsentEnd is a stream whose END_STREAM is queued: end is where the
@@ -187,6 +188,7 @@ func (ls *loopSession) newH2(c *econn, proto string) {
 	if g := ls.s.group; g != nil {
 		h.group = g
 		h.settleBy = ls.s.clk.Now() + int64(ls.s.q.settingsWait())
+		h.hooks = ls.s.q.hooks
 		g.loop.conns = append(g.loop.conns, h)
 		ls.openDone()
 		g.loop.bound() // the waiters' wait is now bounded
@@ -370,7 +372,7 @@ func (c *econn) h2Flush() error {
 		return nil
 	}
 	n, err := evloop.RawWrite(c.reg.FD(), h.wout)
-	if hk := ls.s.q.hooks; hk != nil && h.group != nil {
+	if hk := h.hooks; hk != nil {
 		hk.writes.Add(1)
 	}
 	h.wout = h.wout[:copy(h.wout, h.wout[n:])]
