@@ -251,6 +251,8 @@ type Options struct {
 	// means clock.Real. The event-loop engines' timeouts run on the real
 	// clock whatever it is (internal/evloop).
 	Clock clock.Clock
+
+	hooks *h2Hooks // the tests' knobs of the groups' joiners (h2group.go); nil
 }
 
 // clk is the clock of the requests' timestamps: Clock, or clock.Real.

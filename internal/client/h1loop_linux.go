@@ -123,17 +123,21 @@ type econn struct {
 	wsOut   []byte // WebSocket frames a write could not take yet
 	pingAt  int64  // WebSocket: when to ping, or when the pong is due (0: none)
 
-	h2      *h2State        // over HTTP/2: the connection's frames and streams; nil: HTTP/1.1
-	hs      h2Stream        // over HTTP/2: the stream of the session's request on h2
-	waiting bool            // a session's wait for its group's connection (loopGroup.waiting), no socket
-	tls     *tlsrecord.Conn // over TLS: the record layer; nil: plain TCP
-	pt      []byte          // over TLS: the plaintext of the last read
-	tlsEOF  bool            // over TLS: the peer's close_notify came
-	readAt  int64           // over TLS: when the last read returned
+	h2       *h2State        // over HTTP/2: the connection's frames and streams; nil: HTTP/1.1
+	hs       h2Stream        // over HTTP/2: the stream of the session's request on h2
+	waiting  bool            // a session's wait for its group's connection (loopGroup.waiting), no socket
+	settleAt int64           // waiting: the end of the bound on the peer's SETTINGS (0: none yet)
+	tls      *tlsrecord.Conn // over TLS: the record layer; nil: plain TCP
+	pt       []byte          // over TLS: the plaintext of the last read
+	tlsEOF   bool            // over TLS: the peer's close_notify came
+	readAt   int64           // over TLS: when the last read returned
 }
 
 // expiry is c's next deadline, 0 for none.
 func (c *econn) expiry() int64 {
+	if c.waiting {
+		return minSet(c.ls.deadline, c.settleAt)
+	}
 	switch c.phase {
 	case phConnecting, phWriting:
 		return c.ls.deadline
@@ -907,6 +911,10 @@ func (c *econn) readIdle() {
 func (c *econn) timeout(now int64) {
 	ls := c.ls
 	q := ls.s.q
+	if c.waiting && c.settleAt != 0 && c.settleAt <= now && c.settleAt < ls.deadline && ls.ctx.Err() == nil {
+		ls.failConn(q.noSettings())
+		return
+	}
 	switch c.phase {
 	case phConnecting, phWriting:
 		ls.failConn(q.classify(ls.ctx, os.ErrDeadlineExceeded, result.Failure{Kind: result.Timeout}))

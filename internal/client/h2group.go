@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -18,13 +19,49 @@ import (
 // them natively.
 
 // h2SettingsWait bounds how long the slots joining a group's new
-// connection wait for the peer's first SETTINGS to be known (a PING
-// answered: the peer's SETTINGS come before anything else it sends), each
-// within its own request's timeout too. Every HTTP/2 peer answers PING
-// (RFC 9113 §6.7); one that does not is joined after this, with what the
-// connection knows of it, and the wait shows in the joiners' written
-// phase.
+// connection wait for the peer's first SETTINGS, counted from when the
+// connection is up, each within its own request's timeout too; the same
+// bound on every engine. A peer that sent nothing by then fails the
+// joiners, named (noSettings), and the requests that try to join the
+// connection later, until its opener lets it go; the opener's own request
+// goes on within its timeout. On the goroutine engine the SETTINGS are
+// known once a PING is answered (the peer's SETTINGS come before anything
+// else it sends); every HTTP/2 peer answers PING (RFC 9113 §6.7), and one
+// that sent something but no answer is joined after the bound, with what
+// the connection knows of it, the wait showing in the joiners' written
+// phase. The event loops read the SETTINGS themselves.
 const h2SettingsWait = 10 * time.Second
+
+// h2Hooks are test knobs of the groups' joiners (Options.hooks): a
+// shorter bound and counters the tests await. nil outside the tests.
+type h2Hooks struct {
+	settingsWait time.Duration // the bound instead of h2SettingsWait, when > 0
+	waits        atomic.Int64  // joins that started waiting for a group's pending connection
+	writes       atomic.Int64  // on the event loops: the writes to the socket of group connections
+}
+
+// settingsWait returns the bound on the joiners' wait for a group
+// connection's SETTINGS: h2SettingsWait, or the tests' own.
+func (o *Options) settingsWait() time.Duration {
+	if o.hooks != nil && o.hooks.settingsWait > 0 {
+		return o.hooks.settingsWait
+	}
+	return h2SettingsWait
+}
+
+// noSettings is the failure of a request that was to join a group
+// connection whose peer sent no SETTINGS within the bound (settingsWait).
+func (o *Options) noSettings() result.Failure {
+	return result.Failure{Kind: result.RecvError, Detail: fmt.Sprintf("http2: no SETTINGS from the server within %v", o.settingsWait())}
+}
+
+// waited counts a join that waits for a group's pending connection (the
+// tests' hook).
+func (o *Options) waited() {
+	if o.hooks != nil {
+		o.hooks.waits.Add(1)
+	}
+}
 
 // h2Group is one group of sessions sharing HTTP/2 connections
 // (Options.StreamsPerConn): session k of a Request is in group
@@ -39,8 +76,9 @@ type h2Group struct {
 // groupConn is one connection of a group, reference-counted by the
 // sessions holding it, closed when the last one lets it go.
 type groupConn struct {
-	ready chan struct{} // closed once open (or abandoned) and the peer's SETTINGS are known
-	gone  bool          // abandoned: its opener could not open it for the group
+	ready  chan struct{} // closed once open (or abandoned) and the peer's SETTINGS are known
+	gone   bool          // abandoned: its opener could not open it for the group
+	silent bool          // the peer sent nothing within the bound (set before ready is closed)
 
 	//lint:ignore SA1019 see shared in client.go
 	cc        *http2.ClientConn
@@ -89,8 +127,10 @@ func (o *Options) multiplexes() bool {
 // acquire returns a connection of the group with a stream reserved on it
 // for the caller (open false), or a new entry the caller is to open
 // (open true; opened or abandon tell the others); nil when ctx ended
-// while a connection being opened was awaited.
-func (g *h2Group) acquire(ctx context.Context) (c *groupConn, open bool) {
+// while a connection being opened was awaited, or (silent true) when the
+// one to join is a connection whose peer sent no SETTINGS within the
+// bound.
+func (g *h2Group) acquire(ctx context.Context, o *Options) (c *groupConn, open, silent bool) {
 	for {
 		g.mu.Lock()
 		var pending *groupConn
@@ -113,36 +153,50 @@ func (g *h2Group) acquire(ctx context.Context) (c *groupConn, open bool) {
 		}
 		clear(g.conns[len(live):])
 		g.conns = live
+		mute := false
 		for _, c := range g.conns {
 			select {
 			case <-c.ready:
 			default:
 				continue
 			}
+			if c.silent {
+				mute = true
+				continue
+			}
 			if c.cc.ReserveNewRequest() {
 				c.refs++
 				g.mu.Unlock()
-				return c, false
+				return c, false, false
 			}
 		}
-		if pending == nil {
+		switch {
+		case pending == nil && mute:
+			g.mu.Unlock()
+			return nil, false, true
+		case pending == nil:
 			c := &groupConn{ready: make(chan struct{}), refs: 1}
 			g.conns = append(g.conns, c)
 			g.mu.Unlock()
-			return c, true
+			return c, true, false
 		}
 		// The wait holds a reference: the connection stays open for the
 		// waiter even if its opener is done with it first.
 		pending.refs++
 		g.mu.Unlock()
+		o.waited()
 		select {
 		case <-pending.ready:
 		case <-ctx.Done():
 			g.release(pending)
-			return nil, false
+			return nil, false, false
+		}
+		if pending.silent {
+			g.release(pending)
+			return nil, false, true
 		}
 		if !pending.gone && pending.cc.ReserveNewRequest() {
-			return pending, false
+			return pending, false, false
 		}
 		g.release(pending)
 	}
@@ -156,10 +210,15 @@ func (g *h2Group) opened(c *groupConn, s *Session) {
 	c.cc, c.mux, c.conn, c.raw, c.id, c.proto = s.cc, s.stamp, s.conn, s.raw, s.id, s.proto
 	g.mu.Unlock()
 	c.cc.ReserveNewRequest() // the opener's stream, counted before another joins
+	wait := s.q.settingsWait()
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), h2SettingsWait)
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
-		c.cc.Ping(ctx) // answered after the peer's SETTINGS, which come first
+		// Answered after the peer's SETTINGS, which come first; the
+		// connection closed, it returns at once.
+		if c.cc.Ping(ctx) != nil && ctx.Err() != nil && !c.mux.heard.Load() {
+			c.silent = true
+		}
 		close(c.ready)
 	}()
 }
@@ -199,8 +258,12 @@ func (g *h2Group) release(c *groupConn) {
 // h2 over TLS with HTTP/1.1 leaves the session a connection of its own.
 func (s *Session) joinGroup(ctx context.Context, rec *result.Request, deadline time.Time) (reused, ok bool) {
 	wctx, cancel := context.WithDeadline(ctx, deadline)
-	c, open := s.group.acquire(wctx)
+	c, open, silent := s.group.acquire(wctx, &s.q.Options)
 	cancel()
+	if silent {
+		rec.Failure = s.q.classify(ctx, nil, s.q.noSettings())
+		return false, false
+	}
 	if c == nil {
 		rec.Failure = s.q.classify(ctx, context.DeadlineExceeded, result.Failure{Kind: result.Timeout})
 		return false, false

@@ -106,19 +106,21 @@ type h2State struct {
 	blockOf  uint32 // the stream of block
 	blockEnd bool   // block's HEADERS had END_STREAM
 
-	sock    *econn            // the connection's socket
-	id      int64             // its ConnID
-	streams map[uint32]*econn // the streams of requests in flight, by id
-	holders []*loopSession    // the sessions holding the connection: a stream in flight, or kept
-	unsent  []unsentEnd       // streams whose END_STREAM is queued, not yet written, in the order queued
-	sealedN int               // how many of unsent have their end in the output stream (the rest in wr)
-	outEnd  int64             // the bytes put in wout so far, all told
-	outDone int64             // the bytes written to the socket so far
-	held    []*econn          // streams whose body waits for a window
-	group   *h2Group          // the group sharing it (Options.StreamsPerConn); nil: one session's
-	dead    bool              // closed
-	reads   uint64            // the reads of the connection, for rec.Reads
-	settled bool              // the peer's first SETTINGS came in this read: the group's waiters go
+	sock     *econn            // the connection's socket
+	id       int64             // its ConnID
+	streams  map[uint32]*econn // the streams of requests in flight, by id
+	holders  []*loopSession    // the sessions holding the connection: a stream in flight, or kept
+	unsent   []unsentEnd       // streams whose END_STREAM is queued, not yet written, in the order queued
+	sealedN  int               // how many of unsent have their end in the output stream (the rest in wr)
+	outEnd   int64             // the bytes put in wout so far, all told
+	outDone  int64             // the bytes written to the socket so far
+	held     []*econn          // streams whose body waits for a window
+	group    *h2Group          // the group sharing it (Options.StreamsPerConn); nil: one session's
+	dead     bool              // closed
+	reads    uint64            // the reads of the connection, for rec.Reads
+	settled  bool              // the peer's first SETTINGS came in this read: the group's waiters go
+	settleBy int64             // a group's connection: the end of the bound on the peer's first SETTINGS
+	hooks    *h2Hooks          // the tests' hooks of the opener's Request (nil in use), kept here: the loop must not read a session's q while its goroutine prepares the next request
 }
 
 // unsentEnd is a stream whose END_STREAM is queued: end is where the
@@ -185,8 +187,11 @@ func (ls *loopSession) newH2(c *econn, proto string) {
 	c.h2 = h
 	if g := ls.s.group; g != nil {
 		h.group = g
+		h.settleBy = ls.s.clk.Now() + int64(ls.s.q.settingsWait())
+		h.hooks = ls.s.q.hooks
 		g.loop.conns = append(g.loop.conns, h)
 		ls.openDone()
+		g.loop.bound() // the waiters' wait is now bounded
 	}
 }
 
@@ -282,6 +287,10 @@ func (c *econn) h2Start() {
 	if q.IdleTimeout > 0 {
 		c.idleAt = now + int64(q.IdleTimeout)
 	}
+	if h.group != nil && h.group.loop.batching {
+		c.schedule() // the group's waiters' frames go out in one write (loopGroup.wake)
+		return
+	}
 	if err := h.sock.h2Flush(); err != nil {
 		h.sock.h2Lost(err)
 		return
@@ -363,6 +372,9 @@ func (c *econn) h2Flush() error {
 		return nil
 	}
 	n, err := evloop.RawWrite(c.reg.FD(), h.wout)
+	if hk := h.hooks; hk != nil {
+		hk.writes.Add(1)
+	}
 	h.wout = h.wout[:copy(h.wout, h.wout[n:])]
 	h.outDone += int64(n)
 	if h.sealedN > 0 && h.unsent[0].end <= h.outDone {
@@ -982,8 +994,19 @@ func (c *econn) h2Lost(err error) {
 }
 
 // h2Stopped: the loop was stopped: every request on the connection
-// fails, naming it.
+// fails, naming it, and so do the sessions waiting to join the group's
+// connections (rather than connecting on the stopped loop).
 func (c *econn) h2Stopped(err error) {
+	f := result.Failure{Kind: result.RecvError, Detail: err.Error()}
+	if g := c.h2.group; g != nil {
+		w := g.loop.waiting
+		g.loop.waiting = nil
+		for _, wc := range w {
+			if ls := wc.ls; wc.waiting && ls.c == wc && ls.active {
+				ls.failConn(f)
+			}
+		}
+	}
 	c.h2.lose(func(sc *econn) { sc.ls.failConn(result.Failure{Kind: result.RecvError, Detail: err.Error()}) })
 }
 
@@ -1080,10 +1103,11 @@ func (h *h2State) closeSock() {
 // one for it, and the sessions waiting for that (or for the peer's
 // first SETTINGS on it, which say how many streams it takes).
 type loopGroup struct {
-	l       *evloop.Loop // under h2Group.mu
-	conns   []*h2State
-	opening *loopSession
-	waiting []*econn
+	l        *evloop.Loop // under h2Group.mu
+	conns    []*h2State
+	opening  *loopSession
+	waiting  []*econn
+	batching bool // wake is starting the waiters' streams: their frames are written once, after the last
 }
 
 // loopOf returns the loop of the group's sessions: l, the one picked
@@ -1116,10 +1140,11 @@ func (ls *loopSession) joinGroup() {
 		}
 	}
 	if g.pending() {
-		c := &econn{ls: ls, phase: phConnecting, waiting: true}
+		c := &econn{ls: ls, phase: phConnecting, waiting: true, settleAt: g.settleBy()}
 		ls.c = c
 		g.waiting = append(g.waiting, c)
-		c.schedule()
+		ls.s.q.waited()
+		c.schedule() // at once when the bound has passed: it fails (timeout)
 		return
 	}
 	g.opening = ls
@@ -1150,14 +1175,51 @@ func (ls *loopSession) openDone() {
 	}
 }
 
+// settleBy is when the wait of a session for the group's pending
+// connection ends, named (Options.noSettings), unless the peer's
+// SETTINGS came: the end of the bound of the connection waiting for
+// them, the earliest; 0 while one is being opened (its bound starts once
+// it is up: bound).
+func (g *loopGroup) settleBy() int64 {
+	if g.opening != nil {
+		return 0
+	}
+	var by int64
+	for _, h := range g.conns {
+		if !h.gotSettings && !h.dead {
+			by = minSet(by, h.settleBy)
+		}
+	}
+	return by
+}
+
+// bound bounds the waiting sessions' wait once no connection of the
+// group is being opened (settleBy).
+func (g *loopGroup) bound() {
+	by := g.settleBy()
+	if by == 0 {
+		return
+	}
+	for _, c := range g.waiting {
+		if c.waiting && c.settleAt == 0 {
+			c.settleAt = by
+			c.schedule()
+		}
+	}
+}
+
 // wake lets the waiting sessions join again, once no connection of the
-// group is pending.
+// group is pending. The streams they start on a connection are written
+// in one write, after the last (as the read that brought the SETTINGS
+// would write them, with its acknowledgement): not one system call each.
 func (g *loopGroup) wake() {
 	if len(g.waiting) == 0 || g.pending() {
 		return
 	}
 	w := g.waiting
 	g.waiting = nil
+	outer := !g.batching
+	g.batching = true
 	for _, c := range w {
 		ls := c.ls
 		if !c.waiting || ls.c != c || !ls.active {
@@ -1166,7 +1228,22 @@ func (g *loopGroup) wake() {
 		c.waiting = false
 		ls.l.Stop(&c.timer)
 		ls.c = nil
+		if ls.ctx.Err() != nil {
+			ls.fail(result.Failure{Kind: result.Interrupted}) // its cancel may come next: no new connection for it
+			continue
+		}
 		ls.joinGroup()
+	}
+	if !outer {
+		return
+	}
+	g.batching = false
+	for _, h := range slices.Clone(g.conns) {
+		if !h.dead && len(h.wr.b) > 0 {
+			if err := h.sock.h2Flush(); err != nil {
+				h.sock.h2Lost(err)
+			}
+		}
 	}
 }
 

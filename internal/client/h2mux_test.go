@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"io"
 	"maps"
 	"net"
 	"slices"
@@ -762,4 +763,222 @@ func TestStreamsPerConnSentPartialWrites(t *testing.T) {
 	if len(sent) == 1 {
 		t.Errorf("every stream sent at %v: want each at the return of the write that carried its own END_STREAM", slices.Collect(maps.Keys(sent)))
 	}
+}
+
+// mutePeer is an h2c peer that holds back its SETTINGS: it reads the
+// client's preface and frames, counts the request streams that ended, and
+// sends its SETTINGS only once release is closed (never when nil), and
+// answers PINGs from then on; once its connection has had answerAt
+// request streams, it answers them all with whole. hangUp closes its
+// connections.
+type mutePeer struct {
+	addr  string
+	ended atomic.Int32 // request streams whose END_STREAM came, all connections
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newMutePeer(t *testing.T, release <-chan struct{}, answerAt int, whole []byte) *mutePeer {
+	t.Helper()
+	p := &mutePeer{}
+	p.addr = testutil.ServeTCP(t, func(c net.Conn) {
+		p.mu.Lock()
+		p.conns = append(p.conns, c)
+		p.mu.Unlock()
+		preface := make([]byte, len(http2.ClientPreface))
+		if _, err := io.ReadFull(c, preface); err != nil {
+			return
+		}
+		f := &h2Writer{c: c, fr: http2.NewFramer(c, c)}
+		var smu sync.Mutex
+		settled := false
+		if release != nil {
+			go func() {
+				<-release
+				smu.Lock()
+				defer smu.Unlock()
+				settled = true
+				f.do(func(fr *http2.Framer) error { return fr.WriteSettings() })
+			}()
+		}
+		var ended []uint32
+		for {
+			frame, err := f.fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			smu.Lock()
+			if settled {
+				f.ackPing(frame) // a peer's first frame is its SETTINGS
+			}
+			smu.Unlock()
+			end := false
+			switch fr := frame.(type) {
+			case *http2.DataFrame:
+				end = fr.StreamEnded()
+			case *http2.HeadersFrame:
+				end = fr.StreamEnded()
+			}
+			if !end {
+				continue
+			}
+			ended = append(ended, frame.Header().StreamID)
+			p.ended.Add(1)
+			if len(ended) == answerAt {
+				for _, id := range ended {
+					h2Respond(f, id, whole, true)
+				}
+			}
+		}
+	})
+	return p
+}
+
+// hangUp closes the peer's connections.
+func (p *mutePeer) hangUp() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+}
+
+// startSlots starts a request on each of the sessions, concurrently,
+// under ctx; each record comes on the channel returned once its Do
+// returned.
+func startSlots(ctx context.Context, sessions []*Session) <-chan *result.Request {
+	done := make(chan *result.Request, len(sessions))
+	for i, s := range sessions {
+		go func() {
+			rec := &result.Request{Batch: "gw", Index: i}
+			s.Do(ctx, rec)
+			done <- rec
+		}()
+	}
+	return done
+}
+
+// awaitRecord returns the next record of done, failing the test when
+// none comes within testutil.AwaitBound.
+func awaitRecord(t *testing.T, done <-chan *result.Request, what string) *result.Request {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(testutil.AwaitBound):
+		t.Fatalf("%s: no request ended within %v", what, testutil.AwaitBound)
+		return nil
+	}
+}
+
+// TestStreamsPerConnNoSettings: a peer that accepts the connection of a
+// group of three slots and never sends SETTINGS. The two slots joining
+// it fail, named, once the bound on the peer's SETTINGS has passed (a
+// test's bound, not h2SettingsWait), well within their own timeout, on
+// every engine; so does the next request that tries to join it; the
+// opener's request goes on within its own timeout, until the peer hangs
+// up, and then fails, named otherwise.
+func TestStreamsPerConnNoSettings(t *testing.T) {
+	p := newMutePeer(t, nil, 0, nil)
+	hooks := &h2Hooks{settingsWait: 20 * time.Millisecond}
+	q := New(Options{Addr: p.addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1,
+		Timeout: 10 * testutil.AwaitBound, hooks: hooks})
+	want := "recv error: http2: no SETTINGS from the server within 20ms"
+	sessions := []*Session{q.NewSession(), q.NewSession(), q.NewSession()}
+	defer func() {
+		for _, s := range sessions {
+			s.Close()
+		}
+	}()
+	done := startSlots(context.Background(), sessions)
+	var joiner *Session
+	for i := range 2 {
+		r := awaitRecord(t, done, "the joiners")
+		if got := r.Failure.Error(); got != want {
+			t.Errorf("joiner %d: %q, want %q", i, got, want)
+		}
+		joiner = sessions[r.Index]
+	}
+	again := &result.Request{Batch: "gw", Index: 3}
+	joiner.Do(context.Background(), again)
+	if got := again.Failure.Error(); got != want {
+		t.Errorf("a joiner's next request, the connection still silent: %q, want %q", got, want)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the opener's request ended before the peer hung up: %q", r.Failure.Error())
+	default:
+	}
+	p.hangUp()
+	if r := awaitRecord(t, done, "the opener"); r.OK() || r.Failure.Error() == want {
+		t.Errorf("the opener, the peer hung up: %q, want a failure other than %q", r.Failure.Error(), want)
+	}
+}
+
+// TestStreamsPerConnJoinersOneWrite: on the event loops, the two slots
+// waiting for the SETTINGS of their group's new connection write their
+// streams' frames in one system call once the SETTINGS came (with the
+// acknowledgement of the SETTINGS), not one each (the peer answers the
+// three streams once it has them all, so that no response brings a write
+// of its own meanwhile); every request is ok.
+func TestStreamsPerConnJoinersOneWrite(t *testing.T) {
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	release := make(chan struct{})
+	p := newMutePeer(t, release, 3, whole)
+	hooks := &h2Hooks{}
+	q := New(Options{Addr: p.addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1,
+		Timeout: testutil.AwaitBound, hooks: hooks})
+	if !q.onLoop() {
+		t.Skip("the writes are the event loops'; the goroutine engine's are x/net's")
+	}
+	sessions := []*Session{q.NewSession(), q.NewSession(), q.NewSession()}
+	defer func() {
+		for _, s := range sessions {
+			s.Close()
+		}
+	}()
+	done := startSlots(context.Background(), sessions)
+	testutil.Await(t, "the opener's request at the peer, two joiners waiting, the opener's write counted", func() bool {
+		return p.ended.Load() == 1 && hooks.waits.Load() == 2 && hooks.writes.Load() >= 1
+	})
+	before := hooks.writes.Load()
+	close(release)
+	for range 3 {
+		if r := awaitRecord(t, done, "the slots"); !r.OK() {
+			t.Errorf("slot %d: %q", r.Index, r.Failure.Error())
+		}
+	}
+	if n := hooks.writes.Load() - before; n != 1 {
+		t.Errorf("the joiners' streams went out in %d writes, want 1", n)
+	}
+}
+
+// TestStreamsPerConnCancelWhileJoining: the run is cancelled (Ctrl-C)
+// while two slots wait for the SETTINGS of their group's new connection,
+// on every engine: every request ends, interrupted, and once the
+// sessions are closed no goroutine of the group's is left.
+func TestStreamsPerConnCancelWhileJoining(t *testing.T) {
+	p := newMutePeer(t, nil, 0, nil)
+	hooks := &h2Hooks{settingsWait: 10 * testutil.AwaitBound}
+	q := New(Options{Addr: p.addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1,
+		Timeout: 10 * testutil.AwaitBound, hooks: hooks})
+	sessions := []*Session{q.NewSession(), q.NewSession(), q.NewSession()}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := startSlots(ctx, sessions)
+	testutil.Await(t, "the opener's request at the peer, two joiners waiting", func() bool {
+		return p.ended.Load() == 1 && hooks.waits.Load() == 2
+	})
+	cancel()
+	for range 3 {
+		if r := awaitRecord(t, done, "the cancelled slots"); r.Failure.Kind != result.Interrupted {
+			t.Errorf("slot %d, cancelled: %q, want %q", r.Index, r.Failure.Error(), result.Failure{Kind: result.Interrupted}.Error())
+		}
+	}
+	for _, s := range sessions {
+		s.Close()
+	}
+	testutil.AwaitNoGoroutine(t, "client.(*h2Group).opened")
 }

@@ -52,6 +52,8 @@ type muxConn struct {
 	waiting   []*streamStamp          // WroteHeaders came, the stream's HEADERS not yet on the wire
 	unclaimed []unclaimedStream       // HEADERS on the wire, WroteHeaders not yet
 	open      map[uint32]*streamStamp // bound, END_STREAM not yet written
+
+	heard atomic.Bool // a Read returned bytes: the peer's SETTINGS, its first frame, came
 }
 
 // unclaimedStream is a stream seen on the wire before its WroteHeaders:
@@ -81,6 +83,16 @@ func (c *muxConn) wroteHeaders(st *streamStamp) {
 		return
 	}
 	c.open[u.id] = st
+}
+
+// Read reads from the connection, noting that the peer was heard (the
+// group's bound on its SETTINGS, h2SettingsWait).
+func (c *muxConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && !c.heard.Load() {
+		c.heard.Store(true)
+	}
+	return n, err
 }
 
 func (c *muxConn) Write(p []byte) (int, error) {

@@ -98,3 +98,52 @@ func awaitCount(t *testing.T, c *atomic.Int64, n int64, what string) {
 		runtime.Gosched()
 	}
 }
+
+// TestPrivateLoopsStopWhileJoining stops a private set of event loops
+// while two slots of a group wait for the SETTINGS of the group's new
+// connection (a peer that never sends them): every request ends, failing
+// named (a receive error naming evloop.ErrStopped: the joiners too, not
+// a connect tried on the stopped loop), none hangs, and the loops'
+// goroutines end. It runs in the epoll pass (it picks its engines).
+func TestPrivateLoopsStopWhileJoining(t *testing.T) {
+	if testEngine != EngineEpoll {
+		t.Skip("runs in the epoll pass")
+	}
+	es := []evloop.Engine{evloop.Epoll}
+	if evloop.UringAvailable() == nil {
+		es = append(es, evloop.Uring)
+	}
+	for _, e := range es {
+		t.Run(string(e), func(t *testing.T) {
+			set, err := evloop.NewSet(e, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer set.Stop()
+			p := newMutePeer(t, nil, 0, nil)
+			hooks := &h2Hooks{}
+			q := New(Options{Addr: p.addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1,
+				Timeout: 10 * testutil.AwaitBound, Loops: set, Engine: EngineAuto, hooks: hooks})
+			sessions := []*Session{q.NewSession(), q.NewSession(), q.NewSession()}
+			defer func() {
+				for _, s := range sessions {
+					s.Close()
+				}
+			}()
+			done := startSlots(context.Background(), sessions)
+			testutil.Await(t, "the opener's request at the peer, two joiners waiting", func() bool {
+				return p.ended.Load() == 1 && hooks.waits.Load() == 2
+			})
+			set.Stop()
+			for range 3 {
+				r := awaitRecord(t, done, "the slots after Stop")
+				if r.Failure.Kind != result.RecvError || !strings.Contains(r.Failure.Error(), evloop.ErrStopped.Error()) {
+					t.Errorf("slot %d at Stop: %q, want a receive error naming %q", r.Index, r.Failure.Error(), evloop.ErrStopped)
+				}
+			}
+			for _, l := range set.Loops() {
+				testutil.AwaitNoGoroutine(t, fmt.Sprintf("evloop.(*Loop).run(%p", l))
+			}
+		})
+	}
+}
