@@ -150,11 +150,16 @@ func TestWebSocketUpgradeRefusedByOurServer(t *testing.T) {
 // is ok); through the SSE->WebSocket relay, which drops the upstream's
 // comments, it sees none of them.
 func TestWebSocketHeartbeats(t *testing.T) {
-	addr, reg := serveWith(t, server.Config{Tokens: 1, ThinkMs: 100, DelayMs: 0.2})
+	// 300 ms of silence at a heartbeat every 50 ms: the first heartbeat is
+	// due 50 ms in, and a loop whose wake-up comes after the token's own
+	// deadline writes the token instead, by design; so the 250 ms between
+	// them is how late a wake-up may be (100 ms at 20 was too little at a
+	// load of 16).
+	addr, reg := serveWith(t, server.Config{Tokens: 1, ThinkMs: 300, DelayMs: 0.2})
 	relay := startRelay(t, addr, wsrelay.Config{})
 	for _, via := range []struct{ name, addr string }{{"direct", addr}, {"relay", relay}} {
 		o := wsOptions(via.addr, 2)
-		o.HeartbeatMs, o.Registry, o.KeepAlive = 20, reg, true
+		o.HeartbeatMs, o.Registry, o.KeepAlive = 50, reg, true
 		s := New(o).NewSession()
 		for i := range 2 {
 			rec := &result.Request{Batch: "gw", Index: i}
@@ -163,7 +168,7 @@ func TestWebSocketHeartbeats(t *testing.T) {
 			case !rec.OK() || !rec.ServerRecord:
 				t.Fatalf("%s, request %d: %q, server record %v; want ok, with the server's record", via.name, i, rec.Failure.Error(), rec.ServerRecord)
 			case rec.ServerHeartbeats < 1:
-				t.Errorf("%s, request %d: the server wrote %d heartbeats in 100 ms of silence at 20 ms, want 1 or more", via.name, i, rec.ServerHeartbeats)
+				t.Errorf("%s, request %d: the server wrote %d heartbeats in 300 ms of silence at 50 ms, want 1 or more", via.name, i, rec.ServerHeartbeats)
 			case via.addr == addr && rec.Pings != rec.ServerHeartbeats:
 				t.Errorf("direct, request %d: %d ping frames seen, the server wrote %d heartbeats", i, rec.Pings, rec.ServerHeartbeats)
 			case via.addr == relay && rec.Pings+rec.Comments != 0:
