@@ -238,8 +238,23 @@ func (b *epollBackend) close() {
 	unix.Close(b.wakeFd)
 }
 
+// woken drains the eventfd, then clears pending, in that order. Cleared
+// first, a wake() between the two would find pending clear, set it and
+// write, and the read would drain that write: pending set with nothing to
+// read, so every later wake() would skip its write and an idle loop would
+// sleep through its posts (a batch test hung for 11 minutes so). Drained
+// first, a wake() between the two finds pending still set and writes
+// nothing, and its message is seen anyway: it was queued before that
+// wake(), and the loop looks at its queue before it sleeps again.
 func (b *epollBackend) woken() {
-	b.pending.Store(false)
 	var buf [8]byte
 	RawRead(b.wakeFd, buf[:])
+	if hook := testHookWoken.Load(); hook != nil {
+		(*hook)(b)
+	}
+	b.pending.Store(false)
 }
+
+// testHookWoken, when set (by a test only), runs inside woken between its
+// two steps.
+var testHookWoken atomic.Pointer[func(*epollBackend)]
