@@ -844,6 +844,19 @@ func (p *mutePeer) hangUp() {
 	}
 }
 
+// newSessions returns n sessions of q, and a function that closes them
+// all (to defer: they close before what the test deferred earlier).
+func newSessions(q *Request, n int) (sessions []*Session, closeAll func()) {
+	for range n {
+		sessions = append(sessions, q.NewSession())
+	}
+	return sessions, func() {
+		for _, s := range sessions {
+			s.Close()
+		}
+	}
+}
+
 // startSlots starts a request on each of the sessions, concurrently,
 // under ctx; each record comes on the channel returned once its Do
 // returned.
@@ -885,12 +898,8 @@ func TestStreamsPerConnNoSettings(t *testing.T) {
 	q := New(Options{Addr: p.addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1,
 		Timeout: 10 * testutil.AwaitBound, hooks: hooks})
 	want := "recv error: http2: no SETTINGS from the server within 20ms"
-	sessions := []*Session{q.NewSession(), q.NewSession(), q.NewSession()}
-	defer func() {
-		for _, s := range sessions {
-			s.Close()
-		}
-	}()
+	sessions, closeAll := newSessions(q, 3)
+	defer closeAll()
 	done := startSlots(context.Background(), sessions)
 	var joiner *Session
 	for i := range 2 {
@@ -933,12 +942,8 @@ func TestStreamsPerConnJoinersOneWrite(t *testing.T) {
 	if !q.onLoop() {
 		t.Skip("the writes are the event loops'; the goroutine engine's are x/net's")
 	}
-	sessions := []*Session{q.NewSession(), q.NewSession(), q.NewSession()}
-	defer func() {
-		for _, s := range sessions {
-			s.Close()
-		}
-	}()
+	sessions, closeAll := newSessions(q, 3)
+	defer closeAll()
 	done := startSlots(context.Background(), sessions)
 	testutil.Await(t, "the opener's request at the peer, two joiners waiting, the opener's write counted", func() bool {
 		return p.ended.Load() == 1 && hooks.waits.Load() == 2 && hooks.writes.Load() >= 1

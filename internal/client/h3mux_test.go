@@ -318,12 +318,8 @@ func TestH3StreamsPerConnStreamLimit(t *testing.T) {
 		o := h3Options(addr, api.Chat, n)
 		o.IncludeUsage, o.StreamsPerConn, o.Timeout = false, n, testutil.AwaitBound
 		q := New(o)
-		sessions := []*Session{q.NewSession(), q.NewSession(), q.NewSession()}
-		defer func() {
-			for _, s := range sessions {
-				s.Close()
-			}
-		}()
+		sessions, closeAll := newSessions(q, 3)
+		defer closeAll()
 		// The third session's requests have a timeout of their own
 		// (another Request, the same group): the first two hold the
 		// connection's two streams while it waits.

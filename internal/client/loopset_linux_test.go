@@ -124,12 +124,8 @@ func TestPrivateLoopsStopWhileJoining(t *testing.T) {
 			hooks := &h2Hooks{}
 			q := New(Options{Addr: p.addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1,
 				Timeout: 10 * testutil.AwaitBound, Loops: set, Engine: EngineAuto, hooks: hooks})
-			sessions := []*Session{q.NewSession(), q.NewSession(), q.NewSession()}
-			defer func() {
-				for _, s := range sessions {
-					s.Close()
-				}
-			}()
+			sessions, closeAll := newSessions(q, 3)
+			defer closeAll()
 			done := startSlots(context.Background(), sessions)
 			testutil.Await(t, "the opener's request at the peer, two joiners waiting", func() bool {
 				return p.ended.Load() == 1 && hooks.waits.Load() == 2
