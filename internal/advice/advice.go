@@ -57,7 +57,7 @@ const (
 	KeepaliveClosed   = Key("keepalive_closed")    // the connection closed after a stream
 	KeepaliveBroken   = Key("keepalive_broken")    // a kept connection broken under the next request
 	StreamBroken      = Key("stream_broken")       // a plain stream failed through the gateway
-	MuxStreams        = Key("mux_streams")         // the streams of one HTTP/2 connection serialised, held, reset or refused
+	MuxStreams        = Key("mux_streams")         // the streams of one HTTP/2 or QUIC connection serialised, held, reset, refused or limited
 )
 
 // Keys lists every key; each has a generic row (a test checks it).

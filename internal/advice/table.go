@@ -236,6 +236,6 @@ var Table = []Row{
 		"server.max-keep-alive-requests = 1000", refLighttp + "Server_max-keep-alive-requestsDetails"},
 	{g.Unknown, KeepaliveBroken, "end each response at its framing (the last chunk), send nothing after it, and announce a close (Connection: close) rather than close a kept connection under the next request", "", refHTTP + "#section-9.3"},
 	{g.Unknown, StreamBroken, "relay the upstream's bytes as they come: do not parse and rebuild the stream, or parse it per the SSE specification", "", refSSE},
-	{g.Unknown, MuxStreams, "forward each stream of a client's HTTP/2 connection upstream on its own, at once, and flush each as it comes: " +
-		"allow at least as many concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS) as clients open, with flow-control windows that keep one stream from holding another", "", refHTTP2 + "#section-5.1.2"},
+	{g.Unknown, MuxStreams, "forward each stream of a client's HTTP/2 (or HTTP/3) connection upstream on its own, at once, and flush each as it comes: " +
+		"allow at least as many concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS; QUIC's MAX_STREAMS over HTTP/3) as clients open, with flow-control windows that keep one stream from holding another", "", refHTTP2 + "#section-5.1.2"},
 }

@@ -1,11 +1,13 @@
 package check
 
 // The multiplex scenario: n streams at once on ONE HTTP/2 connection to
-// the gateway (the client's group path, client.Options.StreamsPerConn),
+// the gateway — or, with --http3, n bidirectional streams of one QUIC
+// connection — (the client's group path, client.Options.StreamsPerConn),
 // beside as many straight to the server (the calibration, as the timing
 // rows run theirs). A gateway that serves HTTP/2 may still forward the
 // streams of a connection one at a time, hold one stream's tokens behind
-// another's, or reset them or GOAWAY under n: the row sees each from the
+// another's, or reset them or GOAWAY under n, or allow fewer at once (a
+// QUIC peer's MAX_STREAMS makes the client wait): the row sees each from the
 // records — the server's emission times against the client's arrivals —
 // and judges the tokens' flushing as the flush row does (flushRow).
 
@@ -41,6 +43,7 @@ type muxStream struct {
 	conn          int64  // rec.ConnID
 	retried       bool   // rec.ReuseFailed: refused before its response on the shared connection, sent again
 	proto         string // rec.Proto
+	start         int64  // the request began (its session waited for the shared connection from then)
 	sent          int64  // the last request byte written
 	serverArrived int64  // the server had read the request
 	firstEmitted  int64  // the server wrote its first token
@@ -51,7 +54,7 @@ type muxStream struct {
 
 // muxStreamOf reads rec.
 func muxStreamOf(rec *result.Request) muxStream {
-	m := muxStream{conn: rec.ConnID, retried: rec.ReuseFailed, proto: rec.Proto, sent: rec.Sent, serverArrived: rec.ServerArrived}
+	m := muxStream{conn: rec.ConnID, retried: rec.ReuseFailed, proto: rec.Proto, start: rec.Start, sent: rec.Sent, serverArrived: rec.ServerArrived}
 	if !rec.OK() {
 		m.failure, m.kind = failureTexts(rec)[0], failureKinds(rec)[0]
 	}
@@ -70,13 +73,12 @@ func muxStreamOf(rec *result.Request) muxStream {
 
 // muxSkipReason says why the multiplex row cannot run against the
 // client's target, "" when it can: HTTP/2 is negotiated by ALPN over TLS
-// and spoken with prior knowledge (--h2c) in clear text; HTTP/3 is not
-// checked by this row.
+// and spoken with prior knowledge (--h2c) in clear text; HTTP/3 (--http3,
+// always TLS) multiplexes the streams of its QUIC connection.
 func muxSkipReason(o client.Options) (reason, fix string) {
 	switch {
 	case o.HTTP3:
-		return "the row checks the streams of one HTTP/2 connection, and the check runs over HTTP/3 (--http3)",
-			"run the check without --http3 (over TLS, h2 is offered in ALPN) to check HTTP/2 multiplexing"
+		return "", ""
 	case o.TLS == nil && o.Scheme != "https" && !o.H2C:
 		return "an http:// target speaks HTTP/1.1 unless told HTTP/2 with prior knowledge (--h2c): no streams to multiplex",
 			"rerun with --h2c if the gateway speaks h2c, or give an https:// target that offers h2"
@@ -86,10 +88,11 @@ func muxSkipReason(o client.Options) (reason, fix string) {
 
 // muxOptions is the template of the multiplex streams: one group of n
 // sessions sharing a connection, h2 offered in ALPN over TLS (whatever
-// --http2 says: the row is about HTTP/2), h2c in clear text.
+// --http2 says: the row is about HTTP/2), h2c in clear text; with HTTP/3
+// the streams of one QUIC connection (the client's h3 group).
 func muxOptions(o client.Options, n int) client.Options {
 	o.StreamsPerConn, o.KeepAlive = n, true
-	if o.TLS != nil || o.Scheme == "https" {
+	if !o.HTTP3 && (o.TLS != nil || o.Scheme == "https") {
 		o.HTTP2, o.H2C = true, false
 	}
 	return o
@@ -198,7 +201,9 @@ func serialised(ss []muxStream) (o muxOrder, j, k int) {
 // when their tokens were held (the flush row's verdict of them); WARN
 // when the gateway refused a stream before its response (the client
 // sent it again), when the streams needed more than one connection (the
-// gateway took fewer at once), or when the tool fell behind its own
+// gateway took fewer at once), when a stream's request could be sent only
+// once another had ended (the gateway's stream limit: a QUIC client
+// waits for MAX_STREAMS credit), or when the tool fell behind its own
 // schedule; PASS when all n ran at once on one connection, each flushed.
 func multiplexRow(f muxFacts) Row {
 	n := f.n
@@ -214,8 +219,8 @@ func multiplexRow(f muxFacts) Row {
 		}
 		failed = append(failed, fmt.Sprint(i+1))
 		what := s.failure
-		if h2 := h2Finding(s.failure); h2 != "" {
-			what = h2 + ": " + s.failure
+		if found := muxFinding(s.failure); found != "" {
+			what = found + ": " + s.failure
 		}
 		if !slices.Contains(texts, what) {
 			texts = append(texts, what)
@@ -245,8 +250,13 @@ func multiplexRow(f muxFacts) Row {
 	}
 	if len(conns) > 1 {
 		return Row{Status: Warn, Requests: n, Advise: []advice.Key{advice.MuxStreams},
-			Evidence: fmt.Sprintf("the %d streams needed %d connections: the gateway took fewer at once on one (its SETTINGS_MAX_CONCURRENT_STREAMS, or a GOAWAY)",
-				n, len(conns))}
+			Evidence: fmt.Sprintf("the %d streams needed %d connections: the gateway took fewer at once on one (%s, or a GOAWAY)",
+				n, len(conns), streamLimit(protos))}
+	}
+	if j, k := limited(f.streams); k >= 0 {
+		return Row{Status: Warn, Requests: n, Advise: []advice.Key{advice.MuxStreams},
+			Evidence: fmt.Sprintf("stream %d's request, begun while stream %d was streaming, was sent only after stream %d's last token was out: "+
+				"the gateway allows fewer than %d streams at once on one connection (%s)", k+1, j+1, j+1, n, streamLimit(protos))}
 	}
 	switch o, j, k := serialised(f.streams); o {
 	case muxQueued:
@@ -288,6 +298,78 @@ func h2Finding(failure string) string {
 			return "GOAWAY (" + m[1] + ")"
 		}
 		return "GOAWAY"
+	}
+	return ""
+}
+
+// limited looks for a stream whose request the client could not send
+// until another stream had ended — no threshold: k began while j's
+// tokens were still being emitted, and its last request byte was written
+// only after j's last token was emitted. A QUIC client waits so for the
+// peer's MAX_STREAMS credit (the stream limit reached: quic-go's
+// OpenStreamSync), the credit coming back once a stream has ended. It
+// returns the pair, (-1, -1) when no stream waited.
+func limited(ss []muxStream) (j, k int) {
+	for j, a := range ss {
+		for k, b := range ss {
+			if j == k || a.lastEmitted == 0 || b.start == 0 || b.sent == 0 {
+				continue
+			}
+			if b.start < a.lastEmitted && b.sent > a.lastEmitted {
+				return j, k
+			}
+		}
+	}
+	return -1, -1
+}
+
+// streamLimit names the setting that limits the streams of one
+// connection of protos: HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS, or over
+// HTTP/3 the QUIC transport's MAX_STREAMS (QUIC has no SETTINGS that
+// says it: the client learns it only by waiting for a stream).
+func streamLimit(protos []string) string {
+	if slices.Contains(protos, client.ProtoH3) {
+		return "its MAX_STREAMS: QUIC has no SETTINGS to read the limit from, the client waits for stream credit"
+	}
+	return "its SETTINGS_MAX_CONCURRENT_STREAMS"
+}
+
+// muxFinding names what a stream's failure text says happened over HTTP/3
+// (h3Finding, whose words are its own: first, as its GOAWAY would read
+// as h2Finding's) or HTTP/2 (h2Finding); "" for another failure.
+func muxFinding(failure string) string {
+	if f := h3Finding(failure); f != "" {
+		return f
+	}
+	return h2Finding(failure)
+}
+
+// h3Reset and h3Closed read an HTTP/3 failure's text as the
+// client words quic-go's errors (a quic.StreamError, a
+// quic.ApplicationError, their code as http3.ErrCode says it: "H3_…", or
+// "unknown error code: 0x…").
+var (
+	h3Reset  = regexp.MustCompile(`HTTP/3 stream reset by the peer: (unknown error code: )?([A-Za-z_0-9]+)`)
+	h3Closed = regexp.MustCompile(`HTTP/3 connection closed by the peer: (unknown error code: )?([A-Za-z_0-9]+)`)
+)
+
+// h3Finding names what an HTTP/3 failure text says happened: "reset
+// (CODE)" for a stream the peer reset (RESET_STREAM), "connection closed
+// (CODE)", "GOAWAY (stream not served)" for a stream the gateway's GOAWAY
+// left out, "stream limit (MAX_STREAMS)" for a request whose time ran out
+// waiting for a stream; "" for another failure.
+func h3Finding(failure string) string {
+	if m := h3Reset.FindStringSubmatch(failure); m != nil {
+		return "reset (" + m[2] + ")"
+	}
+	if m := h3Closed.FindStringSubmatch(failure); m != nil {
+		return "connection closed (" + m[2] + ")"
+	}
+	switch {
+	case strings.Contains(failure, "HTTP/3: the gateway sent GOAWAY: stream not served"):
+		return "GOAWAY (stream not served)"
+	case strings.Contains(failure, "the gateway's stream limit (MAX_STREAMS) was reached"):
+		return "stream limit (MAX_STREAMS)"
 	}
 	return ""
 }

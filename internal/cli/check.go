@@ -67,7 +67,7 @@ func checkFlags(cfg *Config, co *checkOptions) *pflag.FlagSet {
 	fs.StringSliceVar(&co.only, "only", nil, "<names> run only these checks (comma-separated)")
 	fs.StringSliceVar(&co.skip, "skip", nil, "<names> leave these checks out (comma-separated)")
 	fs.BoolVar(&co.long, "long", false, "also run the long checks (a minute or more each)")
-	fs.IntVar(&co.streams, "streams-per-conn", check.MuxStreams, "<n> streams the multiplex check runs at once on one HTTP/2 connection (def 8)")
+	fs.IntVar(&co.streams, "streams-per-conn", check.MuxStreams, "<n> streams the multiplex check runs at once on one HTTP/2 (--http3: QUIC) connection (def 8)")
 	fs.StringVar(&cfg.JSONPath, "json", "", "<file> write the check as a JSON document")
 	fs.StringVar(&cfg.HTMLPath, "html", "", "<file> write the check as a self-contained HTML page")
 	fs.StringVar(&cfg.Model, "model", cfg.Model, "<name> model the requests ask for (def sse-latency-1)")
@@ -117,8 +117,8 @@ func checkArgs(ctx context.Context, ln net.Listener, args []string, stdout, stde
 
 // validateStreams checks --streams-per-conn (given: set on the command
 // line): at least 2, and, when given, a multiplex check that runs over
-// HTTP/2 — an https:// target, or an http:// one with --h2c, not --http3
-// — and is not left out by --only or --skip.
+// HTTP/2 — an https:// target, or an http:// one with --h2c — or HTTP/3
+// (--http3), and is not left out by --only or --skip.
 func (co checkOptions) validateStreams(given bool, cfg Config, t target) error {
 	n := co.streams
 	switch {
@@ -126,8 +126,6 @@ func (co checkOptions) validateStreams(given bool, cfg Config, t target) error {
 		return fmt.Errorf("--streams-per-conn %d: the multiplex check needs at least 2 streams on its connection", n)
 	case !given:
 		return nil
-	case cfg.HTTP3:
-		return errors.New("--streams-per-conn sets the multiplex check's HTTP/2 streams, which --http3 skips")
 	case t.scheme != "https" && !cfg.H2C:
 		return errors.New("--streams-per-conn: the multiplex check of an http:// target runs over HTTP/2 with prior knowledge: add --h2c")
 	case len(co.only) > 0 && !slices.Contains(co.only, "multiplex"), slices.Contains(co.skip, "multiplex"):
