@@ -44,6 +44,7 @@ type muxStream struct {
 	retried       bool   // rec.ReuseFailed: refused before its response on the shared connection, sent again
 	proto         string // rec.Proto
 	start         int64  // the request began (its session waited for the shared connection from then)
+	inFlight      int    // rec.Streams: streams in flight on the connection when its own began, itself included
 	sent          int64  // the last request byte written
 	serverArrived int64  // the server had read the request
 	firstEmitted  int64  // the server wrote its first token
@@ -54,7 +55,7 @@ type muxStream struct {
 
 // muxStreamOf reads rec.
 func muxStreamOf(rec *result.Request) muxStream {
-	m := muxStream{conn: rec.ConnID, retried: rec.ReuseFailed, proto: rec.Proto, start: rec.Start, sent: rec.Sent, serverArrived: rec.ServerArrived}
+	m := muxStream{conn: rec.ConnID, retried: rec.ReuseFailed, proto: rec.Proto, start: rec.Start, inFlight: rec.Streams, sent: rec.Sent, serverArrived: rec.ServerArrived}
 	if !rec.OK() {
 		m.failure, m.kind = failureTexts(rec)[0], failureKinds(rec)[0]
 	}
@@ -256,7 +257,7 @@ func multiplexRow(f muxFacts) Row {
 	if j, k := limited(f.streams); k >= 0 {
 		return Row{Status: Warn, Requests: n, Advise: []advice.Key{advice.MuxStreams},
 			Evidence: fmt.Sprintf("stream %d's request, begun while stream %d was streaming, was sent only after stream %d's last token was out: "+
-				"the gateway allows fewer than %d streams at once on one connection (%s)", k+1, j+1, j+1, n, streamLimit(protos))}
+				"the gateway allows fewer than %d streams at once on one connection%s (%s)", k+1, j+1, j+1, n, f.peak(), streamLimit(protos))}
 	}
 	switch o, j, k := serialised(f.streams); o {
 	case muxQueued:
@@ -300,6 +301,21 @@ func h2Finding(failure string) string {
 		return "GOAWAY"
 	}
 	return ""
+}
+
+// peak words the most streams the client counted in flight at once on
+// the connection (the records' Streams: a stream the peer has ended
+// counts until the client read its end, so the limit may be one or two
+// below), "" when it counted none.
+func (f muxFacts) peak() string {
+	most := 0
+	for _, s := range f.streams {
+		most = max(most, s.inFlight)
+	}
+	if most == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", at most %d in flight at once", most)
 }
 
 // limited looks for a stream whose request the client could not send
