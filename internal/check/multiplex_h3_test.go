@@ -65,13 +65,18 @@ func rejecting(next http.Handler) http.Handler {
 	})
 }
 
+// muxAttempts bounds the checks of a gateway expected to pass whose
+// streams' flush verdict is not a pass (a busy machine's stalls).
+const muxAttempts = 5
+
 // TestMultiplexH3Gateways runs the multiplex row over HTTP/3 (--http3)
 // through real HTTP/3 gateways — httputil.ReverseProxy served by
 // quic-go's http3.Server, forwarding to the server over HTTP/1.1: the n
 // streams (8, or Options.StreamsPerConn) are bidirectional streams of
 // one QUIC connection (PASS, saying so); the proxy forwarding one stream
 // at a time (FAIL serialised) or resetting one mid-stream (FAIL, naming
-// the reset's HTTP/3 error code); one refusing a stream before its
+// the reset's HTTP/3 error code; or WARN, sent again, when the reset
+// overtook the stream's head); one refusing a stream before its
 // response (H3_REQUEST_REJECTED: the client sends a joined stream again,
 // WARN; the connection's first stream it does not, FAIL naming the code);
 // and one allowing two streams at once (MAX_STREAMS 2), where the client
@@ -92,20 +97,37 @@ func TestMultiplexH3Gateways(t *testing.T) {
 		{"a reverse proxy over h3, 5 streams", h3Proxy(nil, 0), 5, []outcome{{Pass, []string{"5 streams at once on one h3 connection, each flushed"}}}},
 		{"a serialising proxy over h3", h3Proxy(serialising, 0), 3, []outcome{{Fail, []string{"serialised: stream", "one at a time"}}}},
 		{"a resetting proxy over h3", h3Proxy(resetting, 0), 0, []outcome{{Fail, []string{"1 of 8 streams on one connection failed",
-			"reset (H3_INTERNAL_ERROR): recv error: HTTP/3 stream reset by the peer: H3_INTERNAL_ERROR"}}}},
+			"reset (H3_INTERNAL_ERROR): recv error: HTTP/3 stream reset by the peer: H3_INTERNAL_ERROR"}},
+			// A QUIC reset lets the receiver discard what it had not
+			// read: a joined stream reset before the client read its head
+			// is one refused before its response, sent again.
+			{Warn, []string{"the gateway refused stream ", "the client sent it again"}}}},
 		{"a rejecting proxy over h3", h3Proxy(rejecting, 0), 0, []outcome{
 			{Warn, []string{"the gateway refused stream ", " of 8 before its response on the shared connection", "the client sent it again"}},
 			{Fail, []string{"1 of 8 streams on one connection failed", "reset (H3_REQUEST_REJECTED): "}}}},
 		{"a proxy allowing 2 streams over h3", h3Proxy(nil, 2), 4, []outcome{{Warn, []string{"was sent only after stream",
 			"allows fewer than 4 streams at once on one connection, at most ", "MAX_STREAMS: QUIC has no SETTINGS"}}}},
 	} {
-		rep, err := checkWith(t, tt.gw, Options{Client: client.Options{Dialect: api.Chat, HTTP3: true}, Only: []string{"multiplex"},
-			StreamsPerConn: tt.streams})
-		r, ok := rows(t, rep, err)["multiplex"]
-		if !ok {
-			t.Fatalf("%s: no multiplex row in %+v", tt.name, rep.Rows)
+		var r Row
+		for attempt := 1; ; attempt++ {
+			rep, err := checkWith(t, tt.gw, Options{Client: client.Options{Dialect: api.Chat, HTTP3: true}, Only: []string{"multiplex"},
+				StreamsPerConn: tt.streams})
+			var ok bool
+			if r, ok = rows(t, rep, err)["multiplex"]; !ok {
+				t.Fatalf("%s: no multiplex row in %+v", tt.name, rep.Rows)
+			}
+			t.Logf("%s: %s %s (fix: %s)", tt.name, r.Status, r.Evidence, r.Fix)
+			// The flush verdict of the streams is a timing judgement: on a
+			// busy machine (the race detector, QUIC in process on both
+			// sides) the process stalls now and then, and the streams'
+			// tokens arrive in bursts. A gateway expected to pass is
+			// checked again (up to muxAttempts times, as e2e's timing
+			// rows); one that holds tokens fails every time.
+			if attempt == muxAttempts || tt.want[0].status != Pass || r.Status != Fail || !strings.HasPrefix(r.Evidence, "a stream's tokens held") {
+				break
+			}
+			t.Logf("%s: attempt %d: the flush verdict of the streams is not a pass; again", tt.name, attempt)
 		}
-		t.Logf("%s: %s %s (fix: %s)", tt.name, r.Status, r.Evidence, r.Fix)
 		matched := false
 		for _, o := range tt.want {
 			matched = matched || r.Status == o.status && !slices.ContainsFunc(o.says, func(s string) bool { return !strings.Contains(r.Evidence, s) })
