@@ -27,7 +27,8 @@ import (
 // streams per connection (MAX_STREAMS), so the streams beyond it wait on
 // the one connection until others end. Each check runs again (up to
 // checkAttempts times) while the tool says it fell behind its own
-// schedule, and skips if it always does.
+// schedule, and skips if it always does; the PASS is checked again while
+// the streams' flush verdict (a timing judgement) fails.
 func TestCheckHTTP3Multiplex(t *testing.T) {
 	ex := transportExample(t, "caddy-h3")
 	bin := requireProgram(t, ex.Gateway)
@@ -44,7 +45,7 @@ func TestCheckHTTP3Multiplex(t *testing.T) {
 			checkGoroutines(t)
 			ctx, cancel := context.WithTimeout(t.Context(), checkLimit)
 			defer cancel()
-			r, out := checkH3Multiplex(t, ctx, ex, bin, tt.streams)
+			r, out := checkH3Multiplex(t, ctx, ex, bin, tt.streams, tt.status == check.Pass)
 			if r.Status != tt.status {
 				t.Errorf("multiplex over HTTP/3 through Caddy, %d streams: %s %q; want %s\n%s", tt.streams, r.Status, r.Evidence, tt.status, out)
 			}
@@ -65,10 +66,12 @@ func TestCheckHTTP3Multiplex(t *testing.T) {
 
 // checkH3Multiplex runs the multiplex row of n streams over HTTP/3
 // through ex's gateway, started in front of a listener bound for the
-// dummy server (again while the tool says it fell behind); it returns
+// dummy server (again, up to checkAttempts times, while the tool says it
+// fell behind, or, when pass, while the streams' flush verdict — a timing
+// row's, as timingRows — is a FAIL: a busy machine's stalls); it returns
 // the row read back from --json and the text printed, the gateway's log
 // after it.
-func checkH3Multiplex(t *testing.T, ctx context.Context, ex Example, bin string, n int) (check.Row, string) {
+func checkH3Multiplex(t *testing.T, ctx context.Context, ex Example, bin string, n int, pass bool) (check.Row, string) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		backend := testutil.Listen(t)
@@ -90,11 +93,12 @@ func checkH3Multiplex(t *testing.T, ctx context.Context, ex Example, bin string,
 		if wantCode := map[bool]int{true: cli.ExitFailure, false: cli.ExitOK}[rep.Failed()]; code != wantCode {
 			t.Errorf("exit %d, want %d for a check with %d FAIL\n%s", code, wantCode, rep.Count(check.Fail), out)
 		}
-		if !strings.Contains(r.Evidence, check.Overloaded) {
-			t.Logf("%s: %s %s", ex.File, r.Status, r.Evidence)
+		t.Logf("%s: %s %s", ex.File, r.Status, r.Evidence)
+		held := pass && r.Status == check.Fail && strings.HasPrefix(r.Evidence, "a stream's tokens held")
+		if !strings.Contains(r.Evidence, check.Overloaded) && (!held || attempt == checkAttempts) {
 			return r, out
 		}
-		if attempt == checkAttempts {
+		if attempt == checkAttempts && !held {
 			t.Skipf("the machine is too busy for the multiplex row, %d times: %s", attempt, r.Evidence)
 		}
 		t.Logf("attempt %d: %s; again", attempt, r.Evidence)
