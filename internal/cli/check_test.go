@@ -150,6 +150,23 @@ func TestCheckThroughReverseProxy(t *testing.T) {
 // HTTP, or redirects ends the command at once (before the preflight
 // request's timeout), exit 1, with only the header on stdout and one line
 // on stderr saying why.
+// checkOneRow runs `check args --only multiplex --json FILE` serving -L on
+// ln, and returns its exit code, the document's one row and stdout; it
+// fails the test when the document does not have exactly one row.
+func checkOneRow(t *testing.T, ln net.Listener, args []string) (int, check.Row, *bytes.Buffer) {
+	t.Helper()
+	jsonPath := filepath.Join(t.TempDir(), "check.json")
+	args = append(args, "--only", "multiplex", "--json", jsonPath)
+	var stdout, stderr bytes.Buffer
+	code := CheckOn(context.Background(), ln, args, &stdout, &stderr)
+	var rep check.Report
+	b, err := os.ReadFile(jsonPath)
+	if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Rows) != 1 {
+		t.Fatalf("check %q: exit %d, %v\n%s%s", args, code, err, stdout.String(), stderr.String())
+	}
+	return code, rep.Rows[0], &stdout
+}
+
 // TestCheckStreamsPerConn: --streams-per-conn sets the number of streams
 // the multiplex row runs on one h2c connection to the server, as its
 // requests and evidence say in the JSON document and on stdout; without
@@ -163,16 +180,8 @@ func TestCheckStreamsPerConn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		jsonPath := filepath.Join(t.TempDir(), "check.json")
-		var stdout, stderr bytes.Buffer
-		args := append([]string{"-t", ln.Addr().String(), "-L", ln.Addr().String(), "--h2c", "--only", "multiplex", "--json", jsonPath}, tt.extra...)
-		code := CheckOn(context.Background(), ln, args, &stdout, &stderr)
-		var rep check.Report
-		b, err := os.ReadFile(jsonPath)
-		if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Rows) != 1 {
-			t.Fatalf("check %q: exit %d, %v\n%s%s", args, code, err, stdout.String(), stderr.String())
-		}
-		r := rep.Rows[0]
+		args := append([]string{"-t", ln.Addr().String(), "-L", ln.Addr().String(), "--h2c"}, tt.extra...)
+		code, r, stdout := checkOneRow(t, ln, args)
 		if strings.Contains(r.Evidence, check.Overloaded) {
 			t.Logf("%q: %s (the machine is busy; the streams are counted still)", args, r.Evidence)
 		} else if want := fmt.Sprintf("%d streams at once on one h2c connection", tt.want); code != ExitOK || r.Status != check.Pass ||
@@ -194,16 +203,8 @@ func TestCheckStreamsPerConnH3(t *testing.T) {
 	cert := newTestCert(t)
 	ln := testutil.Listen(t)
 	gw, protos := testutil.H3Relay(t, func() string { return ln.Addr().String() }, cert.tls)
-	jsonPath := filepath.Join(t.TempDir(), "check.json")
-	var stdout, stderr bytes.Buffer
-	args := []string{"-t", "https://" + gw, "-L", ln.Addr().String(), "--insecure", "--http3", "--only", "multiplex", "--streams-per-conn", "3", "--json", jsonPath}
-	code := CheckOn(context.Background(), ln, args, &stdout, &stderr)
-	var rep check.Report
-	b, err := os.ReadFile(jsonPath)
-	if err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Rows) != 1 {
-		t.Fatalf("check %q: exit %d, %v\n%s%s", args, code, err, stdout.String(), stderr.String())
-	}
-	r := rep.Rows[0]
+	args := []string{"-t", "https://" + gw, "-L", ln.Addr().String(), "--insecure", "--http3", "--streams-per-conn", "3"}
+	code, r, stdout := checkOneRow(t, ln, args)
 	// The streams are counted whatever the flush verdict of them: a busy
 	// machine (the race detector, in-process QUIC on both sides) makes
 	// the tool fall behind, or bursts its own deliveries.
