@@ -194,7 +194,8 @@ var Examples = []Example{
 
 // TransportExamples are the shipped configurations for real transports:
 // keep-alive on both hops, TLS on both hops and HTTP/2 from the client,
-// the Responses API's WebSocket mode. Each needs its own sse-latency flags
+// TLS and HTTP/2 from the client in front of a plain backend (nginx-h2-tls,
+// which check_mux_test.go checks), the Responses API's WebSocket mode. Each needs its own sse-latency flags
 // (-k; --tls-self-signed, an https target, --http2; --api responses
 // --websocket) and the TLS one a certificate, so TestGateways and the report,
 // which measure every Example alike, leave them to transport_test.go and
@@ -204,6 +205,7 @@ var TransportExamples = []Example{
 	{Name: "haproxy-keepalive", Gateway: HAProxy, File: "examples/haproxy/haproxy-keepalive.cfg"},
 	{Name: "nginx-keepalive", Gateway: Nginx, File: "examples/nginx/nginx-keepalive.conf"},
 	{Name: "haproxy-tls-h2", Gateway: HAProxy, File: "examples/haproxy/haproxy-tls-h2.cfg", PEM: true},
+	{Name: "nginx-h2-tls", Gateway: Nginx, File: "examples/nginx/nginx-h2-tls.conf", PEM: true},
 	{Name: "caddy-h3", Gateway: Caddy, File: "examples/caddy/Caddyfile-h3", PEM: true},
 	{Name: "haproxy-websocket", Gateway: HAProxy, File: "examples/haproxy/haproxy-websocket.cfg"},
 	{Name: "nginx-websocket", Gateway: Nginx, File: "examples/nginx/nginx-websocket.conf"},

@@ -196,7 +196,16 @@ func serialised(ss []muxStream) (o muxOrder, j, k int) {
 	return muxConcurrent, -1, -1
 }
 
-// multiplexRow words the multiplex scenario: SKIP when the gateway chose
+// multiplexRow is the multiplex scenario's row (muxVerdict), with the
+// number of distinct connections its streams went on (Row.Connections).
+func multiplexRow(f muxFacts) Row {
+	row := muxVerdict(f)
+	conns, _ := f.conns()
+	row.Connections = len(conns)
+	return row
+}
+
+// muxVerdict words the multiplex scenario: SKIP when the gateway chose
 // HTTP/1.1 (ALPN); FAIL when a stream failed (a reset with its code, a
 // GOAWAY, as the failures read), when the streams were serialised, or
 // when their tokens were held (the flush row's verdict of them); WARN
@@ -206,7 +215,7 @@ func serialised(ss []muxStream) (o muxOrder, j, k int) {
 // once another had ended (the gateway's stream limit: a QUIC client
 // waits for MAX_STREAMS credit), or when the tool fell behind its own
 // schedule; PASS when all n ran at once on one connection, each flushed.
-func multiplexRow(f muxFacts) Row {
+func muxVerdict(f muxFacts) Row {
 	n := f.n
 	conns, protos := f.conns()
 	if len(protos) == 1 && protos[0] == "HTTP/1.1" {

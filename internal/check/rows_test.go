@@ -174,6 +174,38 @@ func TestRowOutcomes(t *testing.T) {
 	}
 }
 
+// TestMultiplexConnections: the multiplex row counts the distinct
+// connections its streams went on (Row.Connections), whatever its
+// verdict; a stream without one (it failed before connecting) does not
+// count.
+func TestMultiplexConnections(t *testing.T) {
+	flushing := verdict.Verdict{Class: verdict.Flushes, AddedP50Ms: 0.051}
+	for _, tt := range []struct {
+		name string
+		edit func(i int, s *muxStream)
+		want int
+	}{
+		{"one connection", func(int, *muxStream) {}, 1},
+		{"two connections", func(i int, s *muxStream) { s.conn = int64(1 + i/4) }, 2},
+		{"a refused stream sent again on another", func(i int, s *muxStream) {
+			if i == 5 {
+				s.retried, s.conn = true, 2
+			}
+		}, 2},
+		{"one on each", func(i int, s *muxStream) { s.conn = int64(i + 1) }, 8},
+		{"one never connected", func(i int, s *muxStream) {
+			if i == 0 {
+				s.conn, s.failure = 0, "connect error: connection refused"
+			}
+		}, 1},
+	} {
+		r := multiplexRow(muxFacts{n: 8, flush: flushRow(flushing, 8), streams: muxOf(8, tt.edit, "h2")})
+		if r.Connections != tt.want {
+			t.Errorf("%s: multiplexRow counts %d connections (%s %s), want %d", tt.name, r.Connections, r.Status, r.Evidence, tt.want)
+		}
+	}
+}
+
 // TestRowAdvice: the fix is the identified gateway's own setting, never
 // another's; for a gateway not identified the generic one, with the
 // others as "if your gateway is …".

@@ -223,6 +223,20 @@ func (g *h2Group) opened(c *groupConn, s *Session) {
 	}()
 }
 
+// carry adds to the group a connection its opener has made, pending
+// until opened (or abandon) says how it went, held by the opener: on the
+// event loops a handshake that fell back to the goroutine engine
+// (tlsFallback) hands its connection to the group so, and the sessions
+// that waited for it there wait for it here. It never blocks: the loop
+// calls it.
+func (g *h2Group) carry() *groupConn {
+	c := &groupConn{ready: make(chan struct{}), refs: 1}
+	g.mu.Lock()
+	g.conns = append(g.conns, c)
+	g.mu.Unlock()
+	return c
+}
+
 // abandon tells the group that c will not be opened for it: the connect
 // failed, or the server chose HTTP/1.1.
 func (g *h2Group) abandon(c *groupConn) {

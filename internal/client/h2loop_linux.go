@@ -1130,8 +1130,13 @@ func (g *loopGroup) pending() bool {
 // joinGroup puts the request on a connection of the session's group
 // that takes another stream (reused), else, while one is being opened,
 // makes it wait for that one (within its deadline), else opens one for
-// the group.
+// the group; once the Request's TLS fell back to the goroutine engine,
+// it joins the group there.
 func (ls *loopSession) joinGroup() {
+	if ls.s.q.state().tlsFallback.Load() != nil {
+		ls.joinFallback() // the group's connections are the goroutine engine's now
+		return
+	}
 	g := &ls.s.group.loop
 	for _, h := range g.conns {
 		if h.takes() {

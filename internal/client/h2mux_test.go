@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -629,6 +630,50 @@ func TestStreamsPerConnTLS(t *testing.T) {
 	s.mu.Unlock()
 	if len(perID) != slots/perConn || len(remotes) != slots/perConn || slices.ContainsFunc(slices.Collect(maps.Values(perID)), func(n int) bool { return n != perConn }) {
 		t.Errorf("requests per connection %v, client addresses at the server %v; want %d connections of %d", perID, remotes, slots/perConn, perConn)
+	}
+}
+
+// TestStreamsPerConnTLS12: a group's streams share one connection over
+// TLS 1.2 (the server stops there; h2 by ALPN), as nginx 1.22 offers it
+// by default: every request ok over h2 with its tokens, the server
+// accepting one connection. On the event loops, whose record layer speaks
+// TLS 1.3, the opener's request moves to the goroutine engine with its
+// connection, and the sessions that waited for it join it there — the
+// Request says why (TLSFallback).
+func TestStreamsPerConnTLS12(t *testing.T) {
+	const slots, tokens = 4, 4
+	var s seen
+	srv := httptest.NewUnstartedServer(sseHandler(tokens, &s))
+	ln := &countingListener{Listener: srv.Listener}
+	srv.Listener = ln
+	srv.TLS = &tls.Config{MaxVersion: tls.VersionTLS12}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	q := New(Options{Addr: ln.Addr().String(), TLS: &tls.Config{InsecureSkipVerify: true}, HTTP2: true, KeepAlive: true,
+		StreamsPerConn: slots, ExpectTokens: tokens, Tokens: -1, Timeout: testutil.AwaitBound})
+	sessions, closeAll := newSessions(q, slots)
+	recs := make([]*result.Request, slots)
+	var wg sync.WaitGroup
+	for i, sess := range sessions {
+		recs[i] = &result.Request{Batch: "gw", Index: i}
+		wg.Go(func() { sess.Do(context.Background(), recs[i]) })
+	}
+	wg.Wait()
+	closeAll()
+	ids := map[int64]bool{}
+	for i, r := range recs {
+		ids[r.ConnID] = true
+		if !r.OK() || r.Proto != ProtoH2 || len(r.Tokens) != tokens {
+			t.Errorf("slot %d over TLS 1.2: %q over %q with %d tokens; want ok over h2 with %d", i, r.Failure.Error(), r.Proto, len(r.Tokens), tokens)
+		}
+	}
+	if n := ln.accepted.Load(); n != 1 || len(ids) != 1 {
+		t.Errorf("%d slots of one group over TLS 1.2: the server accepted %d connections, the records name %d; want 1", slots, n, len(ids))
+	}
+	e, _ := q.ResolveEngine()
+	if note := q.TLSFallback(); e.OnLoops() != (note != "") || (note != "" && !strings.Contains(note, "TLS 1.2")) {
+		t.Errorf("engine %s: TLSFallback() = %q; want a note naming TLS 1.2 exactly on the event loops", e, note)
 	}
 }
 

@@ -146,13 +146,20 @@ func (s *Session) Do(ctx context.Context, rec *result.Request) {
 		s.doLoop(ctx, rec)
 		return
 	}
+	s.doHere(ctx, rec, s.clk.Now())
+}
+
+// doHere is Do on the goroutine engine, for a request begun at start (a
+// request the loops hand over keeps its own: joinFallback).
+func (s *Session) doHere(ctx context.Context, rec *result.Request, start int64) {
+	q := s.q
 	rec.ID = q.ID(rec.Batch, rec.Index)
 	// Whatever the outcome, the tokens that arrived without a usable pi_ts
 	// get their emission times from the registry (and the entry is freed),
 	// once the request has ended.
 	defer q.fillEmitted(rec)
 	clk := s.clk
-	rec.Start = clk.Now()
+	rec.Start = start
 	deadline := clk.ToTime(rec.Start).Add(q.Timeout)
 	defer func() {
 		if rec.End == 0 {

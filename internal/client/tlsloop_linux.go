@@ -175,26 +175,51 @@ func (ls *loopSession) tlsUp(d *tlsDial) {
 // tlsFallback: the handshake negotiated what the loops' record layer does
 // not speak (TLS 1.2): this request ends on the goroutine engine, on the
 // connection it has, and the Request's later ones run there (on that
-// connection too, when kept: Request.TLSFallback says why).
+// connection too, when kept: Request.TLSFallback says why). The opener of
+// a group's connection (Options.StreamsPerConn) carries it over to the
+// group's connections on the goroutine engine, as pending, before the
+// sessions that waited for it on the loop are woken: they go there too
+// (loopSession.joinFallback) and join it.
 func (ls *loopSession) tlsFallback(d *tlsDial) {
 	s, ctx, rec, done := ls.s, ls.ctx, ls.rec, ls.done
 	st := s.q.state()
 	st.tlsFallback.CompareAndSwap(nil, &d.why)
+	var gc *groupConn
+	if s.group != nil && d.tc.ConnectionState().NegotiatedProtocol == http2.NextProtoTLS {
+		gc = s.group.carry()
+	}
 	ls.openDone()
 	ls.unwatchCtx()
 	ls.active = false
 	ls.ctx, ls.rec, ls.done, ls.x, ls.ws = nil, nil, nil, h1Exchange{}, nil
 	rec.Connected, rec.TLSDone = d.connected, d.tlsDone
 	go func() {
-		s.doFallback(ctx, rec, d.raw, d.tc)
+		s.doFallback(ctx, rec, d.raw, d.tc, gc)
+		done(rec)
+	}()
+}
+
+// joinFallback: the Request's TLS moved to the goroutine engine
+// (tlsFallback) while this request of a group waited on the loop for the
+// group's connection: the request goes there too, from its start, and
+// joins the group's connection as Session.Do does — the one its opener
+// carried over, not one of its own.
+func (ls *loopSession) joinFallback() {
+	s, ctx, rec, done := ls.s, ls.ctx, ls.rec, ls.done
+	ls.unwatchCtx()
+	ls.active = false
+	ls.ctx, ls.rec, ls.done, ls.x, ls.ws = nil, nil, nil, h1Exchange{}, nil
+	go func() {
+		s.doHere(ctx, rec, rec.Start)
 		done(rec)
 	}()
 }
 
 // doFallback runs the rest of a request whose connection the handshake
 // goroutine made on the goroutine engine, which keeps the connection
-// when the exchange allows, as its own.
-func (s *Session) doFallback(ctx context.Context, rec *result.Request, raw net.Conn, tc *tls.Conn) {
+// when the exchange allows, as its own — or, with gc, as its group's
+// (gc pending until then: h2Group.carry).
+func (s *Session) doFallback(ctx context.Context, rec *result.Request, raw net.Conn, tc *tls.Conn, gc *groupConn) {
 	q := s.q
 	defer q.fillEmitted(rec)
 	if s.buf == nil {
@@ -206,7 +231,15 @@ func (s *Session) doFallback(ctx context.Context, rec *result.Request, raw net.C
 	deadline := s.clk.ToTime(rec.Start).Add(q.Timeout)
 	if tc.ConnectionState().NegotiatedProtocol == http2.NextProtoTLS {
 		// HTTP/2 over TLS 1.2, as Session.connect starts it.
-		if s.startH2(ctx, rec, ProtoH2) {
+		ok := s.startH2(ctx, rec, ProtoH2)
+		switch {
+		case gc != nil && ok:
+			s.group.opened(gc, s)
+			s.gc = gc
+		case gc != nil:
+			s.group.abandon(gc)
+		}
+		if ok {
 			rec.Reused, rec.Proto = false, s.proto
 			s.doH2(ctx, rec, deadline, false)
 		}

@@ -53,9 +53,13 @@ func WriteCheckGateway(w io.Writer, id *gateway.Identity) error {
 //	FAIL  flush             flushes every event: buffered, whole response: 100% of the tokens arrived after …
 //	                        fix: lighttpd: set server.stream-response-body = 2: …
 //	                             https://redmine.lighttpd.net/projects/lighttpd/wiki/Server_stream-response-bodyDetails
+//
+// A row that counted its connections (the multiplex row: Row.Connections)
+// says on how many its requests went, after the evidence: "; on 1
+// connection", "; on 2 connections".
 func WriteCheckRow(w io.Writer, r checkreport.Row) error {
 	p := printer{w: w}
-	p.printf("%-4s  %-*s  %s: %s\n", r.Status, checkNameWidth, r.Name, r.Title, r.Evidence)
+	p.printf("%-4s  %-*s  %s: %s%s\n", r.Status, checkNameWidth, r.Name, r.Title, r.Evidence, onConnections(r.Connections))
 	indent := 4 + 2 + checkNameWidth
 	if len(r.Advice) == 0 && r.Fix != "" {
 		p.printf("%*s  fix: %s\n", indent, "", r.Fix)
@@ -74,6 +78,18 @@ func WriteCheckRow(w io.Writer, r checkreport.Row) error {
 		}
 	}
 	return p.err
+}
+
+// onConnections words a row's connections after its evidence, "" when
+// it did not count them (0).
+func onConnections(n int) string {
+	switch {
+	case n == 0:
+		return ""
+	case n == 1:
+		return "; on 1 connection"
+	}
+	return fmt.Sprintf("; on %d connections", n)
 }
 
 // checkSummary is the last line of a check: the rows by status (SKIP

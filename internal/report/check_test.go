@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,39 @@ func TestCheckSkip(t *testing.T) {
 		}
 		if rep.Failed() {
 			t.Errorf("%s: a SKIP counts as failed", tt.name)
+		}
+	}
+}
+
+// TestCheckConnections: a row that counted its connections (the
+// multiplex row) says on how many its requests went, after its evidence,
+// in the text, and in JSON as "connections"; a row that did not (0) says
+// nothing of them in either.
+func TestCheckConnections(t *testing.T) {
+	for _, tt := range []struct {
+		conns int
+		text  string // the end of the row's line
+		json  string // in its JSON ("" : no "connections" key)
+	}{
+		{0, "each flushed\n", ""},
+		{1, "each flushed; on 1 connection\n", `"connections":1`},
+		{2, "each flushed; on 2 connections\n", `"connections":2`},
+	} {
+		r := checkreport.Row{Name: "multiplex", Title: "streams of one connection flush independently", Status: checkreport.Pass,
+			Evidence: "8 streams at once on one h2 connection, each flushed", Requests: 8, Connections: tt.conns}
+		var text bytes.Buffer
+		if err := WriteCheckRow(&text, r); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(text.String(), tt.text) {
+			t.Errorf("WriteCheckRow of a row on %d connections: %q, want it to end %q", tt.conns, text.String(), tt.text)
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has := strings.Contains(string(b), `"connections"`); has != (tt.json != "") || !strings.Contains(string(b), tt.json) {
+			t.Errorf("the JSON of a row on %d connections: %s; want %q in it (none: no key)", tt.conns, b, tt.json)
 		}
 	}
 }

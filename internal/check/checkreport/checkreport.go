@@ -38,9 +38,14 @@ type Row struct {
 	// the generic one with the known gateways' as "if your gateway is …";
 	// absent for a row that passed, or whose fix is no gateway's setting.
 	Advice   []gwid.Advice `json:"advice,omitempty"`
-	Seconds  float64       `json:"duration_s"`         // how long the scenario took
-	Requests int           `json:"requests"`           // requests it made
-	Failures []string      `json:"failures,omitempty"` // the failure texts of its requests, when they matter (sanitised)
+	Seconds  float64       `json:"duration_s"` // how long the scenario took
+	Requests int           `json:"requests"`   // requests it made
+	// Connections is how many distinct client connections its requests
+	// used: the multiplex row's (its streams on one connection, or more
+	// when the gateway took fewer at once or refused some); 0 — unknown,
+	// every other row — is left out.
+	Connections int      `json:"connections,omitempty"`
+	Failures    []string `json:"failures,omitempty"` // the failure texts of its requests, when they matter (sanitised)
 	// FailureKinds are what went wrong with them, as the run's failure
 	// summary names it (failures.Kind: "closed_mid_stream", …).
 	FailureKinds []string `json:"failure_kinds,omitempty"`
