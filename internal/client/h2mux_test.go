@@ -930,43 +930,101 @@ func awaitRecord(t *testing.T, done <-chan *result.Request, what string) *result
 	}
 }
 
-// TestStreamsPerConnNoSettings: a peer that accepts the connection of a
-// group of three slots and never sends SETTINGS. The two slots joining
-// it fail, named, once the bound on the peer's SETTINGS has passed (a
-// test's bound, not h2SettingsWait), well within their own timeout, on
-// every engine; so does the next request that tries to join it; the
-// opener's request goes on within its own timeout, until the peer hangs
-// up, and then fails, named otherwise.
-func TestStreamsPerConnNoSettings(t *testing.T) {
-	p := newMutePeer(t, nil, 0, nil)
-	hooks := &h2Hooks{settingsWait: 20 * time.Millisecond}
-	q := New(Options{Addr: p.addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1,
-		Timeout: 10 * testutil.AwaitBound, hooks: hooks})
-	want := "recv error: http2: no SETTINGS from the server within 20ms"
-	sessions, closeAll := newSessions(q, 3)
-	defer closeAll()
-	done := startSlots(context.Background(), sessions)
-	var joiner *Session
-	for i := range 2 {
-		r := awaitRecord(t, done, "the joiners")
-		if got := r.Failure.Error(); got != want {
-			t.Errorf("joiner %d: %q, want %q", i, got, want)
+// stallPeer is a peer that reads the client's preface, sends first (no
+// SETTINGS, or only a part of them, or no HTTP/2 at all), then reads and
+// says nothing more until hangUp.
+func newStallPeer(t *testing.T, first []byte) *mutePeer {
+	t.Helper()
+	p := &mutePeer{}
+	p.addr = testutil.ServeTCP(t, func(c net.Conn) {
+		p.mu.Lock()
+		p.conns = append(p.conns, c)
+		p.mu.Unlock()
+		preface := make([]byte, len(http2.ClientPreface))
+		if _, err := io.ReadFull(c, preface); err != nil {
+			return
 		}
-		joiner = sessions[r.Index]
-	}
-	again := &result.Request{Batch: "gw", Index: 3}
-	joiner.Do(context.Background(), again)
-	if got := again.Failure.Error(); got != want {
-		t.Errorf("a joiner's next request, the connection still silent: %q, want %q", got, want)
-	}
-	select {
-	case r := <-done:
-		t.Fatalf("the opener's request ended before the peer hung up: %q", r.Failure.Error())
-	default:
-	}
-	p.hangUp()
-	if r := awaitRecord(t, done, "the opener"); r.OK() || r.Failure.Error() == want {
-		t.Errorf("the opener, the peer hung up: %q, want a failure other than %q", r.Failure.Error(), want)
+		if _, err := c.Write(first); err != nil {
+			return
+		}
+		io.Copy(io.Discard, c)
+	})
+	return p
+}
+
+// TestStreamsPerConnNoSettings: a peer that accepts the connection of a
+// group of three slots and never sends its whole SETTINGS: it sends
+// nothing, or a part of the SETTINGS frame and stalls, or bytes that are
+// not HTTP/2. The two slots joining it fail, named, within the bound on
+// the peer's SETTINGS (a test's bound, not h2SettingsWait), well within
+// their own timeout, never hanging, on every engine; so does the next
+// request that tries to join it. A silent peer's opener goes on within
+// its own timeout until the peer hangs up, then fails, named otherwise; a
+// peer that is not HTTP/2 fails the opener at once.
+func TestStreamsPerConnNoSettings(t *testing.T) {
+	silent := "recv error: http2: no SETTINGS from the server within 20ms"
+	// x/net's words for a peer that is not HTTP/2: its reader's, or, for
+	// a request that comes after the reader has failed, its RoundTrip's.
+	tooLarge := "recv error: send: http2: failed reading the frame payload: http2: frame too large, " +
+		"note that the frame header looked like an HTTP/1.1 header"
+	notEstablished := "recv error: send: http2: client conn could not be established"
+	settings := frame(http2.FrameSettings, 0, 0, "\x00\x03\x00\x00\x00\x64")
+	for _, tt := range []struct {
+		name  string
+		first []byte   // what the peer sends after the client's preface
+		want  []string // the joiners' failure, one of these
+		// fails: the opener fails at once, with a failure of want,
+		// rather than going on until the peer hangs up; the bound on
+		// the SETTINGS is then far beyond the test's, so that the
+		// failure is the bytes', however late the loaded machine reads
+		// them.
+		fails bool
+	}{
+		{"nothing", nil, []string{silent}, false},
+		{"part of a SETTINGS frame", settings[:len(settings)-2], []string{silent}, false},
+		{"not HTTP/2", []byte("HTTP/1.1 400 Bad Request\r\n"), []string{tooLarge, notEstablished}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newStallPeer(t, tt.first)
+			hooks := &h2Hooks{settingsWait: 20 * time.Millisecond}
+			if tt.fails {
+				hooks.settingsWait = 10 * testutil.AwaitBound
+			}
+			q := New(Options{Addr: p.addr, H2C: true, KeepAlive: true, StreamsPerConn: 3, ExpectTokens: 3, Tokens: -1,
+				Timeout: 10 * testutil.AwaitBound, hooks: hooks})
+			sessions, closeAll := newSessions(q, 3)
+			defer closeAll()
+			done := startSlots(context.Background(), sessions)
+			slots := 2 // the joiners
+			if tt.fails {
+				slots = 3 // and the opener, as soon
+			}
+			var joiner *Session
+			for range slots {
+				r := awaitRecord(t, done, "the joiners")
+				if got := r.Failure.Error(); !slices.Contains(tt.want, got) {
+					t.Errorf("slot %d: %q, want one of %q", r.Index, got, tt.want)
+				}
+				joiner = sessions[r.Index]
+			}
+			again := &result.Request{Batch: "gw", Index: 3}
+			joiner.Do(context.Background(), again)
+			if got := again.Failure.Error(); !slices.Contains(tt.want, got) {
+				t.Errorf("a slot's next request, the connection without SETTINGS: %q, want one of %q", got, tt.want)
+			}
+			if tt.fails {
+				return
+			}
+			select {
+			case r := <-done:
+				t.Fatalf("the opener's request ended before the peer hung up: %q", r.Failure.Error())
+			default:
+			}
+			p.hangUp()
+			if r := awaitRecord(t, done, "the opener"); r.OK() || slices.Contains(tt.want, r.Failure.Error()) {
+				t.Errorf("the opener, the peer hung up: %q, want a failure other than %q", r.Failure.Error(), tt.want)
+			}
+		})
 	}
 }
 

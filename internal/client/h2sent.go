@@ -53,7 +53,8 @@ type muxConn struct {
 	unclaimed []unclaimedStream       // HEADERS on the wire, WroteHeaders not yet
 	open      map[uint32]*streamStamp // bound, END_STREAM not yet written
 
-	heard atomic.Bool // a Read returned bytes: the peer's SETTINGS, its first frame, came
+	first settingsScan // the peer's first frame, read by the transport's one reading goroutine
+	heard atomic.Bool  // the peer's SETTINGS came whole, as its first frame (first)
 }
 
 // unclaimedStream is a stream seen on the wire before its WroteHeaders:
@@ -85,14 +86,58 @@ func (c *muxConn) wroteHeaders(st *streamStamp) {
 	c.open[u.id] = st
 }
 
-// Read reads from the connection, noting that the peer was heard (the
-// group's bound on its SETTINGS, h2SettingsWait).
+// Read reads from the connection, noting when the peer's SETTINGS have
+// come whole as its first frame (the group's bound on them,
+// h2SettingsWait): bytes alone are not SETTINGS, a part of the frame, or
+// a first frame of another type (or no HTTP/2 at all), is not heard.
+// Only the transport's read loop reads, so first needs no lock.
 func (c *muxConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
-	if n > 0 && !c.heard.Load() {
+	if n > 0 && !c.heard.Load() && c.first.scan(p[:n]) {
 		c.heard.Store(true)
 	}
 	return n, err
+}
+
+// settingsScan follows the first frame of the bytes a peer sends, across
+// reads that split it anywhere, to say when it has come whole and is a
+// SETTINGS frame on stream 0 (RFC 9113 §3.4: the server's connection
+// preface). Once it has decided, either way, it reads no further.
+type settingsScan struct {
+	hdr  [9]byte
+	hn   int  // bytes of hdr filled
+	skip int  // payload bytes still to come, once hdr is whole
+	over bool // decided: the first frame ended, or it is not SETTINGS
+}
+
+// scan scans p, the next bytes read, and reports whether they complete a
+// first frame that is SETTINGS on stream 0; it reports so only once.
+func (s *settingsScan) scan(p []byte) bool {
+	if s.over {
+		return false
+	}
+	if s.hn < len(s.hdr) {
+		n := copy(s.hdr[s.hn:], p)
+		s.hn += n
+		p = p[n:]
+		if s.hn < len(s.hdr) {
+			return false
+		}
+		h := s.hdr
+		id := (uint32(h[5])<<24 | uint32(h[6])<<16 | uint32(h[7])<<8 | uint32(h[8])) & (1<<31 - 1)
+		if http2.FrameType(h[3]) != http2.FrameSettings || id != 0 {
+			s.over = true
+			return false
+		}
+		s.skip = int(h[0])<<16 | int(h[1])<<8 | int(h[2])
+	}
+	n := min(s.skip, len(p))
+	s.skip -= n
+	if s.skip > 0 {
+		return false
+	}
+	s.over = true
+	return true
 }
 
 func (c *muxConn) Write(p []byte) (int, error) {

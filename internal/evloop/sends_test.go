@@ -26,7 +26,7 @@ func TestSendsBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer set.Stop()
+	defer stopWithin(t, "the uring set's Stop", set.Stop)
 	l := set.Loops()[0]
 
 	// A socket's state before the batch.
@@ -132,7 +132,7 @@ func TestSendsBatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer es.Stop()
+		defer stopWithin(t, "the epoll set's Stop", es.Stop)
 		el := es.Loops()[0]
 		var got *Sends
 		onLoop(t, el, func() { got = el.Sends() })

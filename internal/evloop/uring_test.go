@@ -28,7 +28,7 @@ func TestUringOutOfBuffers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer set.Stop()
+	defer stopWithin(t, "the uring set's Stop", set.Stop)
 	l := set.Loops()[0]
 	const socks, msgs = 16, 20
 	type peer struct {

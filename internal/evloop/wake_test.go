@@ -25,7 +25,7 @@ func TestWakeDuringWoken(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	defer set.Stop()
+	defer stopWithin(t, "the epoll set's Stop", set.Stop)
 	l := set.Loops()[0]
 	var hooked atomic.Int32
 	hook := func(b *epollBackend) {
