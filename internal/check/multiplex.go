@@ -209,8 +209,8 @@ func multiplexRow(f muxFacts) Row {
 // HTTP/1.1 (ALPN); FAIL when a stream failed (a reset with its code, a
 // GOAWAY, as the failures read), when the streams were serialised, or
 // when their tokens were held (the flush row's verdict of them); WARN
-// when the gateway refused a stream before its response (the client
-// sent it again), when the streams needed more than one connection (the
+// when the gateway refused streams before their response on the shared
+// connection (a reset or a GOAWAY: the client sent them again), when the streams needed more than one connection (the
 // gateway took fewer at once), when a stream's request could be sent only
 // once another had ended (the gateway's stream limit: a QUIC client
 // waits for MAX_STREAMS credit), or when the tool fell behind its own
@@ -255,8 +255,8 @@ func muxVerdict(f muxFacts) Row {
 	}
 	if len(retried) > 0 {
 		return Row{Status: Warn, Requests: n, Advise: []advice.Key{advice.MuxStreams},
-			Evidence: fmt.Sprintf("the gateway refused stream %s of %d before its response on the shared connection (a reset or a GOAWAY): the client sent it again",
-				strings.Join(retried, ", "), n)}
+			Evidence: fmt.Sprintf("%d of %d streams refused before their response on the shared connection (stream %s; a reset or a GOAWAY) and sent again",
+				len(retried), n, strings.Join(retried, ", "))}
 	}
 	if len(conns) > 1 {
 		return Row{Status: Warn, Requests: n, Advise: []advice.Key{advice.MuxStreams},

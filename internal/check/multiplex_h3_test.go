@@ -101,9 +101,9 @@ func TestMultiplexH3Gateways(t *testing.T) {
 			// A QUIC reset lets the receiver discard what it had not
 			// read: a joined stream reset before the client read its head
 			// is one refused before its response, sent again.
-			{Warn, []string{"the gateway refused stream ", "the client sent it again"}}}},
+			{Warn, []string{" of 8 streams refused before their response", "and sent again"}}}},
 		{"a rejecting proxy over h3", h3Proxy(rejecting, 0), 0, []outcome{
-			{Warn, []string{"the gateway refused stream ", " of 8 before its response on the shared connection", "the client sent it again"}},
+			{Warn, []string{"1 of 8 streams refused before their response on the shared connection (stream ", "and sent again"}},
 			{Fail, []string{"1 of 8 streams on one connection failed", "reset (H3_REQUEST_REJECTED): "}}}},
 		{"a proxy allowing 2 streams over h3", h3Proxy(nil, 2), 4, []outcome{{Warn, []string{"was sent only after stream",
 			"allows fewer than 4 streams at once on one connection, at most ", "MAX_STREAMS: QUIC has no SETTINGS"}}}},
