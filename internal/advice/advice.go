@@ -57,14 +57,15 @@ const (
 	KeepaliveClosed   = Key("keepalive_closed")    // the connection closed after a stream
 	KeepaliveBroken   = Key("keepalive_broken")    // a kept connection broken under the next request
 	StreamBroken      = Key("stream_broken")       // a plain stream failed through the gateway
-	MuxStreams        = Key("mux_streams")         // the streams of one HTTP/2 or QUIC connection serialised, held, reset, refused or limited
+	MuxStreams        = Key("mux_streams")         // the streams of one HTTP/2 or QUIC connection serialised, held, reset or limited
+	MuxRefused        = Key("mux_refused")         // streams of a shared connection refused before their response (a per-connection request cap's GOAWAY, a reset) and sent again
 )
 
 // Keys lists every key; each has a generic row (a test checks it).
 var Keys = []Key{ByteThreshold, TimePeriod, OneEventBehind, WholeResponse, DispatchBursts, Compression, Nagle, FirstTokenHold,
 	HeldStart, ReasoningDropped, ReasoningConverted, ArgumentsHeld, IdleCut, HeartbeatsInjected, HeartbeatsSwallowed,
 	LargeEvent, EventRebuilt, UTF8Split, LineEndings, SSEFraming, UsageDropped, UsageRewritten, TerminalDropped, UpstreamCutHidden, ErrorStatus,
-	CancelIgnored, LargeBody, LargeBodySlow, KeepaliveClosed, KeepaliveBroken, StreamBroken, MuxStreams}
+	CancelIgnored, LargeBody, LargeBodySlow, KeepaliveClosed, KeepaliveBroken, StreamBroken, MuxStreams, MuxRefused}
 
 // Row is one row of the table: for gateway Gateway (gateway.Unknown for
 // the generic row) and finding Key, the setting to change, a snippet of

@@ -238,4 +238,10 @@ var Table = []Row{
 	{g.Unknown, StreamBroken, "relay the upstream's bytes as they come: do not parse and rebuild the stream, or parse it per the SSE specification", "", refSSE},
 	{g.Unknown, MuxStreams, "forward each stream of a client's HTTP/2 (or HTTP/3) connection upstream on its own, at once, and flush each as it comes: " +
 		"allow at least as many concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS; QUIC's MAX_STREAMS over HTTP/3) as clients open, with flow-control windows that keep one stream from holding another", "", refHTTP2 + "#section-5.1.2"},
+	{g.Unknown, MuxRefused, "raise the gateway's cap on the requests of one client connection (it answers the request past the cap with a GOAWAY, and the streams it left out are refused) and avoid reloads under load (a reload's GOAWAY does the same): " +
+		"every refused stream costs the client a new request, on a new connection", "", refHTTP2 + "#section-6.8"},
+	{g.Nginx, MuxRefused, "raise keepalive_requests (1000 by default; before nginx 1.19.7 http2_max_requests): the request that reaches it makes nginx send a GOAWAY, and the streams it left out are sent again on a new connection; a reload's GOAWAY does the same",
+		"http {\n    keepalive_requests 10000;\n}", "https://nginx.org/en/docs/http/ngx_http_core_module.html#keepalive_requests"},
+	{g.HAProxy, MuxRefused, "raise tune.h2.fe.max-total-streams (unlimited by default): past it haproxy sends a GOAWAY and the client sends the streams it left out again on a new connection; a reload's GOAWAY does the same",
+		"global\n    tune.h2.fe.max-total-streams 0", "https://docs.haproxy.org/2.8/configuration.html#3.2-tune.h2.fe.max-total-streams"},
 }

@@ -254,7 +254,10 @@ func muxVerdict(f muxFacts) Row {
 		}
 	}
 	if len(retried) > 0 {
-		return Row{Status: Warn, Requests: n, Advise: []advice.Key{advice.MuxStreams},
+		// MuxRefused, not MuxStreams: the streams ran at once; what
+		// turned them away is a cap on a connection's requests (or a
+		// reload's GOAWAY), a setting MuxStreams does not name.
+		return Row{Status: Warn, Requests: n, Advise: []advice.Key{advice.MuxRefused},
 			Evidence: fmt.Sprintf("%d of %d streams refused before their response on the shared connection (stream %s; a reset or a GOAWAY) and sent again",
 				len(retried), n, strings.Join(retried, ", "))}
 	}

@@ -122,9 +122,9 @@ func TestRowOutcomes(t *testing.T) {
 			}
 		}, "h2")}), Fail, []string{"2 of 4 streams", "(stream 3, 4)", "GOAWAY (ENHANCE_YOUR_CALM)"}, []advice.Key{advice.MuxStreams}},
 		{"multiplex retried", multiplexRow(muxFacts{n: 8, flush: flushRow(flushing, 8), streams: muxOf(8, func(i int, s *muxStream) { s.retried = i == 5 }, "h2")}), Warn,
-			[]string{"1 of 8 streams refused before their response", "(stream 6; a reset or a GOAWAY)", "and sent again"}, []advice.Key{advice.MuxStreams}},
+			[]string{"1 of 8 streams refused before their response", "(stream 6; a reset or a GOAWAY)", "and sent again"}, []advice.Key{advice.MuxRefused}},
 		{"multiplex retried twice", multiplexRow(muxFacts{n: 8, flush: flushRow(flushing, 8), streams: muxOf(8, func(i int, s *muxStream) { s.retried = i == 1 || i == 6 }, "h2")}), Warn,
-			[]string{"2 of 8 streams refused before their response on the shared connection", "(stream 2, 7; a reset or a GOAWAY)", "and sent again"}, []advice.Key{advice.MuxStreams}},
+			[]string{"2 of 8 streams refused before their response on the shared connection", "(stream 2, 7; a reset or a GOAWAY)", "and sent again"}, []advice.Key{advice.MuxRefused}},
 		{"multiplex two connections", multiplexRow(muxFacts{n: 8, flush: flushRow(flushing, 8), streams: muxOf(8, func(i int, s *muxStream) { s.conn = int64(1 + i/4) }, "h2")}), Warn,
 			[]string{"8 streams needed 2 connections"}, []advice.Key{advice.MuxStreams}},
 		{"multiplex queued", multiplexRow(muxFacts{n: 3, flush: flushRow(flushing, 3), streams: muxOf(3, func(i int, s *muxStream) { s.shift(int64(i) * 300e6) }, "h2c")}), Fail,
