@@ -15,6 +15,7 @@ import (
 	"github.com/sse-latency/sse-latency/internal/api"
 	"github.com/sse-latency/sse-latency/internal/clock"
 	"github.com/sse-latency/sse-latency/internal/result"
+	"golang.org/x/net/http2"
 )
 
 // startH2 starts HTTP/2 (proto ProtoH2 or ProtoH2C) on the session's new
@@ -87,7 +88,8 @@ func (s *Session) doH2(ctx context.Context, rec *result.Request, deadline time.T
 	x := h2Exchange{reused: reused, keepAlive: q.KeepAlive && !s.oneShot}
 	resp, err := s.cc.RoundTrip(req)
 	if err != nil {
-		if x.settle(step{err: err, cancelled: st.cancelled()}) == fateRetry {
+		cancelled := st.cancelled()
+		if x.settle(step{err: err, cancelled: cancelled}) == fateRetry || !cancelled && groupRefused(s.gc != nil, rec, err) {
 			return deadConn
 		}
 		rec.Failure = h2Failure(ctx, st.sctx, q, err, sysFailure(result.RecvError, "send: ", err))
@@ -345,4 +347,30 @@ func (q *Request) h2Parts(id, scheme string) (u *url.URL, host string, hdr http.
 		hdr.Add(name, value)
 	}
 	return u, host, hdr, body, nil
+}
+
+// groupRefused reports whether a stream of a group's connection (inGroup)
+// that failed before its response, err, is sent again although the
+// session opened the connection itself (a joiner's always is: reused):
+// the connection is shared from its first stream, so the opener's may go
+// after the joiners' and be the one the peer refuses — above the last
+// stream of a GOAWAY (a request cap reached, a reload), never written
+// because one had come, or reset with REFUSED_STREAM; the peer served
+// none of it. Once only (rec.ReuseFailed: already sent again), and not
+// for any other failure: a peer that hangs up on a new connection's
+// first stream fails it, as it would a connection of its own.
+func groupRefused(inGroup bool, rec *result.Request, err error) bool {
+	return inGroup && !rec.ReuseFailed && refusedUnserved(err)
+}
+
+// refusedUnserved reports whether err, a stream's failure before its
+// response, says that the peer did not serve it, in x/net/http2's words
+// (which the event loops' streams use too).
+func refusedUnserved(err error) bool {
+	var se http2.StreamError
+	if errors.As(err, &se) && se.Code == http2.ErrCodeRefusedStream {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "graceful shutdown GOAWAY") || strings.Contains(msg, "client conn not usable")
 }

@@ -939,7 +939,8 @@ func (c *econn) h2StreamFailed(err error) {
 	case c.phase == phDraining:
 		c.h2Done(fateKeep)
 	case st.x.r == nil:
-		if st.x.settle(step{err: err, cancelled: ls.ctx.Err() != nil}) == fateRetry {
+		cancelled := ls.ctx.Err() != nil
+		if st.x.settle(step{err: err, cancelled: cancelled}) == fateRetry || !cancelled && groupRefused(c.h2.group != nil, rec, err) {
 			ls.retry()
 			return
 		}

@@ -1090,3 +1090,41 @@ func TestStreamsPerConnCancelWhileJoining(t *testing.T) {
 	}
 	testutil.AwaitNoGoroutine(t, "client.(*h2Group).opened")
 }
+
+// TestStreamsPerConnOpenerRefused: the session that opens a group's
+// connection may find its own stream refused before its response — the
+// peer's GOAWAY (here right after its SETTINGS, last stream 0: a reload,
+// or a request cap reached by the streams of the sessions that joined
+// it, which went first) reaching the client before or after the stream
+// was written. The stream was not served: it is sent again, once, on a
+// new connection, as a joiner's is — a reuse failure, not the request's.
+func TestStreamsPerConnOpenerRefused(t *testing.T) {
+	chat := dialectStreams[0]
+	whole := []byte(chat.events(false, chat.tokens(3, true)...))
+	var opened atomic.Int32
+	addr := h2Peer(t, func(f *h2Writer, conn int, frame http2.Frame) {
+		switch fr := frame.(type) {
+		case *http2.SettingsFrame:
+			if conn == 1 && !fr.IsAck() {
+				opened.Add(1)
+				f.do(func(fr *http2.Framer) error { return fr.WriteGoAway(0, http2.ErrCodeNo, nil) })
+			}
+		case *http2.DataFrame:
+			if conn > 1 && fr.StreamEnded() {
+				h2Respond(f, fr.StreamID, whole, true)
+			}
+		}
+	})
+	q := New(Options{Addr: addr, H2C: true, KeepAlive: true, StreamsPerConn: 2, ExpectTokens: 3, Tokens: -1, Timeout: testutil.AwaitBound})
+	recs := runSlots(t, q, 1, 1)
+	r := recs[0][0]
+	if !r.OK() || r.VisibleCount() != 3 {
+		t.Errorf("the opener's request: %q with %d tokens; want ok with 3, sent again", r.Failure.Error(), r.VisibleCount())
+	}
+	if !r.ReuseFailed || r.ConnID != 2 {
+		t.Errorf("the opener's request: reuse failure %v on connection %d; want a reuse failure, then connection 2", r.ReuseFailed, r.ConnID)
+	}
+	if n := opened.Load(); n != 1 {
+		t.Errorf("the peer's first connection saw %d client SETTINGS, want 1", n)
+	}
+}
