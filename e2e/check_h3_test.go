@@ -65,21 +65,31 @@ func TestCheckHTTP3Multiplex(t *testing.T) {
 }
 
 // checkH3Multiplex runs the multiplex row of n streams over HTTP/3
-// through ex's gateway, started in front of a listener bound for the
-// dummy server (again, up to checkAttempts times, while the tool says it
-// fell behind, or, when pass, while the streams' flush verdict — a timing
+// through ex's gateway (checkMultiplex), its certificate trusted by
+// --cacert.
+func checkH3Multiplex(t *testing.T, ctx context.Context, ex Example, bin string, n int, pass bool) (check.Row, string) {
+	t.Helper()
+	return checkMultiplex(t, ctx, ex, bin, n, pass, func(gw *Launched) []string {
+		return []string{"--http3", "--cacert", filepath.Join(filepath.Dir(gw.ConfPath), testCertName)}
+	})
+}
+
+// checkMultiplex runs the multiplex row of n streams through ex's
+// gateway at https://, with the arguments transport gives for the
+// launched gateway, the gateway started in front of a listener bound for
+// the dummy server (again, up to checkAttempts times, while the tool says it fell
+// behind, or, when pass, while the streams' flush verdict — a timing
 // row's, as timingRows — is a FAIL: a busy machine's stalls); it returns
 // the row read back from --json and the text printed, the gateway's log
 // after it.
-func checkH3Multiplex(t *testing.T, ctx context.Context, ex Example, bin string, n int, pass bool) (check.Row, string) {
+func checkMultiplex(t *testing.T, ctx context.Context, ex Example, bin string, n int, pass bool, transport func(gw *Launched) []string) (check.Row, string) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		backend := testutil.Listen(t)
 		gw := launchFor(t, ctx, ex, bin, backend)
 		jsonPath := filepath.Join(t.TempDir(), "check.json")
-		args := []string{"-t", "https://" + gw.Addr, "-L", backend.Addr().String(), "--http3",
-			"--cacert", filepath.Join(filepath.Dir(gw.ConfPath), testCertName), "--only", "multiplex",
-			"--streams-per-conn", fmt.Sprint(n), "--json", jsonPath}
+		args := append([]string{"-t", "https://" + gw.Addr, "-L", backend.Addr().String()}, transport(gw)...)
+		args = append(args, "--only", "multiplex", "--streams-per-conn", fmt.Sprint(n), "--json", jsonPath)
 		var stdout, stderr bytes.Buffer
 		code := cli.CheckOn(ctx, backend, args, &stdout, &stderr)
 		gw.Stop(StopGrace)

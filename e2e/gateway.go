@@ -175,6 +175,9 @@ type Example struct {
 	File       string // path from the repository root
 	Compressed bool   // measured with --compressed (Accept-Encoding: gzip)
 	PEM        bool   // terminates TLS with the certificate and key at ExamplePEMPath
+	// Edit, when set, changes the example's bytes before they are
+	// rendered: a test's variant of a shipped configuration.
+	Edit func([]byte) []byte
 }
 
 // Examples are the shipped configurations, in the order of the report.

@@ -51,6 +51,9 @@ func exampleConfig(t *testing.T, ex Example, dir string) []byte {
 	if err != nil {
 		t.Fatalf("reading the example configuration: %v", err)
 	}
+	if ex.Edit != nil {
+		b = ex.Edit(b)
+	}
 	if !ex.PEM {
 		return b
 	}
