@@ -46,21 +46,29 @@ func TestCheckHTTP3Multiplex(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), checkLimit)
 			defer cancel()
 			r, out := checkH3Multiplex(t, ctx, ex, bin, tt.streams, tt.status == check.Pass)
-			if r.Status != tt.status {
-				t.Errorf("multiplex over HTTP/3 through Caddy, %d streams: %s %q; want %s\n%s", tt.streams, r.Status, r.Evidence, tt.status, out)
-			}
-			for _, s := range tt.says {
-				if !strings.Contains(r.Evidence, s) {
-					t.Errorf("multiplex over HTTP/3, %d streams: the evidence %q does not say %q", tt.streams, r.Evidence, s)
-				}
-			}
+			checkMuxRow(t, fmt.Sprintf("multiplex over HTTP/3 through Caddy, %d streams", tt.streams), r, out, tt.status, tt.says)
 			if r.Requests != tt.streams {
 				t.Errorf("multiplex over HTTP/3: %d requests, want %d", r.Requests, tt.streams)
 			}
-			if r.Status != check.Pass && r.Fix == "" {
-				t.Errorf("multiplex over HTTP/3: a %s without a fix", r.Status)
-			}
 		})
+	}
+}
+
+// checkMuxRow checks the multiplex row r of a run (what names it, out is
+// what it printed): its status, every text of says in its evidence, and a
+// fix unless it passed.
+func checkMuxRow(t *testing.T, what string, r check.Row, out string, status check.Status, says []string) {
+	t.Helper()
+	if r.Status != status {
+		t.Errorf("%s: %s %q; want %s\n%s", what, r.Status, r.Evidence, status, out)
+	}
+	for _, s := range says {
+		if !strings.Contains(r.Evidence, s) {
+			t.Errorf("%s: the evidence %q does not say %q", what, r.Evidence, s)
+		}
+	}
+	if r.Status != check.Pass && r.Fix == "" {
+		t.Errorf("%s: a %s without a fix", what, r.Status)
 	}
 }
 

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -52,7 +53,11 @@ func exampleConfig(t *testing.T, ex Example, dir string) []byte {
 		t.Fatalf("reading the example configuration: %v", err)
 	}
 	if ex.Edit != nil {
-		b = ex.Edit(b)
+		edited := ex.Edit(b)
+		if bytes.Equal(edited, b) {
+			t.Fatalf("%s: the test's variant changed nothing (the example's text moved?)", ex.File)
+		}
+		b = edited
 	}
 	if !ex.PEM {
 		return b
