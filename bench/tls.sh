@@ -17,6 +17,11 @@
 # goroutine), h2cmuxN (h2c on the goroutine engine with -k --streams-per-conn N: the -c
 # slots share -c/N connections, N streams each; N = 1 is one stream per kept connection), and
 # h2cloopmuxN (the same on --engine epoll: the loops multiplex too).
+# TOKENS (default 200) is -n, the tokens of each stream; with two counts (TOKENS="200 1000") every
+# run is made at both and a last table gives each path's marginal CPU per token,
+# (CPU at the larger count - CPU at the smaller) / (c * the difference): the per-token
+# path's cost, with the handshakes, connections, start-up and teardown that both counts
+# pay taken out.
 # OLD and NEW may be the same binary: each run is then made once. Columns: emit->recv p50/p99 (the report's
 # "emit->recv (tokens)" line), client and server CPU per token
 # ((user+sys)/tokens, /usr/bin/time), the 1-minute load when the run
@@ -33,6 +38,15 @@ fi
 repeat=${REPEAT:-3}
 configs=${CONFIGS:-"100 300"}
 modes=${MODES:-"plain tls"}
+read -r -a tokens <<<"${TOKENS:-200}"
+if [ ${#tokens[@]} -gt 2 ]; then
+	echo "TOKENS: one or two token counts, not ${#tokens[@]}" >&2
+	exit 2
+fi
+if [ ${#tokens[@]} -eq 2 ] && [ "${tokens[0]}" -ge "${tokens[1]}" ]; then
+	echo "TOKENS: the smaller count first, then the larger (\"200 1000\"), not \"${tokens[*]}\"" >&2
+	exit 2
+fi
 read -r -a client_args <<<"${CLIENT_ARGS:-}"
 port=${BENCH_PORT:-20100}
 limit=${TIMEOUT:-120}
@@ -41,9 +55,9 @@ trap 'rm -rf "$tmp"' EXIT
 bins="$1"
 if [ "$2" != "$1" ]; then bins="$1 $2"; fi
 
-# one BIN MODE C: one run, one line
+# one BIN MODE C N: one run of N tokens a stream, one line
 one() {
-	local bin=$1 mode=$2 c=$3 ctl=$((port + 1))
+	local bin=$1 mode=$2 c=$3 n=$4 ctl=$((port + 1))
 	local sargs=() cargs=() tgt=127.0.0.1:$port
 	case $mode in tls* | h2 | h2go | h3) sargs=(--tls-self-signed) cargs=(--insecure) tgt=https://127.0.0.1:$port ;; esac
 	case $mode in h2 | h2go) cargs+=(--http2) ;; h2c*) cargs+=(--h2c) ;; h3) sargs+=(--http3) cargs+=(--http3) ;; esac
@@ -60,36 +74,50 @@ one() {
 	local load
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	/usr/bin/time -f "%U %S" -o "$tmp/ctime" timeout "$limit" "$bin" -t "$tgt" --server http://127.0.0.1:$ctl \
-		--control-token bench -l -r "$c" -c "$c" -n 200 -q "${cargs[@]}" >"$tmp/cli" 2>&1 || true
+		--control-token bench -l -r "$c" -c "$c" -n "$n" -q "${cargs[@]}" >"$tmp/cli" 2>&1 || true
 	pkill -TERM -P "$spid" || true
 	wait "$spid" 2>/dev/null || true
 	local line cu cs su ss
 	line=$(grep -m1 '^ *emit->recv (tokens)' "$tmp/cli" || echo "failed")
 	read -r cu cs < <(tail -1 "$tmp/ctime")
 	read -r su ss < <(tail -1 "$tmp/stime")
-	echo "$(basename "$bin") $mode $c $(sed -E 's/.*p50=([0-9.]+)ms.*p99=([0-9.]+)ms.*/\1 \2/' <<<"$line") $(echo "$cu + $cs" | bc) $(echo "$su + $ss" | bc) $load"
+	echo "$(basename "$bin") $mode $c $(sed -E 's/.*p50=([0-9.]+)ms.*p99=([0-9.]+)ms.*/\1 \2/' <<<"$line") $(echo "$cu + $cs" | bc) $(echo "$su + $ss" | bc) $load $n"
 	port=$((port + 2))
 }
 
-echo "| binary | path | -c | emit->recv p50 ms | p99 ms | client CPU s | server CPU s | load |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| binary | path | -c | -n | emit->recv p50 ms | p99 ms | client CPU s | server CPU s | load |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for _ in $(seq "$repeat"); do
 	for c in $configs; do
 		for m in $modes; do
-			for b in $bins; do
-				one "$b" "$m" "$c" | tee -a "$tmp/rows" | awk '{printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$4,$5,$6,$7,$8}'
+			for n in "${tokens[@]}"; do
+				for b in $bins; do
+					one "$b" "$m" "$c" "$n" | tee -a "$tmp/rows" | awk '{printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1,$2,$3,$9,$4,$5,$6,$7,$8}'
+				done
 			done
 		done
 	done
 done
 echo
-echo "Medians (CPU per token = (user+sys) / (c * 200 tokens)):"
-echo "| binary | path | -c | emit->recv p50 ms | p99 ms | client CPU us/token | server CPU us/token |"
-echo "|---|---|---|---|---|---|---|"
-sort -k2,2 -k3,3n -k1,1 "$tmp/rows" | awk '
+echo "Medians (CPU per token = (user+sys) / (c * n tokens)):"
+echo "| binary | path | -c | -n | emit->recv p50 ms | p99 ms | client CPU us/token | server CPU us/token |"
+echo "|---|---|---|---|---|---|---|---|"
+sort -k2,2 -k3,3n -k1,1 -k9,9n "$tmp/rows" | awk -v marg="$tmp/marginal" '
 function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-function flush() { if (n) printf "| %s | %s | %s | %.2f | %.2f | %.1f | %.1f |\n", kb, km, kc, med(p50, n), med(p99, n), med(cc, n) / (kc * 200) * 1e6, med(sc, n) / (kc * 200) * 1e6; n = 0 }
-{ k = $1 " " $2 " " $3; if (k != key) { flush(); key = k; kb = $1; km = $2; kc = $3 }
+function flush(  mc, ms) { if (!n) return
+	mc = med(cc, n); ms = med(sc, n)
+	printf "| %s | %s | %s | %s | %.2f | %.2f | %.1f | %.1f |\n", kb, km, kc, kn, med(p50, n), med(p99, n), mc / (kc * kn) * 1e6, ms / (kc * kn) * 1e6
+	print kb, km, kc, kn, mc, ms >> marg; n = 0 }
+{ k = $1 " " $2 " " $3 " " $9; if (k != key) { flush(); key = k; kb = $1; km = $2; kc = $3; kn = $9 }
   n++; p50[n] = $4; p99[n] = $5; cc[n] = $6; sc[n] = $7 }
 END { flush() }'
+if [ ${#tokens[@]} -eq 2 ]; then
+	echo
+	echo "Marginal CPU per token ((median CPU at -n ${tokens[1]} - at -n ${tokens[0]}) / (c * $((tokens[1] - tokens[0])) tokens)):"
+	echo "| binary | path | -c | client CPU us/token | server CPU us/token |"
+	echo "|---|---|---|---|---|"
+	awk '{ k = $1 " " $2 " " $3 }
+	k != key { key = k; n0 = $4; c0 = $5; s0 = $6; next }
+	{ printf "| %s | %s | %s | %.1f | %.1f |\n", $1, $2, $3, ($5 - c0) / ($3 * ($4 - n0)) * 1e6, ($6 - s0) / ($3 * ($4 - n0)) * 1e6 }' "$tmp/marginal"
+fi

@@ -125,13 +125,15 @@ func TestMultiplexGateways(t *testing.T) {
 		{"a serialising proxy", h2cProxy(serialising), true, 3, Fail, []string{"serialised: stream", "one at a time"}},
 		{"a resetting proxy", h2cProxy(resetting), true, 0, Fail, []string{"1 of 8 streams on one connection failed", "reset (INTERNAL_ERROR)"}},
 	} {
-		rep, err := checkWith(t, tt.gw, Options{Client: client.Options{Dialect: api.Chat, H2C: tt.h2c}, Only: []string{"multiplex"},
-			StreamsPerConn: tt.streams})
-		r, ok := rows(t, rep, err)["multiplex"]
-		if !ok {
-			t.Fatalf("%s: no multiplex row in %+v", tt.name, rep.Rows)
-		}
-		t.Logf("%s: %s %s (fix: %s)", tt.name, r.Status, r.Evidence, r.Fix)
+		r := muxRow(t, tt.name, tt.status == Pass, func() Row {
+			rep, err := checkWith(t, tt.gw, Options{Client: client.Options{Dialect: api.Chat, H2C: tt.h2c}, Only: []string{"multiplex"},
+				StreamsPerConn: tt.streams})
+			r, ok := rows(t, rep, err)["multiplex"]
+			if !ok {
+				t.Fatalf("%s: no multiplex row in %+v", tt.name, rep.Rows)
+			}
+			return r
+		})
 		if r.Status != tt.status {
 			t.Errorf("%s: %s (%s), want %s", tt.name, r.Status, r.Evidence, tt.status)
 		}
@@ -143,6 +145,30 @@ func TestMultiplexGateways(t *testing.T) {
 		if r.Status != Pass && r.Fix == "" {
 			t.Errorf("%s: a %s row without a fix", tt.name, r.Status)
 		}
+	}
+}
+
+// muxAttempts bounds the checks of a gateway expected to pass whose
+// streams' flush verdict is not a pass (a busy machine's stalls).
+const muxAttempts = 5
+
+// muxRow returns the multiplex row that check makes, logged. The flush
+// verdict of the streams is a timing judgement: on a busy machine (the
+// race detector, client, gateway and server in one process) the process
+// stalls now and then, and the streams' tokens arrive in bursts. A
+// gateway expected to pass (pass) whose row fails on that verdict alone
+// ("a stream's tokens held…") is checked again, up to muxAttempts times
+// (as e2e's timing rows), each retry logged; one that holds tokens fails
+// every time, and any other row is the first one.
+func muxRow(t *testing.T, name string, pass bool, check func() Row) Row {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		r := check()
+		t.Logf("%s: %s %s (fix: %s)", name, r.Status, r.Evidence, r.Fix)
+		if attempt == muxAttempts || !pass || r.Status != Fail || !strings.HasPrefix(r.Evidence, "a stream's tokens held") {
+			return r
+		}
+		t.Logf("%s: attempt %d: the flush verdict of the streams is not a pass; again", name, attempt)
 	}
 }
 
