@@ -78,9 +78,11 @@ one() {
 	pkill -TERM -P "$spid" || true
 	wait "$spid" 2>/dev/null || true
 	local line cu cs su ss
-	line=$(grep -m1 '^ *emit->recv (tokens)' "$tmp/cli" || echo "failed")
+	line=$(grep -m1 '^ *emit->recv (tokens)' "$tmp/cli" || echo "failed failed")
 	read -r cu cs < <(tail -1 "$tmp/ctime")
 	read -r su ss < <(tail -1 "$tmp/stime")
+	# A failed run keeps its columns (p50 and p99 "failed"), so that its
+	# -n stays the ninth field; the medians leave it out.
 	echo "$(basename "$bin") $mode $c $(sed -E 's/.*p50=([0-9.]+)ms.*p99=([0-9.]+)ms.*/\1 \2/' <<<"$line") $(echo "$cu + $cs" | bc) $(echo "$su + $ss" | bc) $load $n"
 	port=$((port + 2))
 }
@@ -109,6 +111,7 @@ function flush(  mc, ms) { if (!n) return
 	mc = med(cc, n); ms = med(sc, n)
 	printf "| %s | %s | %s | %s | %.2f | %.2f | %.1f | %.1f |\n", kb, km, kc, kn, med(p50, n), med(p99, n), mc / (kc * kn) * 1e6, ms / (kc * kn) * 1e6
 	print kb, km, kc, kn, mc, ms >> marg; n = 0 }
+$4 == "failed" { next }
 { k = $1 " " $2 " " $3 " " $9; if (k != key) { flush(); key = k; kb = $1; km = $2; kc = $3; kn = $9 }
   n++; p50[n] = $4; p99[n] = $5; cc[n] = $6; sc[n] = $7 }
 END { flush() }'
